@@ -1,0 +1,3 @@
+module usher
+
+go 1.26.8

@@ -1,0 +1,209 @@
+// Package queue holds the waiting room's domain: rooms and their settings,
+// visitors' entries, the admission step, and the Store interface that the
+// backends (memqueue, redisqueue) implement.
+//
+// A room has a FIFO queue of waiting visitors and an active set of admitted
+// visitors, capped at MaxActive. Visitors are ordered by an arrival sequence
+// number that the store issues (an INCR), never by wall-clock time, so
+// instances with skewed clocks still keep FIFO order. An admitted visitor's
+// membership in the active set expires: first after ClaimWindow if the visitor
+// never picks up the pass, then ActiveTTL after the last renewal (sliding).
+//
+// Backends only store; validation, the clock, metrics and the cheap
+// estimated status live once in the Queue wrapper (service.go).
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"time"
+)
+
+// Errors that every Store returns (wrapped with operation context). The HTTP
+// layer maps them to statuses in one table.
+var (
+	ErrRoomNotFound = errors.New("room not found")
+	ErrRoomClosed   = errors.New("room closed")
+	ErrInvalid      = errors.New("invalid input")
+	// ErrUnavailable wraps any failure to reach the backend (network, timeout,
+	// server down). Callers answer 503 and retry later; nothing was half-written.
+	ErrUnavailable = errors.New("store unavailable")
+)
+
+// RoomState says what a room does with arriving and waiting visitors.
+type RoomState string
+
+const (
+	// Open rooms accept entries and admit visitors.
+	Open RoomState = "open"
+	// Paused rooms accept entries but admit nobody (a sale not yet started).
+	Paused RoomState = "paused"
+	// Closed rooms refuse entries; waiting visitors stay until they leave.
+	Closed RoomState = "closed"
+)
+
+// Settings are a room's configuration, kept in the store so that every
+// instance sees the same.
+type Settings struct {
+	State RoomState
+	// MaxActive caps the number of admitted visitors at any moment.
+	MaxActive int64
+	// AdmitRate is the room-wide admission rate in visitors per second, however
+	// many schedulers run.
+	AdmitRate float64
+	// Interval is the scheduler's fixed delay between admission steps.
+	Interval time.Duration
+	// ActiveTTL is how long an admitted visitor stays active after the last
+	// renewal (a gated request or a status poll).
+	ActiveTTL time.Duration
+	// ClaimWindow is how long an admitted visitor has to pick up the pass
+	// before the slot goes to the next one.
+	ClaimWindow time.Duration
+}
+
+// DefaultSettings are used for a new room's omitted fields.
+func DefaultSettings() Settings {
+	return Settings{
+		State:       Open,
+		MaxActive:   1000,
+		AdmitRate:   50,
+		Interval:    time.Second,
+		ActiveTTL:   5 * time.Minute,
+		ClaimWindow: 30 * time.Second,
+	}
+}
+
+// Batch is the most visitors one step may admit, and the capacity of the
+// room's token bucket: AdmitRate × Interval, at least 1.
+func (s Settings) Batch() int64 {
+	return max(1, int64(math.Ceil(s.AdmitRate*s.Interval.Seconds()-1e-9)))
+}
+
+// Validate reports the first setting out of range, wrapped in ErrInvalid.
+func (s Settings) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case s.State != Open && s.State != Paused && s.State != Closed:
+		return bad("state %q: want open, paused or closed", s.State)
+	case s.MaxActive < 1 || s.MaxActive > 10_000_000:
+		return bad("max_active %d: want 1 to 10000000", s.MaxActive)
+	case !(s.AdmitRate > 0) || s.AdmitRate > 1_000_000:
+		return bad("admit_rate %v: want more than 0 and at most 1000000 per second", s.AdmitRate)
+	case s.Interval < 10*time.Millisecond || s.Interval > time.Minute:
+		return bad("interval %v: want 10ms to 1m", s.Interval)
+	case s.ActiveTTL < time.Second || s.ActiveTTL > 24*time.Hour:
+		return bad("active_ttl %v: want 1s to 24h", s.ActiveTTL)
+	case s.ClaimWindow < time.Second || s.ClaimWindow > s.ActiveTTL:
+		return bad("claim_window %v: want 1s to active_ttl", s.ClaimWindow)
+	}
+	return nil
+}
+
+var roomIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+
+// ValidRoomID reports whether id is a room id: [a-z0-9][a-z0-9-]{0,63}.
+func ValidRoomID(id string) bool { return roomIDPattern.MatchString(id) }
+
+// MaxVisitorID is the longest visitor id in bytes.
+const MaxVisitorID = 128
+
+// ValidVisitorID reports whether id is a visitor id: 1 to 128 printable ASCII
+// bytes without spaces.
+func ValidVisitorID(id string) bool {
+	if len(id) == 0 || len(id) > MaxVisitorID {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// EntryStatus is where a visitor stands in a room.
+type EntryStatus string
+
+const (
+	Waiting EntryStatus = "waiting"
+	Active  EntryStatus = "active"
+	// Gone means neither waiting nor active: never entered, left, or expired.
+	Gone EntryStatus = "gone"
+)
+
+// Entry is a visitor's place in a room.
+type Entry struct {
+	Visitor string
+	Status  EntryStatus
+	// Seq is the arrival sequence number (1, 2, …, per room) when Waiting,
+	// and in the result of the Enter that created the entry; otherwise 0.
+	Seq int64
+	// Position is 1 for the head of the queue, when Waiting.
+	Position int64
+	// ExpiresAt is when the active slot lapses without renewal, when Active.
+	ExpiresAt time.Time
+}
+
+// AdmitResult is what one admission step did.
+type AdmitResult struct {
+	// Admitted lists the visitors moved into the active set, in arrival order.
+	Admitted []string
+	// Expired counts active visitors removed because their expiry had passed.
+	Expired int64
+}
+
+// Stats is a room's settings and live counters, read in one call.
+type Stats struct {
+	Settings Settings
+	Waiting  int64
+	// Active counts admitted visitors whose expiry is after now.
+	Active        int64
+	AdmittedTotal int64
+	// LastSeq is the last sequence number issued (0 before the first entry).
+	LastSeq int64
+	// HeadSeq is the sequence number of the first waiting visitor, or
+	// LastSeq+1 when nobody waits.
+	HeadSeq int64
+}
+
+// Store keeps rooms. Every method is one atomic operation on the backend:
+// concurrent calls from any number of instances never leave half-written
+// state. Methods return ErrRoomNotFound for an unknown room and wrap backend
+// faults in ErrUnavailable. The caller validates ids and settings; now is the
+// caller's clock.
+type Store interface {
+	// PutRoom creates a room or replaces its settings; queue, active set and
+	// counters are kept.
+	PutRoom(ctx context.Context, room string, s Settings) error
+	// Rooms lists room ids in ascending order.
+	Rooms(ctx context.Context) ([]string, error)
+	// Enter puts visitor in the room's queue, or returns its current entry if
+	// it is already waiting or active (idempotent: a visitor never moves
+	// back). created is true only for a new queue place. When nobody waits,
+	// the room is open, a slot is free and the rate allows, the visitor is
+	// admitted at once (passthrough) with expiry now+ActiveTTL. ErrRoomClosed
+	// when the room is closed and the visitor has no entry.
+	Enter(ctx context.Context, room, visitor string, now time.Time) (e Entry, created bool, err error)
+	// Status returns the visitor's exact entry. For an active visitor it is
+	// also a renewal: the expiry becomes at least now+ActiveTTL (this is how
+	// an admitted visitor claims the slot, and how the gate slides it).
+	Status(ctx context.Context, room, visitor string, now time.Time) (Entry, error)
+	// Leave removes the visitor's queue place or active slot at once.
+	// Leaving a room one is not in is not an error.
+	Leave(ctx context.Context, room, visitor string) error
+	// Admit runs one admission step: it removes active visitors whose expiry
+	// is at or before now, then admits min(MaxActive-active, tokens, waiting)
+	// visitors from the head of the queue with expiry now+ClaimWindow. Tokens
+	// come from a room-wide bucket refilled at AdmitRate up to Batch(), kept
+	// in the same atomic step, so any number of concurrent callers admit at
+	// AdmitRate in total and never exceed MaxActive. A paused or closed room
+	// admits nobody (expiry still runs).
+	Admit(ctx context.Context, room string, now time.Time) (AdmitResult, error)
+	// Stats reads the room's settings and counters.
+	Stats(ctx context.Context, room string, now time.Time) (Stats, error)
+}

@@ -1,0 +1,65 @@
+// Command usher is a virtual waiting room: it puts visitors in a fair queue
+// and admits them only as fast as the site behind it can serve.
+//
+// main is wiring only: run parses the subcommand and its flags, builds the
+// parts and supervises them.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "usher:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `usage: usher <command> [flags]
+
+commands:
+  serve     run the waiting room (API, admission scheduler) on embedded defaults or Redis
+  keys      list or rotate the signing keys (usher keys list|rotate)
+  version   print the version
+
+Run 'usher <command> -h' for a command's flags.
+`
+
+// run is the whole program; tests call it directly.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("no command given")
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "serve":
+		return serve(ctx, rest, getenv, stdout, stderr)
+	case "keys":
+		return keys(rest, getenv, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "usher", version())
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

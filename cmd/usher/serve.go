@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"usher/internal/admission"
+	"usher/internal/httpapi"
+	"usher/internal/queue"
+	"usher/internal/token"
+)
+
+// serve runs the API server, the room views' refresher and the admission
+// scheduler until ctx ends, then shuts them down.
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	f := newFlags("serve", getenv, stderr)
+	addr := f.string("addr", ":8080", "listen address")
+	store := f.string("store", "memory", "queue store: memory (one instance, lost on restart) or redis://host:port/db")
+	dataDir := f.string("data-dir", "./data", "directory for what the embedded defaults keep (signing keys, admin key)")
+	keysFlag := f.string("keys-dir", "", "signing keys directory, shared by all instances (default <data-dir>/keys)")
+	adminKey := f.string("admin-key", "", "admin API key (default: generated into <data-dir>/admin.key)")
+	redisPrefix := f.string("redis-prefix", "usher:", "prefix of every Redis key")
+	failOpen := f.bool("fail-open", false, "let visitors with a signed pass through when the store is down")
+	insecure := f.bool("insecure-cookies", false, "drop the Secure cookie attribute (plain HTTP on a non-localhost host)")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+
+	st, closeStore, err := openStore(ctx, *store, *redisPrefix)
+	if err != nil {
+		return err
+	}
+	defer closeStore.Close()
+	keys, err := token.LoadDir(keysDir(*keysFlag, *dataDir), time.Now)
+	if err != nil {
+		return fmt.Errorf("signing keys: %w", err)
+	}
+	if *adminKey == "" {
+		if *adminKey, err = loadOrCreateAdminKey(*dataDir, log); err != nil {
+			return err
+		}
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	q := queue.New(st, queue.Options{Metrics: queue.NewMetrics(reg), Logger: log.With("component", "queue")})
+	sched := admission.New(q, log.With("component", "admission"))
+	srv := &http.Server{
+		Handler: httpapi.NewServer(httpapi.Config{
+			Queue: q, Keys: keys, AdminKey: *adminKey, Registry: reg,
+			Logger: log.With("component", "http"), InsecureCookies: *insecure, FailOpen: *failOpen,
+		}),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("bad setting --addr/USHER_ADDR=%q: %w", *addr, err)
+	}
+	fmt.Fprintf(stdout, "usher serving on http://%s (store %s)\n", ln.Addr(), redactURL(*store))
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return q.Run(gctx) })
+	g.Go(func() error { return sched.Run(gctx) })
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return srv.Shutdown(shutdown)
+	})
+	return g.Wait()
+}
+
+// loadOrCreateAdminKey reads <dataDir>/admin.key, creating it with a random
+// key on first start, so that a newcomer's server is never left open.
+func loadOrCreateAdminKey(dataDir string, log *slog.Logger) (string, error) {
+	path := filepath.Join(dataDir, "admin.key")
+	if b, err := os.ReadFile(path); err == nil {
+		if key := strings.TrimSpace(string(b)); key != "" {
+			return key, nil
+		}
+		return "", fmt.Errorf("admin key file %s is empty", path)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("admin key: %w", err)
+	}
+	buf := make([]byte, 24)
+	rand.Read(buf)
+	key := base64.RawURLEncoding.EncodeToString(buf)
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", fmt.Errorf("admin key: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("admin key: %w", err)
+	}
+	log.Info("generated an admin API key", "file", path)
+	return key, nil
+}

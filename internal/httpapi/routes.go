@@ -1,0 +1,34 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"usher/internal/apierror"
+)
+
+// routes lists every route. Each path also has a method-less pattern that
+// answers 405 in JSON, and "/" answers 404 in JSON.
+func (s *server) routes(mux *http.ServeMux) {
+	mux.Handle("GET /healthz", s.healthz())
+	mux.Handle("GET /readyz", s.readyz())
+	mux.Handle("GET /metrics", s.metrics())
+	mux.Handle("GET /.well-known/jwks.json", s.jwks())
+
+	mux.Handle("POST /api/v1/rooms/{room}/entries", s.enter())
+	mux.Handle("GET /api/v1/rooms/{room}/entries/me", s.status())
+	mux.Handle("DELETE /api/v1/rooms/{room}/entries/me", s.leave())
+	mux.Handle("GET /api/v1/rooms/{room}/pass", s.gate(s.pass()))
+
+	mux.Handle("GET /api/v1/rooms", s.admin(s.listRooms()))
+	mux.Handle("GET /api/v1/rooms/{room}", s.admin(s.getRoom()))
+	mux.Handle("PUT /api/v1/rooms/{room}", s.admin(s.putRoom()))
+
+	for _, path := range []string{
+		"/healthz", "/readyz", "/metrics", "/.well-known/jwks.json",
+		"/api/v1/rooms/{room}/entries", "/api/v1/rooms/{room}/entries/me",
+		"/api/v1/rooms/{room}/pass", "/api/v1/rooms", "/api/v1/rooms/{room}",
+	} {
+		mux.Handle(path, s.fail(apierror.ErrMethodNotAllowed))
+	}
+	mux.Handle("/", s.fail(apierror.ErrNotFound))
+}

@@ -1,0 +1,156 @@
+// Package httpapi is usher's JSON API v1: entering and polling the queue,
+// leaving, the admin room endpoints, the pass check, JWKS, health and
+// metrics. Every route is listed in routes.go; every error goes through the
+// one table in package apierror.
+package httpapi
+
+import (
+	"context"
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"usher/internal/apierror"
+	"usher/internal/gate"
+	"usher/internal/queue"
+	"usher/internal/token"
+)
+
+// Config is what the server needs. Queue, Keys, AdminKey and Registry are
+// required.
+type Config struct {
+	Queue *queue.Queue
+	Keys  *token.Keyring
+	// AdminKey authorizes the admin endpoints and trusted visitor ids.
+	AdminKey string
+	Registry *prometheus.Registry
+	Logger   *slog.Logger
+	// InsecureCookies drops the Secure attribute from cookies (plain HTTP
+	// during development). Secure is the default.
+	InsecureCookies bool
+	// FailOpen lets the gate pass signed passes when the store is down.
+	FailOpen bool
+}
+
+type server struct {
+	Config
+	errs   apierror.Writer
+	gate   func(http.Handler) http.Handler
+	secure bool
+}
+
+// NewServer returns the API handler. It starts nothing.
+func NewServer(c Config) http.Handler {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &server{
+		Config: c,
+		errs:   apierror.Writer{Log: c.Logger, Counts: apierror.NewCounts(c.Registry)},
+		secure: !c.InsecureCookies,
+	}
+	s.gate = gate.New(c.Queue, c.Keys, gate.Options{
+		Room:         func(r *http.Request) string { return r.PathValue("room") },
+		FailOpen:     c.FailOpen,
+		SecureCookie: s.secure,
+		Errors:       s.errs,
+		Logger:       c.Logger.With("component", "gate"),
+	})
+	mux := http.NewServeMux()
+	s.routes(mux)
+	return s.instrument(c.Registry, mux)
+}
+
+// instrument counts requests by route pattern and status.
+func (s *server) instrument(reg prometheus.Registerer, next http.Handler) http.Handler {
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "usher_http_requests_total", Help: "HTTP requests by route pattern and status.",
+	}, []string{"route", "status"})
+	reg.MustRegister(requests)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		requests.WithLabelValues(r.Pattern, statusText(rec.status)).Inc()
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// statusText avoids an allocation per request for the common statuses.
+func statusText(code int) string {
+	switch code {
+	case 200:
+		return "200"
+	case 201:
+		return "201"
+	case 204:
+		return "204"
+	}
+	return http.StatusText(code)
+}
+
+func (s *server) metrics() http.Handler {
+	return promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{})
+}
+
+func (s *server) healthz() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		encode(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+}
+
+// readyz answers 200 when the store answers within a second.
+func (s *server) readyz() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		defer cancel()
+		if _, err := s.Queue.Rooms(ctx); err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		encode(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+}
+
+func (s *server) jwks() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		w.Write(s.Keys.JWKS())
+	})
+}
+
+// isAdmin reports whether the request carries the admin key.
+func (s *server) isAdmin(r *http.Request) bool {
+	tok, ok := gate.Bearer(r)
+	return ok && subtle.ConstantTimeCompare([]byte(tok), []byte(s.AdminKey)) == 1
+}
+
+// admin wraps an admin-only handler.
+func (s *server) admin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.isAdmin(r) {
+			s.errs.Write(w, r, apierror.ErrAdminOnly)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *server) fail(err error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.errs.Write(w, r, err) })
+}

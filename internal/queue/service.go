@@ -1,0 +1,307 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrNotAdmitted is returned by Renew for a visitor without an active slot.
+var ErrNotAdmitted = errors.New("visitor not admitted")
+
+// Options configure a Queue. Zero values take the defaults noted.
+type Options struct {
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Refresh is how often Run re-reads every room's stats (default 100ms).
+	Refresh time.Duration
+	// Metrics records counters; nil records nothing.
+	Metrics *Metrics
+	Logger  *slog.Logger
+}
+
+// Queue wraps a Store with validation, the clock, metrics, and an in-memory
+// view of every room that Run refreshes, so that a status poll far from the
+// front of the queue costs no store round trip.
+type Queue struct {
+	store   Store
+	now     func() time.Time
+	refresh time.Duration
+	metrics *Metrics
+	log     *slog.Logger
+	views   atomic.Pointer[map[string]View]
+	mu      sync.Mutex // serializes refreshes
+}
+
+// View is a room's stats as last read by this instance, with the measured
+// admission rate.
+type View struct {
+	Stats
+	// Rate is the room's measured admission rate in visitors per second: an
+	// EWMA (time constant 10 s) over refreshes during which someone waited,
+	// starting from the configured AdmitRate.
+	Rate float64
+	// At is when the stats were read.
+	At time.Time
+}
+
+// New returns a Queue over store. It starts nothing; call Run.
+func New(store Store, o Options) *Queue {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Refresh <= 0 {
+		o.Refresh = 100 * time.Millisecond
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	q := &Queue{store: store, now: o.Now, refresh: o.Refresh, metrics: o.Metrics, log: o.Logger}
+	q.views.Store(&map[string]View{})
+	return q
+}
+
+// Now returns the Queue's clock reading.
+func (q *Queue) Now() time.Time { return q.now() }
+
+func checkRoom(room string) error {
+	if !ValidRoomID(room) {
+		return fmt.Errorf("%w: room id %q: want [a-z0-9][a-z0-9-]{0,63}", ErrInvalid, room)
+	}
+	return nil
+}
+
+func checkVisitor(room, visitor string) error {
+	if err := checkRoom(room); err != nil {
+		return err
+	}
+	if !ValidVisitorID(visitor) {
+		return fmt.Errorf("%w: visitor id: want 1 to %d printable ASCII bytes without spaces", ErrInvalid, MaxVisitorID)
+	}
+	return nil
+}
+
+// PutRoom validates and stores a room's settings.
+func (q *Queue) PutRoom(ctx context.Context, room string, s Settings) error {
+	if err := checkRoom(room); err != nil {
+		return err
+	}
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	if err := q.store.PutRoom(ctx, room, s); err != nil {
+		return err
+	}
+	return q.refreshRoom(ctx, room)
+}
+
+// Rooms lists room ids.
+func (q *Queue) Rooms(ctx context.Context) ([]string, error) { return q.store.Rooms(ctx) }
+
+// Room reads a room's stats from the store, with the measured rate.
+func (q *Queue) Room(ctx context.Context, room string) (View, error) {
+	if err := checkRoom(room); err != nil {
+		return View{}, err
+	}
+	st, err := q.store.Stats(ctx, room, q.now())
+	if err != nil {
+		return View{}, err
+	}
+	v := View{Stats: st, Rate: st.Settings.AdmitRate, At: q.now()}
+	if old, ok := q.View(room); ok {
+		v.Rate = old.Rate
+	}
+	return v, nil
+}
+
+// View returns this instance's latest view of the room, if it has one.
+func (q *Queue) View(room string) (View, bool) {
+	v, ok := (*q.views.Load())[room]
+	return v, ok
+}
+
+// Enter puts the visitor in the room's queue (idempotent).
+func (q *Queue) Enter(ctx context.Context, room, visitor string) (Entry, bool, error) {
+	if err := checkVisitor(room, visitor); err != nil {
+		return Entry{}, false, err
+	}
+	e, created, err := q.store.Enter(ctx, room, visitor, q.now())
+	if err == nil {
+		q.metrics.entered(room, e, created)
+	}
+	return e, created, err
+}
+
+// Status returns the visitor's entry. seq is the sequence number from the
+// visitor's ticket. When this instance's view of the room is fresh and seq is
+// further than ExactWithin from the head, the answer is an estimate made
+// without a store call (estimated = true): Position = seq − HeadSeq + 1.
+//
+// Error bound: the estimate is never better than the truth. It exceeds the
+// exact position by the number of visitors between the head and seq who left
+// the queue, plus those admitted since the view was read (at most one
+// Refresh of admissions). It does not notice that the visitor itself left.
+// Near the front, or once seq is at or behind the head, the answer is exact
+// and, for an admitted visitor, renews the slot (see Store.Status).
+func (q *Queue) Status(ctx context.Context, room, visitor string, seq int64) (e Entry, estimated bool, err error) {
+	if err := checkVisitor(room, visitor); err != nil {
+		return Entry{}, false, err
+	}
+	now := q.now()
+	if v, ok := q.View(room); ok && now.Sub(v.At) < staleAfter && seq >= v.HeadSeq {
+		if pos := seq - v.HeadSeq + 1; pos > ExactWithin(v) {
+			q.metrics.polled(room, true)
+			return Entry{Visitor: visitor, Status: Waiting, Seq: seq, Position: pos}, true, nil
+		}
+	}
+	e, err = q.store.Status(ctx, room, visitor, now)
+	if err == nil {
+		q.metrics.polled(room, false)
+	}
+	return e, false, err
+}
+
+// staleAfter is the age at which a view is no longer used for estimates:
+// when refreshes fail (store down), polls go to the store and fail honestly.
+const staleAfter = 2 * time.Second
+
+// ExactWithin is how many places from the head a poll gets an exact answer:
+// two batches, five seconds of admissions, and at least 50.
+func ExactWithin(v View) int64 {
+	return max(50, 2*v.Settings.Batch(), int64(math.Ceil(5*max(v.Rate, v.Settings.AdmitRate))))
+}
+
+// Renew slides an admitted visitor's expiry and returns the new one;
+// ErrNotAdmitted when the visitor holds no active slot.
+func (q *Queue) Renew(ctx context.Context, room, visitor string) (time.Time, error) {
+	if err := checkVisitor(room, visitor); err != nil {
+		return time.Time{}, err
+	}
+	e, err := q.store.Status(ctx, room, visitor, q.now())
+	if err != nil {
+		return time.Time{}, err
+	}
+	if e.Status != Active {
+		return time.Time{}, fmt.Errorf("queue: renew %s in %s: %w", visitor, room, ErrNotAdmitted)
+	}
+	return e.ExpiresAt, nil
+}
+
+// Leave frees the visitor's queue place or active slot.
+func (q *Queue) Leave(ctx context.Context, room, visitor string) error {
+	if err := checkVisitor(room, visitor); err != nil {
+		return err
+	}
+	return q.store.Leave(ctx, room, visitor)
+}
+
+// Admit runs one admission step for the room.
+func (q *Queue) Admit(ctx context.Context, room string) (AdmitResult, error) {
+	start := time.Now()
+	res, err := q.store.Admit(ctx, room, q.now())
+	q.metrics.stepped(room, res, time.Since(start), err)
+	return res, err
+}
+
+// ETA estimates the wait for a visitor with ahead visitors in front: ahead ÷
+// the measured rate, plus a 20 % margin (seed 001), capped at a day. The rate
+// is floored at 5 % of the configured one so that a stalled room shows a long
+// wait rather than none.
+func ETA(v View, ahead int64) time.Duration {
+	rate := max(v.Rate, 0.05*v.Settings.AdmitRate)
+	secs := float64(ahead) / rate * 1.2
+	return time.Duration(min(secs, 86400) * float64(time.Second))
+}
+
+// PollAfter tells a waiting visitor when to poll again: about 1.5 s near the
+// front, growing with the ETA to about 8 s far back, with ±20 % jitter so that
+// polls spread out (seed 003 §3).
+func PollAfter(eta time.Duration, exact bool) time.Duration {
+	base := 1500 * time.Millisecond
+	if !exact {
+		base = min(max(eta/10, base), 8*time.Second)
+	}
+	return time.Duration(float64(base) * (0.8 + 0.4*rand.Float64()))
+}
+
+// Run refreshes the view of every room every Refresh until ctx ends. A failed
+// refresh is logged and retried; views older than two seconds are not used.
+func (q *Queue) Run(ctx context.Context) error {
+	t := time.NewTicker(q.refresh)
+	defer t.Stop()
+	for {
+		if err := q.refreshAll(ctx); err != nil && ctx.Err() == nil {
+			q.log.Warn("refresh room views", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (q *Queue) refreshAll(ctx context.Context) error {
+	rooms, err := q.store.Rooms(ctx)
+	if err != nil {
+		return err
+	}
+	stats := make(map[string]Stats, len(rooms))
+	var errs []error
+	now := q.now()
+	for _, room := range rooms {
+		st, err := q.store.Stats(ctx, room, now)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		stats[room] = st
+	}
+	q.apply(now, stats)
+	return errors.Join(errs...)
+}
+
+// refreshRoom re-reads one room's stats (after its settings changed).
+func (q *Queue) refreshRoom(ctx context.Context, room string) error {
+	now := q.now()
+	st, err := q.store.Stats(ctx, room, now)
+	if err != nil {
+		return err
+	}
+	q.apply(now, map[string]Stats{room: st})
+	return nil
+}
+
+// apply installs new views for the rooms in stats, updating measured rates;
+// other rooms keep their views.
+func (q *Queue) apply(now time.Time, stats map[string]Stats) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	old := *q.views.Load()
+	next := make(map[string]View, max(len(old), len(stats)))
+	for room, v := range old {
+		next[room] = v
+	}
+	for room, st := range stats {
+		v := View{Stats: st, Rate: st.Settings.AdmitRate, At: now}
+		if prev, ok := old[room]; ok {
+			v.Rate = prev.Rate
+			if dt := now.Sub(prev.At).Seconds(); dt > 0 && prev.Waiting > 0 {
+				inst := float64(st.AdmittedTotal-prev.AdmittedTotal) / dt
+				v.Rate += (1 - math.Exp(-dt/rateTimeConstant)) * (inst - v.Rate)
+			}
+		}
+		next[room] = v
+		q.metrics.observed(room, st)
+	}
+	q.views.Store(&next)
+}
+
+// rateTimeConstant is the EWMA's time constant in seconds.
+const rateTimeConstant = 10

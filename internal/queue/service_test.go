@@ -1,0 +1,207 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"usher/internal/queue"
+	"usher/internal/queue/memqueue"
+)
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func newQueue(t *testing.T, waiting int) (*queue.Queue, *clock) {
+	t.Helper()
+	c := &clock{t: time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)}
+	q := queue.New(memqueue.New(), queue.Options{Now: c.now})
+	ctx := context.Background()
+	s := queue.DefaultSettings()
+	s.State, s.AdmitRate, s.MaxActive = queue.Paused, 10, 1_000_000
+	if err := q.PutRoom(ctx, "r", s); err != nil {
+		t.Fatal(err)
+	}
+	for i := range waiting {
+		if _, _, err := q.Enter(ctx, "r", fmt.Sprintf("v%d", i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.State = queue.Open
+	if err := q.PutRoom(ctx, "r", s); err != nil {
+		t.Fatal(err)
+	}
+	return q, c
+}
+
+func TestStatusEstimateBound(t *testing.T) {
+	ctx := context.Background()
+	q, c := newQueue(t, 1000)
+	if _, err := q.Admit(ctx, "r"); err != nil { // admits one batch (10)
+		t.Fatal(err)
+	}
+	left := map[int64]bool{}
+	for _, seq := range []int64{100, 200, 201, 500} {
+		left[seq] = true
+		if err := q.Leave(ctx, "r", fmt.Sprintf("v%d", seq)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.t = c.t.Add(time.Second) // a Refresh would see this; the view is still the PutRoom one
+	v, _ := q.View("r")
+	if v.HeadSeq != 1 {
+		t.Fatalf("view head = %d, want the stale 1 (read before the step)", v.HeadSeq)
+	}
+	exactWithin := queue.ExactWithin(v)
+	var estimates int
+	var leftAhead int64
+	for seq := int64(11); seq <= 1000; seq++ {
+		if left[seq] {
+			leftAhead++
+			continue
+		}
+		visitor := fmt.Sprintf("v%d", seq)
+		got, estimated, err := q.Status(ctx, "r", visitor, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if estimated != (seq-v.HeadSeq+1 > exactWithin) {
+			t.Fatalf("seq %d: estimated = %v, want estimates only beyond %d from the head", seq, estimated, exactWithin)
+		}
+		exact, _ := memStatus(t, q, visitor, seq)
+		if !estimated {
+			if got != exact {
+				t.Fatalf("seq %d: exact answer %+v, want %+v", seq, got, exact)
+			}
+			continue
+		}
+		estimates++
+		// Never better than the truth; worse by at most the leavers ahead and
+		// the visitors admitted since the view was read (10).
+		if d := got.Position - exact.Position; d < 0 || d > leftAhead+10 {
+			t.Fatalf("seq %d: estimate %d, exact %d: off by %d, want 0..%d", seq, got.Position, exact.Position, d, leftAhead+10)
+		}
+	}
+	if estimates < 900 {
+		t.Errorf("%d estimated answers, want most of the 990 polls", estimates)
+	}
+}
+
+// memStatus reads the exact status by making the view stale.
+func memStatus(t *testing.T, q *queue.Queue, visitor string, seq int64) (queue.Entry, bool) {
+	t.Helper()
+	e, estimated, err := q.Status(context.Background(), "r", visitor, 0) // seq 0 is behind any head: exact
+	if err != nil || estimated {
+		t.Fatalf("exact status of %s: %v (estimated %v)", visitor, err, estimated)
+	}
+	return e, estimated
+}
+
+func TestStatusStaleViewIsExact(t *testing.T) {
+	ctx := context.Background()
+	q, c := newQueue(t, 500)
+	c.t = c.t.Add(3 * time.Second)
+	if _, estimated, err := q.Status(ctx, "r", "v400", 400); err != nil || estimated {
+		t.Errorf("poll with a 3 s old view: estimated = %v, err = %v; want an exact answer", estimated, err)
+	}
+}
+
+func TestRenew(t *testing.T) {
+	ctx := context.Background()
+	q, c := newQueue(t, 20)
+	if _, err := q.Admit(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	exp, err := q.Renew(ctx, "r", "v1")
+	if err != nil || !exp.Equal(c.t.Add(queue.DefaultSettings().ActiveTTL)) {
+		t.Errorf("Renew(v1) = %v, %v; want %v", exp, err, c.t.Add(queue.DefaultSettings().ActiveTTL))
+	}
+	if _, err := q.Renew(ctx, "r", "v20"); !errors.Is(err, queue.ErrNotAdmitted) {
+		t.Errorf("Renew of a waiting visitor: err = %v, want ErrNotAdmitted", err)
+	}
+}
+
+func TestValidation(t *testing.T) {
+	ctx := context.Background()
+	q, _ := newQueue(t, 0)
+	long := string(make([]byte, 129))
+	for _, tc := range []struct{ room, visitor string }{
+		{"", "v"}, {"-r", "v"}, {"R", "v"}, {"r", ""}, {"r", "has space"}, {"r", long},
+	} {
+		if _, _, err := q.Enter(ctx, tc.room, tc.visitor); !errors.Is(err, queue.ErrInvalid) {
+			t.Errorf("Enter(%q, %q): err = %v, want ErrInvalid", tc.room, tc.visitor, err)
+		}
+	}
+	bad := queue.DefaultSettings()
+	bad.ClaimWindow = bad.ActiveTTL + time.Second
+	if err := q.PutRoom(ctx, "r", bad); !errors.Is(err, queue.ErrInvalid) {
+		t.Errorf("PutRoom with claim window > TTL: err = %v, want ErrInvalid", err)
+	}
+}
+
+func TestETA(t *testing.T) {
+	v := queue.View{Stats: queue.Stats{Settings: queue.DefaultSettings()}, Rate: 100}
+	if got, want := queue.ETA(v, 1000), 12*time.Second; got != want {
+		t.Errorf("ETA(1000 ahead at 100/s) = %v, want %v (+20 %%)", got, want)
+	}
+	v.Rate = 0 // stalled: floored at 5 % of the configured 50/s
+	if got, want := queue.ETA(v, 250), 120*time.Second; got != want {
+		t.Errorf("ETA with a stalled room = %v, want %v", got, want)
+	}
+}
+
+func TestPollAfter(t *testing.T) {
+	for _, tc := range []struct {
+		eta      time.Duration
+		exact    bool
+		min, max time.Duration
+	}{
+		{0, true, 1200 * time.Millisecond, 1800 * time.Millisecond},
+		{10 * time.Minute, true, 1200 * time.Millisecond, 1800 * time.Millisecond},
+		{5 * time.Second, false, 1200 * time.Millisecond, 1800 * time.Millisecond},
+		{50 * time.Second, false, 4 * time.Second, 6 * time.Second},
+		{time.Hour, false, 6400 * time.Millisecond, 9600 * time.Millisecond},
+	} {
+		seen := map[time.Duration]bool{}
+		for range 200 {
+			got := queue.PollAfter(tc.eta, tc.exact)
+			if got < tc.min || got > tc.max {
+				t.Fatalf("PollAfter(%v, exact=%v) = %v, want %v..%v", tc.eta, tc.exact, got, tc.min, tc.max)
+			}
+			seen[got] = true
+		}
+		if len(seen) < 100 {
+			t.Errorf("PollAfter(%v): %d distinct values in 200, want jitter", tc.eta, len(seen))
+		}
+	}
+}
+
+func TestRefreshMeasuresRate(t *testing.T) {
+	ctx := context.Background()
+	q, c := newQueue(t, 5000) // configured 10/s, interval 1 s
+	// Admit 10 per second for 60 s while refreshing: the rate stays ~10/s.
+	for range 600 {
+		c.t = c.t.Add(100 * time.Millisecond)
+		if _, err := q.Admit(ctx, "r"); err != nil {
+			t.Fatal(err)
+		}
+		if err := refresh(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, _ := q.View("r")
+	if v.Rate < 9 || v.Rate > 11 {
+		t.Errorf("measured rate = %v, want about 10/s", v.Rate)
+	}
+}
+
+// refresh runs one refresh cycle through Run with an already-cancelled
+// context: Run refreshes once before it looks at ctx.
+func refresh(ctx context.Context, q *queue.Queue) error {
+	ctx, cancel := context.WithCancel(ctx)
+	cancel()
+	return q.Run(ctx)
+}

@@ -1,0 +1,150 @@
+package redisqueue_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	mathrand "math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"usher/internal/queue"
+	"usher/internal/queue/redisqueue"
+)
+
+// BenchmarkEnterConcurrency50 measures Enter into a paused room (every
+// visitor waits) from 50 goroutines sharing one client, the shape that
+// scripts/bench-redis.sh compares with redis-benchmark running the same
+// EVALSHA at -c 50. Visitor ids are "v" and 12 random digits, like
+// redis-benchmark's __rand_int__ with -r 1000000000.
+func BenchmarkEnterConcurrency50(b *testing.B) {
+	const concurrency = 50
+	c := openClient(b)
+	ctx := context.Background()
+	s := newStoreFunc(c)(b)
+	set := queue.DefaultSettings()
+	set.State = queue.Paused
+	if err := s.PutRoom(ctx, "enter50", set); err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now()
+	var left atomic.Int64
+	left.Store(int64(b.N))
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for left.Add(-1) >= 0 {
+				buf = fmt.Appendf(buf[:0], "v%012d", mathrand.IntN(1_000_000_000))
+				if _, _, err := s.Enter(ctx, "enter50", string(buf), now); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "enters/s")
+}
+
+// BenchmarkMemoryPerWaitingVisitor enters 1,000,000 visitors with realistic
+// ids (16 random bytes, base64url: 22 characters) into a paused room and
+// reports the server's used_memory growth per visitor (bytes/visitor, all
+// in) and the room's own MEMORY USAGE per visitor (key-bytes/visitor). It
+// needs USHER_BENCH_MEMORY=1 as well as USHER_TEST_REDIS; run it with
+// -benchtime=1x on an otherwise idle server, since used_memory is
+// server-wide.
+func BenchmarkMemoryPerWaitingVisitor(b *testing.B) {
+	if os.Getenv("USHER_BENCH_MEMORY") == "" {
+		b.Skip("USHER_BENCH_MEMORY is not set; set USHER_BENCH_MEMORY=1 (and USHER_TEST_REDIS) to fill Redis with 1,000,000 visitors")
+	}
+	const (
+		visitors    = 1_000_000
+		concurrency = 100
+	)
+	c := openClient(b)
+	ctx := context.Background()
+	ids := make([]string, visitors)
+	raw := make([]byte, 16)
+	for i := range ids {
+		rand.Read(raw)
+		ids[i] = base64.RawURLEncoding.EncodeToString(raw)
+	}
+	for range b.N {
+		b.StopTimer()
+		prefix := randomPrefix()
+		s := redisqueue.New(c, prefix)
+		set := queue.DefaultSettings()
+		set.State = queue.Paused
+		if err := s.PutRoom(ctx, "mem", set); err != nil {
+			b.Fatal(err)
+		}
+		before := usedMemory(b, c)
+		b.StartTimer()
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		now := time.Now()
+		for range concurrency {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := next.Add(1) - 1; i < visitors; i = next.Add(1) - 1 {
+					if _, _, err := s.Enter(ctx, "mem", ids[i], now); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		b.StopTimer()
+		st, err := s.Stats(ctx, "mem", now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st.Waiting != visitors {
+			b.Fatalf("waiting = %d, want %d", st.Waiting, visitors)
+		}
+		after := usedMemory(b, c)
+		usage, err := c.Do(ctx, c.B().MemoryUsage().Key(prefix+"{mem}:wait").Samples(0).Build()).AsInt64()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(after-before)/visitors, "bytes/visitor")
+		b.ReportMetric(float64(usage)/visitors, "key-bytes/visitor")
+		deleteKeys(b, c, prefix)
+		b.StartTimer()
+	}
+}
+
+// usedMemory reads used_memory from INFO memory.
+func usedMemory(tb testing.TB, c rueidis.Client) int64 {
+	tb.Helper()
+	info, err := c.Do(context.Background(), c.B().Info().Section("memory").Build()).ToString()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return n
+		}
+	}
+	tb.Fatal("INFO memory has no used_memory")
+	return 0
+}

@@ -1,0 +1,55 @@
+-- admit.lua: one admission step (queue.Store.Admit).
+-- KEYS[1] meta hash, KEYS[2] wait zset (seq), KEYS[3] active zset (expiry ms)
+-- ARGV    now (unix ms)
+-- Returns {} when the room does not exist, else {expired, admitted...} with
+-- the admitted visitors in arrival order.
+local meta, wait, active = KEYS[1], KEYS[2], KEYS[3]
+local now = tonumber(ARGV[1])
+
+local m = redis.call('HMGET', meta, 'state', 'max_active', 'claim_window',
+  'batch', 'admit_rate', 'tokens', 'refilled_ms')
+if not m[1] then
+  return {}
+end
+local expired = redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
+
+-- Refill the room's token bucket: AdmitRate per second up to batch. A now
+-- earlier than the last refill (a scheduler with a slow clock) adds nothing.
+local batch, rate = tonumber(m[4]), tonumber(m[5])
+local tokens, refilled = tonumber(m[6]), tonumber(m[7])
+if not refilled or now > refilled then
+  if refilled then
+    tokens = tokens + rate * (now - refilled) / 1000
+  end
+  refilled = now
+end
+tokens = math.min(tokens, batch)
+
+local res = {expired}
+local n = 0
+if m[1] == 'open' then
+  n = math.min(tonumber(m[2]) - redis.call('ZCARD', active), math.floor(tokens),
+    redis.call('ZCARD', wait))
+end
+if n > 0 then
+  tokens = tokens - n
+  redis.call('HINCRBY', meta, 'admitted_total', n)
+  local exp = now + math.floor(tonumber(m[3]) / 1e6)
+  local popped = redis.call('ZPOPMIN', wait, n)
+  -- ZADD in chunks: unpack is limited by Lua's C stack (8000 slots).
+  local args = {}
+  for i = 1, #popped, 2 do
+    res[#res + 1] = popped[i]
+    args[#args + 1] = exp
+    args[#args + 1] = popped[i]
+    if #args == 2000 then
+      redis.call('ZADD', active, unpack(args))
+      args = {}
+    end
+  end
+  if #args > 0 then
+    redis.call('ZADD', active, unpack(args))
+  end
+end
+redis.call('HSET', meta, 'tokens', string.format('%.17g', tokens), 'refilled_ms', refilled)
+return res

@@ -1,0 +1,62 @@
+-- enter.lua: put a visitor in the queue, or return its entry (queue.Store.Enter).
+-- KEYS[1] meta hash, KEYS[2] wait zset (seq), KEYS[3] active zset (expiry ms)
+-- ARGV    visitor, now (unix ms)
+-- Returns {kind, seq, position, expires_ms, created}; kind 0 = room not
+-- found, 1 = room closed, 2 = waiting, 3 = active.
+local meta, wait, active = KEYS[1], KEYS[2], KEYS[3]
+local visitor, now = ARGV[1], tonumber(ARGV[2])
+
+local state = redis.call('HGET', meta, 'state')
+if not state then
+  return {0}
+end
+
+-- An existing entry wins: a visitor never moves back. An active visitor whose
+-- expiry has passed counts as gone.
+local exp = tonumber(redis.call('ZSCORE', active, visitor))
+if exp then
+  if exp > now then
+    return {3, 0, 0, exp, 0}
+  end
+  redis.call('ZREM', active, visitor)
+end
+local seq = redis.call('ZSCORE', wait, visitor)
+if seq then
+  return {2, tonumber(seq), redis.call('ZRANK', wait, visitor) + 1, 0, 0}
+end
+if state == 'closed' then
+  return {1}
+end
+
+seq = redis.call('HINCRBY', meta, 'seq', 1)
+
+-- Passthrough: nobody waits, the room is open, a slot is free and the token
+-- bucket (the same one admit.lua uses) holds a token.
+if state == 'open' and redis.call('ZCARD', wait) == 0 then
+  local m = redis.call('HMGET', meta, 'max_active', 'active_ttl', 'batch',
+    'admit_rate', 'tokens', 'refilled_ms')
+  redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
+  local batch, rate = tonumber(m[3]), tonumber(m[4])
+  local tokens, refilled = tonumber(m[5]), tonumber(m[6])
+  if not refilled or now > refilled then
+    if refilled then
+      tokens = tokens + rate * (now - refilled) / 1000
+    end
+    refilled = now
+  end
+  tokens = math.min(tokens, batch)
+  local admit = redis.call('ZCARD', active) < tonumber(m[1]) and tokens >= 1
+  if admit then
+    tokens = tokens - 1
+  end
+  redis.call('HSET', meta, 'tokens', string.format('%.17g', tokens), 'refilled_ms', refilled)
+  if admit then
+    redis.call('HINCRBY', meta, 'admitted_total', 1)
+    exp = now + math.floor(tonumber(m[2]) / 1e6)
+    redis.call('ZADD', active, exp, visitor)
+    return {3, seq, 0, exp, 1}
+  end
+end
+
+redis.call('ZADD', wait, seq, visitor)
+return {2, seq, redis.call('ZCARD', wait), 0, 1}

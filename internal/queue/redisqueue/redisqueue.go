@@ -1,0 +1,343 @@
+// Package redisqueue is the queue.Store on Redis: the backend for several
+// usher instances sharing rooms, and for rooms that outlive a restart.
+//
+// One room is three keys under one hash tag, so that it lives on one Redis
+// Cluster slot and a Lua script may touch all of them:
+//
+//	<prefix>{<room>}:meta    hash: settings, seq, admitted_total, tokens, refilled_ms
+//	<prefix>{<room>}:wait    sorted set: visitor id → arrival sequence number
+//	<prefix>{<room>}:active  sorted set: visitor id → expiry (unix milliseconds)
+//
+// A fourth key, the set <prefix>rooms, lists the room ids for Rooms. It lives
+// outside every room's slot, so PutRoom writes it in a second command after
+// the room's script: if that command fails, PutRoom returns ErrUnavailable
+// and the room exists but is not listed until PutRoom is retried.
+//
+// Every other method is one Lua script (lua/*.lua, run with EVALSHA), so each
+// is atomic however many instances share the server: a call either ran whole
+// or not at all. A call that fails with queue.ErrUnavailable (timeout, broken
+// connection) may still have run. Admission state, the token bucket included,
+// lives in the room's hash; no visitor has a key of its own, so a waiting
+// visitor costs one sorted-set member (about 126 bytes of Redis memory with
+// 22-character ids at a million waiting; docs/benchmarks-redis.md). Times
+// have millisecond resolution: durations are truncated to whole milliseconds
+// when added to now.
+//
+// Tested on Redis 7.0; the scripts use no command newer than ZPOPMIN (Redis
+// 5.0). Durability is whatever the server is configured for: without AOF or
+// replication a Redis restart loses the queue.
+package redisqueue
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"usher/internal/queue"
+)
+
+var _ queue.Store = (*Store)(nil)
+
+var (
+	//go:embed lua/put_room.lua
+	putRoomLua string
+	//go:embed lua/enter.lua
+	enterLua string
+	//go:embed lua/status.lua
+	statusLua string
+	//go:embed lua/leave.lua
+	leaveLua string
+	//go:embed lua/admit.lua
+	admitLua string
+	//go:embed lua/stats.lua
+	statsLua string
+)
+
+// Result kinds returned by enter.lua and status.lua.
+const (
+	kindNotFound = 0
+	kindClosed   = 1
+	kindWaiting  = 2
+	kindActive   = 3
+	kindGone     = 4
+)
+
+// Store is a queue.Store on Redis. It is safe for concurrent use; concurrent
+// calls share the client's connections through rueidis' auto-pipelining.
+type Store struct {
+	c      rueidis.Client
+	prefix string
+
+	putRoom, enter, status, leave, admit, stats *rueidis.Lua
+}
+
+// New returns a store that keeps its keys under prefix (usher uses "usher:")
+// on the server behind c. Several stores with different prefixes may share a
+// server. The caller owns c and closes it after the last call.
+func New(c rueidis.Client, prefix string) *Store {
+	return &Store{
+		c:       c,
+		prefix:  prefix,
+		putRoom: rueidis.NewLuaScript(putRoomLua),
+		enter:   rueidis.NewLuaScript(enterLua),
+		status:  rueidis.NewLuaScript(statusLua),
+		leave:   rueidis.NewLuaScript(leaveLua),
+		admit:   rueidis.NewLuaScript(admitLua),
+		stats:   rueidis.NewLuaScript(statsLua),
+	}
+}
+
+// Open connects to the Redis server at rawURL (redis://[user:password@]host:port[/db]
+// or rediss:// for TLS; see rueidis.ParseURL for the options) and checks it
+// answers a PING within ctx. Failing to reach it wraps queue.ErrUnavailable.
+func Open(ctx context.Context, rawURL string) (rueidis.Client, error) {
+	opt, err := rueidis.ParseURL(rawURL)
+	if err != nil {
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			err = ue.Err // url.Error repeats the URL, password included
+		}
+		return nil, fmt.Errorf("redisqueue: open: bad url (want redis://host:port/db or rediss://…): %v", err)
+	}
+	opt.DisableCache = true // no client-side caching: every read must see the latest write
+	addr := fmt.Sprint(opt.InitAddress)
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, fmt.Errorf("redisqueue: open %s: %w: %v", addr, queue.ErrUnavailable, err)
+	}
+	if err := c.Do(ctx, c.B().Ping().Build()).Error(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("redisqueue: open %s: ping: %w: %v", addr, queue.ErrUnavailable, err)
+	}
+	return c, nil
+}
+
+func (s *Store) keys(room string) []string {
+	base := s.prefix + "{" + room + "}:"
+	return []string{base + "meta", base + "wait", base + "active"}
+}
+
+func (s *Store) roomsKey() string { return s.prefix + "rooms" }
+
+func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+// unavailable wraps a failure to run a command. The caller's context error
+// stays in the chain so that callers can tell a cancelled request; the
+// client's own errors do not (never a rueidis.Nil to test for).
+func unavailable(op, room string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("redisqueue: %s %s: %w: %w", op, room, queue.ErrUnavailable, err)
+	}
+	return fmt.Errorf("redisqueue: %s %s: %w: %v", op, room, queue.ErrUnavailable, err)
+}
+
+func notFound(op, room string) error {
+	return fmt.Errorf("redisqueue: %s %s: %w", op, room, queue.ErrRoomNotFound)
+}
+
+// run runs a room's script and returns its array reply.
+func (s *Store) run(ctx context.Context, op string, script *rueidis.Lua, room string, args ...string) ([]rueidis.RedisMessage, error) {
+	arr, err := script.Exec(ctx, s.c, s.keys(room), args).ToArray()
+	if err != nil {
+		return nil, unavailable(op, room, err)
+	}
+	return arr, nil
+}
+
+// ints reads the integers of a script reply.
+func ints(arr []rueidis.RedisMessage) ([]int64, error) {
+	out := make([]int64, len(arr))
+	for i := range arr {
+		n, err := arr[i].AsInt64()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// PutRoom implements queue.Store.
+func (s *Store) PutRoom(ctx context.Context, room string, set queue.Settings) error {
+	args := []string{
+		string(set.State),
+		strconv.FormatInt(set.MaxActive, 10),
+		strconv.FormatFloat(set.AdmitRate, 'g', -1, 64),
+		strconv.FormatInt(int64(set.Interval), 10),
+		strconv.FormatInt(int64(set.ActiveTTL), 10),
+		strconv.FormatInt(int64(set.ClaimWindow), 10),
+		strconv.FormatInt(set.Batch(), 10),
+	}
+	if err := s.putRoom.Exec(ctx, s.c, s.keys(room)[:1], args).Error(); err != nil {
+		return unavailable("put room", room, err)
+	}
+	if err := s.c.Do(ctx, s.c.B().Sadd().Key(s.roomsKey()).Member(room).Build()).Error(); err != nil {
+		return unavailable("put room", room, err)
+	}
+	return nil
+}
+
+// Rooms implements queue.Store.
+func (s *Store) Rooms(ctx context.Context) ([]string, error) {
+	rooms, err := s.c.Do(ctx, s.c.B().Smembers().Key(s.roomsKey()).Build()).AsStrSlice()
+	if err != nil {
+		return nil, unavailable("rooms", "", err)
+	}
+	slices.Sort(rooms)
+	return rooms, nil
+}
+
+// Enter implements queue.Store.
+func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) (queue.Entry, bool, error) {
+	arr, err := s.run(ctx, "enter", s.enter, room, visitor, ms(now))
+	if err != nil {
+		return queue.Entry{}, false, err
+	}
+	r, err := ints(arr)
+	if err != nil || len(r) == 0 {
+		return queue.Entry{}, false, unavailable("enter", room, fmt.Errorf("unexpected reply %v (%v)", arr, err))
+	}
+	switch r[0] {
+	case kindNotFound:
+		return queue.Entry{}, false, notFound("enter", room)
+	case kindClosed:
+		return queue.Entry{}, false, fmt.Errorf("redisqueue: enter %s: %w", room, queue.ErrRoomClosed)
+	}
+	e, err := entry(visitor, r)
+	if err != nil || len(r) < 5 {
+		return queue.Entry{}, false, unavailable("enter", room, fmt.Errorf("unexpected reply %v", r))
+	}
+	return e, r[4] == 1, nil
+}
+
+// entry decodes {kind, seq, position, expires_ms} from enter.lua or status.lua.
+func entry(visitor string, r []int64) (queue.Entry, error) {
+	switch {
+	case r[0] == kindGone:
+		return queue.Entry{Visitor: visitor, Status: queue.Gone}, nil
+	case len(r) < 4:
+	case r[0] == kindWaiting:
+		return queue.Entry{Visitor: visitor, Status: queue.Waiting, Seq: r[1], Position: r[2]}, nil
+	case r[0] == kindActive:
+		return queue.Entry{Visitor: visitor, Status: queue.Active, Seq: r[1], ExpiresAt: time.UnixMilli(r[3]).UTC()}, nil
+	}
+	return queue.Entry{}, fmt.Errorf("unexpected reply %v", r)
+}
+
+// Status implements queue.Store.
+func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time) (queue.Entry, error) {
+	arr, err := s.run(ctx, "status", s.status, room, visitor, ms(now))
+	if err != nil {
+		return queue.Entry{}, err
+	}
+	r, err := ints(arr)
+	if err != nil || len(r) == 0 {
+		return queue.Entry{}, unavailable("status", room, fmt.Errorf("unexpected reply %v (%v)", arr, err))
+	}
+	if r[0] == kindNotFound {
+		return queue.Entry{}, notFound("status", room)
+	}
+	e, err := entry(visitor, r)
+	if err != nil {
+		return queue.Entry{}, unavailable("status", room, err)
+	}
+	return e, nil
+}
+
+// Leave implements queue.Store.
+func (s *Store) Leave(ctx context.Context, room, visitor string) error {
+	n, err := s.leave.Exec(ctx, s.c, s.keys(room), []string{visitor}).AsInt64()
+	if err != nil {
+		return unavailable("leave", room, err)
+	}
+	if n == 0 {
+		return notFound("leave", room)
+	}
+	return nil
+}
+
+// Admit implements queue.Store.
+func (s *Store) Admit(ctx context.Context, room string, now time.Time) (queue.AdmitResult, error) {
+	arr, err := s.run(ctx, "admit", s.admit, room, ms(now))
+	if err != nil {
+		return queue.AdmitResult{}, err
+	}
+	if len(arr) == 0 {
+		return queue.AdmitResult{}, notFound("admit", room)
+	}
+	var res queue.AdmitResult
+	if res.Expired, err = arr[0].AsInt64(); err != nil {
+		return queue.AdmitResult{}, unavailable("admit", room, err)
+	}
+	if len(arr) > 1 {
+		res.Admitted = make([]string, len(arr)-1)
+		for i := range res.Admitted {
+			if res.Admitted[i], err = arr[i+1].ToString(); err != nil {
+				return queue.AdmitResult{}, unavailable("admit", room, err)
+			}
+		}
+	}
+	return res, nil
+}
+
+// Stats implements queue.Store.
+func (s *Store) Stats(ctx context.Context, room string, now time.Time) (queue.Stats, error) {
+	arr, err := s.run(ctx, "stats", s.stats, room, ms(now))
+	if err != nil {
+		return queue.Stats{}, err
+	}
+	if len(arr) == 0 {
+		return queue.Stats{}, notFound("stats", room)
+	}
+	st, err := parseStats(arr)
+	if err != nil {
+		return queue.Stats{}, unavailable("stats", room, err)
+	}
+	return st, nil
+}
+
+// parseStats decodes stats.lua's reply.
+func parseStats(arr []rueidis.RedisMessage) (queue.Stats, error) {
+	if len(arr) != 11 {
+		return queue.Stats{}, fmt.Errorf("unexpected reply of %d values", len(arr))
+	}
+	state, err := arr[0].ToString()
+	if err != nil {
+		return queue.Stats{}, err
+	}
+	rate, err := arr[2].AsFloat64()
+	if err != nil {
+		return queue.Stats{}, err
+	}
+	var n [11]int64
+	for _, i := range []int{1, 3, 4, 5, 6, 7, 8, 9, 10} {
+		if n[i], err = arr[i].AsInt64(); err != nil {
+			return queue.Stats{}, err
+		}
+	}
+	st := queue.Stats{
+		Settings: queue.Settings{
+			State:       queue.RoomState(state),
+			MaxActive:   n[1],
+			AdmitRate:   rate,
+			Interval:    time.Duration(n[3]),
+			ActiveTTL:   time.Duration(n[4]),
+			ClaimWindow: time.Duration(n[5]),
+		},
+		LastSeq:       n[6],
+		AdmittedTotal: n[7],
+		Waiting:       n[8],
+		Active:        n[9],
+		HeadSeq:       n[10],
+	}
+	if st.HeadSeq < 0 {
+		st.HeadSeq = st.LastSeq + 1
+	}
+	return st, nil
+}

@@ -1,0 +1,403 @@
+package redisqueue_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	mathrand "math/rand/v2"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"usher/internal/queue"
+	"usher/internal/queue/memqueue"
+	"usher/internal/queue/queuetest"
+	"usher/internal/queue/redisqueue"
+)
+
+// redisURL returns the test server's URL from USHER_TEST_REDIS, or skips.
+func redisURL(tb testing.TB) string {
+	tb.Helper()
+	u := os.Getenv("USHER_TEST_REDIS")
+	if u == "" {
+		tb.Skip("USHER_TEST_REDIS is not set; set it to run against Redis, e.g. USHER_TEST_REDIS=redis://127.0.0.1:6379")
+	}
+	return u
+}
+
+// openClient connects to the test server. A set but unreachable server fails
+// the test: it never skips.
+func openClient(tb testing.TB) rueidis.Client {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := redisqueue.Open(ctx, redisURL(tb))
+	if err != nil {
+		tb.Fatalf("USHER_TEST_REDIS is set but Redis does not answer: %v", err)
+	}
+	tb.Cleanup(c.Close)
+	return c
+}
+
+// randomPrefix returns a key prefix no other test uses.
+func randomPrefix() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return "usher-test:" + hex.EncodeToString(b) + ":"
+}
+
+// newStoreFunc returns a queuetest.NewStore whose every store has a fresh
+// prefix, deleted when its test ends.
+func newStoreFunc(c rueidis.Client) queuetest.NewStore {
+	return func(tb testing.TB) queue.Store {
+		prefix := randomPrefix()
+		tb.Cleanup(func() { deleteKeys(tb, c, prefix) })
+		return redisqueue.New(c, prefix)
+	}
+}
+
+// deleteKeys removes every key under prefix on every node.
+func deleteKeys(tb testing.TB, c rueidis.Client, prefix string) {
+	tb.Helper()
+	ctx := context.Background()
+	for _, node := range c.Nodes() {
+		var cursor uint64
+		for {
+			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(prefix+"*").Count(1000).Build()).AsScanEntry()
+			if err != nil {
+				tb.Errorf("scan %s*: %v", prefix, err)
+				return
+			}
+			for _, k := range e.Elements {
+				if err := node.Do(ctx, node.B().Unlink().Key(k).Build()).Error(); err != nil {
+					tb.Errorf("unlink %s: %v", k, err)
+				}
+			}
+			if cursor = e.Cursor; cursor == 0 {
+				break
+			}
+		}
+	}
+}
+
+func TestConformance(t *testing.T) {
+	queuetest.Run(t, newStoreFunc(openClient(t)))
+}
+
+func BenchmarkStore(b *testing.B) {
+	queuetest.Bench(b, newStoreFunc(openClient(b)))
+}
+
+// TestKeys pins the key layout that docs, scripts/bench-redis.sh and
+// operators rely on: one hash tag per room, nothing per visitor.
+func TestKeys(t *testing.T) {
+	c := openClient(t)
+	ctx := context.Background()
+	prefix := randomPrefix()
+	t.Cleanup(func() { deleteKeys(t, c, prefix) })
+	s := redisqueue.New(c, prefix)
+	set := queue.DefaultSettings()
+	set.State = queue.Paused
+	if err := s.PutRoom(ctx, "r1", set); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, v := range []string{"a", "b", "c"} {
+		if _, _, err := s.Enter(ctx, "r1", v, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set.State = queue.Open
+	if err := s.PutRoom(ctx, "r1", set); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Admit(ctx, "r1", now); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := c.Do(ctx, c.B().Keys().Pattern(prefix+"*").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{
+		prefix + "rooms":       true,
+		prefix + "{r1}:meta":   true,
+		prefix + "{r1}:active": true,
+		prefix + "{r1}:wait":   false, // emptied by the admission step
+	}
+	got := map[string]bool{}
+	for _, k := range keys {
+		got[k] = true
+		if _, ok := want[k]; !ok {
+			t.Errorf("unexpected key %q", k)
+		}
+	}
+	for k, present := range want {
+		if got[k] != present {
+			t.Errorf("key %q present = %v, want %v", k, got[k], present)
+		}
+	}
+}
+
+// closedAddr returns an address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func TestUnavailable(t *testing.T) {
+	addr := closedAddr(t)
+	// ForceSingleClient returns a client even though the first dial fails;
+	// every command then redials and fails at once.
+	c, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress:       []string{addr},
+		ForceSingleClient: true,
+		DisableRetry:      true,
+		DisableCache:      true,
+		Dialer:            net.Dialer{Timeout: time.Second},
+		ConnWriteTimeout:  time.Second,
+	})
+	if c == nil {
+		t.Fatalf("NewClient(%s): no client: %v", addr, err)
+	}
+	defer c.Close()
+	s := redisqueue.New(c, "usher:")
+	now := time.Now()
+	checks := map[string]func(ctx context.Context) error{
+		"PutRoom": func(ctx context.Context) error { return s.PutRoom(ctx, "r", queue.DefaultSettings()) },
+		"Rooms":   func(ctx context.Context) error { _, err := s.Rooms(ctx); return err },
+		"Enter":   func(ctx context.Context) error { _, _, err := s.Enter(ctx, "r", "v", now); return err },
+		"Status":  func(ctx context.Context) error { _, err := s.Status(ctx, "r", "v", now); return err },
+		"Leave":   func(ctx context.Context) error { return s.Leave(ctx, "r", "v") },
+		"Admit":   func(ctx context.Context) error { _, err := s.Admit(ctx, "r", now); return err },
+		"Stats":   func(ctx context.Context) error { _, err := s.Stats(ctx, "r", now); return err },
+	}
+	for op, call := range checks {
+		t.Run(op, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			start := time.Now()
+			err := call(ctx)
+			if !errors.Is(err, queue.ErrUnavailable) {
+				t.Errorf("err = %v, want ErrUnavailable", err)
+			}
+			if errors.Is(err, queue.ErrRoomNotFound) || rueidis.IsRedisNil(err) {
+				t.Errorf("err = %v, want only ErrUnavailable", err)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("took %v, want a prompt failure", d)
+			}
+		})
+	}
+}
+
+// TestUnavailableTimeout checks that a server that accepts connections but
+// never answers yields ErrUnavailable when the caller's deadline passes, with
+// the context's error kept in the chain.
+func TestUnavailableTimeout(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	defer func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, conn := range conns {
+			conn.Close()
+		}
+	}()
+	go func() {
+		for { // accept and hold connections open, silent
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, conn)
+			mu.Unlock()
+		}
+	}()
+	c, _ := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress:       []string{l.Addr().String()},
+		ForceSingleClient: true,
+		DisableRetry:      true,
+		DisableCache:      true,
+		Dialer:            net.Dialer{Timeout: 200 * time.Millisecond},
+		ConnWriteTimeout:  200 * time.Millisecond,
+	})
+	if c == nil {
+		t.Fatal("NewClient returned no client")
+	}
+	defer c.Close()
+	s := redisqueue.New(c, "usher:")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, _, err = s.Enter(ctx, "r", "v", time.Now())
+	if !errors.Is(err, queue.ErrUnavailable) {
+		t.Errorf("err = %v, want ErrUnavailable", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %v, want about the 300ms deadline", d)
+	}
+}
+
+// TestMatchesMemqueue runs one random sequence of operations against this
+// store and memqueue, the reference, and wants the same answer to each. The
+// clock moves in steps of 125 ms (exact in binary, so both token buckets see
+// the same floats) and sometimes backwards, as a scheduler with a slow clock
+// would.
+func TestMatchesMemqueue(t *testing.T) {
+	c := openClient(t)
+	ctx := context.Background()
+	redis := newStoreFunc(c)(t)
+	mem := memqueue.New()
+	rnd := mathrand.New(mathrand.NewPCG(1, 2))
+	pick := func(xs ...int64) int64 { return xs[rnd.IntN(len(xs))] }
+	now := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	rooms := []string{"a", "b", "missing"}
+	for _, room := range rooms[:2] {
+		set := queue.DefaultSettings()
+		set.State = queue.Paused
+		for _, s := range []queue.Store{redis, mem} {
+			if err := s.PutRoom(ctx, room, set); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	errKind := func(err error) string {
+		switch {
+		case err == nil:
+			return "ok"
+		case errors.Is(err, queue.ErrRoomNotFound):
+			return "not found"
+		case errors.Is(err, queue.ErrRoomClosed):
+			return "closed"
+		}
+		return err.Error()
+	}
+	sameEntry := func(a, b queue.Entry) bool {
+		return a.Visitor == b.Visitor && a.Status == b.Status && a.Seq == b.Seq &&
+			a.Position == b.Position && a.ExpiresAt.Equal(b.ExpiresAt)
+	}
+	for i := range 4000 {
+		switch d := rnd.IntN(20); {
+		case d == 0:
+			now = now.Add(-125 * time.Millisecond)
+		case d < 8:
+			now = now.Add(time.Duration(rnd.IntN(8)) * 125 * time.Millisecond)
+		}
+		room := rooms[rnd.IntN(len(rooms))]
+		if rnd.IntN(10) > 0 {
+			room = rooms[rnd.IntN(2)]
+		}
+		visitor := fmt.Sprintf("v%d", rnd.IntN(40))
+		var op string
+		var got, want any
+		switch r := rnd.IntN(100); {
+		case r < 3:
+			set := queue.Settings{
+				State:       []queue.RoomState{queue.Open, queue.Open, queue.Paused, queue.Closed}[rnd.IntN(4)],
+				MaxActive:   pick(1, 3, 8),
+				AdmitRate:   float64(pick(2, 4, 16, 40)),
+				Interval:    time.Duration(pick(250, 500, 1000)) * time.Millisecond,
+				ActiveTTL:   time.Duration(pick(4, 8)) * time.Second,
+				ClaimWindow: time.Duration(pick(1, 2, 4)) * time.Second,
+			}
+			op = fmt.Sprintf("PutRoom(%s, %+v)", room, set)
+			got, want = errKind(redis.PutRoom(ctx, room, set)), errKind(mem.PutRoom(ctx, room, set))
+		case r < 45:
+			op = fmt.Sprintf("Enter(%s, %s)", room, visitor)
+			e1, c1, err1 := redis.Enter(ctx, room, visitor, now)
+			e2, c2, err2 := mem.Enter(ctx, room, visitor, now)
+			if !sameEntry(e1, e2) || c1 != c2 || errKind(err1) != errKind(err2) {
+				got, want = fmt.Sprint(e1, c1, errKind(err1)), fmt.Sprint(e2, c2, errKind(err2))
+			}
+		case r < 75:
+			op = fmt.Sprintf("Status(%s, %s)", room, visitor)
+			e1, err1 := redis.Status(ctx, room, visitor, now)
+			e2, err2 := mem.Status(ctx, room, visitor, now)
+			if !sameEntry(e1, e2) || errKind(err1) != errKind(err2) {
+				got, want = fmt.Sprint(e1, errKind(err1)), fmt.Sprint(e2, errKind(err2))
+			}
+		case r < 82:
+			op = fmt.Sprintf("Leave(%s, %s)", room, visitor)
+			got, want = errKind(redis.Leave(ctx, room, visitor)), errKind(mem.Leave(ctx, room, visitor))
+		case r < 94:
+			op = fmt.Sprintf("Admit(%s)", room)
+			r1, err1 := redis.Admit(ctx, room, now)
+			r2, err2 := mem.Admit(ctx, room, now)
+			if !slices.Equal(r1.Admitted, r2.Admitted) || r1.Expired != r2.Expired || errKind(err1) != errKind(err2) {
+				got, want = fmt.Sprint(r1, errKind(err1)), fmt.Sprint(r2, errKind(err2))
+			}
+		default:
+			op = fmt.Sprintf("Stats(%s)", room)
+			s1, err1 := redis.Stats(ctx, room, now)
+			s2, err2 := mem.Stats(ctx, room, now)
+			got, want = fmt.Sprint(s1, errKind(err1)), fmt.Sprint(s2, errKind(err2))
+		}
+		if got != want {
+			t.Fatalf("op %d at +%v: %s = %v, memqueue says %v", i, now.Sub(time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)), op, got, want)
+		}
+	}
+	// The sequence must have exercised admission, not only waiting.
+	st, err := mem.Stats(ctx, "a", now)
+	if err != nil || st.AdmittedTotal < 20 {
+		t.Errorf("room a admitted %d (%v): the sequence does not exercise admission", st.AdmittedTotal, err)
+	}
+}
+
+// TestAdmitLargeBatch admits more visitors in one step than one ZADD call
+// takes in admit.lua, and wants them all, in order.
+func TestAdmitLargeBatch(t *testing.T) {
+	c := openClient(t)
+	ctx := context.Background()
+	s := newStoreFunc(c)(t)
+	const n = 2500
+	set := queue.DefaultSettings()
+	set.MaxActive, set.AdmitRate, set.State = n, n, queue.Paused
+	if err := s.PutRoom(ctx, "r", set); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	want := make([]string, n)
+	for i := range want {
+		want[i] = fmt.Sprintf("v%d", i)
+		if _, _, err := s.Enter(ctx, "r", want[i], now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set.State = queue.Open
+	if err := s.PutRoom(ctx, "r", set); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Admit(ctx, "r", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Admitted, want) {
+		t.Errorf("admitted %d visitors, want all %d in arrival order", len(res.Admitted), n)
+	}
+	st, err := s.Stats(ctx, "r", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Active != n || st.Waiting != 0 {
+		t.Errorf("stats = %+v, want %d active and none waiting", st, n)
+	}
+}

@@ -18,7 +18,7 @@ const (
 	VisitorCookie = "usher_vid"
 	// TicketCookie holds the ticket; its path is the room's entries path,
 	// so each room has its own.
-	TicketCookie = "usher_ticket"
+	TicketCookie     = "usher_ticket"
 	visitorCookieAge = 30 * 24 * time.Hour
 )
 

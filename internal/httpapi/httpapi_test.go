@@ -358,7 +358,9 @@ func TestConcurrentEnterOneVisitor(t *testing.T) {
 func TestJWKSAndMetrics(t *testing.T) {
 	e := newEnv(t, false)
 	r := e.do(nil, "GET", "/.well-known/jwks.json", "", "")
-	var jwks struct{ Keys []struct{ Kty, Crv, Kid string } }
+	var jwks struct {
+		Keys []struct{ Kty, Crv, Kid string }
+	}
 	if json.Unmarshal(r.body, &jwks); r.status != 200 || len(jwks.Keys) != 1 || jwks.Keys[0].Crv != "Ed25519" {
 		t.Errorf("jwks: %d %s", r.status, r.body)
 	}

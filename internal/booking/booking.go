@@ -1,0 +1,126 @@
+// Package booking is the catalog behind the waiting room: concerts, their
+// schedules, the seats of each schedule, and reservations, kept in SQL (the
+// Store interface; backends sqlitebooking and pgbooking).
+//
+// SQL is the last line of defence against selling a seat twice (seed 003
+// §6): Decide confirms a reservation only through a conditional UPDATE of
+// every one of its seats in one transaction, whatever the hold layer in
+// front of it believed.
+package booking
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors every Store returns (wrapped with operation context).
+var (
+	ErrNotFound = errors.New("not found")
+	ErrInvalid  = errors.New("invalid input")
+	// ErrUnavailable wraps any failure to reach the database.
+	ErrUnavailable = errors.New("database unavailable")
+)
+
+// SeatStatus is a seat's state in SQL. Holds live in the hold store; SQL
+// knows AVAILABLE and SOLD (HELD is accepted by Decide's condition so that a
+// deployment that marks holds in SQL stays correct).
+type SeatStatus string
+
+const (
+	Available SeatStatus = "AVAILABLE"
+	Held      SeatStatus = "HELD"
+	Sold      SeatStatus = "SOLD"
+)
+
+// Concert is an event with one or more schedules.
+type Concert struct {
+	ID        int64     `json:"concert_id"`
+	Title     string    `json:"title"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Schedule is one performance of a concert. Room is the waiting room that
+// gates it (default "schedule-<id>").
+type Schedule struct {
+	ID        int64     `json:"schedule_id"`
+	ConcertID int64     `json:"concert_id"`
+	StartsAt  time.Time `json:"starts_at"`
+	Room      string    `json:"room"`
+}
+
+// SeatSpec describes a seat to create.
+type SeatSpec struct {
+	Section string `json:"section"`
+	Row     string `json:"row"`
+	Number  int    `json:"number"`
+	// Price in minor units of the currency (e.g. won, cents).
+	Price int64 `json:"price"`
+}
+
+// Seat is a seat of a schedule.
+type Seat struct {
+	ID         int64 `json:"seat_id"`
+	ScheduleID int64 `json:"-"`
+	SeatSpec
+	Status        SeatStatus `json:"status"`
+	ReservationID string     `json:"-"`
+}
+
+// ReservationStatus is where a reservation stands.
+type ReservationStatus string
+
+const (
+	Pending   ReservationStatus = "pending"
+	Confirmed ReservationStatus = "confirmed"
+	Rejected  ReservationStatus = "rejected"
+)
+
+// Rejection reasons.
+const (
+	ReasonSeatTaken   = "seat_taken"   // a seat was sold to another reservation
+	ReasonSeatUnknown = "seat_unknown" // a seat does not exist in the schedule
+)
+
+// Reservation is a request to buy seats of one schedule, and its outcome.
+type Reservation struct {
+	ID         string            `json:"reservation_id"`
+	Visitor    string            `json:"visitor"`
+	ScheduleID int64             `json:"schedule_id"`
+	SeatIDs    []int64           `json:"seat_ids"`
+	Status     ReservationStatus `json:"status"`
+	Reason     string            `json:"reason,omitempty"`
+	CreatedAt  time.Time         `json:"created_at"`
+	DecidedAt  time.Time         `json:"decided_at,omitzero"`
+}
+
+// Store keeps the catalog and decided reservations in SQL. Methods wrap
+// ErrNotFound for unknown ids and ErrUnavailable for database faults.
+type Store interface {
+	CreateConcert(ctx context.Context, title string) (Concert, error)
+	// CreateSchedule creates a schedule of an existing concert; an empty
+	// Room becomes "schedule-<id>".
+	CreateSchedule(ctx context.Context, s Schedule) (Schedule, error)
+	// AddSeats creates seats (AVAILABLE) in bulk and returns their ids in
+	// order. A (section, row, number) already present in the schedule is
+	// ErrInvalid and nothing is added.
+	AddSeats(ctx context.Context, scheduleID int64, seats []SeatSpec) ([]int64, error)
+	Schedule(ctx context.Context, id int64) (Schedule, error)
+	// Seats lists a schedule's seats ordered by id.
+	Seats(ctx context.Context, scheduleID int64) ([]Seat, error)
+	// Decide applies pending reservations and returns them decided, in the
+	// same order. Each is all or nothing: in one transaction, every seat is
+	// sold with UPDATE … SET status='SOLD', reservation_id=… WHERE
+	// schedule_id=… AND seat_id=… AND status IN ('AVAILABLE','HELD'); if any
+	// update touches no row the reservation is Rejected (ReasonSeatTaken, or
+	// ReasonSeatUnknown) and none of its seats change. The decision is
+	// stored with the reservation. Deciding an already decided reservation
+	// (a redelivery) changes nothing and returns the stored decision. One
+	// call may batch many reservations into few round trips; it uses at most
+	// one connection.
+	Decide(ctx context.Context, rs []Reservation) ([]Reservation, error)
+	// Reservation returns a decided reservation.
+	Reservation(ctx context.Context, id string) (Reservation, error)
+	// Close releases the connections.
+	Close() error
+}

@@ -29,7 +29,10 @@ var (
 	ErrRoomClosed   = errors.New("room closed")
 	ErrInvalid      = errors.New("invalid input")
 	// ErrUnavailable wraps any failure to reach the backend (network, timeout,
-	// server down). Callers answer 503 and retry later; nothing was half-written.
+	// server down). Callers answer 503 and retry later. Nothing was
+	// half-written, but a call that timed out may have run in full: retrying
+	// Enter is safe (idempotent), and visitors admitted by a step whose
+	// answer was lost lose their slot after ClaimWindow unless they poll.
 	ErrUnavailable = errors.New("store unavailable")
 )
 
@@ -146,6 +149,7 @@ type Entry struct {
 	// Position is 1 for the head of the queue, when Waiting.
 	Position int64
 	// ExpiresAt is when the active slot lapses without renewal, when Active.
+	// Backends may return it in another time zone: compare with Equal.
 	ExpiresAt time.Time
 }
 

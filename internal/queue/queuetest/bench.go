@@ -3,6 +3,8 @@ package queuetest
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,8 +12,10 @@ import (
 	"usher/internal/queue"
 )
 
-// Bench measures a backend's enter, status and admission step. Each
-// sub-benchmark runs in parallel (b.RunParallel), as the HTTP server would.
+// Bench measures a backend's enter, status and admission step. Enter and
+// Status run from 50 goroutines (b.RunParallel with SetParallelism), as the
+// HTTP server would, so a network backend's figure is throughput, not
+// latency.
 func Bench(b *testing.B, newStore NewStore) {
 	ctx := context.Background()
 	b.Run("Enter", func(b *testing.B) {
@@ -20,6 +24,7 @@ func Bench(b *testing.B, newStore NewStore) {
 		mustEnter(b, s, "r", "first", t0) // takes the only slot: the rest wait
 		var n atomic.Int64
 		b.ReportAllocs()
+		b.SetParallelism(concurrency(50))
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
@@ -36,6 +41,7 @@ func Bench(b *testing.B, newStore NewStore) {
 		vs := fill(b, s, "r", settings(1, 1), waiting)
 		var n atomic.Int64
 		b.ReportAllocs()
+		b.SetParallelism(concurrency(50))
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
@@ -57,9 +63,17 @@ func Bench(b *testing.B, newStore NewStore) {
 		for range b.N {
 			b.StopTimer()
 			mustPut(b, s, "r", paused) // no passthrough while refilling
-			for i := range 100 {
-				mustEnter(b, s, "r", fmt.Sprintf("w%d-%d", clock.Load(), i), t0)
+			var wg sync.WaitGroup
+			for g := range 10 { // 10 × 10 enters, concurrently: a network store's round trips overlap
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range 10 {
+						mustEnter(b, s, "r", fmt.Sprintf("w%d-%d-%d", clock.Load(), g, i), t0)
+					}
+				}()
 			}
+			wg.Wait()
 			mustPut(b, s, "r", set)
 			b.StartTimer()
 			now := t0.Add(time.Duration(clock.Add(1)) * time.Millisecond)
@@ -73,3 +87,6 @@ func Bench(b *testing.B, newStore NewStore) {
 		}
 	})
 }
+
+// concurrency returns the SetParallelism factor giving about n goroutines.
+func concurrency(n int) int { return max(1, n/runtime.GOMAXPROCS(0)) }

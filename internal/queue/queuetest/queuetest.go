@@ -115,6 +115,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"RoomStates", testRoomStates},
 		{"ReenterAfterGone", testReenterAfterGone},
 		{"Stats", testStats},
+		{"RefillIgnoresEarlierNow", testRefillIgnoresEarlierNow},
+		{"StatusNeverShortensExpiry", testStatusNeverShortensExpiry},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
@@ -519,5 +521,44 @@ func testStats(t *testing.T, s queue.Store) {
 	// Expired but not yet removed active visitors do not count.
 	if st := mustStats(t, s, "r", t0.Add(set.ClaimWindow)); st.Active != 0 {
 		t.Errorf("active after the claim window = %d, want 0", st.Active)
+	}
+}
+
+// testRefillIgnoresEarlierNow: a step with a clock behind the last refill
+// (another instance's skewed clock) adds no tokens.
+func testRefillIgnoresEarlierNow(t *testing.T, s queue.Store) {
+	set := settings(100, 10) // batch 1 per 100 ms
+	fill(t, s, "r", set, 10)
+	later := t0.Add(time.Second)
+	if res := mustAdmit(t, s, "r", later); len(res.Admitted) != 1 {
+		t.Fatalf("first step admitted %v, want 1 (full bucket of 1)", res.Admitted)
+	}
+	for i := range 5 {
+		if res := mustAdmit(t, s, "r", later.Add(-time.Duration(i+1)*time.Second)); len(res.Admitted) != 0 {
+			t.Fatalf("step %d s before the last refill admitted %v, want none", i+1, res.Admitted)
+		}
+	}
+	if res := mustAdmit(t, s, "r", later.Add(100*time.Millisecond)); len(res.Admitted) != 1 {
+		t.Errorf("step one interval after the last refill admitted %v, want 1", res.Admitted)
+	}
+}
+
+// testStatusNeverShortensExpiry: a renewal with an earlier clock, or after
+// ActiveTTL was lowered, keeps the later expiry.
+func testStatusNeverShortensExpiry(t *testing.T, s queue.Store) {
+	set := settings(10, 10)
+	mustPut(t, s, "r", set)
+	e := mustEnter(t, s, "r", "a", t0) // passthrough: expires t0+ActiveTTL
+	if e.Status != queue.Active {
+		t.Fatalf("enter = %+v, want active", e)
+	}
+	if got := mustStatus(t, s, "r", "a", t0.Add(-10*time.Second)); !got.ExpiresAt.Equal(e.ExpiresAt) {
+		t.Errorf("renewal with an earlier clock: expiry %v, want it kept at %v", got.ExpiresAt, e.ExpiresAt)
+	}
+	set.ActiveTTL = 5 * time.Second
+	set.ClaimWindow = time.Second
+	mustPut(t, s, "r", set)
+	if got := mustStatus(t, s, "r", "a", t0.Add(time.Second)); !got.ExpiresAt.Equal(e.ExpiresAt) {
+		t.Errorf("renewal after lowering the TTL: expiry %v, want it kept at %v", got.ExpiresAt, e.ExpiresAt)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"usher/internal/token"
@@ -32,6 +33,9 @@ func keys(args []string, getenv func(string) string, stdout, stderr io.Writer) e
 		}
 		fmt.Fprintf(stdout, "new key %s in %s signs from %s; restart every instance after copying it\n", kid, dir, at.Format(time.RFC3339))
 		return nil
+	}
+	if names, _ := filepath.Glob(filepath.Join(dir, "*.json")); len(names) == 0 {
+		return fmt.Errorf("no keys in %s (usher serve creates the first one)", dir)
 	}
 	ring, err := token.LoadDir(dir, time.Now)
 	if err != nil {

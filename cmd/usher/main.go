@@ -7,6 +7,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -42,9 +44,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "serve":
-		return serve(ctx, rest, getenv, stdout, stderr)
+		return helpIsNotAnError(serve(ctx, rest, getenv, stdout, stderr))
 	case "keys":
-		return keys(rest, getenv, stdout, stderr)
+		return helpIsNotAnError(keys(rest, getenv, stdout, stderr))
 	case "version":
 		fmt.Fprintln(stdout, "usher", version())
 		return nil
@@ -55,6 +57,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
 	}
+}
+
+// helpIsNotAnError turns the -h flag's "error" into success.
+func helpIsNotAnError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
 }
 
 func version() string {

@@ -9,6 +9,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -31,10 +32,12 @@ func New(q *queue.Queue, log *slog.Logger) *Scheduler {
 }
 
 // Run runs one loop per room until ctx ends; it returns nil then. Store
-// faults are logged and retried at the next step.
+// faults are logged and retried at the next step; a room the store no longer
+// has stops its loop (and gets a new one if it is created again).
 func (s *Scheduler) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	var mu sync.Mutex
 	running := map[string]bool{}
 	t := time.NewTicker(s.discover)
 	defer t.Stop()
@@ -43,6 +46,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("list rooms", "err", err)
 		}
+		mu.Lock()
 		for _, room := range rooms {
 			if !running[room] {
 				running[room] = true
@@ -50,9 +54,13 @@ func (s *Scheduler) Run(ctx context.Context) error {
 				go func() {
 					defer wg.Done()
 					s.loop(ctx, room)
+					mu.Lock()
+					delete(running, room) // started again if the room comes back
+					mu.Unlock()
 				}()
 			}
 		}
+		mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return nil
@@ -70,7 +78,12 @@ func (s *Scheduler) loop(ctx context.Context, room string) {
 			return
 		case <-timer.C:
 		}
-		if _, err := s.q.Admit(ctx, room); err != nil && ctx.Err() == nil {
+		_, err := s.q.Admit(ctx, room)
+		switch {
+		case errors.Is(err, queue.ErrRoomNotFound):
+			s.log.Info("room gone; its admission loop stops", "room", room)
+			return
+		case err != nil && ctx.Err() == nil:
 			s.log.Warn("admission step", "room", room, "err", err)
 		}
 		timer.Reset(s.interval(room))

@@ -99,7 +99,7 @@ func admit(r *http.Request, q *queue.Queue, keys *token.Keyring, o Options) (Adm
 	exp, err := q.Renew(r.Context(), room, pass.Visitor)
 	switch {
 	case err == nil:
-	case o.FailOpen && !errors.Is(err, queue.ErrNotAdmitted) && !errors.Is(err, queue.ErrInvalid):
+	case o.FailOpen && (errors.Is(err, queue.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)):
 		o.Logger.Warn("gate failing open", "room", room, "err", err)
 		return a, nil
 	default:

@@ -82,7 +82,7 @@ func (s *server) enter() http.Handler {
 		if created {
 			status = http.StatusCreated
 		}
-		s.respond(w, r, status, room, ticket, e, e.Status == queue.Active)
+		s.respond(w, r, status, room, ticket, e)
 	})
 }
 
@@ -126,18 +126,17 @@ func (s *server) status() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
-		e, estimated, err := s.Queue.Status(r.Context(), room, t.Visitor, t.Seq)
+		e, _, err := s.Queue.Status(r.Context(), room, t.Visitor, t.Seq)
 		if err != nil {
 			s.errs.Write(w, r, err)
 			return
 		}
-		s.respond(w, r, http.StatusOK, room, "", e, !estimated)
+		s.respond(w, r, http.StatusOK, room, "", e)
 	})
 }
 
-// respond writes an EntryResponse for e; exact says whether e came from the
-// store (it then paces polls for the front of the queue).
-func (s *server) respond(w http.ResponseWriter, r *http.Request, status int, room, ticket string, e queue.Entry, exact bool) {
+// respond writes an EntryResponse for e.
+func (s *server) respond(w http.ResponseWriter, r *http.Request, status int, room, ticket string, e queue.Entry) {
 	v, ok := s.Queue.View(room)
 	if !ok {
 		v = queue.View{Stats: queue.Stats{Settings: queue.DefaultSettings()}, Rate: queue.DefaultSettings().AdmitRate}
@@ -152,23 +151,33 @@ func (s *server) respond(w http.ResponseWriter, r *http.Request, status int, roo
 		resp.Position, resp.Ahead = e.Position, e.Position-1
 		eta := queue.ETA(v, resp.Ahead)
 		resp.ETASeconds = int64(eta.Round(time.Second) / time.Second)
-		resp.PollAfterMS = queue.PollAfter(eta, exact).Milliseconds()
+		resp.PollAfterMS = queue.PollAfter(eta, e.Position <= queue.ExactWithin(v)).Milliseconds()
 	case queue.Active:
-		pass, err := s.Keys.SignPass(token.Pass{Room: room, Visitor: e.Visitor, ExpiresAt: e.ExpiresAt})
+		exp := e.ExpiresAt.Truncate(time.Second).UTC() // a pass's exp is whole seconds
+		pass, err := s.Keys.SignPass(token.Pass{Room: room, Visitor: e.Visitor, ExpiresAt: exp})
 		if err != nil {
 			s.errs.Write(w, r, err)
 			return
 		}
-		resp.State, resp.Pass, resp.PassExpiresAt = StateAdmitted, pass, &e.ExpiresAt
-		http.SetCookie(w, gate.PassCookieFor(pass, e.ExpiresAt, s.secure))
+		resp.State, resp.Pass, resp.PassExpiresAt = StateAdmitted, pass, &exp
+		http.SetCookie(w, gate.PassCookieFor(pass, exp, s.secure))
 	default:
 		resp.State = StateExpired
 		if v.Settings.State == queue.Closed {
 			resp.State = StateClosed
 		}
 	}
-	encode(w, status, resp)
+	w.Header()["Content-Type"] = jsonContentType
+	w.Header()["Cache-Control"] = noStore
+	w.WriteHeader(status)
+	w.Write(append(resp.AppendJSON(make([]byte, 0, 512)), '\n'))
 }
+
+// Pre-canonicalized header values for the status poll's hot path.
+var (
+	jsonContentType = []string{"application/json"}
+	noStore         = []string{"no-store"}
+)
 
 func (s *server) leave() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -193,10 +202,21 @@ func (s *server) leave() http.Handler {
 	})
 }
 
-// visitorOf returns the visitor named by the request's ticket, or else by
-// its pass (a finishing admitted visitor may hold only the pass).
+// visitorOf returns the visitor named by the first valid token the request
+// carries: the Authorization header (a ticket or a pass), the ticket cookie,
+// the pass cookie. A finishing admitted visitor may hold only the pass.
 func (s *server) visitorOf(r *http.Request, room string) (string, error) {
-	if raw, err := ticketFrom(r); err == nil {
+	var candidates []string
+	if tok, ok := gate.Bearer(r); ok {
+		candidates = append(candidates, tok)
+	}
+	for _, name := range []string{TicketCookie, gate.PassCookie} {
+		if c, err := r.Cookie(name); err == nil {
+			candidates = append(candidates, c.Value)
+		}
+	}
+	firstErr := error(apierror.ErrTokenMissing)
+	for i, raw := range candidates {
 		t, terr := s.Keys.ParseTicket(raw, room)
 		if terr == nil {
 			return t.Visitor, nil
@@ -205,16 +225,14 @@ func (s *server) visitorOf(r *http.Request, room string) (string, error) {
 		if perr == nil {
 			return p.Visitor, nil
 		}
-		if !errors.Is(terr, token.ErrInvalid) {
-			return "", terr
+		if i == 0 { // report the more telling of the two errors
+			firstErr = terr
+			if errors.Is(terr, token.ErrInvalid) {
+				firstErr = perr
+			}
 		}
-		return "", perr
 	}
-	if raw, _ := gate.PassFrom(r); raw != "" {
-		p, err := s.Keys.ParsePass(raw, room)
-		return p.Visitor, err
-	}
-	return "", apierror.ErrTokenMissing
+	return "", firstErr
 }
 
 // PassResponse is the body of GET /api/v1/rooms/{room}/pass.
@@ -229,6 +247,6 @@ type PassResponse struct {
 func (s *server) pass() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a, _ := gate.FromContext(r.Context())
-		encode(w, http.StatusOK, PassResponse{Room: a.Room, Visitor: a.Visitor, ExpiresAt: a.ExpiresAt, Pass: a.Pass})
+		encode(w, http.StatusOK, PassResponse{Room: a.Room, Visitor: a.Visitor, ExpiresAt: a.ExpiresAt.Truncate(time.Second).UTC(), Pass: a.Pass})
 	})
 }

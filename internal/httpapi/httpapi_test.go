@@ -378,3 +378,21 @@ func TestJWKSAndMetrics(t *testing.T) {
 		}
 	}
 }
+
+func TestEntryResponseJSON(t *testing.T) {
+	exp := time.Date(2026, 11, 29, 10, 0, 0, 123456789, time.UTC)
+	for _, e := range []httpapi.EntryResponse{
+		{},
+		{Room: "sale", Ticket: "t1.abc.def.ghi", State: "waiting", RoomState: "open", Position: 1500, Ahead: 1499, ETASeconds: 36, PollAfterMS: 7300},
+		{Room: "r", State: "admitted", RoomState: "paused", Pass: "eyJ.x.y", PassExpiresAt: &exp, Position: -1},
+		{Room: "quote\"back\\slash<>&\u00e9\u2028\x01", State: "expired"},
+	} {
+		want, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.AppendJSON(nil); string(got) != string(want) {
+			t.Errorf("AppendJSON = %s\nencoding/json = %s", got, want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"crypto/subtle"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,7 +59,7 @@ func NewServer(c Config) http.Handler {
 		FailOpen:     c.FailOpen,
 		SecureCookie: s.secure,
 		Errors:       s.errs,
-		Logger:       c.Logger.With("component", "gate"),
+		Logger:       c.Logger,
 	})
 	mux := http.NewServeMux()
 	s.routes(mux)
@@ -74,7 +75,7 @@ func (s *server) instrument(reg prometheus.Registerer, next http.Handler) http.H
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
-		requests.WithLabelValues(r.Pattern, statusText(rec.status)).Inc()
+		requests.WithLabelValues(r.Pattern, strconv.Itoa(rec.status)).Inc()
 	})
 }
 
@@ -89,19 +90,6 @@ func (r *statusRecorder) WriteHeader(code int) {
 }
 
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
-// statusText avoids an allocation per request for the common statuses.
-func statusText(code int) string {
-	switch code {
-	case 200:
-		return "200"
-	case 201:
-		return "201"
-	case 204:
-		return "204"
-	}
-	return http.StatusText(code)
-}
 
 func (s *server) metrics() http.Handler {
 	return promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{})

@@ -90,6 +90,15 @@ func (m *Metrics) stepped(room string, res AdmitResult, d time.Duration, err err
 	m.expired.WithLabelValues(room).Add(float64(res.Expired))
 }
 
+// forget drops the gauges of a room the store no longer has.
+func (m *Metrics) forget(room string) {
+	if m == nil {
+		return
+	}
+	m.waiting.DeleteLabelValues(room)
+	m.active.DeleteLabelValues(room)
+}
+
 func (m *Metrics) observed(room string, st Stats) {
 	if m == nil {
 		return

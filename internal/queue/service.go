@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -143,18 +144,22 @@ func (q *Queue) Enter(ctx context.Context, room, visitor string) (Entry, bool, e
 // further than ExactWithin from the head, the answer is an estimate made
 // without a store call (estimated = true): Position = seq − HeadSeq + 1.
 //
-// Error bound: the estimate is never better than the truth. It exceeds the
-// exact position by the number of visitors between the head and seq who left
-// the queue, plus those admitted since the view was read (at most one
-// Refresh of admissions). It does not notice that the visitor itself left.
-// Near the front, or once seq is at or behind the head, the answer is exact
-// and, for an admitted visitor, renews the slot (see Store.Status).
+// Error bound: for the visitor's current ticket the estimate is never better
+// than the truth. It exceeds the exact position by the number of visitors
+// between the head and seq who left the queue, plus those admitted since the
+// view was read (views up to two seconds old are used). It does not notice
+// that the visitor itself left, and an old ticket kept after leaving and
+// entering again shows its old place (display only: admission follows the
+// store). A seq beyond the room's last issued one (a ticket from before the
+// store lost its data) gets the exact answer. Near the front, or once seq is
+// at or behind the head, the answer is exact and, for an admitted visitor,
+// renews the slot (see Store.Status).
 func (q *Queue) Status(ctx context.Context, room, visitor string, seq int64) (e Entry, estimated bool, err error) {
 	if err := checkVisitor(room, visitor); err != nil {
 		return Entry{}, false, err
 	}
 	now := q.now()
-	if v, ok := q.View(room); ok && now.Sub(v.At) < staleAfter && seq >= v.HeadSeq {
+	if v, ok := q.View(room); ok && now.Sub(v.At) < staleAfter && seq >= v.HeadSeq && seq <= v.LastSeq {
 		if pos := seq - v.HeadSeq + 1; pos > ExactWithin(v) {
 			q.metrics.polled(room, true)
 			return Entry{Visitor: visitor, Status: Waiting, Seq: seq, Position: pos}, true, nil
@@ -263,7 +268,7 @@ func (q *Queue) refreshAll(ctx context.Context) error {
 		}
 		stats[room] = st
 	}
-	q.apply(now, stats)
+	q.apply(now, stats, rooms)
 	return errors.Join(errs...)
 }
 
@@ -274,19 +279,24 @@ func (q *Queue) refreshRoom(ctx context.Context, room string) error {
 	if err != nil {
 		return err
 	}
-	q.apply(now, map[string]Stats{room: st})
+	q.apply(now, map[string]Stats{room: st}, nil)
 	return nil
 }
 
-// apply installs new views for the rooms in stats, updating measured rates;
-// other rooms keep their views.
-func (q *Queue) apply(now time.Time, stats map[string]Stats) {
+// apply installs new views for the rooms in stats, updating measured rates.
+// When listed is not nil it holds every room the store has: views of other
+// rooms are dropped. Other views are kept (they go stale if refreshes fail).
+func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	old := *q.views.Load()
 	next := make(map[string]View, max(len(old), len(stats)))
 	for room, v := range old {
-		next[room] = v
+		if listed == nil || slices.Contains(listed, room) {
+			next[room] = v
+		} else {
+			q.metrics.forget(room)
+		}
 	}
 	for room, st := range stats {
 		v := View{Stats: st, Rate: st.Settings.AdmitRate, At: now}

@@ -84,14 +84,17 @@ const (
 
 // Reservation is a request to buy seats of one schedule, and its outcome.
 type Reservation struct {
-	ID         string            `json:"reservation_id"`
-	Visitor    string            `json:"visitor"`
-	ScheduleID int64             `json:"schedule_id"`
-	SeatIDs    []int64           `json:"seat_ids"`
-	Status     ReservationStatus `json:"status"`
-	Reason     string            `json:"reason,omitempty"`
-	CreatedAt  time.Time         `json:"created_at"`
-	DecidedAt  time.Time         `json:"decided_at,omitzero"`
+	ID         string  `json:"reservation_id"`
+	Visitor    string  `json:"visitor"`
+	ScheduleID int64   `json:"schedule_id"`
+	SeatIDs    []int64 `json:"seat_ids"`
+	// HoldIDs are the holds that covered the seats when the reservation was
+	// submitted; the consumer ends them once it is decided. Not stored in SQL.
+	HoldIDs   []string          `json:"hold_ids,omitempty"`
+	Status    ReservationStatus `json:"status"`
+	Reason    string            `json:"reason,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
+	DecidedAt time.Time         `json:"decided_at,omitzero"`
 }
 
 // Store keeps the catalog and decided reservations in SQL. Methods wrap

@@ -33,7 +33,7 @@ const PassHeader = "Usher-Pass"
 
 // Options configure a gate.
 type Options struct {
-	// Room names the room a request is gated for.
+	// Room names the room a request is gated for (Middleware only).
 	Room func(*http.Request) string
 	// FailOpen lets signed passes through when the store is unreachable.
 	FailOpen bool
@@ -62,31 +62,53 @@ func FromContext(ctx context.Context) (Admitted, bool) {
 	return a, ok
 }
 
-// New returns the gate middleware.
-func New(q *queue.Queue, keys *token.Keyring, o Options) func(http.Handler) http.Handler {
+// Gate checks passes for one usher server.
+type Gate struct {
+	q    *queue.Queue
+	keys *token.Keyring
+	o    Options
+}
+
+// New returns a gate.
+func New(q *queue.Queue, keys *token.Keyring, o Options) *Gate {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			a, err := admit(r, q, keys, o)
-			if err != nil {
-				o.Errors.Write(w, r, err)
-				return
-			}
-			if a.renewed {
-				w.Header().Set(PassHeader, a.Pass)
-				if _, fromCookie := PassFrom(r); fromCookie {
-					http.SetCookie(w, PassCookieFor(a.Pass, a.ExpiresAt, o.SecureCookie))
-				}
-			}
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, a)))
-		})
-	}
+	return &Gate{q: q, keys: keys, o: o}
 }
 
-func admit(r *http.Request, q *queue.Queue, keys *token.Keyring, o Options) (Admitted, error) {
-	room := o.Room(r)
+// Middleware lets a request through to next only when Check passes it for
+// the room Options.Room names.
+func (g *Gate) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a, ok := g.Check(w, r, g.o.Room(r))
+		if !ok {
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, a)))
+	})
+}
+
+// Check is the gate for a handler that learns the room only from the
+// request body: it reports whether the request may pass for room. When it
+// may not, the error response is already written; when it may, a renewed
+// pass is already set on w.
+func (g *Gate) Check(w http.ResponseWriter, r *http.Request, room string) (Admitted, bool) {
+	a, err := admit(r, room, g.q, g.keys, g.o)
+	if err != nil {
+		g.o.Errors.Write(w, r, err)
+		return Admitted{}, false
+	}
+	if a.renewed {
+		w.Header().Set(PassHeader, a.Pass)
+		if _, fromCookie := PassFrom(r); fromCookie {
+			http.SetCookie(w, PassCookieFor(a.Pass, a.ExpiresAt, g.o.SecureCookie))
+		}
+	}
+	return a, true
+}
+
+func admit(r *http.Request, room string, q *queue.Queue, keys *token.Keyring, o Options) (Admitted, error) {
 	raw, _ := PassFrom(r)
 	if raw == "" {
 		return Admitted{}, queue.ErrNotAdmitted

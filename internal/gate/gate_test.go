@@ -23,8 +23,8 @@ func setup(t *testing.T) (*queue.Queue, *token.Keyring, http.Handler) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mw := gate.New(q, keys, gate.Options{Room: func(*http.Request) string { return "sale" }, SecureCookie: true})
-	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	g := gate.New(q, keys, gate.Options{Room: func(*http.Request) string { return "sale" }, SecureCookie: true})
+	h := g.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a, ok := gate.FromContext(r.Context())
 		if !ok || a.Visitor == "" {
 			t.Error("handler behind the gate has no admitted visitor in its context")

@@ -17,7 +17,7 @@ func (s *server) routes(mux *http.ServeMux) {
 	mux.Handle("POST /api/v1/rooms/{room}/entries", s.enter())
 	mux.Handle("GET /api/v1/rooms/{room}/entries/me", s.status())
 	mux.Handle("DELETE /api/v1/rooms/{room}/entries/me", s.leave())
-	mux.Handle("GET /api/v1/rooms/{room}/pass", s.gate(s.pass()))
+	mux.Handle("GET /api/v1/rooms/{room}/pass", s.gate.Middleware(s.pass()))
 
 	mux.Handle("GET /api/v1/rooms", s.admin(s.listRooms()))
 	mux.Handle("GET /api/v1/rooms/{room}", s.admin(s.getRoom()))

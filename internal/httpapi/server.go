@@ -40,7 +40,7 @@ type Config struct {
 type server struct {
 	Config
 	errs   apierror.Writer
-	gate   func(http.Handler) http.Handler
+	gate   *gate.Gate
 	secure bool
 }
 

@@ -66,6 +66,8 @@ type Store interface {
 	// Release ends a hold at once (its seats or stock come back).
 	// ErrNotFound when it is not live.
 	Release(ctx context.Context, scope, id string, now time.Time) error
+	// Find returns the live hold that has seat; ErrNotFound when none has it.
+	Find(ctx context.Context, scope, seat string, now time.Time) (Hold, error)
 	// HeldSeats lists the seats under live holds in the scope, in no order.
 	HeldSeats(ctx context.Context, scope string, now time.Time) ([]string, error)
 

@@ -45,8 +45,15 @@ type Broker interface {
 	// Submit records r (Status pending) as the reservation for (r.Visitor,
 	// idempotencyKey) and publishes it, atomically with respect to retries:
 	// a second Submit with the same visitor and key returns the first
-	// reservation and created=false, whatever r says.
+	// reservation (its latest state) and created=false, whatever r says. An
+	// error may leave the reservation recorded but not yet published: the
+	// caller retries with the same key.
 	Submit(ctx context.Context, r booking.Reservation, idempotencyKey string) (res booking.Reservation, created bool, err error)
+	// Lookup returns the latest state of the reservation that a Submit with
+	// the same visitor and idempotency key recorded, or ErrNotFound. Like a
+	// duplicate Submit, it finishes that Submit's publication if it was cut
+	// short.
+	Lookup(ctx context.Context, visitor, idempotencyKey string) (booking.Reservation, error)
 	// Get returns the reservation's latest state: pending until a consumer
 	// decided it, then confirmed or rejected.
 	Get(ctx context.Context, id string) (booking.Reservation, error)

@@ -1,0 +1,72 @@
+package natsmq
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// StartEmbedded starts a single NATS server with JetStream in this process,
+// storing its streams under dir (created if missing; reuse it to keep the
+// backlog and the states across restarts). It listens on no port: connect
+// with ConnectEmbedded. log receives the server's notices, warnings and
+// errors (nil: none). Stop it with Shutdown and then WaitForShutdown.
+//
+// The embedded server serves one usher process; several instances that must
+// share reservations need an external server (or cluster).
+func StartEmbedded(dir string, log *slog.Logger) (*server.Server, error) {
+	if dir == "" {
+		return nil, errors.New("natsmq: embedded: empty data directory")
+	}
+	s, err := server.NewServer(&server.Options{
+		ServerName: "usher-embedded",
+		JetStream:  true,
+		StoreDir:   dir,
+		DontListen: true,
+		NoSigs:     true,
+		NoLog:      log == nil,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("natsmq: embedded: %w", err)
+	}
+	if log != nil {
+		s.SetLoggerV2(serverLogger{log.With("component", "nats-server")}, false, false, false)
+	}
+	s.Start() // returns once the server runs in its goroutines
+	if !s.ReadyForConnections(10 * time.Second) {
+		s.Shutdown()
+		s.WaitForShutdown()
+		return nil, errors.New("natsmq: embedded: server not ready after 10s")
+	}
+	if !s.JetStreamEnabled() {
+		s.Shutdown()
+		s.WaitForShutdown()
+		return nil, fmt.Errorf("natsmq: embedded: JetStream did not start on %s", dir)
+	}
+	return s, nil
+}
+
+// ConnectEmbedded opens an in-process connection to s. Options such as
+// nats.Name may be added; the in-process dialer is always used.
+func ConnectEmbedded(s *server.Server, opts ...nats.Option) (*nats.Conn, error) {
+	nc, err := nats.Connect("", append(opts, nats.InProcessServer(s))...)
+	if err != nil {
+		return nil, fmt.Errorf("natsmq: connect embedded: %w", err)
+	}
+	return nc, nil
+}
+
+// serverLogger sends the server's log lines to slog; debug and trace lines
+// are dropped (the server is started without them anyway).
+type serverLogger struct{ log *slog.Logger }
+
+func (l serverLogger) Noticef(format string, v ...any) { l.log.Info(fmt.Sprintf(format, v...)) }
+func (l serverLogger) Warnf(format string, v ...any)   { l.log.Warn(fmt.Sprintf(format, v...)) }
+func (l serverLogger) Fatalf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l serverLogger) Errorf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l serverLogger) Debugf(string, ...any)           {}
+func (l serverLogger) Tracef(string, ...any)           {}

@@ -1,0 +1,487 @@
+// Package natsmq is the mq.Broker on NATS JetStream, embedded in-process
+// (StartEmbedded, ConnectEmbedded) or external (any nats.Conn to a server
+// with JetStream).
+//
+// Layout, for a broker named N (Options.Name, default "usher"):
+//
+//   - stream N_RESERVATIONS (upper-cased), subjects "N.reservations.>",
+//     one message per submitted reservation on "N.reservations.<schedule>",
+//     file storage, work-queue retention: a message is deleted once a
+//     consumer acknowledges it, so the stream holds exactly the backlog the
+//     database has not taken yet. It is a buffer, not a log; the bucket
+//     below keeps every reservation's state. Nats-Msg-Id is the
+//     reservation's key (below) and the duplicate window (Options.Duplicates,
+//     default 10 min) drops re-publications of it.
+//   - durable pull consumer "deciders" on that stream, created or updated by
+//     Consume: explicit ack, AckWait (Options.AckWait, default 30 s),
+//     MaxAckPending = Workers×MaxBatch, unlimited deliveries.
+//   - key-value bucket N_reservations, history 1, file storage: key
+//     "res.<id>" (or "res64.<base64url(id)>" for an id that is not made of
+//     letters, digits, '-' and '_') holds the reservation's latest state as
+//     JSON; key "idem.<hex sha256 of visitor and idempotency key>" holds the
+//     pending reservation that the first Submit with that pair recorded.
+//
+// Submit creates the idempotency key (the first writer wins, atomically in
+// the server), then creates the state key, then publishes and waits for the
+// stream's acknowledgement. If it fails after the idempotency key was
+// written, it returns an error wrapping mq.ErrUnavailable and the
+// reservation may be recorded as pending but not yet published: a retry of
+// Submit with the same visitor and key finds the recorded reservation and
+// publishes it again (de-duplicated by the stream if the first publication
+// did land), and returns it with created=false. A caller that gets an error
+// must therefore retry with the same key, or the reservation stays pending.
+// A Submit that loses to a concurrent one with the same visitor and key
+// never writes its own reservation: only the winner's id exists.
+//
+// Consume runs Workers loops; each fetches up to MaxBatch messages, calls the
+// handler, writes every decision to the bucket and then acknowledges the
+// message. While the handler runs, the loop tells the server the batch is in
+// progress every AckWait/3, so a slow database never causes a redelivery; a
+// consumer that dies or whose ctx ends stops doing so and its unacknowledged
+// batch is delivered again AckWait later. A handler error (or panic) naks the
+// batch with delay RetryAfter. Every delivery goes to the handler, even one
+// whose state is already decided: booking.Store.Decide is idempotent and
+// returns the stored decision, and reading the bucket first would cost a
+// round trip per reservation for a case that only happens after a crash.
+// Malformed messages are terminated and logged. Deliveries are unlimited: a
+// database that is down for an hour leaves the reservations in the stream.
+//
+// A reservation the handler returns still pending (neither confirmed nor
+// rejected) is not recorded; it is redelivered after RetryAfter.
+//
+// Limits: the ack-pending cap is per consumer, not per process; several
+// Consume calls (in one process or many) share it, and the last one to start
+// sets it. A decided state is written with a plain put: two consumers that
+// decide the same reservation write the same decision because Decide is
+// idempotent. Reservation ids must be unique: a second reservation with a
+// used id (under another idempotency key) is reported created but keeps the
+// first one's state and message. States and idempotency keys are kept for
+// Options.KeepFor (zero: forever); once an idempotency key expires, the same
+// visitor and key make a new reservation. Each Watch is one ephemeral
+// consumer on the server, gone when the watch ends: fine for the visitors
+// waiting on a decision, but not free by the ten thousand. Every operation
+// fails at once with mq.ErrUnavailable while the connection is not
+// connected: the Broker never queues a write for later.
+package natsmq
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"usher/internal/booking"
+	"usher/internal/mq"
+)
+
+var _ mq.Broker = (*Broker)(nil)
+
+// Options name and tune a Broker. The zero value is the default.
+type Options struct {
+	// Name prefixes the stream, subjects and bucket (letters, digits, '-'
+	// and '_'). Default "usher". Tests use a unique name each.
+	Name string
+	// AckWait is how long the server waits for a consumer's acknowledgement
+	// or progress signal before it delivers a message again: how long a
+	// batch held by a dead consumer stays stuck. Default 30 s.
+	AckWait time.Duration
+	// Duplicates is the stream's de-duplication window. Default 10 min.
+	Duplicates time.Duration
+	// KeepFor is how long reservation states and idempotency keys live
+	// after their last write. Zero keeps them forever. It must exceed the
+	// longest database outage, or pending states expire before the decision.
+	KeepFor time.Duration
+	// MaxBacklog caps the messages in the stream; once full, Submit fails
+	// with mq.ErrUnavailable instead of dropping older reservations. Zero
+	// is unlimited.
+	MaxBacklog int64
+	// Replicas for the stream and the bucket on a clustered server.
+	// Default 1.
+	Replicas int
+	// FetchWait is how long an idle consumer's pull waits for messages; it
+	// also bounds how long Consume takes to return once ctx ends. Default 1 s.
+	FetchWait time.Duration
+	// Timeout bounds each call to the server. Default 5 s.
+	Timeout time.Duration
+	// Logger receives consumer faults. Default: discard.
+	Logger *slog.Logger
+}
+
+const consumerName = "deciders"
+
+// Log attribute keys.
+const (
+	logErr     = "err"
+	logSubject = "subject"
+	logCount   = "count"
+	logID      = "reservation"
+	logRetry   = "retry_after"
+)
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Name == "" {
+		o.Name = "usher"
+	}
+	if !validName.MatchString(o.Name) {
+		return o, fmt.Errorf("natsmq: name %q: want letters, digits, '-' and '_'", o.Name)
+	}
+	if o.AckWait <= 0 {
+		o.AckWait = 30 * time.Second
+	}
+	if o.Duplicates <= 0 {
+		o.Duplicates = 10 * time.Minute
+	}
+	if o.Replicas <= 0 {
+		o.Replicas = 1
+	}
+	if o.FetchWait <= 0 {
+		o.FetchWait = time.Second
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+// Broker is an mq.Broker on JetStream. It does not own its connection:
+// close the nats.Conn after every Consume and Watch has ended.
+type Broker struct {
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	kv      jetstream.KeyValue
+	stream  string
+	subject string // prefix of the publish subjects, ends in "."
+	o       Options
+	log     *slog.Logger
+}
+
+// Open creates the stream and the bucket, or updates their settings, and
+// returns a Broker on them. It starts nothing. The consumer is created by
+// Consume, whose options bound it.
+func Open(ctx context.Context, nc *nats.Conn, o Options) (*Broker, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	b := &Broker{
+		nc:      nc,
+		stream:  strings.ToUpper(o.Name) + "_RESERVATIONS",
+		subject: o.Name + ".reservations.",
+		o:       o,
+		log:     o.Logger,
+	}
+	if err := b.ready(); err != nil {
+		return nil, b.unavailable("open", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	if b.js, err = jetstream.New(nc, jetstream.WithDefaultTimeout(o.Timeout)); err != nil {
+		return nil, b.unavailable("open", err)
+	}
+	backlog, discard := int64(-1), jetstream.DiscardOld
+	if o.MaxBacklog > 0 {
+		backlog, discard = o.MaxBacklog, jetstream.DiscardNew
+	}
+	_, err = b.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        b.stream,
+		Description: "usher: pending reservations waiting for the database",
+		Subjects:    []string{b.subject + ">"},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.Replicas,
+		Duplicates:  o.Duplicates,
+		MaxMsgs:     backlog,
+		Discard:     discard,
+	})
+	if err != nil {
+		return nil, b.setupError("open: stream "+b.stream, err)
+	}
+	b.kv, err = b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      o.Name + "_reservations",
+		Description: "usher: reservation states and idempotency keys",
+		History:     1,
+		TTL:         o.KeepFor,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.Replicas,
+	})
+	if err != nil {
+		return nil, b.setupError("open: bucket "+o.Name+"_reservations", err)
+	}
+	return b, nil
+}
+
+// Submit implements mq.Broker; see the package comment for its steps and
+// what a failure leaves behind. It ignores r's Status, Reason and DecidedAt
+// and records r as pending. A second Submit returns the reservation's latest
+// state.
+func (b *Broker) Submit(ctx context.Context, r booking.Reservation, idempotencyKey string) (booking.Reservation, bool, error) {
+	if r.ID == "" {
+		return booking.Reservation{}, false, fmt.Errorf("natsmq: submit: %w: empty reservation id", booking.ErrInvalid)
+	}
+	if err := b.ready(); err != nil {
+		return booking.Reservation{}, false, b.unavailable("submit "+r.ID, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.o.Timeout)
+	defer cancel()
+	r.Status, r.Reason, r.DecidedAt = booking.Pending, "", time.Time{}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return booking.Reservation{}, false, fmt.Errorf("natsmq: submit %s: %w", r.ID, err)
+	}
+	ikey := idemKey(r.Visitor, idempotencyKey)
+	_, err = b.kv.Create(ctx, ikey, data)
+	switch {
+	case err == nil:
+		if err := b.publish(ctx, r, data); err != nil {
+			return booking.Reservation{}, false, err
+		}
+		return r, true, nil
+	case errors.Is(err, jetstream.ErrKeyExists):
+		return b.resume(ctx, ikey)
+	default:
+		return booking.Reservation{}, false, b.unavailable("submit "+r.ID, err)
+	}
+}
+
+// resume returns the reservation that an earlier Submit recorded under ikey.
+// If it is still pending, that Submit may have stopped before its state or
+// its message was written: resume writes both again. Both writes are
+// idempotent (create-if-absent, and a publication the stream de-duplicates,
+// or, after the window, a second delivery that Decide absorbs).
+func (b *Broker) resume(ctx context.Context, ikey string) (booking.Reservation, bool, error) {
+	e, err := b.kv.Get(ctx, ikey)
+	if err != nil {
+		// Also a key that expired (KeepFor) between the create and this get.
+		return booking.Reservation{}, false, b.unavailable("submit: read "+ikey, err)
+	}
+	var first booking.Reservation
+	if err := json.Unmarshal(e.Value(), &first); err != nil {
+		return booking.Reservation{}, false, fmt.Errorf("natsmq: submit: decode %s: %w", ikey, err)
+	}
+	cur, err := b.get(ctx, first.ID)
+	switch {
+	case errors.Is(err, mq.ErrNotFound) || err == nil && cur.Status == booking.Pending:
+		if err := b.publish(ctx, first, e.Value()); err != nil {
+			return booking.Reservation{}, false, err
+		}
+		return first, false, nil
+	case err != nil:
+		return booking.Reservation{}, false, err
+	}
+	return cur, false, nil
+}
+
+// publish records r as pending unless a state exists (it never overwrites a
+// decision) and publishes data, r's pending JSON, waiting for the stream.
+func (b *Broker) publish(ctx context.Context, r booking.Reservation, data []byte) error {
+	key := stateKey(r.ID)
+	if _, err := b.kv.Create(ctx, key, data); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return b.unavailable("submit "+r.ID+": record", err)
+	}
+	msg := &nats.Msg{Subject: b.subject + strconv.FormatInt(r.ScheduleID, 10), Data: data}
+	if _, err := b.js.PublishMsg(ctx, msg, jetstream.WithMsgID(key), jetstream.WithExpectStream(b.stream)); err != nil {
+		return b.unavailable("submit "+r.ID+": publish", err)
+	}
+	return nil
+}
+
+// Lookup implements mq.Broker.
+func (b *Broker) Lookup(ctx context.Context, visitor, key string) (booking.Reservation, error) {
+	if err := b.ready(); err != nil {
+		return booking.Reservation{}, b.unavailable("lookup", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.o.Timeout)
+	defer cancel()
+	ikey := idemKey(visitor, key)
+	_, err := b.kv.Get(ctx, ikey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return booking.Reservation{}, fmt.Errorf("natsmq: lookup: %w", mq.ErrNotFound)
+	}
+	if err != nil {
+		return booking.Reservation{}, b.unavailable("lookup "+ikey, err)
+	}
+	r, _, err := b.resume(ctx, ikey)
+	return r, err
+}
+
+// Get implements mq.Broker.
+func (b *Broker) Get(ctx context.Context, id string) (booking.Reservation, error) {
+	if err := b.ready(); err != nil {
+		return booking.Reservation{}, b.unavailable("get "+id, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.o.Timeout)
+	defer cancel()
+	return b.get(ctx, id)
+}
+
+func (b *Broker) get(ctx context.Context, id string) (booking.Reservation, error) {
+	if id == "" {
+		return booking.Reservation{}, fmt.Errorf("natsmq: get: empty id: %w", mq.ErrNotFound)
+	}
+	e, err := b.kv.Get(ctx, stateKey(id))
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return booking.Reservation{}, fmt.Errorf("natsmq: get %s: %w", id, mq.ErrNotFound)
+	}
+	if err != nil {
+		return booking.Reservation{}, b.unavailable("get "+id, err)
+	}
+	return decodeState(id, e.Value())
+}
+
+// Watch implements mq.Broker. An unknown id is mq.ErrNotFound. The channel
+// also closes, undecided, if the reservation's state is deleted (KeepFor)
+// or the connection is lost for good; the caller then calls Get.
+func (b *Broker) Watch(ctx context.Context, id string) (<-chan booking.Reservation, error) {
+	if id == "" {
+		return nil, fmt.Errorf("natsmq: watch: empty id: %w", mq.ErrNotFound)
+	}
+	if err := b.ready(); err != nil {
+		return nil, b.unavailable("watch "+id, err)
+	}
+	w, err := b.kv.Watch(ctx, stateKey(id))
+	if err != nil {
+		return nil, b.unavailable("watch "+id, err)
+	}
+	// The watcher sends the current value, if any, then nil.
+	timer := time.NewTimer(b.o.Timeout)
+	defer timer.Stop()
+	var e jetstream.KeyValueEntry
+	select {
+	case e = <-w.Updates():
+	case <-timer.C:
+		err = context.DeadlineExceeded
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
+		w.Stop()
+		return nil, b.unavailable("watch "+id, err)
+	}
+	if e == nil || e.Operation() != jetstream.KeyValuePut {
+		w.Stop()
+		return nil, fmt.Errorf("natsmq: watch %s: %w", id, mq.ErrNotFound)
+	}
+	first, err := decodeState(id, e.Value())
+	if err != nil {
+		w.Stop()
+		return nil, err
+	}
+	out := make(chan booking.Reservation, 1)
+	out <- first
+	if decided(first) {
+		w.Stop()
+		close(out)
+		return out, nil
+	}
+	go func() {
+		defer close(out)
+		defer w.Stop()
+		for {
+			select {
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e == nil {
+					continue
+				}
+				if e.Operation() != jetstream.KeyValuePut {
+					return
+				}
+				r, err := decodeState(id, e.Value())
+				if err != nil {
+					b.log.Error("watch: undecodable state", logID, id, logErr, err)
+					return
+				}
+				select {
+				case out <- r:
+				case <-ctx.Done():
+					return
+				}
+				if decided(r) {
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+func decided(r booking.Reservation) bool {
+	return r.Status == booking.Confirmed || r.Status == booking.Rejected
+}
+
+func decodeState(id string, data []byte) (booking.Reservation, error) {
+	var r booking.Reservation
+	if err := json.Unmarshal(data, &r); err != nil {
+		return booking.Reservation{}, fmt.Errorf("natsmq: decode state of %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// ready fails at once when the connection is down: a request would
+// otherwise sit in the reconnect buffer until its deadline.
+func (b *Broker) ready() error {
+	if b.nc == nil {
+		return errors.New("no connection")
+	}
+	if !b.nc.IsConnected() {
+		return fmt.Errorf("connection %s", b.nc.Status())
+	}
+	return nil
+}
+
+// unavailable wraps a failure to reach the broker, keeping its cause (and a
+// context error) in the chain.
+func (b *Broker) unavailable(op string, err error) error {
+	return fmt.Errorf("natsmq: %s: %w: %w", op, mq.ErrUnavailable, err)
+}
+
+// setupError classifies a failure to create the stream or the bucket: the
+// server answered with an API error (a conflicting configuration, retrying
+// will not help) or it could not be reached.
+func (b *Broker) setupError(op string, err error) error {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode != jetstream.JSErrCodeJetStreamNotEnabled &&
+		apiErr.ErrorCode != jetstream.JSErrCodeJetStreamNotEnabledForAccount {
+		return fmt.Errorf("natsmq: %s: %w", op, err)
+	}
+	return b.unavailable(op, err)
+}
+
+// plainID matches ids that are used as they are in keys.
+var plainID = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// stateKey is the bucket key of a reservation's state, also its message id.
+func stateKey(id string) string {
+	if plainID.MatchString(id) {
+		return "res." + id
+	}
+	return "res64." + base64.RawURLEncoding.EncodeToString([]byte(id))
+}
+
+// idemKey is the bucket key of (visitor, key): a hash, so any strings fit,
+// with the visitor's length in front so that no two pairs share an input.
+func idemKey(visitor, key string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%d:%s%s", len(visitor), visitor, key)
+	return "idem." + hex.EncodeToString(h.Sum(nil))
+}

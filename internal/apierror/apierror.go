@@ -12,7 +12,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"usher/internal/booking"
+	"usher/internal/hold"
+	"usher/internal/mq"
 	"usher/internal/queue"
+	"usher/internal/sale"
 	"usher/internal/token"
 )
 
@@ -37,6 +41,8 @@ var codes = []struct {
 	code   string
 }{
 	{queue.ErrInvalid, http.StatusBadRequest, "invalid_request"},
+	{booking.ErrInvalid, http.StatusBadRequest, "invalid_request"},
+	{sale.ErrInvalid, http.StatusBadRequest, "invalid_request"},
 	{ErrBadJSON, http.StatusBadRequest, "bad_json"},
 	{ErrBodyTooLarge, http.StatusRequestEntityTooLarge, "body_too_large"},
 	{ErrTokenMissing, http.StatusUnauthorized, "token_missing"},
@@ -47,9 +53,20 @@ var codes = []struct {
 	{queue.ErrNotAdmitted, http.StatusForbidden, "not_admitted"},
 	{ErrNotFound, http.StatusNotFound, "not_found"},
 	{queue.ErrRoomNotFound, http.StatusNotFound, "room_not_found"},
+	{booking.ErrNotFound, http.StatusNotFound, "not_found"},
+	{sale.ErrSeatUnknown, http.StatusNotFound, "seat_unknown"},
+	{hold.ErrNotFound, http.StatusNotFound, "hold_not_found"},
+	{mq.ErrNotFound, http.StatusNotFound, "reservation_not_found"},
 	{ErrMethodNotAllowed, http.StatusMethodNotAllowed, "method_not_allowed"},
 	{queue.ErrRoomClosed, http.StatusConflict, "room_closed"},
+	{hold.ErrTaken, http.StatusConflict, "seats_taken"},
+	{sale.ErrNotHeld, http.StatusConflict, "seats_not_held"},
+	{hold.ErrLimit, http.StatusConflict, "hold_limit"},
+	{hold.ErrSoldOut, http.StatusConflict, "sold_out"},
 	{queue.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
+	{booking.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
+	{hold.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
+	{mq.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, "unavailable"},
 }
 
@@ -79,11 +96,13 @@ func NewCounts(reg prometheus.Registerer) *prometheus.CounterVec {
 	return c
 }
 
-// Body is the JSON shape of every error response.
+// Body is the JSON shape of every error response. Seats lists the seats at
+// fault for seats_taken and seats_not_held.
 type Body struct {
 	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
+		Code    string   `json:"code"`
+		Message string   `json:"message"`
+		Seats   []string `json:"seats,omitempty"`
 	} `json:"error"`
 }
 
@@ -93,6 +112,14 @@ func (wr Writer) Write(w http.ResponseWriter, r *http.Request, err error) {
 	status, code := Status(err)
 	var b Body
 	b.Error.Code, b.Error.Message = code, err.Error()
+	var taken *hold.TakenError
+	var notHeld *sale.NotHeldError
+	switch {
+	case errors.As(err, &taken):
+		b.Error.Seats = taken.Seats
+	case errors.As(err, &notHeld):
+		b.Error.Seats = notHeld.Seats
+	}
 	if status >= 500 {
 		if wr.Log != nil {
 			wr.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "code", code, "err", err)

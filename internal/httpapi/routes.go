@@ -23,11 +23,28 @@ func (s *server) routes(mux *http.ServeMux) {
 	mux.Handle("GET /api/v1/rooms/{room}", s.admin(s.getRoom()))
 	mux.Handle("PUT /api/v1/rooms/{room}", s.admin(s.putRoom()))
 
-	for _, path := range []string{
+	paths := []string{
 		"/healthz", "/readyz", "/metrics", "/.well-known/jwks.json",
 		"/api/v1/rooms/{room}/entries", "/api/v1/rooms/{room}/entries/me",
 		"/api/v1/rooms/{room}/pass", "/api/v1/rooms", "/api/v1/rooms/{room}",
-	} {
+	}
+	if s.Sale != nil {
+		mux.Handle("GET /api/v1/schedules/{id}/seats", s.seats())
+		mux.Handle("POST /api/v1/schedules/{id}/holds", s.hold())
+		mux.Handle("DELETE /api/v1/schedules/{id}/holds/{hold}", s.releaseHold())
+		mux.Handle("POST /api/v1/reservations", s.reserve())
+		mux.Handle("GET /api/v1/reservations/{id}", s.getReservation())
+		mux.Handle("GET /api/v1/reservations/{id}/events", s.reservationEvents())
+
+		mux.Handle("POST /api/v1/concerts", s.admin(s.createConcert()))
+		mux.Handle("POST /api/v1/concerts/{id}/schedules", s.admin(s.createSchedule()))
+		mux.Handle("POST /api/v1/schedules/{id}/seats", s.admin(s.addSeats()))
+		paths = append(paths,
+			"/api/v1/schedules/{id}/seats", "/api/v1/schedules/{id}/holds", "/api/v1/schedules/{id}/holds/{hold}",
+			"/api/v1/reservations", "/api/v1/reservations/{id}", "/api/v1/reservations/{id}/events",
+			"/api/v1/concerts", "/api/v1/concerts/{id}/schedules")
+	}
+	for _, path := range paths {
 		mux.Handle(path, s.fail(apierror.ErrMethodNotAllowed))
 	}
 	mux.Handle("/", s.fail(apierror.ErrNotFound))

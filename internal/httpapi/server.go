@@ -18,6 +18,7 @@ import (
 	"usher/internal/apierror"
 	"usher/internal/gate"
 	"usher/internal/queue"
+	"usher/internal/sale"
 	"usher/internal/token"
 )
 
@@ -35,6 +36,9 @@ type Config struct {
 	InsecureCookies bool
 	// FailOpen lets the gate pass signed passes when the store is down.
 	FailOpen bool
+	// Sale serves the booking routes (seats, holds, reservations, catalog
+	// admin); nil leaves them out.
+	Sale *sale.Service
 }
 
 type server struct {

@@ -1,0 +1,307 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"usher/internal/booking"
+	"usher/internal/gate"
+	"usher/internal/queue"
+	"usher/internal/sale"
+)
+
+// scheduleID parses the {id} path value.
+func scheduleID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, fmt.Errorf("%w: schedule id %q: want a positive integer", sale.ErrInvalid, r.PathValue("id"))
+	}
+	return id, nil
+}
+
+// gated resolves the request's schedule and runs the gate for its room. On
+// false the response is written.
+func (s *server) gated(w http.ResponseWriter, r *http.Request, id int64) (gate.Admitted, bool) {
+	sch, err := s.Sale.Schedule(r.Context(), id)
+	if err != nil {
+		s.errs.Write(w, r, err)
+		return gate.Admitted{}, false
+	}
+	return s.gate.Check(w, r, sch.Room)
+}
+
+func (s *server) seats() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := scheduleID(r)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		if _, ok := s.gated(w, r, id); !ok {
+			return
+		}
+		m, err := s.Sale.SeatMap(r.Context(), id)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		w.Header()["Content-Type"] = jsonContentType
+		w.Header()["Cache-Control"] = noStore
+		w.Write(m.JSON())
+	})
+}
+
+type holdRequest struct {
+	SeatIDs []int64 `json:"seat_ids"`
+}
+
+// HoldResponse is a hold as the API shows it.
+type HoldResponse struct {
+	HoldID     string    `json:"hold_id"`
+	ScheduleID int64     `json:"schedule_id"`
+	SeatIDs    []int64   `json:"seat_ids"`
+	ExpiresAt  time.Time `json:"expires_at"`
+}
+
+func (s *server) hold() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := scheduleID(r)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		req, err := decode[holdRequest](w, r)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		a, ok := s.gated(w, r, id)
+		if !ok {
+			return
+		}
+		h, err := s.Sale.Hold(r.Context(), id, a.Visitor, req.SeatIDs)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		encode(w, http.StatusCreated, HoldResponse{HoldID: h.ID, ScheduleID: id, SeatIDs: req.SeatIDs, ExpiresAt: h.ExpiresAt.UTC()})
+	})
+}
+
+func (s *server) releaseHold() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := scheduleID(r)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		a, ok := s.gated(w, r, id)
+		if !ok {
+			return
+		}
+		if err := s.Sale.Release(r.Context(), id, a.Visitor, r.PathValue("hold")); err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+type reserveRequest struct {
+	ScheduleID     int64   `json:"schedule_id"`
+	SeatIDs        []int64 `json:"seat_ids"`
+	IdempotencyKey string  `json:"idempotency_key"`
+}
+
+// ReservationResponse is a reservation as the API shows it.
+type ReservationResponse struct {
+	ReservationID string    `json:"reservation_id"`
+	ScheduleID    int64     `json:"schedule_id"`
+	SeatIDs       []int64   `json:"seat_ids"`
+	Status        string    `json:"status"`
+	Reason        string    `json:"reason,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
+	DecidedAt     time.Time `json:"decided_at,omitzero"`
+}
+
+func reservationResponse(r booking.Reservation) ReservationResponse {
+	return ReservationResponse{
+		ReservationID: r.ID, ScheduleID: r.ScheduleID, SeatIDs: r.SeatIDs, Status: string(r.Status),
+		Reason: r.Reason, CreatedAt: r.CreatedAt, DecidedAt: r.DecidedAt,
+	}
+}
+
+func (s *server) reserve() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := decode[reserveRequest](w, r)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		if req.ScheduleID <= 0 {
+			s.errs.Write(w, r, fmt.Errorf("%w: schedule_id: want a positive integer", sale.ErrInvalid))
+			return
+		}
+		a, ok := s.gated(w, r, req.ScheduleID)
+		if !ok {
+			return
+		}
+		res, _, err := s.Sale.Reserve(r.Context(), a.Visitor, req.ScheduleID, req.SeatIDs, req.IdempotencyKey)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		encode(w, http.StatusAccepted, reservationResponse(res))
+	})
+}
+
+// reservationFor returns the reservation in the path if the request's
+// ticket or pass for the reservation's room names its visitor. Liveness is
+// not required: the visitor may have finished.
+func (s *server) reservationFor(r *http.Request) (booking.Reservation, error) {
+	id := r.PathValue("id")
+	if !queue.ValidVisitorID(id) {
+		return booking.Reservation{}, fmt.Errorf("%w: reservation id", sale.ErrInvalid)
+	}
+	// Read the owner first: the token is bound to the reservation's room.
+	owner, err := s.Sale.Owner(r.Context(), id)
+	if err != nil {
+		return booking.Reservation{}, err
+	}
+	sch, err := s.Sale.Schedule(r.Context(), owner.ScheduleID)
+	if err != nil {
+		return booking.Reservation{}, err
+	}
+	visitor, err := s.visitorOf(r, sch.Room)
+	if err != nil {
+		return booking.Reservation{}, err
+	}
+	return s.Sale.Reservation(r.Context(), visitor, id)
+}
+
+func (s *server) getReservation() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res, err := s.reservationFor(r)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		encode(w, http.StatusOK, reservationResponse(res))
+	})
+}
+
+// reservationEvents streams the reservation's states as server-sent events
+// ("event: reservation", data the JSON of GET /reservations/{id}) until it
+// is decided; a comment line every 15 s keeps proxies from closing it.
+func (s *server) reservationEvents() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res, err := s.reservationFor(r)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		states, err := s.Sale.Watch(ctx, res.Visitor, res.ID)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		rc := http.NewResponseController(w)
+		rc.SetWriteDeadline(time.Time{}) // the stream outlives the server's WriteTimeout
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+		rc.Flush()
+		keepAlive := time.NewTicker(15 * time.Second)
+		defer keepAlive.Stop()
+		for {
+			select {
+			case st, ok := <-states:
+				if !ok {
+					return
+				}
+				b, _ := json.Marshal(reservationResponse(st))
+				fmt.Fprintf(w, "event: reservation\ndata: %s\n\n", b)
+			case <-keepAlive.C:
+				fmt.Fprint(w, ": keep-alive\n\n")
+			case <-ctx.Done():
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+		}
+	})
+}
+
+type concertRequest struct {
+	Title string `json:"title"`
+}
+
+func (s *server) createConcert() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := decode[concertRequest](w, r)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		c, err := s.Sale.CreateConcert(r.Context(), req.Title)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		encode(w, http.StatusCreated, c)
+	})
+}
+
+type scheduleRequest struct {
+	StartsAt time.Time `json:"starts_at"`
+	Room     string    `json:"room"`
+}
+
+func (s *server) createSchedule() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		concert, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+		if err != nil || concert <= 0 {
+			s.errs.Write(w, r, fmt.Errorf("%w: concert id: want a positive integer", sale.ErrInvalid))
+			return
+		}
+		req, err := decode[scheduleRequest](w, r)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		sch, err := s.Sale.CreateSchedule(r.Context(), booking.Schedule{ConcertID: concert, StartsAt: req.StartsAt, Room: req.Room})
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		encode(w, http.StatusCreated, sch)
+	})
+}
+
+func (s *server) addSeats() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := scheduleID(r)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		req, err := decode[sale.SeatLayout](w, r)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		ids, err := s.Sale.AddSeats(r.Context(), id, req)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		encode(w, http.StatusCreated, map[string]any{"schedule_id": id, "added": len(ids)})
+	})
+}

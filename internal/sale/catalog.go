@@ -1,0 +1,97 @@
+package sale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"usher/internal/booking"
+	"usher/internal/mq"
+	"usher/internal/queue"
+)
+
+// CreateConcert creates a concert.
+func (s *Service) CreateConcert(ctx context.Context, title string) (booking.Concert, error) {
+	if title == "" || len(title) > 200 {
+		return booking.Concert{}, fmt.Errorf("%w: title: want 1 to 200 bytes", ErrInvalid)
+	}
+	return s.cfg.Catalog.CreateConcert(ctx, title)
+}
+
+// CreateSchedule creates a schedule and, when missing, its waiting room with
+// the default settings (the operator tunes it with PUT /api/v1/rooms/{room}).
+func (s *Service) CreateSchedule(ctx context.Context, sch booking.Schedule) (booking.Schedule, error) {
+	if sch.Room != "" && !queue.ValidRoomID(sch.Room) {
+		return booking.Schedule{}, fmt.Errorf("%w: room %q: want [a-z0-9][a-z0-9-]{0,63}", ErrInvalid, sch.Room)
+	}
+	sch, err := s.cfg.Catalog.CreateSchedule(ctx, sch)
+	if err != nil {
+		return booking.Schedule{}, err
+	}
+	if _, err := s.cfg.Queue.Room(ctx, sch.Room); errors.Is(err, queue.ErrRoomNotFound) {
+		err = s.cfg.Queue.PutRoom(ctx, sch.Room, queue.DefaultSettings())
+	}
+	if err != nil {
+		return booking.Schedule{}, fmt.Errorf("sale: room of schedule %d: %w", sch.ID, err)
+	}
+	return sch, nil
+}
+
+// SeatLayout describes seats to create in bulk: every section has Rows rows
+// ("1"…) of SeatsPerRow seats (1…), all at Price.
+type SeatLayout struct {
+	Sections    []string `json:"sections"`
+	Rows        int      `json:"rows"`
+	SeatsPerRow int      `json:"seats_per_row"`
+	Price       int64    `json:"price"`
+}
+
+// maxSeatsPerCall bounds one AddSeats call.
+const maxSeatsPerCall = 200_000
+
+// Specs expands the layout, validating it.
+func (l SeatLayout) Specs() ([]booking.SeatSpec, error) {
+	n := len(l.Sections) * l.Rows * l.SeatsPerRow
+	switch {
+	case len(l.Sections) == 0 || l.Rows <= 0 || l.SeatsPerRow <= 0:
+		return nil, fmt.Errorf("%w: seat layout: want sections, rows and seats_per_row", ErrInvalid)
+	case l.Rows > maxSeatsPerCall || l.SeatsPerRow > maxSeatsPerCall || n > maxSeatsPerCall:
+		return nil, fmt.Errorf("%w: seat layout: at most %d seats per call", ErrInvalid, maxSeatsPerCall)
+	case l.Price < 0:
+		return nil, fmt.Errorf("%w: price: want 0 or more", ErrInvalid)
+	}
+	specs := make([]booking.SeatSpec, 0, n)
+	for _, sec := range l.Sections {
+		if sec == "" || len(sec) > 16 {
+			return nil, fmt.Errorf("%w: section %q: want 1 to 16 bytes", ErrInvalid, sec)
+		}
+		for row := 1; row <= l.Rows; row++ {
+			for num := 1; num <= l.SeatsPerRow; num++ {
+				specs = append(specs, booking.SeatSpec{Section: sec, Row: strconv.Itoa(row), Number: num, Price: l.Price})
+			}
+		}
+	}
+	return specs, nil
+}
+
+// AddSeats creates the layout's seats in a schedule.
+func (s *Service) AddSeats(ctx context.Context, scheduleID int64, l SeatLayout) ([]int64, error) {
+	specs, err := l.Specs()
+	if err != nil {
+		return nil, err
+	}
+	return s.cfg.Catalog.AddSeats(ctx, scheduleID, specs)
+}
+
+// Owner returns a reservation whoever made it, to find the room whose
+// tokens may read it. Callers then read it with Reservation.
+func (s *Service) Owner(ctx context.Context, id string) (booking.Reservation, error) {
+	r, err := s.cfg.Broker.Get(ctx, id)
+	if errors.Is(err, mq.ErrNotFound) {
+		if r, err = s.cfg.Catalog.Reservation(ctx, id); errors.Is(err, booking.ErrNotFound) {
+			err = fmt.Errorf("sale: reservation %s: %w", id, mq.ErrNotFound)
+		}
+	}
+	return r, err
+}

@@ -1,0 +1,375 @@
+// Package sale is the booking flow behind the gate: the seat map snapshot,
+// seat holds, reservations submitted through the message queue, and the
+// consumer that decides them in SQL at the pace the database can take.
+//
+// The three lines of defence of seed 002/003 meet here: the hold store lets
+// only one visitor hold a seat (SET NX with expiry, all seats or none); the
+// broker buffers reservations so that the database sees at most Workers
+// concurrent writers however many visitors click at once; and SQL's
+// conditional UPDATE sells a seat once even if the hold store was wrong.
+package sale
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"usher/internal/booking"
+	"usher/internal/hold"
+	"usher/internal/mq"
+	"usher/internal/queue"
+)
+
+// Errors of the booking flow (the backends' errors pass through wrapped).
+var (
+	// ErrSeatUnknown: a seat id that the schedule does not have.
+	ErrSeatUnknown = errors.New("unknown seat")
+	// ErrNotHeld: the caller does not hold every seat it wants to reserve;
+	// see *NotHeldError.
+	ErrNotHeld = errors.New("seats not held by the caller")
+	// ErrInvalid: malformed input (the message says which).
+	ErrInvalid = errors.New("invalid input")
+)
+
+// NotHeldError lists the seats the caller does not hold.
+type NotHeldError struct{ Seats []string }
+
+func (e *NotHeldError) Error() string { return fmt.Sprintf("%v: %v", ErrNotHeld, e.Seats) }
+
+// Is makes errors.Is(err, ErrNotHeld) true.
+func (e *NotHeldError) Is(target error) bool { return target == ErrNotHeld }
+
+// Config wires a Service. Catalog, Holds, Broker and Queue are required.
+type Config struct {
+	Catalog booking.Store
+	Holds   hold.Store
+	Broker  mq.Broker
+	Queue   *queue.Queue
+	// HoldTTL is how long a hold lasts (default 5 min).
+	HoldTTL time.Duration
+	// SeatLimit is the most seats one visitor holds at once in a schedule,
+	// and the most seats in one reservation (default 4).
+	SeatLimit int
+	// SnapshotEvery is the most often a schedule's seat map is rebuilt from
+	// SQL and the hold store (default 500 ms).
+	SnapshotEvery time.Duration
+	// Workers is the consumer's concurrency: the database pool size
+	// (default 4). MaxBatch is the most reservations per Decide (default 64).
+	Workers, MaxBatch int
+	// RetryAfter is how long a batch waits after a database fault (default 2 s).
+	RetryAfter time.Duration
+	Now        func() time.Time
+	Logger     *slog.Logger
+}
+
+// Service runs the booking flow.
+type Service struct {
+	cfg       Config
+	mu        sync.Mutex
+	schedules map[int64]booking.Schedule // immutable once created
+	maps      map[int64]*seatMapSlot
+}
+
+type seatMapSlot struct {
+	mu  sync.Mutex // one rebuild at a time per schedule
+	cur *SeatMap
+}
+
+// SeatMap is a schedule's seats as of BuiltAt: SQL's AVAILABLE/SOLD, with
+// seats under a live hold shown as HELD.
+type SeatMap struct {
+	ScheduleID int64          `json:"schedule_id"`
+	Seats      []booking.Seat `json:"seats"`
+	BuiltAt    time.Time      `json:"built_at"`
+	byID       map[int64]int
+	json       func() []byte
+}
+
+// JSON is the seat map's JSON encoding, made once per snapshot.
+func (m *SeatMap) JSON() []byte { return m.json() }
+
+// New returns a Service. It starts nothing; call Run for the consumer.
+func New(c Config) *Service {
+	if c.HoldTTL <= 0 {
+		c.HoldTTL = 5 * time.Minute
+	}
+	if c.SeatLimit <= 0 {
+		c.SeatLimit = 4
+	}
+	if c.SnapshotEvery <= 0 {
+		c.SnapshotEvery = 500 * time.Millisecond
+	}
+	if c.Workers <= 0 {
+		c.Workers = 4
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = 64
+	}
+	if c.RetryAfter <= 0 {
+		c.RetryAfter = 2 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{cfg: c, schedules: map[int64]booking.Schedule{}, maps: map[int64]*seatMapSlot{}}
+}
+
+// Scope is the hold store scope of a schedule.
+func Scope(scheduleID int64) string { return "schedule-" + strconv.FormatInt(scheduleID, 10) }
+
+func seatKey(id int64) string { return strconv.FormatInt(id, 10) }
+
+// Schedule returns a schedule (cached: schedules do not change).
+func (s *Service) Schedule(ctx context.Context, id int64) (booking.Schedule, error) {
+	s.mu.Lock()
+	sch, ok := s.schedules[id]
+	s.mu.Unlock()
+	if ok {
+		return sch, nil
+	}
+	sch, err := s.cfg.Catalog.Schedule(ctx, id)
+	if err != nil {
+		return booking.Schedule{}, err
+	}
+	s.mu.Lock()
+	s.schedules[id] = sch
+	s.mu.Unlock()
+	return sch, nil
+}
+
+// SeatMap returns the schedule's seat map, rebuilt when older than
+// SnapshotEvery, so that a thousand visitors polling it cost the database
+// about one query per SnapshotEvery.
+func (s *Service) SeatMap(ctx context.Context, scheduleID int64) (*SeatMap, error) {
+	s.mu.Lock()
+	slot := s.maps[scheduleID]
+	if slot == nil {
+		slot = &seatMapSlot{}
+		s.maps[scheduleID] = slot
+	}
+	s.mu.Unlock()
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	now := s.cfg.Now()
+	if slot.cur != nil && now.Sub(slot.cur.BuiltAt) < s.cfg.SnapshotEvery {
+		return slot.cur, nil
+	}
+	if _, err := s.Schedule(ctx, scheduleID); err != nil {
+		return nil, err
+	}
+	seats, err := s.cfg.Catalog.Seats(ctx, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	held, err := s.cfg.Holds.HeldSeats(ctx, Scope(scheduleID), now)
+	if err != nil {
+		return nil, err
+	}
+	isHeld := make(map[string]bool, len(held))
+	for _, id := range held {
+		isHeld[id] = true
+	}
+	m := &SeatMap{ScheduleID: scheduleID, Seats: seats, BuiltAt: now, byID: make(map[int64]int, len(seats))}
+	for i := range seats {
+		m.byID[seats[i].ID] = i
+		if seats[i].Status != booking.Sold && isHeld[seatKey(seats[i].ID)] {
+			seats[i].Status = booking.Held
+		}
+	}
+	m.json = sync.OnceValue(func() []byte {
+		b, _ := json.Marshal(m)
+		return b
+	})
+	slot.cur = m
+	return m, nil
+}
+
+// checkSeats validates a request's seat list: 1 to SeatLimit seats, no
+// duplicates, all in the schedule.
+func (s *Service) checkSeats(ctx context.Context, scheduleID int64, seats []int64) (*SeatMap, error) {
+	if len(seats) == 0 || len(seats) > s.cfg.SeatLimit {
+		return nil, fmt.Errorf("%w: want 1 to %d seat ids", ErrInvalid, s.cfg.SeatLimit)
+	}
+	if len(uniq(seats)) != len(seats) {
+		return nil, fmt.Errorf("%w: duplicate seat ids", ErrInvalid)
+	}
+	m, err := s.SeatMap(ctx, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	var unknown []string
+	for _, id := range seats {
+		if _, ok := m.byID[id]; !ok {
+			unknown = append(unknown, seatKey(id))
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("%w: %v", ErrSeatUnknown, unknown)
+	}
+	return m, nil
+}
+
+func uniq(ids []int64) []int64 {
+	c := slices.Clone(ids)
+	slices.Sort(c)
+	return slices.Compact(c)
+}
+
+// Hold holds seats of a schedule for visitor. Seats that are sold (as of
+// the seat map) or held by someone else come back as a *hold.TakenError.
+func (s *Service) Hold(ctx context.Context, scheduleID int64, visitor string, seats []int64) (hold.Hold, error) {
+	m, err := s.checkSeats(ctx, scheduleID, seats)
+	if err != nil {
+		return hold.Hold{}, err
+	}
+	var sold []string
+	keys := make([]string, len(seats))
+	for i, id := range seats {
+		keys[i] = seatKey(id)
+		if m.Seats[m.byID[id]].Status == booking.Sold {
+			sold = append(sold, keys[i])
+		}
+	}
+	if len(sold) > 0 {
+		return hold.Hold{}, &hold.TakenError{Seats: sold}
+	}
+	return s.cfg.Holds.HoldSeats(ctx, Scope(scheduleID), visitor, keys, s.cfg.SeatLimit, s.cfg.HoldTTL, s.cfg.Now())
+}
+
+// Release ends one of visitor's holds early; another visitor's hold is
+// hold.ErrNotFound.
+func (s *Service) Release(ctx context.Context, scheduleID int64, visitor, holdID string) error {
+	now := s.cfg.Now()
+	h, err := s.cfg.Holds.Get(ctx, Scope(scheduleID), holdID, now)
+	if err != nil {
+		return err
+	}
+	if h.Holder != visitor {
+		return fmt.Errorf("sale: release %s: %w", holdID, hold.ErrNotFound)
+	}
+	return s.cfg.Holds.Release(ctx, Scope(scheduleID), holdID, now)
+}
+
+// maxIdempotencyKey is the longest idempotency key in bytes.
+const maxIdempotencyKey = 128
+
+// Reserve submits a reservation of seats the visitor holds. The same
+// (visitor, idempotency key) returns the first reservation (created false),
+// even after its holds ended.
+func (s *Service) Reserve(ctx context.Context, visitor string, scheduleID int64, seats []int64, idempotencyKey string) (booking.Reservation, bool, error) {
+	if len(idempotencyKey) == 0 || len(idempotencyKey) > maxIdempotencyKey || !queue.ValidVisitorID(idempotencyKey) {
+		return booking.Reservation{}, false, fmt.Errorf("%w: idempotency_key: want 1 to %d printable ASCII bytes without spaces", ErrInvalid, maxIdempotencyKey)
+	}
+	if r, err := s.cfg.Broker.Lookup(ctx, visitor, idempotencyKey); err == nil {
+		return r, false, nil
+	} else if !errors.Is(err, mq.ErrNotFound) {
+		return booking.Reservation{}, false, err
+	}
+	if _, err := s.checkSeats(ctx, scheduleID, seats); err != nil {
+		return booking.Reservation{}, false, err
+	}
+	now := s.cfg.Now()
+	var holdIDs, notHeld []string
+	for _, id := range seats {
+		h, err := s.cfg.Holds.Find(ctx, Scope(scheduleID), seatKey(id), now)
+		switch {
+		case errors.Is(err, hold.ErrNotFound) || (err == nil && h.Holder != visitor):
+			notHeld = append(notHeld, seatKey(id))
+		case err != nil:
+			return booking.Reservation{}, false, err
+		case !slices.Contains(holdIDs, h.ID):
+			holdIDs = append(holdIDs, h.ID)
+		}
+	}
+	if len(notHeld) > 0 {
+		return booking.Reservation{}, false, &NotHeldError{Seats: notHeld}
+	}
+	r := booking.Reservation{
+		ID: newID(), Visitor: visitor, ScheduleID: scheduleID, SeatIDs: seats, HoldIDs: holdIDs,
+		Status: booking.Pending, CreatedAt: now.UTC(),
+	}
+	return s.cfg.Broker.Submit(ctx, r, idempotencyKey)
+}
+
+func newID() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return "r" + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Reservation returns one of visitor's reservations (another visitor's is
+// mq.ErrNotFound). The broker knows every state; SQL is asked for a decided
+// reservation the broker no longer has.
+func (s *Service) Reservation(ctx context.Context, visitor, id string) (booking.Reservation, error) {
+	r, err := s.Owner(ctx, id)
+	if err != nil {
+		return booking.Reservation{}, err
+	}
+	if r.Visitor != visitor {
+		return booking.Reservation{}, fmt.Errorf("sale: reservation %s: %w", id, mq.ErrNotFound)
+	}
+	return r, nil
+}
+
+// Watch streams one of visitor's reservations until it is decided.
+func (s *Service) Watch(ctx context.Context, visitor, id string) (<-chan booking.Reservation, error) {
+	if _, err := s.Reservation(ctx, visitor, id); err != nil {
+		return nil, err
+	}
+	return s.cfg.Broker.Watch(ctx, id)
+}
+
+// Run consumes reservations until ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	return s.cfg.Broker.Consume(ctx, mq.ConsumeOptions{
+		Workers: s.cfg.Workers, MaxBatch: s.cfg.MaxBatch, RetryAfter: s.cfg.RetryAfter,
+	}, s.decide)
+}
+
+// decide is the consumer's handler: SQL decides the batch; then the holds
+// of decided reservations end (consumed when confirmed, released when
+// rejected) and confirmed visitors leave the active set, so the next visitor
+// is admitted sooner (seed 001). A redelivered batch repeats only these
+// idempotent follow-ups.
+func (s *Service) decide(ctx context.Context, batch []booking.Reservation) ([]booking.Reservation, error) {
+	decided, err := s.cfg.Catalog.Decide(ctx, batch)
+	if err != nil {
+		return nil, err
+	}
+	now := s.cfg.Now()
+	for i := range decided {
+		r := &decided[i]
+		r.HoldIDs = batch[i].HoldIDs
+		for _, id := range r.HoldIDs {
+			end := s.cfg.Holds.Release
+			if r.Status == booking.Confirmed {
+				end = s.cfg.Holds.Consume
+			}
+			if err := end(ctx, Scope(r.ScheduleID), id, now); err != nil && !errors.Is(err, hold.ErrNotFound) {
+				s.cfg.Logger.Warn("end hold", "hold", id, "reservation", r.ID, "err", err) // it expires anyway
+			}
+		}
+		if r.Status != booking.Confirmed {
+			continue
+		}
+		sch, err := s.Schedule(ctx, r.ScheduleID)
+		if err == nil {
+			err = s.cfg.Queue.Leave(ctx, sch.Room, r.Visitor)
+		}
+		if err != nil && !errors.Is(err, queue.ErrRoomNotFound) {
+			s.cfg.Logger.Warn("free active slot", "reservation", r.ID, "err", err) // it expires anyway
+		}
+	}
+	return decided, nil
+}

@@ -79,9 +79,14 @@ type Service struct {
 }
 
 type seatMapSlot struct {
-	mu  sync.Mutex // one rebuild at a time per schedule
-	cur *SeatMap
+	mu    sync.Mutex // one rebuild at a time per schedule
+	cur   *SeatMap
+	tried time.Time // last rebuild attempt
 }
+
+// staleLimit is how old a seat map may be served while the database or
+// the hold store cannot be read.
+const staleLimit = time.Minute
 
 // SeatMap is a schedule's seats as of BuiltAt: SQL's AVAILABLE/SOLD, with
 // seats under a live hold shown as HELD.
@@ -150,7 +155,9 @@ func (s *Service) Schedule(ctx context.Context, id int64) (booking.Schedule, err
 
 // SeatMap returns the schedule's seat map, rebuilt when older than
 // SnapshotEvery, so that a thousand visitors polling it cost the database
-// about one query per SnapshotEvery.
+// about one query per SnapshotEvery. While the database or the hold store
+// cannot be read, the last map is served for up to a minute (its BuiltAt
+// tells) and a rebuild is tried at most every SnapshotEvery.
 func (s *Service) SeatMap(ctx context.Context, scheduleID int64) (*SeatMap, error) {
 	s.mu.Lock()
 	slot := s.maps[scheduleID]
@@ -162,9 +169,23 @@ func (s *Service) SeatMap(ctx context.Context, scheduleID int64) (*SeatMap, erro
 	slot.mu.Lock()
 	defer slot.mu.Unlock()
 	now := s.cfg.Now()
-	if slot.cur != nil && now.Sub(slot.cur.BuiltAt) < s.cfg.SnapshotEvery {
+	if slot.cur != nil && now.Sub(slot.tried) < s.cfg.SnapshotEvery {
 		return slot.cur, nil
 	}
+	slot.tried = now
+	m, err := s.buildSeatMap(ctx, scheduleID, now)
+	switch {
+	case err == nil:
+		slot.cur = m
+	case slot.cur != nil && now.Sub(slot.cur.BuiltAt) < staleLimit:
+		s.cfg.Logger.Warn("serving a stale seat map", "schedule", scheduleID, "built_at", slot.cur.BuiltAt, "err", err)
+	default:
+		return nil, err
+	}
+	return slot.cur, nil
+}
+
+func (s *Service) buildSeatMap(ctx context.Context, scheduleID int64, now time.Time) (*SeatMap, error) {
 	if _, err := s.Schedule(ctx, scheduleID); err != nil {
 		return nil, err
 	}
@@ -191,7 +212,6 @@ func (s *Service) SeatMap(ctx context.Context, scheduleID int64) (*SeatMap, erro
 		b, _ := json.Marshal(m)
 		return b
 	})
-	slot.cur = m
 	return m, nil
 }
 

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"usher/internal/booking"
 	"usher/internal/booking/sqlitebooking"
 	"usher/internal/hold"
@@ -32,15 +34,22 @@ type rig struct {
 	broker  mq.Broker
 	sched   booking.Schedule
 	seats   []int64
+	nats    *server.Server
 }
 
 func newRig(t *testing.T, seats int) *rig {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	catalog, err := sqlitebooking.Open(ctx, filepath.Join(t.TempDir(), "booking.db"))
+	catalog, err := sqlitebooking.Open(context.Background(), filepath.Join(t.TempDir(), "booking.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newRigWith(t, seats, catalog)
+}
+
+// newRigWith builds the rig on catalog, which it closes at the end.
+func newRigWith(t *testing.T, seats int, catalog booking.Store) *rig {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := natsmq.StartEmbedded(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +62,7 @@ func newRig(t *testing.T, seats int) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{q: queue.New(memqueue.New(), queue.Options{}), catalog: catalog, holds: memhold.New(), broker: broker}
+	r := &rig{q: queue.New(memqueue.New(), queue.Options{}), catalog: catalog, holds: memhold.New(), broker: broker, nats: srv}
 	r.svc = sale.New(sale.Config{
 		Catalog: catalog, Holds: r.holds, Broker: broker, Queue: r.q,
 		SnapshotEvery: time.Nanosecond, Workers: 2, MaxBatch: 16, RetryAfter: 50 * time.Millisecond,

@@ -1,0 +1,110 @@
+package testenv
+
+import (
+	"io"
+	"net"
+	"sync"
+	"testing"
+)
+
+// Proxy is a TCP proxy in front of a real service, so that a test can take
+// the service "down" (Cut: every connection closed, new ones refused) and
+// bring it back (Restore) without stopping a server that other tests share.
+type Proxy struct {
+	target string
+	mu     sync.Mutex
+	ln     net.Listener
+	addr   string
+	conns  map[net.Conn]bool
+	wg     sync.WaitGroup
+}
+
+// NewProxy listens on a free loopback port and forwards to target
+// (host:port) until the test ends.
+func NewProxy(tb testing.TB, target string) *Proxy {
+	tb.Helper()
+	p := &Proxy{target: target, conns: map[net.Conn]bool{}}
+	if err := p.listen("127.0.0.1:0"); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { p.Cut(); p.wg.Wait() })
+	return p
+}
+
+// Addr is the proxy's host:port; it stays the same across Cut and Restore.
+func (p *Proxy) Addr() string { return p.addr }
+
+func (p *Proxy) listen(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.ln, p.addr = ln, ln.Addr().String()
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				p.serve(c)
+			}()
+		}
+	}()
+	return nil
+}
+
+func (p *Proxy) serve(c net.Conn) {
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	if p.ln == nil { // cut meanwhile
+		p.mu.Unlock()
+		c.Close()
+		up.Close()
+		return
+	}
+	p.conns[c], p.conns[up] = true, true
+	p.mu.Unlock()
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(up, c); done <- struct{}{} }()
+	go func() { io.Copy(c, up); done <- struct{}{} }()
+	<-done
+	c.Close()
+	up.Close()
+	<-done
+	p.mu.Lock()
+	delete(p.conns, c)
+	delete(p.conns, up)
+	p.mu.Unlock()
+}
+
+// Cut closes the listener and every connection: the service looks down.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// Restore listens again on the same address.
+func (p *Proxy) Restore(tb testing.TB) {
+	tb.Helper()
+	if err := p.listen(p.addr); err != nil {
+		tb.Fatalf("proxy restore: %v", err)
+	}
+}

@@ -146,6 +146,16 @@ func (s *server) reserve() http.Handler {
 			s.errs.Write(w, r, fmt.Errorf("%w: schedule_id: want a positive integer", sale.ErrInvalid))
 			return
 		}
+		// A retry of a reservation already made answers without the gate: the
+		// order may have finished the visitor's session.
+		if sch, err := s.Sale.Schedule(r.Context(), req.ScheduleID); err == nil && req.IdempotencyKey != "" {
+			if visitor, err := s.visitorOf(r, sch.Room); err == nil {
+				if res, err := s.Sale.Lookup(r.Context(), visitor, req.IdempotencyKey); err == nil {
+					encode(w, http.StatusAccepted, reservationResponse(res))
+					return
+				}
+			}
+		}
 		a, ok := s.gated(w, r, req.ScheduleID)
 		if !ok {
 			return

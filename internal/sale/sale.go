@@ -284,6 +284,12 @@ func (s *Service) Release(ctx context.Context, scheduleID int64, visitor, holdID
 // maxIdempotencyKey is the longest idempotency key in bytes.
 const maxIdempotencyKey = 128
 
+// Lookup returns the reservation visitor submitted with idempotencyKey, or
+// mq.ErrNotFound.
+func (s *Service) Lookup(ctx context.Context, visitor, idempotencyKey string) (booking.Reservation, error) {
+	return s.cfg.Broker.Lookup(ctx, visitor, idempotencyKey)
+}
+
 // Reserve submits a reservation of seats the visitor holds. The same
 // (visitor, idempotency key) returns the first reservation (created false),
 // even after its holds ended.

@@ -1,0 +1,248 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"usher/internal/booking/sqlitebooking"
+	"usher/internal/hold/memhold"
+	"usher/internal/httpapi"
+	"usher/internal/mq/natsmq"
+	"usher/internal/queue"
+	"usher/internal/queue/memqueue"
+	"usher/internal/sale"
+	"usher/internal/token"
+)
+
+// newBookingEnv serves the whole API on the embedded stack: memory queue
+// and holds, SQLite, in-process NATS, with the consumer running.
+func newBookingEnv(t *testing.T) *env {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	catalog, err := sqlitebooking.Open(ctx, filepath.Join(t.TempDir(), "b.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := natsmq.StartEmbedded(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := natsmq.ConnectEmbedded(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broker, err := natsmq.Open(ctx, nc, natsmq.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &flakyStore{Store: memqueue.New()}
+	q := queue.New(store, queue.Options{})
+	keys, err := token.LoadDir(t.TempDir(), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := sale.New(sale.Config{Catalog: catalog, Holds: memhold.New(), Broker: broker, Queue: q,
+		SnapshotEvery: time.Nanosecond, Workers: 2, RetryAfter: 50 * time.Millisecond})
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	h := httpapi.NewServer(httpapi.Config{Queue: q, Keys: keys, AdminKey: adminKey, Registry: prometheus.NewRegistry(), Sale: svc})
+	hs := httptest.NewTLSServer(h)
+	t.Cleanup(func() {
+		hs.Close()
+		cancel()
+		<-done
+		nc.Close()
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		catalog.Close()
+	})
+	return &env{t: t, srv: hs, store: store, q: q, keys: keys}
+}
+
+func decodeInto[T any](t *testing.T, r resp) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(r.body, &v); err != nil {
+		t.Fatalf("decode %d %s: %v", r.status, r.body, err)
+	}
+	return v
+}
+
+func TestBookingFlow(t *testing.T) {
+	e := newBookingEnv(t)
+	// The catalog, by the operator.
+	r := e.do(nil, "POST", "/api/v1/concerts", adminKey, `{"title":"Spring concert"}`)
+	concert := decodeInto[struct {
+		ID int64 `json:"concert_id"`
+	}](t, r)
+	r = e.do(nil, "POST", fmt.Sprintf("/api/v1/concerts/%d/schedules", concert.ID), adminKey, `{"starts_at":"2026-12-24T19:00:00Z"}`)
+	sch := decodeInto[struct {
+		ID   int64  `json:"schedule_id"`
+		Room string `json:"room"`
+	}](t, r)
+	if r.status != 201 || sch.Room != fmt.Sprintf("schedule-%d", sch.ID) {
+		t.Fatalf("create schedule: %d %s", r.status, r.body)
+	}
+	r = e.do(nil, "POST", fmt.Sprintf("/api/v1/schedules/%d/seats", sch.ID), adminKey, `{"sections":["A","B"],"rows":2,"seats_per_row":5,"price":50000}`)
+	if r.status != 201 || !strings.Contains(string(r.body), `"added":20`) {
+		t.Fatalf("add seats: %d %s", r.status, r.body)
+	}
+	e.putRoom(sch.Room, `{"max_active":10,"admit_rate":100}`)
+
+	// A visitor enters (admitted at once) and gets a pass.
+	alice := e.do(nil, "POST", "/api/v1/rooms/"+sch.Room+"/entries", adminKey, `{"visitor_id":"alice"}`).entry(t)
+	bob := e.do(nil, "POST", "/api/v1/rooms/"+sch.Room+"/entries", adminKey, `{"visitor_id":"bob"}`).entry(t)
+	if alice.Pass == "" || bob.Pass == "" {
+		t.Fatalf("not admitted: %+v %+v", alice, bob)
+	}
+	seatsPath := fmt.Sprintf("/api/v1/schedules/%d/seats", sch.ID)
+	r = e.do(nil, "GET", seatsPath, alice.Pass, "")
+	seatMap := decodeInto[struct {
+		ScheduleID int64 `json:"schedule_id"`
+		Seats      []struct {
+			ID     int64  `json:"seat_id"`
+			Status string `json:"status"`
+		} `json:"seats"`
+	}](t, r)
+	if r.status != 200 || len(seatMap.Seats) != 20 || seatMap.Seats[0].Status != "AVAILABLE" {
+		t.Fatalf("seat map: %d %s", r.status, r.body)
+	}
+	s1, s2 := seatMap.Seats[0].ID, seatMap.Seats[1].ID
+
+	holdsPath := fmt.Sprintf("/api/v1/schedules/%d/holds", sch.ID)
+	r = e.do(nil, "POST", holdsPath, alice.Pass, fmt.Sprintf(`{"seat_ids":[%d,%d]}`, s1, s2))
+	h := decodeInto[httpapi.HoldResponse](t, r)
+	if r.status != 201 || h.HoldID == "" || h.ExpiresAt.Before(time.Now()) {
+		t.Fatalf("hold: %d %s", r.status, r.body)
+	}
+	r = e.do(nil, "POST", holdsPath, bob.Pass, fmt.Sprintf(`{"seat_ids":[%d]}`, s2))
+	if code := r.errorCode(t); r.status != 409 || code != "seats_taken" || !strings.Contains(string(r.body), fmt.Sprintf(`"seats":["%d"]`, s2)) {
+		t.Fatalf("bob holds alice's seat: %d %s, want 409 seats_taken listing %d", r.status, r.body, s2)
+	}
+
+	body := fmt.Sprintf(`{"schedule_id":%d,"seat_ids":[%d,%d],"idempotency_key":"order-1"}`, sch.ID, s1, s2)
+	r = e.do(nil, "POST", "/api/v1/reservations", alice.Pass, body)
+	res := decodeInto[httpapi.ReservationResponse](t, r)
+	if r.status != 202 || res.Status != "pending" || res.ReservationID == "" {
+		t.Fatalf("reserve: %d %s", r.status, r.body)
+	}
+	// The events stream ends with the decision.
+	last := readEvents(t, e, "/api/v1/reservations/"+res.ReservationID+"/events", alice.Ticket)
+	if last.Status != "confirmed" {
+		t.Fatalf("last event %+v, want confirmed", last)
+	}
+	// Readable with the ticket after the slot was released by the order.
+	r = e.do(nil, "GET", "/api/v1/reservations/"+res.ReservationID, alice.Ticket, "")
+	if got := decodeInto[httpapi.ReservationResponse](t, r); r.status != 200 || got.Status != "confirmed" {
+		t.Fatalf("get reservation: %d %s", r.status, r.body)
+	}
+	if r := e.do(nil, "GET", "/api/v1/rooms/"+sch.Room+"/pass", alice.Pass, ""); r.status != 403 {
+		t.Errorf("alice's pass after her order = %d, want 403: the order frees the slot", r.status)
+	}
+	// A retry with the same idempotency key gives the same reservation, even
+	// though the order ended alice's session.
+	r = e.do(nil, "POST", "/api/v1/reservations", alice.Pass, body)
+	if again := decodeInto[httpapi.ReservationResponse](t, r); r.status != 202 || again.ReservationID != res.ReservationID || again.Status != "confirmed" {
+		t.Errorf("retry: %d %s, want 202 with reservation %s confirmed", r.status, r.body, res.ReservationID)
+	}
+	r = e.do(nil, "POST", "/api/v1/reservations", bob.Pass, body)
+	if code := r.errorCode(t); r.status != 409 || code != "seats_not_held" {
+		t.Errorf("bob reserves alice's seats: %d %s, want 409 seats_not_held", r.status, r.body)
+	}
+	if r := e.do(nil, "GET", "/api/v1/reservations/"+res.ReservationID, bob.Ticket, ""); r.status != 404 {
+		t.Errorf("bob reads alice's reservation: %d, want 404", r.status)
+	}
+	r = e.do(nil, "GET", seatsPath, bob.Pass, "")
+	if !strings.Contains(string(r.body), `"status":"SOLD"`) {
+		t.Errorf("seat map after the sale lacks SOLD: %s", r.body)
+	}
+}
+
+// readEvents reads a reservation's event stream to its end and returns the
+// last state.
+func readEvents(t *testing.T, e *env, path, bearer string) httpapi.ReservationResponse {
+	t.Helper()
+	req, _ := http.NewRequest("GET", e.srv.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+bearer)
+	res, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if ct := res.Header.Get("Content-Type"); res.StatusCode != 200 || ct != "text/event-stream" {
+		t.Fatalf("events: %d %s", res.StatusCode, ct)
+	}
+	var last httpapi.ReservationResponse
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			if err := json.Unmarshal([]byte(data), &last); err != nil {
+				t.Fatalf("event data %q: %v", data, err)
+			}
+		}
+	}
+	return last
+}
+
+func TestBookingErrors(t *testing.T) {
+	e := newBookingEnv(t)
+	r := e.do(nil, "POST", "/api/v1/concerts", adminKey, `{"title":"c"}`)
+	concert := decodeInto[struct {
+		ID int64 `json:"concert_id"`
+	}](t, r)
+	r = e.do(nil, "POST", fmt.Sprintf("/api/v1/concerts/%d/schedules", concert.ID), adminKey, `{}`)
+	sch := decodeInto[struct {
+		ID   int64  `json:"schedule_id"`
+		Room string `json:"room"`
+	}](t, r)
+	e.do(nil, "POST", fmt.Sprintf("/api/v1/schedules/%d/seats", sch.ID), adminKey, `{"sections":["A"],"rows":1,"seats_per_row":3}`)
+	pass := e.do(nil, "POST", "/api/v1/rooms/"+sch.Room+"/entries", adminKey, `{"visitor_id":"v"}`).entry(t).Pass
+	holds := fmt.Sprintf("/api/v1/schedules/%d/holds", sch.ID)
+
+	for _, tc := range []struct {
+		name, method, path, bearer, body string
+		status                           int
+		code                             string
+	}{
+		{"seats without a pass", "GET", fmt.Sprintf("/api/v1/schedules/%d/seats", sch.ID), "", "", 403, "not_admitted"},
+		{"unknown schedule", "GET", "/api/v1/schedules/999/seats", pass, "", 404, "not_found"},
+		{"bad schedule id", "GET", "/api/v1/schedules/x/seats", pass, "", 400, "invalid_request"},
+		{"unknown seat", "POST", holds, pass, `{"seat_ids":[424242]}`, 404, "seat_unknown"},
+		{"no seats", "POST", holds, pass, `{"seat_ids":[]}`, 400, "invalid_request"},
+		{"malformed hold", "POST", holds, pass, `{"seat_ids":"1"}`, 400, "bad_json"},
+		{"release unknown hold", "DELETE", holds + "/nope", pass, "", 404, "hold_not_found"},
+		{"reserve without key", "POST", "/api/v1/reservations", pass, fmt.Sprintf(`{"schedule_id":%d,"seat_ids":[1]}`, sch.ID), 400, "invalid_request"},
+		{"reserve unknown schedule", "POST", "/api/v1/reservations", pass, `{"schedule_id":999,"seat_ids":[1],"idempotency_key":"k"}`, 404, "not_found"},
+		{"reserve not held", "POST", "/api/v1/reservations", pass, fmt.Sprintf(`{"schedule_id":%d,"seat_ids":[1],"idempotency_key":"k"}`, sch.ID), 409, "seats_not_held"},
+		{"unknown reservation", "GET", "/api/v1/reservations/nope", pass, "", 404, "reservation_not_found"},
+		{"catalog without admin key", "POST", "/api/v1/concerts", pass, `{"title":"x"}`, 401, "admin_unauthorized"},
+		{"bad layout", "POST", fmt.Sprintf("/api/v1/schedules/%d/seats", sch.ID), adminKey, `{"sections":[],"rows":1,"seats_per_row":1}`, 400, "invalid_request"},
+		{"schedule of unknown concert", "POST", "/api/v1/concerts/999/schedules", adminKey, `{}`, 404, "not_found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.do(nil, tc.method, tc.path, tc.bearer, tc.body)
+			if code := r.errorCode(t); r.status != tc.status || code != tc.code {
+				t.Errorf("%s %s = %d %s, want %d %s", tc.method, tc.path, r.status, r.body, tc.status, tc.code)
+			}
+		})
+	}
+	// A hold released early frees its seats.
+	r = e.do(nil, "POST", holds, pass, `{"seat_ids":[1]}`)
+	h := decodeInto[httpapi.HoldResponse](t, r)
+	if r := e.do(nil, "DELETE", holds+"/"+h.HoldID, pass, ""); r.status != 204 {
+		t.Fatalf("release: %d %s", r.status, r.body)
+	}
+	if r := e.do(nil, "POST", holds, pass, `{"seat_ids":[1]}`); r.status != 201 {
+		t.Errorf("hold after release: %d %s", r.status, r.body)
+	}
+}

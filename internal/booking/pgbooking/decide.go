@@ -1,0 +1,490 @@
+package pgbooking
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"usher/internal/booking"
+)
+
+// How Decide batches. One call is one transaction on one connection,
+// BEGIN … COMMIT around one pipelined round trip (pgx.Batch), so a batch
+// of reservations costs one WAL flush and three round trips:
+//
+//   - Set path, for the usual batch (the hold layer in front already kept
+//     reservations apart): no seat wanted by two of its reservations, no
+//     id twice, every seat list well formed. One statement, decideSetStmt,
+//     decides the whole batch: the contract's conditional UPDATE joined to
+//     the list of wanted seats, then one INSERT of every decision.
+//   - Pipeline path, when the batch's order matters between its
+//     reservations (two want one seat: the first wins; one id twice: the
+//     second is a redelivery of the first): one decideStmt per
+//     reservation, in order, each the conditional UPDATE of its seats and
+//     the INSERT of its decision in one statement.
+//
+// Both first run lockStmt, in the same round trip: it locks the batch's
+// seats that are still for sale in seat id order, so concurrent Decide
+// calls take their row locks in one global order and overlapping batches
+// wait for each other but never deadlock, whatever join order the planner
+// picks. It decides nothing: the UPDATE's row count does (confirmed if it
+// touched every seat of the reservation, else rejected). A reservation
+// already stored is not updated (NOT EXISTS) and its INSERT does nothing
+// (ON CONFLICT): a redelivery, answered by one more SELECT of the stored
+// decisions.
+//
+// A reservation whose UPDATE touched some of its seats but not all (a
+// multi-seat reservation that lost one seat), or touched seats while a
+// concurrent call stored the same id, cannot be undone inside one
+// statement, so Decide rolls the whole transaction back and decides the
+// batch again carefully: each reservation inside its own SAVEPOINT, rolled
+// back when it is partial (about three round trips per reservation). A
+// stream of one-seat reservations never takes that path. A transaction
+// that PostgreSQL aborts as a deadlock victim or serialization failure
+// (rare: two calls redelivering the same ids in opposite orders, or
+// writers other than Decide) is retried; it left nothing behind.
+
+// lockStmt locks the seats still for sale, in seat id order.
+const lockStmt = `
+	SELECT seat_id FROM seat
+	 WHERE seat_id = ANY ($1::bigint[]) AND status IN ('AVAILABLE', 'HELD')
+	 ORDER BY seat_id
+	   FOR NO KEY UPDATE`
+
+// decideStmt sells and records one reservation. Parameters: $1 id, $2
+// visitor, $3 schedule, $4 seat ids, $5 created at, $6 decided at. Result:
+// how many seats it sold, and the stored status and reason if it inserted
+// the decision (NULL if the reservation was already stored).
+const decideStmt = `
+	WITH sold AS (
+		UPDATE seat SET status = 'SOLD', reservation_id = $1::text
+		 WHERE schedule_id = $3::bigint AND seat_id = ANY ($4::bigint[]) AND status IN ('AVAILABLE', 'HELD')
+		   AND NOT EXISTS (SELECT 1 FROM reservation WHERE reservation_id = $1::text)
+		RETURNING 1
+	), n AS (
+		SELECT count(*) AS sold FROM sold
+	), decided AS (
+		INSERT INTO reservation (reservation_id, visitor, schedule_id, seat_ids, status, reason, created_at, decided_at)
+		SELECT $1::text, $2::text, $3::bigint, $4::bigint[],
+		       CASE WHEN n.sold = cardinality($4::bigint[]) THEN 'confirmed' ELSE 'rejected' END,
+		       CASE WHEN n.sold = cardinality($4::bigint[]) THEN ''
+		            WHEN (SELECT count(*) FROM seat WHERE schedule_id = $3::bigint AND seat_id = ANY ($4::bigint[]))
+		                 < cardinality($4::bigint[]) THEN 'seat_unknown'
+		            ELSE 'seat_taken' END,
+		       $5::timestamptz, $6::timestamptz
+		  FROM n
+		ON CONFLICT (reservation_id) DO NOTHING
+		RETURNING status, reason
+	)
+	SELECT n.sold, decided.status, decided.reason FROM n LEFT JOIN decided ON true`
+
+// rejectStmt records a rejection without selling anything: $7 is the
+// reason, or the empty string to find it (seat_unknown if a seat is not in the
+// schedule, else seat_taken). Same parameters and result as decideStmt.
+const rejectStmt = `
+	WITH decided AS (
+		INSERT INTO reservation (reservation_id, visitor, schedule_id, seat_ids, status, reason, created_at, decided_at)
+		SELECT $1::text, $2::text, $3::bigint, $4::bigint[], 'rejected',
+		       CASE WHEN $7::text <> '' THEN $7::text
+		            WHEN (SELECT count(*) FROM seat WHERE schedule_id = $3::bigint AND seat_id = ANY ($4::bigint[]))
+		                 < cardinality($4::bigint[]) THEN 'seat_unknown'
+		            ELSE 'seat_taken' END,
+		       $5::timestamptz, $6::timestamptz
+		ON CONFLICT (reservation_id) DO NOTHING
+		RETURNING status, reason
+	)
+	SELECT 0::bigint, decided.status, decided.reason FROM (SELECT) one LEFT JOIN decided ON true`
+
+const selectReservations = `
+	SELECT reservation_id, visitor, schedule_id, seat_ids, status, reason, created_at, decided_at
+	  FROM reservation WHERE reservation_id = ANY ($1::text[])`
+
+// decideSetStmt decides a whole batch in one statement when no seat and no
+// reservation id appears twice in it (see setEligible). $1, $2, $3: one
+// element per seat wanted (reservation id, schedule, seat), sorted by seat
+// id; $4 to $8: one element
+// per reservation (id, visitor, schedule, seat ids as an array literal,
+// created at), in the batch's order; $9 decided at. The UPDATE is the
+// contract's conditional UPDATE, joined to the wanted seats; one result
+// row per reservation, in order, shaped like decideStmt's.
+const decideSetStmt = `
+	WITH want AS (
+		SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS w (reservation_id, schedule_id, seat_id)
+	), sold AS (
+		UPDATE seat SET status = 'SOLD', reservation_id = want.reservation_id
+		  FROM want
+		 WHERE seat.schedule_id = want.schedule_id AND seat.seat_id = want.seat_id
+		   AND seat.status IN ('AVAILABLE', 'HELD')
+		   AND NOT EXISTS (SELECT 1 FROM reservation r WHERE r.reservation_id = want.reservation_id)
+		RETURNING want.reservation_id
+	), counts AS (
+		SELECT reservation_id, count(*) AS sold FROM sold GROUP BY reservation_id
+	), req AS (
+		SELECT reservation_id, visitor, schedule_id, seat_ids::bigint[] AS seat_ids, created_at, ord
+		  FROM unnest($4::text[], $5::text[], $6::bigint[], $7::text[], $8::timestamptz[]) WITH ORDINALITY
+		       AS q (reservation_id, visitor, schedule_id, seat_ids, created_at, ord)
+	), decided AS (
+		INSERT INTO reservation (reservation_id, visitor, schedule_id, seat_ids, status, reason, created_at, decided_at)
+		SELECT req.reservation_id, req.visitor, req.schedule_id, req.seat_ids,
+		       CASE WHEN COALESCE(counts.sold, 0) = cardinality(req.seat_ids) THEN 'confirmed' ELSE 'rejected' END,
+		       CASE WHEN COALESCE(counts.sold, 0) = cardinality(req.seat_ids) THEN ''
+		            WHEN (SELECT count(*) FROM seat WHERE seat.schedule_id = req.schedule_id AND seat.seat_id = ANY (req.seat_ids))
+		                 < cardinality(req.seat_ids) THEN 'seat_unknown'
+		            ELSE 'seat_taken' END,
+		       req.created_at, $9::timestamptz
+		  FROM req LEFT JOIN counts USING (reservation_id)
+		 ORDER BY req.ord
+		ON CONFLICT (reservation_id) DO NOTHING
+		RETURNING reservation_id, status, reason
+	)
+	SELECT COALESCE(counts.sold, 0), decided.status, decided.reason
+	  FROM req LEFT JOIN counts USING (reservation_id) LEFT JOIN decided USING (reservation_id)
+	 ORDER BY req.ord`
+
+// errPartial reports a statement that sold part of a
+// reservation: the transaction must be rolled back and decided carefully.
+var errPartial = errors.New("partial sale")
+
+// maxAttempts bounds retries of a transaction that PostgreSQL aborted as a
+// deadlock victim or serialization failure (both leave nothing behind).
+const maxAttempts = 3
+
+// Decide decides rs in order in one transaction; see the comment above.
+func (s *Store) Decide(ctx context.Context, rs []booking.Reservation) ([]booking.Reservation, error) {
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	decidedAt := now()
+	reqs := make([]booking.Reservation, len(rs))
+	for i, r := range rs {
+		if r.ID == "" {
+			return nil, fmt.Errorf("pgbooking: decide: reservation %d has no id: %w", i, booking.ErrInvalid)
+		}
+		if r.CreatedAt.IsZero() {
+			r.CreatedAt = decidedAt
+		}
+		r.CreatedAt = r.CreatedAt.UTC().Truncate(time.Microsecond)
+		r.DecidedAt = decidedAt
+		if len(r.SeatIDs) == 0 {
+			r.SeatIDs = nil
+		}
+		reqs[i] = r
+	}
+	op := fmt.Sprintf("decide %d reservations", len(rs))
+	careful := false
+	for attempt := 1; ; attempt++ {
+		var out []booking.Reservation
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+			out, err = decide(ctx, tx, reqs, careful, !s.pipelineOnly)
+			return err
+		})
+		switch {
+		case err == nil:
+			return out, nil
+		case errors.Is(err, errPartial) && !careful:
+			careful = true
+		case retryable(err) && attempt < maxAttempts:
+		default:
+			return nil, wrap(op, err)
+		}
+	}
+}
+
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
+}
+
+// outcome is what one reservation's statement reported.
+type outcome struct {
+	sold   int64
+	status *string // nil: already stored, not inserted by this statement
+	reason *string
+}
+
+// decide runs one attempt in tx: pipelined, or careful (savepoints).
+func decide(ctx context.Context, tx pgx.Tx, reqs []booking.Reservation, careful, set bool) ([]booking.Reservation, error) {
+	var seats []int64
+	for _, r := range reqs {
+		seats = append(seats, r.SeatIDs...)
+	}
+	slices.Sort(seats)
+	seats = slices.Compact(seats)
+
+	outs := make([]outcome, len(reqs))
+	switch {
+	case !careful && set && setEligible(reqs, len(seats)):
+		if err := decideSet(ctx, tx, reqs, outs); err != nil {
+			return nil, err
+		}
+	case careful:
+		if len(seats) > 1 {
+			if _, err := tx.Exec(ctx, lockStmt, seats); err != nil {
+				return nil, err
+			}
+		}
+		for i, r := range reqs {
+			var err error
+			if outs[i], err = decideCarefully(ctx, tx, r); err != nil {
+				return nil, err
+			}
+		}
+	default:
+		b := &pgx.Batch{}
+		if len(seats) > 1 {
+			b.Queue(lockStmt, seats)
+		}
+		for _, r := range reqs {
+			queueDecide(b, r)
+		}
+		br := tx.SendBatch(ctx, b)
+		if len(seats) > 1 {
+			if _, err := br.Exec(); err != nil {
+				br.Close()
+				return nil, err
+			}
+		}
+		for i := range reqs {
+			if err := br.QueryRow().Scan(&outs[i].sold, &outs[i].status, &outs[i].reason); err != nil {
+				br.Close()
+				return nil, err
+			}
+		}
+		if err := br.Close(); err != nil {
+			return nil, err
+		}
+	}
+	for i, r := range reqs {
+		if partial(outs[i], r) {
+			return nil, fmt.Errorf("%s: %w", r.ID, errPartial) // never when careful
+		}
+	}
+
+	out := make([]booking.Reservation, len(reqs))
+	var stored []string
+	for i, r := range reqs {
+		if outs[i].status == nil {
+			stored = append(stored, r.ID)
+			continue
+		}
+		r.Status, r.Reason = booking.ReservationStatus(*outs[i].status), *outs[i].reason
+		out[i] = r
+	}
+	if len(stored) > 0 { // redeliveries: answer with the stored decisions
+		rows, err := tx.Query(ctx, selectReservations, stored)
+		if err != nil {
+			return nil, err
+		}
+		found, err := pgx.CollectRows(rows, scanReservation)
+		if err != nil {
+			return nil, err
+		}
+		byID := make(map[string]booking.Reservation, len(found))
+		for _, r := range found {
+			byID[r.ID] = r
+		}
+		for i, r := range reqs {
+			if outs[i].status == nil {
+				d, ok := byID[r.ID]
+				if !ok {
+					return nil, fmt.Errorf("%s: stored decision vanished", r.ID)
+				}
+				out[i] = d
+			}
+		}
+	}
+	return out, nil
+}
+
+// setEligible reports whether decideSetStmt may decide reqs: every
+// reservation well formed, no id twice, no seat wanted twice (seats is the
+// number of distinct seats wanted). Otherwise the batch's order matters
+// between its reservations and the pipeline keeps it.
+func setEligible(reqs []booking.Reservation, seats int) bool {
+	n := 0
+	ids := make(map[string]bool, len(reqs))
+	for _, r := range reqs {
+		if ids[r.ID] || malformed(r.SeatIDs) != "" {
+			return false
+		}
+		ids[r.ID] = true
+		n += len(r.SeatIDs)
+	}
+	return n == seats
+}
+
+// decideSet decides reqs with decideSetStmt.
+func decideSet(ctx context.Context, tx pgx.Tx, reqs []booking.Reservation, outs []outcome) error {
+	type want struct {
+		id       string
+		schedule int64
+		seat     int64
+	}
+	var wants []want
+	ids, visitors, seatLists := make([]string, len(reqs)), make([]string, len(reqs)), make([]string, len(reqs))
+	schedules, created := make([]int64, len(reqs)), make([]time.Time, len(reqs))
+	for i, r := range reqs {
+		for _, seat := range r.SeatIDs {
+			wants = append(wants, want{r.ID, r.ScheduleID, seat})
+		}
+		ids[i], visitors[i], schedules[i], created[i] = r.ID, r.Visitor, r.ScheduleID, r.CreatedAt
+		seatLists[i] = arrayLiteral(r.SeatIDs)
+	}
+	slices.SortFunc(wants, func(a, b want) int { return cmp.Compare(a.seat, b.seat) })
+	wantIDs, wantSchedules, wantSeats := make([]string, len(wants)), make([]int64, len(wants)), make([]int64, len(wants))
+	for i, w := range wants {
+		wantIDs[i], wantSchedules[i], wantSeats[i] = w.id, w.schedule, w.seat
+	}
+	// The lock statement first, in the same round trip: whatever join
+	// order the planner picks, the rows are already locked in seat order.
+	b := &pgx.Batch{}
+	if len(wantSeats) > 1 {
+		b.Queue(lockStmt, wantSeats)
+	}
+	b.Queue(decideSetStmt, wantIDs, wantSchedules, wantSeats,
+		ids, visitors, schedules, seatLists, created, reqs[0].DecidedAt)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	if len(wantSeats) > 1 {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	i := 0
+	for rows.Next() {
+		if i == len(outs) {
+			return fmt.Errorf("decide set: more than %d result rows", len(outs))
+		}
+		if err := rows.Scan(&outs[i].sold, &outs[i].status, &outs[i].reason); err != nil {
+			return err
+		}
+		i++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if i != len(outs) {
+		return fmt.Errorf("decide set: %d result rows for %d reservations", i, len(outs))
+	}
+	return br.Close()
+}
+
+// arrayLiteral formats ids as a PostgreSQL array literal, {1,2,3}.
+func arrayLiteral(ids []int64) string {
+	b := append(make([]byte, 0, 8*len(ids)+2), '{')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(append(b, '}'))
+}
+
+// queueDecide queues r's statement: a sale, or a rejection if its seat
+// list cannot be sold as such.
+func queueDecide(b *pgx.Batch, r booking.Reservation) {
+	if reason := malformed(r.SeatIDs); reason != "" {
+		b.Queue(rejectStmt, r.ID, r.Visitor, r.ScheduleID, seatArray(r.SeatIDs), r.CreatedAt, r.DecidedAt, reason)
+		return
+	}
+	b.Queue(decideStmt, r.ID, r.Visitor, r.ScheduleID, r.SeatIDs, r.CreatedAt, r.DecidedAt)
+}
+
+// partial reports an outcome that sold seats without recording r as
+// confirmed by this statement.
+func partial(o outcome, r booking.Reservation) bool {
+	return o.sold > 0 && (o.status == nil || o.sold != int64(len(r.SeatIDs)))
+}
+
+// decideCarefully decides r inside a savepoint: a partial sale is rolled
+// back and recorded as a rejection.
+func decideCarefully(ctx context.Context, tx pgx.Tx, r booking.Reservation) (outcome, error) {
+	var o outcome
+	if reason := malformed(r.SeatIDs); reason != "" {
+		return reject(ctx, tx, r, reason)
+	}
+	if _, err := tx.Exec(ctx, `SAVEPOINT sell`); err != nil {
+		return o, err
+	}
+	err := tx.QueryRow(ctx, decideStmt, r.ID, r.Visitor, r.ScheduleID, r.SeatIDs, r.CreatedAt, r.DecidedAt).
+		Scan(&o.sold, &o.status, &o.reason)
+	if err != nil {
+		return o, err
+	}
+	if !partial(o, r) {
+		_, err := tx.Exec(ctx, `RELEASE SAVEPOINT sell`)
+		return o, err
+	}
+	if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT sell; RELEASE SAVEPOINT sell`); err != nil {
+		return o, err
+	}
+	return reject(ctx, tx, r, "")
+}
+
+// reject records r as rejected for reason (empty: find it) unless it is
+// already stored.
+func reject(ctx context.Context, tx pgx.Tx, r booking.Reservation, reason string) (outcome, error) {
+	var o outcome
+	err := tx.QueryRow(ctx, rejectStmt, r.ID, r.Visitor, r.ScheduleID, seatArray(r.SeatIDs), r.CreatedAt, r.DecidedAt, reason).
+		Scan(&o.sold, &o.status, &o.reason)
+	return o, err
+}
+
+// malformed returns the rejection reason of a seat list that no sale can
+// satisfy: none (seat_unknown), or a seat twice (seat_taken: its second
+// conditional UPDATE would touch no row).
+func malformed(seats []int64) string {
+	if len(seats) == 0 {
+		return booking.ReasonSeatUnknown
+	}
+	sorted := slices.Clone(seats)
+	slices.Sort(sorted)
+	if len(slices.Compact(sorted)) < len(seats) {
+		return booking.ReasonSeatTaken
+	}
+	return ""
+}
+
+// seatArray is ids as a non-NULL array.
+func seatArray(ids []int64) []int64 {
+	if ids == nil {
+		return []int64{}
+	}
+	return ids
+}
+
+// Reservation returns a decided reservation.
+func (s *Store) Reservation(ctx context.Context, id string) (booking.Reservation, error) {
+	rows, err := s.pool.Query(ctx, selectReservations, []string{id})
+	if err != nil {
+		return booking.Reservation{}, wrap("reservation "+id, err)
+	}
+	r, err := pgx.CollectExactlyOneRow(rows, scanReservation)
+	if err != nil {
+		return booking.Reservation{}, wrap("reservation "+id, err)
+	}
+	return r, nil
+}
+
+func scanReservation(row pgx.CollectableRow) (booking.Reservation, error) {
+	var r booking.Reservation
+	err := row.Scan(&r.ID, &r.Visitor, &r.ScheduleID, &r.SeatIDs, &r.Status, &r.Reason, &r.CreatedAt, &r.DecidedAt)
+	if len(r.SeatIDs) == 0 {
+		r.SeatIDs = nil
+	}
+	r.CreatedAt, r.DecidedAt = r.CreatedAt.UTC(), r.DecidedAt.UTC()
+	return r, err
+}

@@ -1,0 +1,322 @@
+// Package pgbooking is the booking.Store on PostgreSQL (pgx v5, pgxpool):
+// the backend for several usher instances sharing one catalog.
+//
+// The pool is bounded by the poolSize given to Open, and that bound is what
+// keeps the database safe under a ticket rush: the mq consumer runs at most
+// poolSize Decide calls at once, each on one connection, and any further
+// caller waits for a free connection (or its context) in this process
+// instead of opening another backend in the server.
+//
+// Decide is one transaction per call and few round trips per batch (see
+// decide.go): every seat is sold with the contract's conditional UPDATE
+// (status IN ('AVAILABLE','HELD')), never by reading a status and writing
+// it back, so two instances, or a hold layer that was wrong, can never sell
+// a seat twice. Under READ COMMITTED the UPDATE re-checks its condition on
+// the row version it finally locks, which is what makes it safe.
+//
+// Schema: migrations/*.sql, embedded and applied at Open in one transaction
+// under a transaction-scoped advisory lock, so instances starting together
+// apply each migration once; versions are recorded in schema_migrations.
+// Tables are created in the connection's search_path (set search_path in
+// the URL, e.g. ...?search_path=usher, to keep them in their own schema).
+// Times are stored as timestamptz: they come back in UTC with microsecond
+// resolution.
+//
+// Errors: a failure to reach the server (refused or dropped connection,
+// connect timeout, server shutting down, too many connections, the
+// caller's context ending while waiting) wraps booking.ErrUnavailable; the
+// original error stays in the chain. Without connect_timeout in the URL
+// the store waits at most defaultConnectTimeout for a connection to open.
+package pgbooking
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"usher/internal/booking"
+)
+
+var _ booking.Store = (*Store)(nil)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+const (
+	defaultConnectTimeout = 5 * time.Second
+	// migrationLock is the advisory lock key taken while migrating
+	// (database-wide: instances using different schemas also take turns).
+	migrationLock = int64(0x75736865725f626b) // "usher_bk"
+)
+
+// Store is a booking.Store on a PostgreSQL connection pool.
+type Store struct {
+	pool *pgxpool.Pool
+	// pipelineOnly turns the set path off (tests only: export_test.go).
+	pipelineOnly bool
+}
+
+// Open connects to the database at url (a postgres:// URL or key=value
+// DSN) with at most poolSize connections and applies the embedded
+// migrations.
+func Open(ctx context.Context, url string, poolSize int) (*Store, error) {
+	if poolSize < 1 {
+		return nil, fmt.Errorf("pgbooking: open: pool size %d: %w", poolSize, booking.ErrInvalid)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil { // the error does not repeat the password
+		return nil, fmt.Errorf("pgbooking: open: %w: %w", booking.ErrInvalid, err)
+	}
+	cfg.MaxConns = int32(poolSize)
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, wrap("open", err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, wrap("open: migrate", err)
+	}
+	return &Store{pool: pool}, nil
+}
+
+// Close closes the pool's connections.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// migrate applies every embedded migration not yet recorded, in one
+// transaction holding the migration advisory lock.
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    INT         PRIMARY KEY,
+			applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+		)`); err != nil {
+			return err
+		}
+		files, err := fs.Glob(migrations, "migrations/*.sql")
+		if err != nil {
+			return err
+		}
+		slices.Sort(files)
+		for _, name := range files {
+			version, err := strconv.Atoi(strings.SplitN(path.Base(name), "_", 2)[0])
+			if err != nil {
+				return fmt.Errorf("migration %s: name must start with a number: %w", name, err)
+			}
+			var applied bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, version).Scan(&applied); err != nil {
+				return err
+			}
+			if applied {
+				continue
+			}
+			body, err := migrations.ReadFile(name)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, string(body)); err != nil {
+				return fmt.Errorf("migration %s: %w", name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, version); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// now is the store's clock: UTC, microsecond resolution (what timestamptz
+// keeps).
+func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// CreateConcert creates a concert.
+func (s *Store) CreateConcert(ctx context.Context, title string) (booking.Concert, error) {
+	c := booking.Concert{Title: title, CreatedAt: now()}
+	err := s.pool.QueryRow(ctx, `INSERT INTO concert (title, created_at) VALUES ($1, $2) RETURNING concert_id`,
+		title, c.CreatedAt).Scan(&c.ID)
+	if err != nil {
+		return booking.Concert{}, wrap("create concert", err)
+	}
+	return c, nil
+}
+
+// CreateSchedule creates a schedule of an existing concert; an empty Room
+// becomes "schedule-<id>".
+func (s *Store) CreateSchedule(ctx context.Context, sch booking.Schedule) (booking.Schedule, error) {
+	sch.StartsAt = sch.StartsAt.UTC().Truncate(time.Microsecond)
+	err := s.pool.QueryRow(ctx, `
+		INSERT INTO schedule (schedule_id, concert_id, starts_at, room)
+		SELECT id, $1, $2, COALESCE(NULLIF($3::text, ''), 'schedule-' || id)
+		  FROM (SELECT nextval(pg_get_serial_sequence('schedule', 'schedule_id')) AS id) next
+		RETURNING schedule_id, room`,
+		sch.ConcertID, sch.StartsAt, sch.Room).Scan(&sch.ID, &sch.Room)
+	if err != nil {
+		// A foreign key violation (unknown concert) becomes ErrNotFound.
+		return booking.Schedule{}, wrap(fmt.Sprintf("create schedule of concert %d", sch.ConcertID), err)
+	}
+	return sch, nil
+}
+
+// Schedule returns a schedule.
+func (s *Store) Schedule(ctx context.Context, id int64) (booking.Schedule, error) {
+	sch := booking.Schedule{ID: id}
+	err := s.pool.QueryRow(ctx, `SELECT concert_id, starts_at, room FROM schedule WHERE schedule_id = $1`, id).
+		Scan(&sch.ConcertID, &sch.StartsAt, &sch.Room)
+	if err != nil {
+		return booking.Schedule{}, wrap(fmt.Sprintf("schedule %d", id), err)
+	}
+	sch.StartsAt = sch.StartsAt.UTC()
+	return sch, nil
+}
+
+// AddSeats creates seats in bulk and returns their ids in order: one
+// transaction that draws the ids from the seat sequence in one statement
+// and loads the rows with COPY. The ids increase in the order of seats.
+func (s *Store) AddSeats(ctx context.Context, scheduleID int64, seats []booking.SeatSpec) ([]int64, error) {
+	op := fmt.Sprintf("add %d seats to schedule %d", len(seats), scheduleID)
+	var ids []int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schedule WHERE schedule_id = $1)`, scheduleID).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			return fmt.Errorf("schedule: %w", booking.ErrNotFound)
+		}
+		if err := checkSeats(seats); err != nil {
+			return err
+		}
+		if len(seats) == 0 {
+			return nil
+		}
+		rows, err := tx.Query(ctx, `SELECT nextval(pg_get_serial_sequence('seat', 'seat_id')) FROM generate_series(1, $1)`, len(seats))
+		if err != nil {
+			return err
+		}
+		if ids, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+			return err
+		}
+		slices.Sort(ids)
+		_, err = tx.CopyFrom(ctx, pgx.Identifier{"seat"},
+			[]string{"seat_id", "schedule_id", "section", "seat_row", "seat_number", "price"},
+			pgx.CopyFromSlice(len(seats), func(i int) ([]any, error) {
+				seat := seats[i]
+				return []any{ids[i], scheduleID, seat.Section, seat.Row, seat.Number, seat.Price}, nil
+			}))
+		return err
+	})
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	return ids, nil
+}
+
+// Seats lists a schedule's seats ordered by id.
+func (s *Store) Seats(ctx context.Context, scheduleID int64) ([]booking.Seat, error) {
+	op := fmt.Sprintf("seats of schedule %d", scheduleID)
+	rows, err := s.pool.Query(ctx, `
+		SELECT seat_id, section, seat_row, seat_number, price, status, COALESCE(reservation_id, '')
+		  FROM seat WHERE schedule_id = $1 ORDER BY seat_id`, scheduleID)
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (booking.Seat, error) {
+		seat := booking.Seat{ScheduleID: scheduleID}
+		err := row.Scan(&seat.ID, &seat.Section, &seat.Row, &seat.Number, &seat.Price, &seat.Status, &seat.ReservationID)
+		return seat, err
+	})
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	if len(out) == 0 { // none, or no such schedule
+		if _, err := s.Schedule(ctx, scheduleID); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	}
+	return out, nil
+}
+
+// checkSeats refuses a (section, row, number) that appears twice in one
+// AddSeats call; the UNIQUE constraint refuses one already stored.
+func checkSeats(seats []booking.SeatSpec) error {
+	type key struct {
+		section, row string
+		number       int
+	}
+	seen := make(map[key]bool, len(seats))
+	for _, seat := range seats {
+		k := key{seat.Section, seat.Row, seat.Number}
+		if seen[k] {
+			return fmt.Errorf("seat %s/%s/%d twice: %w", seat.Section, seat.Row, seat.Number, booking.ErrInvalid)
+		}
+		seen[k] = true
+	}
+	return nil
+}
+
+// wrap adds the operation to err and classifies it: no rows and foreign
+// key violations become booking.ErrNotFound, other constraint violations
+// and bad values booking.ErrInvalid, failures to reach the server
+// booking.ErrUnavailable.
+func wrap(op string, err error) error {
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.Is(err, booking.ErrNotFound), errors.Is(err, booking.ErrInvalid), errors.Is(err, booking.ErrUnavailable):
+		return fmt.Errorf("pgbooking: %s: %w", op, err)
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("pgbooking: %s: %w", op, booking.ErrNotFound)
+	case unavailable(err):
+		return fmt.Errorf("pgbooking: %s: %w: %w", op, booking.ErrUnavailable, err)
+	case errors.As(err, &pgErr) && pgErr.Code == "23503": // foreign_key_violation
+		return fmt.Errorf("pgbooking: %s: %w: %w", op, booking.ErrNotFound, err)
+	case errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "23") || strings.HasPrefix(pgErr.Code, "22")):
+		// integrity constraint violation, data exception
+		return fmt.Errorf("pgbooking: %s: %w: %w", op, booking.ErrInvalid, err)
+	}
+	return fmt.Errorf("pgbooking: %s: %w", op, err)
+}
+
+// unavailable reports whether err means the server could not be reached or
+// could not serve: a connection that failed to open or broke, a timeout,
+// the caller's context ending, or a server-side connection exception,
+// resource shortage or shutdown.
+func unavailable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"), // connection_exception
+			strings.HasPrefix(pgErr.Code, "53"),          // insufficient_resources (too_many_connections, disk_full)
+			strings.HasPrefix(pgErr.Code, "57P"),         // admin/crash shutdown, cannot_connect_now
+			pgErr.Code == "58000", pgErr.Code == "58030": // system_error, io_error
+			return true
+		}
+		return false
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, pgconn.ErrConnClosed) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || pgconn.Timeout(err)
+}

@@ -1,0 +1,406 @@
+package pgbooking_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"usher/internal/booking"
+	"usher/internal/booking/bookingtest"
+	"usher/internal/booking/pgbooking"
+)
+
+// pgURL returns the test server's URL from USHER_TEST_POSTGRES, or skips.
+func pgURL(tb testing.TB) string {
+	tb.Helper()
+	u := os.Getenv("USHER_TEST_POSTGRES")
+	if u == "" {
+		tb.Skip("USHER_TEST_POSTGRES is not set; set it to run against PostgreSQL, e.g. USHER_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+	}
+	return u
+}
+
+// freshSchema creates a schema no other test uses, dropped when the test
+// ends, and returns a URL whose search_path is that schema. A set but
+// unreachable server fails the test: it never skips.
+func freshSchema(tb testing.TB) string {
+	tb.Helper()
+	base := pgURL(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		tb.Fatalf("USHER_TEST_POSTGRES is set but PostgreSQL does not answer: %v", err)
+	}
+	defer conn.Close(ctx)
+	b := make([]byte, 8)
+	rand.Read(b)
+	schema := "usher_test_" + hex.EncodeToString(b)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		tb.Fatalf("create schema: %v", err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			tb.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			tb.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return withParam(tb, base, "search_path", schema)
+}
+
+// withParam sets a connection parameter in a URL or key=value DSN.
+func withParam(tb testing.TB, dsn, key, value string) string {
+	tb.Helper()
+	if !strings.Contains(dsn, "://") {
+		return dsn + " " + key + "=" + value
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		tb.Fatalf("USHER_TEST_POSTGRES: %v", err)
+	}
+	q := u.Query()
+	q.Set(key, value)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func open(tb testing.TB, url string, poolSize int) *pgbooking.Store {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := pgbooking.Open(ctx, url, poolSize)
+	if err != nil {
+		tb.Fatalf("Open: %v", err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+func newStore(tb testing.TB) booking.Store { return open(tb, freshSchema(tb), 8) }
+
+func TestConformance(t *testing.T) { bookingtest.Run(t, newStore) }
+
+// TestConformancePipeline runs the suite with the set path off: every batch
+// takes the pipeline path (and the careful path where it must).
+func TestConformancePipeline(t *testing.T) {
+	bookingtest.Run(t, func(tb testing.TB) booking.Store {
+		s := open(tb, freshSchema(tb), 8)
+		pgbooking.PipelineOnly(s)
+		return s
+	})
+}
+
+func BenchmarkStore(b *testing.B) { bookingtest.Bench(b, newStore) }
+
+// TestMigrations opens one schema from several goroutines at once: each
+// migration is applied once (the advisory lock), and a later Open applies
+// nothing and keeps the data.
+func TestMigrations(t *testing.T) {
+	ctx := context.Background()
+	u := freshSchema(t)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := pgbooking.Open(ctx, u, 1)
+			if err != nil {
+				t.Errorf("concurrent Open: %v", err)
+				return
+			}
+			s.Close()
+		}()
+	}
+	wg.Wait()
+	c, err := open(t, u, 2).CreateConcert(ctx, "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, u, 2)
+	if _, err := s.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID, StartsAt: time.Now()}); err != nil {
+		t.Fatalf("CreateSchedule after reopening: %v", err)
+	}
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var rows, versions int
+	if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT version) FROM schema_migrations`).Scan(&rows, &versions); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 1 || versions != 1 {
+		t.Errorf("schema_migrations has %d rows for %d versions, want 1 and 1", rows, versions)
+	}
+}
+
+// TestPoolBound checks that the store never holds more connections than
+// its pool size, however many callers decide at once.
+func TestPoolBound(t *testing.T) {
+	ctx := context.Background()
+	u := freshSchema(t)
+	const poolSize = 3
+	s := open(t, withParam(t, u, "application_name", "usher_pool_bound"), poolSize)
+	conc, err := s.CreateConcert(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := s.CreateSchedule(ctx, booking.Schedule{ConcertID: conc.ID, StartsAt: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := make([]booking.SeatSpec, 400)
+	for i := range specs {
+		specs[i] = booking.SeatSpec{Section: "A", Row: "1", Number: i}
+	}
+	ids, err := s.AddSeats(ctx, sch.ID, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch, err := pgx.Connect(ctx, pgURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close(ctx)
+	var wg sync.WaitGroup
+	for w := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(ids); i += 20 {
+				r := booking.Reservation{ID: fmt.Sprint("r", i), ScheduleID: sch.ID, SeatIDs: []int64{ids[i]}}
+				if _, err := s.Decide(ctx, []booking.Reservation{r}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	most := 0
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for {
+		var n int
+		if err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'usher_pool_bound'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		most = max(most, n)
+		select {
+		case <-done:
+			if most > poolSize {
+				t.Errorf("%d connections seen, want at most %d", most, poolSize)
+			}
+			if most == 0 {
+				t.Errorf("no connection seen: the check is broken")
+			}
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// closedAddr returns an address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// wantUnavailable checks that err wraps ErrUnavailable (and nothing that
+// would send a caller down another path) and came promptly.
+func wantUnavailable(t *testing.T, op string, err error, took time.Duration) {
+	t.Helper()
+	if !errors.Is(err, booking.ErrUnavailable) {
+		t.Errorf("%s: err = %v, want ErrUnavailable", op, err)
+	}
+	if errors.Is(err, booking.ErrNotFound) || errors.Is(err, booking.ErrInvalid) {
+		t.Errorf("%s: err = %v, want only ErrUnavailable", op, err)
+	}
+	if took > 3*time.Second {
+		t.Errorf("%s took %v, want a prompt failure", op, took)
+	}
+}
+
+// TestOpenClosedPort needs no server: nothing listens, Open fails at once.
+func TestOpenClosedPort(t *testing.T) {
+	start := time.Now()
+	_, err := pgbooking.Open(context.Background(), "postgres://usher@"+closedAddr(t)+"/usher?sslmode=disable&connect_timeout=2", 2)
+	wantUnavailable(t, "Open", err, time.Since(start))
+}
+
+// TestOpenSilentServer needs no server: one that accepts connections and
+// never answers fails Open after connect_timeout.
+func TestOpenSilentServer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	defer func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	start := time.Now()
+	_, err = pgbooking.Open(context.Background(), "postgres://usher@"+l.Addr().String()+"/usher?sslmode=disable&connect_timeout=1", 2)
+	wantUnavailable(t, "Open", err, time.Since(start))
+}
+
+func TestOpenInvalid(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		url  string
+		size int
+	}{
+		{"postgres://usher@127.0.0.1/usher", 0},
+		{"postgres://usher@127.0.0.1:notaport/usher", 2},
+	} {
+		if _, err := pgbooking.Open(ctx, tt.url, tt.size); !errors.Is(err, booking.ErrInvalid) {
+			t.Errorf("Open(%q, %d) err = %v, want ErrInvalid", tt.url, tt.size, err)
+		}
+	}
+}
+
+// proxy forwards TCP connections to a server until Close, which also cuts
+// every connection it carries: the server vanishes for its clients.
+type proxy struct {
+	l     net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func startProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{l: l}
+	t.Cleanup(p.Close)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, s)
+			p.mu.Unlock()
+			go func() { io.Copy(s, c); s.Close() }()
+			go func() { io.Copy(c, s); c.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *proxy) Close() {
+	p.l.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// TestServerVanished opens a store through a proxy, uses it, then cuts the
+// proxy: every method fails promptly with ErrUnavailable, pooled
+// connections and new ones alike.
+func TestServerVanished(t *testing.T) {
+	u := freshSchema(t)
+	parsed, err := url.Parse(u)
+	if err != nil || parsed.Host == "" {
+		t.Skipf("USHER_TEST_POSTGRES must be a postgres:// URL with a host for this test (%v)", err)
+	}
+	target := parsed.Host
+	if parsed.Port() == "" {
+		target = net.JoinHostPort(parsed.Hostname(), "5432")
+	}
+	p := startProxy(t, target)
+	parsed.Host = p.l.Addr().String()
+	q := parsed.Query()
+	q.Set("connect_timeout", "2")
+	parsed.RawQuery = q.Encode()
+	s := open(t, parsed.String(), 4)
+	ctx := context.Background()
+	c, err := s.CreateConcert(ctx, "before")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := s.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID, StartsAt: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+
+	r := booking.Reservation{ID: "r", ScheduleID: sch.ID, SeatIDs: []int64{1}}
+	checks := []struct {
+		op   string
+		call func(context.Context) error
+	}{
+		{"CreateConcert", func(ctx context.Context) error { _, err := s.CreateConcert(ctx, "after"); return err }},
+		{"CreateSchedule", func(ctx context.Context) error {
+			_, err := s.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID, StartsAt: time.Now()})
+			return err
+		}},
+		{"Schedule", func(ctx context.Context) error { _, err := s.Schedule(ctx, sch.ID); return err }},
+		{"AddSeats", func(ctx context.Context) error {
+			_, err := s.AddSeats(ctx, sch.ID, []booking.SeatSpec{{Section: "A", Row: "1", Number: 1}})
+			return err
+		}},
+		{"Seats", func(ctx context.Context) error { _, err := s.Seats(ctx, sch.ID); return err }},
+		{"Decide", func(ctx context.Context) error { _, err := s.Decide(ctx, []booking.Reservation{r}); return err }},
+		{"Reservation", func(ctx context.Context) error { _, err := s.Reservation(ctx, "r"); return err }},
+	}
+	for _, c := range checks {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		start := time.Now()
+		err := c.call(ctx)
+		cancel()
+		wantUnavailable(t, c.op, err, time.Since(start))
+	}
+}

@@ -1,0 +1,183 @@
+package sqlitebooking
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"usher/internal/booking"
+)
+
+// The contract's conditional UPDATE: a seat is sold only if it is still for
+// sale. Zero rows affected means taken (or not a seat of the schedule).
+const sellSeat = `
+	UPDATE seat SET status = 'SOLD', reservation_id = ?
+	 WHERE schedule_id = ? AND seat_id = ? AND status IN ('AVAILABLE', 'HELD')`
+
+const selectReservation = `
+	SELECT visitor, schedule_id, seat_ids, status, reason, created_at, decided_at
+	  FROM reservation WHERE reservation_id = ?`
+
+// Decide decides rs in order in one immediate transaction on the writer:
+// a reservation already stored is answered from storage; any other sells
+// its seats one conditional UPDATE at a time inside a savepoint, rolled
+// back if one touches no row, and its decision is inserted.
+func (s *Store) Decide(ctx context.Context, rs []booking.Reservation) ([]booking.Reservation, error) {
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	for i, r := range rs {
+		if r.ID == "" {
+			return nil, fmt.Errorf("sqlitebooking: decide: reservation %d has no id: %w", i, booking.ErrInvalid)
+		}
+	}
+	op := fmt.Sprintf("decide %d reservations", len(rs))
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	defer tx.Rollback()
+	d := decider{tx: tx}
+	defer d.close()
+	for _, p := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{
+		{&d.get, selectReservation},
+		{&d.sell, sellSeat},
+		{&d.count, `SELECT count(*) FROM seat WHERE schedule_id = ? AND seat_id IN (SELECT value FROM json_each(?))`},
+		{&d.insert, `INSERT INTO reservation (reservation_id, visitor, schedule_id, seat_ids, status, reason, created_at, decided_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
+	} {
+		if *p.stmt, err = tx.PrepareContext(ctx, p.sql); err != nil {
+			return nil, wrap(op, err)
+		}
+	}
+	decidedAt := now()
+	out := make([]booking.Reservation, len(rs))
+	for i, r := range rs {
+		if out[i], err = d.decide(ctx, r, decidedAt); err != nil {
+			return nil, wrap(fmt.Sprintf("%s: %s", op, r.ID), err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, wrap(op, err)
+	}
+	return out, nil
+}
+
+// decider holds one Decide call's transaction and prepared statements.
+type decider struct {
+	tx                       *sql.Tx
+	get, sell, count, insert *sql.Stmt
+}
+
+func (d *decider) close() {
+	for _, st := range []*sql.Stmt{d.get, d.sell, d.count, d.insert} {
+		if st != nil {
+			st.Close()
+		}
+	}
+}
+
+func (d *decider) decide(ctx context.Context, r booking.Reservation, decidedAt time.Time) (booking.Reservation, error) {
+	stored, err := scanReservation(r.ID, d.get.QueryRowContext(ctx, r.ID))
+	if err == nil {
+		return stored, nil // a redelivery
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return booking.Reservation{}, err
+	}
+	r.Status, r.Reason, err = d.sellAll(ctx, r)
+	if err != nil {
+		return booking.Reservation{}, err
+	}
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = decidedAt
+	}
+	r.CreatedAt = r.CreatedAt.UTC().Truncate(time.Microsecond)
+	r.DecidedAt = decidedAt
+	if len(r.SeatIDs) == 0 {
+		r.SeatIDs = nil
+	}
+	_, err = d.insert.ExecContext(ctx, r.ID, r.Visitor, r.ScheduleID, encodeSeats(r.SeatIDs),
+		string(r.Status), r.Reason, micros(r.CreatedAt), micros(r.DecidedAt))
+	return r, err
+}
+
+// sellAll sells every seat of r or none.
+func (d *decider) sellAll(ctx context.Context, r booking.Reservation) (booking.ReservationStatus, string, error) {
+	if reason := malformed(r.SeatIDs); reason != "" {
+		return booking.Rejected, reason, nil
+	}
+	if _, err := d.tx.ExecContext(ctx, `SAVEPOINT sell`); err != nil {
+		return "", "", err
+	}
+	for _, seat := range r.SeatIDs {
+		res, err := d.sell.ExecContext(ctx, r.ID, r.ScheduleID, seat)
+		if err != nil {
+			return "", "", err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return "", "", err
+		} else if n == 0 {
+			if _, err := d.tx.ExecContext(ctx, `ROLLBACK TO sell; RELEASE sell`); err != nil {
+				return "", "", err
+			}
+			var known int
+			if err := d.count.QueryRowContext(ctx, r.ScheduleID, encodeSeats(r.SeatIDs)).Scan(&known); err != nil {
+				return "", "", err
+			}
+			if known < len(r.SeatIDs) {
+				return booking.Rejected, booking.ReasonSeatUnknown, nil
+			}
+			return booking.Rejected, booking.ReasonSeatTaken, nil
+		}
+	}
+	if _, err := d.tx.ExecContext(ctx, `RELEASE sell`); err != nil {
+		return "", "", err
+	}
+	return booking.Confirmed, "", nil
+}
+
+// malformed returns the rejection reason of a seat list that no sale can
+// satisfy: none (seat_unknown), or a seat twice (seat_taken: its second
+// conditional UPDATE would touch no row).
+func malformed(seats []int64) string {
+	if len(seats) == 0 {
+		return booking.ReasonSeatUnknown
+	}
+	sorted := slices.Clone(seats)
+	slices.Sort(sorted)
+	if len(slices.Compact(sorted)) < len(seats) {
+		return booking.ReasonSeatTaken
+	}
+	return ""
+}
+
+// Reservation returns a decided reservation.
+func (s *Store) Reservation(ctx context.Context, id string) (booking.Reservation, error) {
+	r, err := scanReservation(id, s.r.QueryRowContext(ctx, selectReservation, id))
+	if err != nil {
+		return booking.Reservation{}, wrap("reservation "+id, err)
+	}
+	return r, nil
+}
+
+func scanReservation(id string, row *sql.Row) (booking.Reservation, error) {
+	r := booking.Reservation{ID: id}
+	var seats string
+	var createdAt, decidedAt int64
+	if err := row.Scan(&r.Visitor, &r.ScheduleID, &seats, &r.Status, &r.Reason, &createdAt, &decidedAt); err != nil {
+		return booking.Reservation{}, err
+	}
+	var err error
+	if r.SeatIDs, err = decodeSeats(seats); err != nil {
+		return booking.Reservation{}, err
+	}
+	r.CreatedAt, r.DecidedAt = fromMicros(createdAt), fromMicros(decidedAt)
+	return r, nil
+}

@@ -1,0 +1,402 @@
+// Package sqlitebooking is the booking.Store in one SQLite file: the
+// embedded default, for a single usher instance. It is pure Go
+// (modernc.org/sqlite), so the binary needs no C toolchain or server.
+//
+// The database is one file that the caller names (Open(ctx,
+// "<data-dir>/booking.db")), in WAL mode with foreign keys on and a busy
+// timeout. SQLite serialises writers whatever the client does, so the store
+// keeps exactly one writer connection: every write (catalog changes and
+// Decide) queues for it in process instead of spinning on SQLITE_BUSY, and
+// each Decide call is one BEGIN IMMEDIATE transaction. Reads (Schedule,
+// Seats, Reservation) use a separate small pool of read-only connections
+// and, thanks to WAL, never wait for the writer. Another process may open
+// the same file; it then contends through the busy timeout, and a write
+// that cannot get the lock in time fails with booking.ErrUnavailable.
+//
+// Decide sells seats with exactly the contract's conditional UPDATE, one
+// statement per seat, inside a SAVEPOINT per reservation: a reservation
+// whose update touches no row is rolled back to its savepoint and rejected.
+// A batch is one transaction and one fsync (synchronous=FULL: a confirmed
+// sale survives power loss), which is what makes batching pay.
+//
+// Schema: migrations/*.sql, embedded and applied at Open in one
+// transaction, recorded in schema_migrations. Times are stored as unix
+// microseconds in UTC, so they come back in UTC with microsecond
+// resolution. The file cannot be ":memory:" (the reader pool would see
+// another database).
+package sqlitebooking
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"usher/internal/booking"
+)
+
+var _ booking.Store = (*Store)(nil)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+const (
+	busyTimeout = 10 * time.Second
+	readers     = 4
+	// insertChunk is how many seats one INSERT statement carries (6
+	// parameters each, far below SQLite's 32,766-parameter limit).
+	insertChunk = 500
+)
+
+// Store is a booking.Store on one SQLite file.
+type Store struct {
+	w *sql.DB // exactly one connection: the writer
+	r *sql.DB // read-only connections
+}
+
+// Open opens (creating if needed) the database file at path, creating its
+// directory if needed, and applies the embedded migrations.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" || path == ":memory:" || strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("sqlitebooking: open %q: want a file path without '?' or '#': %w", path, booking.ErrInvalid)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("sqlitebooking: open %s: %w: %w", path, booking.ErrUnavailable, err)
+	}
+	pragmas := func(extra ...string) string {
+		q := url.Values{}
+		q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+		q.Add("_pragma", "foreign_keys(1)")
+		for _, p := range extra {
+			q.Add("_pragma", p)
+		}
+		return "file:" + path + "?" + q.Encode()
+	}
+	w, err := sql.Open("sqlite", pragmas("journal_mode(WAL)", "synchronous(FULL)")+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("sqlitebooking: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	if err := migrateRetrying(ctx, w); err != nil {
+		w.Close()
+		return nil, wrap("open "+path, err)
+	}
+	r, err := sql.Open("sqlite", pragmas("query_only(1)"))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlitebooking: open %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(readers)
+	r.SetMaxIdleConns(readers)
+	return &Store{w: w, r: r}, nil
+}
+
+// Close closes both pools.
+func (s *Store) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// migrateRetrying runs migrate, again while it fails with SQLITE_BUSY for
+// up to busyTimeout: while another process turns a new file to WAL mode,
+// SQLite answers BUSY without waiting on the busy timeout.
+func migrateRetrying(ctx context.Context, w *sql.DB) error {
+	deadline := time.Now().Add(busyTimeout)
+	for {
+		err := migrate(ctx, w)
+		var sqErr *sqlite.Error
+		if err == nil || !errors.As(err, &sqErr) || sqErr.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// migrate applies every embedded migration not yet recorded, in one
+// immediate transaction, so concurrent Opens of one file apply each once.
+func migrate(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		applied_at INTEGER NOT NULL
+	) STRICT`); err != nil {
+		return fmt.Errorf("schema_migrations: %w", err)
+	}
+	files, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	slices.Sort(files)
+	for _, name := range files {
+		version, err := strconv.Atoi(strings.SplitN(filepath.Base(name), "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("migration %s: name must start with a number: %w", name, err)
+		}
+		var applied bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = ?)`, version).Scan(&applied); err != nil {
+			return err
+		}
+		if applied {
+			continue
+		}
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			return fmt.Errorf("migration %s: %w", name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, version, time.Now().UnixMicro()); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// now is the store's clock: UTC, microsecond resolution (what is stored).
+func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// CreateConcert creates a concert.
+func (s *Store) CreateConcert(ctx context.Context, title string) (booking.Concert, error) {
+	c := booking.Concert{Title: title, CreatedAt: now()}
+	err := s.w.QueryRowContext(ctx, `INSERT INTO concert (title, created_at) VALUES (?, ?) RETURNING concert_id`,
+		title, micros(c.CreatedAt)).Scan(&c.ID)
+	if err != nil {
+		return booking.Concert{}, wrap("create concert", err)
+	}
+	return c, nil
+}
+
+// CreateSchedule creates a schedule of an existing concert; an empty Room
+// becomes "schedule-<id>".
+func (s *Store) CreateSchedule(ctx context.Context, sch booking.Schedule) (booking.Schedule, error) {
+	op := fmt.Sprintf("create schedule of concert %d", sch.ConcertID)
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return booking.Schedule{}, wrap(op, err)
+	}
+	defer tx.Rollback()
+	var exists bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM concert WHERE concert_id = ?)`, sch.ConcertID).Scan(&exists); err != nil {
+		return booking.Schedule{}, wrap(op, err)
+	}
+	if !exists {
+		return booking.Schedule{}, fmt.Errorf("sqlitebooking: %s: concert: %w", op, booking.ErrNotFound)
+	}
+	sch.StartsAt = sch.StartsAt.UTC().Truncate(time.Microsecond)
+	// The writer is the only one, so MAX+1 inside its transaction is the
+	// next id, and the default room can name it in the same statement.
+	err = tx.QueryRowContext(ctx, `
+		INSERT INTO schedule (schedule_id, concert_id, starts_at, room)
+		SELECT next, ?, ?, COALESCE(NULLIF(?, ''), 'schedule-' || next)
+		  FROM (SELECT COALESCE(MAX(schedule_id), 0) + 1 AS next FROM schedule)
+		RETURNING schedule_id, room`,
+		sch.ConcertID, micros(sch.StartsAt), sch.Room).Scan(&sch.ID, &sch.Room)
+	if err != nil {
+		return booking.Schedule{}, wrap(op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return booking.Schedule{}, wrap(op, err)
+	}
+	return sch, nil
+}
+
+// Schedule returns a schedule.
+func (s *Store) Schedule(ctx context.Context, id int64) (booking.Schedule, error) {
+	sch := booking.Schedule{ID: id}
+	var startsAt int64
+	err := s.r.QueryRowContext(ctx, `SELECT concert_id, starts_at, room FROM schedule WHERE schedule_id = ?`, id).
+		Scan(&sch.ConcertID, &startsAt, &sch.Room)
+	if err != nil {
+		return booking.Schedule{}, wrap(fmt.Sprintf("schedule %d", id), err)
+	}
+	sch.StartsAt = fromMicros(startsAt)
+	return sch, nil
+}
+
+// AddSeats creates seats in bulk (one transaction, multi-row INSERTs of
+// insertChunk seats) and returns their ids in order; the ids increase in
+// the order of seats.
+func (s *Store) AddSeats(ctx context.Context, scheduleID int64, seats []booking.SeatSpec) ([]int64, error) {
+	op := fmt.Sprintf("add %d seats to schedule %d", len(seats), scheduleID)
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	defer tx.Rollback()
+	var exists bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM schedule WHERE schedule_id = ?)`, scheduleID).Scan(&exists); err != nil {
+		return nil, wrap(op, err)
+	}
+	if !exists {
+		return nil, fmt.Errorf("sqlitebooking: %s: schedule: %w", op, booking.ErrNotFound)
+	}
+	if err := checkSeats(seats); err != nil {
+		return nil, fmt.Errorf("sqlitebooking: %s: %w", op, err)
+	}
+	if len(seats) == 0 {
+		return nil, nil
+	}
+	var last int64
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seat_id), 0) FROM seat`).Scan(&last); err != nil {
+		return nil, wrap(op, err)
+	}
+	ids := make([]int64, len(seats))
+	var stmt *sql.Stmt
+	args := make([]any, 0, 6*insertChunk)
+	for start := 0; start < len(seats); start += insertChunk {
+		chunk := seats[start:min(start+insertChunk, len(seats))]
+		if stmt == nil || len(chunk) < insertChunk {
+			if stmt != nil {
+				stmt.Close()
+			}
+			q := `INSERT INTO seat (seat_id, schedule_id, section, seat_row, seat_number, price) VALUES ` +
+				strings.Repeat("(?, ?, ?, ?, ?, ?), ", len(chunk)-1) + "(?, ?, ?, ?, ?, ?)"
+			if stmt, err = tx.PrepareContext(ctx, q); err != nil {
+				return nil, wrap(op, err)
+			}
+		}
+		args = args[:0]
+		for i, seat := range chunk {
+			ids[start+i] = last + int64(start+i) + 1
+			args = append(args, ids[start+i], scheduleID, seat.Section, seat.Row, seat.Number, seat.Price)
+		}
+		if _, err := stmt.ExecContext(ctx, args...); err != nil {
+			stmt.Close()
+			return nil, wrap(op, err)
+		}
+	}
+	stmt.Close()
+	if err := tx.Commit(); err != nil {
+		return nil, wrap(op, err)
+	}
+	return ids, nil
+}
+
+// Seats lists a schedule's seats ordered by id.
+func (s *Store) Seats(ctx context.Context, scheduleID int64) ([]booking.Seat, error) {
+	op := fmt.Sprintf("seats of schedule %d", scheduleID)
+	// One read transaction: the existence check and the list see one
+	// snapshot.
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	defer tx.Rollback()
+	var exists bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM schedule WHERE schedule_id = ?)`, scheduleID).Scan(&exists); err != nil {
+		return nil, wrap(op, err)
+	}
+	if !exists {
+		return nil, fmt.Errorf("sqlitebooking: %s: %w", op, booking.ErrNotFound)
+	}
+	rows, err := tx.QueryContext(ctx, `
+		SELECT seat_id, section, seat_row, seat_number, price, status, COALESCE(reservation_id, '')
+		  FROM seat WHERE schedule_id = ? ORDER BY seat_id`, scheduleID)
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	defer rows.Close()
+	var out []booking.Seat
+	for rows.Next() {
+		seat := booking.Seat{ScheduleID: scheduleID}
+		if err := rows.Scan(&seat.ID, &seat.Section, &seat.Row, &seat.Number, &seat.Price, &seat.Status, &seat.ReservationID); err != nil {
+			return nil, wrap(op, err)
+		}
+		out = append(out, seat)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(op, err)
+	}
+	return out, nil
+}
+
+// wrap adds the operation to err and classifies it: sql.ErrNoRows becomes
+// booking.ErrNotFound, a constraint violation booking.ErrInvalid, and a
+// failure to reach the file (locked past the busy timeout, I/O error,
+// cancelled or timed-out context) booking.ErrUnavailable.
+func wrap(op string, err error) error {
+	var sqErr *sqlite.Error
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("sqlitebooking: %s: %w", op, booking.ErrNotFound)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, sql.ErrConnDone):
+		return fmt.Errorf("sqlitebooking: %s: %w: %w", op, booking.ErrUnavailable, err)
+	case errors.As(err, &sqErr):
+		switch sqErr.Code() & 0xff {
+		case sqlite3.SQLITE_CONSTRAINT:
+			return fmt.Errorf("sqlitebooking: %s: %w: %w", op, booking.ErrInvalid, err)
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN,
+			sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_NOTADB,
+			sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_INTERRUPT:
+			return fmt.Errorf("sqlitebooking: %s: %w: %w", op, booking.ErrUnavailable, err)
+		}
+	}
+	return fmt.Errorf("sqlitebooking: %s: %w", op, err)
+}
+
+// encodeSeats and decodeSeats keep seat id lists as JSON arrays; an empty
+// list reads back as nil.
+func encodeSeats(ids []int64) string {
+	if len(ids) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(ids) // []int64 always marshals
+	return string(b)
+}
+
+func decodeSeats(s string) ([]int64, error) {
+	var ids []int64
+	if err := json.Unmarshal([]byte(s), &ids); err != nil {
+		return nil, fmt.Errorf("seat_ids %q: %w", s, err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return ids, nil
+}
+
+// checkSeats refuses a (section, row, number) that appears twice in one
+// AddSeats call; the UNIQUE constraint refuses one already stored.
+func checkSeats(seats []booking.SeatSpec) error {
+	type key struct {
+		section, row string
+		number       int
+	}
+	seen := make(map[key]bool, len(seats))
+	for _, seat := range seats {
+		k := key{seat.Section, seat.Row, seat.Number}
+		if seen[k] {
+			return fmt.Errorf("seat %s/%s/%d twice: %w", seat.Section, seat.Row, seat.Number, booking.ErrInvalid)
+		}
+		seen[k] = true
+	}
+	return nil
+}

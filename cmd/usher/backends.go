@@ -2,35 +2,112 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/nats-io/nats.go"
+
+	"usher/internal/booking"
+	"usher/internal/booking/pgbooking"
+	"usher/internal/booking/sqlitebooking"
+	"usher/internal/hold"
+	"usher/internal/hold/memhold"
+	"usher/internal/hold/redishold"
+	"usher/internal/mq"
+	"usher/internal/mq/natsmq"
 	"usher/internal/queue"
 	"usher/internal/queue/memqueue"
 	"usher/internal/queue/redisqueue"
 )
 
-// openStore is the one switch that picks the queue backend. The returned
-// closer releases its connections.
-func openStore(ctx context.Context, spec, prefix string) (queue.Store, io.Closer, error) {
+// closers releases what the wiring opened, in reverse order.
+type closers []func()
+
+func (c *closers) add(f func()) { *c = append(*c, f) }
+
+func (c closers) Close() error {
+	for i := len(c) - 1; i >= 0; i-- {
+		c[i]()
+	}
+	return nil
+}
+
+// openStores is the switch that picks the fast store: the queue and the
+// holds live in the same backend.
+func openStores(ctx context.Context, spec, prefix string, cl *closers) (queue.Store, hold.Store, error) {
 	switch {
 	case spec == "memory":
-		return memqueue.New(), io.NopCloser(nil), nil
+		return memqueue.New(), memhold.New(), nil
 	case strings.HasPrefix(spec, "redis://"), strings.HasPrefix(spec, "rediss://"):
 		c, err := redisqueue.Open(ctx, spec)
 		if err != nil {
 			return nil, nil, fmt.Errorf("store %s: %w", redactURL(spec), err)
 		}
-		return redisqueue.New(c, prefix), closerFunc(c.Close), nil
+		cl.add(c.Close)
+		return redisqueue.New(c, prefix), redishold.New(c, prefix+"hold:"), nil
 	default:
 		return nil, nil, fmt.Errorf("bad setting --store/USHER_STORE=%q: want memory, redis://… or rediss://…", redactURL(spec))
 	}
 }
 
-type closerFunc func()
+// openCatalog is the switch that picks the SQL database.
+func openCatalog(ctx context.Context, spec, dataDir string, pool int, cl *closers) (booking.Store, error) {
+	switch {
+	case spec == "sqlite" || strings.HasPrefix(spec, "sqlite:"):
+		path := strings.TrimPrefix(strings.TrimPrefix(spec, "sqlite"), ":")
+		if path == "" {
+			if err := os.MkdirAll(dataDir, 0o700); err != nil {
+				return nil, fmt.Errorf("data dir: %w", err)
+			}
+			path = filepath.Join(dataDir, "usher.db")
+		}
+		s, err := sqlitebooking.Open(ctx, path)
+		if err != nil {
+			return nil, fmt.Errorf("db %s: %w", path, err)
+		}
+		cl.add(func() { s.Close() })
+		return s, nil
+	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
+		s, err := pgbooking.Open(ctx, spec, pool)
+		if err != nil {
+			return nil, fmt.Errorf("db %s: %w", redactURL(spec), err)
+		}
+		cl.add(func() { s.Close() })
+		return s, nil
+	default:
+		return nil, fmt.Errorf("bad setting --db/USHER_DB=%q: want sqlite (in the data dir), sqlite:PATH or postgres://…", redactURL(spec))
+	}
+}
 
-func (f closerFunc) Close() error { f(); return nil }
+// openBroker is the switch that picks the message broker: NATS embedded in
+// this process (JetStream files in the data dir) or an external server.
+func openBroker(ctx context.Context, spec, name, dataDir string, log *slog.Logger, cl *closers) (mq.Broker, error) {
+	var nc *nats.Conn
+	switch {
+	case spec == "embedded":
+		srv, err := natsmq.StartEmbedded(filepath.Join(dataDir, "nats"), log.With("component", "nats"))
+		if err != nil {
+			return nil, err
+		}
+		cl.add(func() { srv.Shutdown(); srv.WaitForShutdown() })
+		if nc, err = natsmq.ConnectEmbedded(srv); err != nil {
+			return nil, err
+		}
+	case strings.HasPrefix(spec, "nats://"), strings.HasPrefix(spec, "tls://"):
+		var err error
+		if nc, err = nats.Connect(spec, nats.Name("usher"), nats.MaxReconnects(-1)); err != nil {
+			return nil, fmt.Errorf("broker %s: %w", redactURL(spec), errors.Join(mq.ErrUnavailable, err))
+		}
+	default:
+		return nil, fmt.Errorf("bad setting --nats/USHER_NATS=%q: want embedded or nats://…", redactURL(spec))
+	}
+	cl.add(nc.Close)
+	return natsmq.Open(ctx, nc, natsmq.Options{Name: name, Logger: log.With("component", "mq")})
+}
 
 // redactURL hides a password in a connection URL.
 func redactURL(s string) string {

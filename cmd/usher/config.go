@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // flags wraps a FlagSet whose defaults come from USHER_* environment
@@ -45,15 +46,49 @@ func (f *flags) bool(name string, def bool, usage string) *bool {
 	return f.Bool(name, def, usage+" ($"+envName(name)+")")
 }
 
+func (f *flags) int(name string, def int, usage string) *int {
+	if v := f.getenv(envName(name)); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			f.errs = append(f.errs, fmt.Sprintf("%s=%q: want a whole number", envName(name), v))
+		}
+		def = n
+	}
+	return f.Int(name, def, usage+" ($"+envName(name)+")")
+}
+
+func (f *flags) duration(name string, def time.Duration, usage string) *time.Duration {
+	if v := f.getenv(envName(name)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			f.errs = append(f.errs, fmt.Sprintf("%s=%q: want a duration such as 500ms or 5m", envName(name), v))
+		}
+		def = d
+	}
+	return f.Duration(name, def, usage+" ($"+envName(name)+")")
+}
+
+// positive reports a setting that must be above zero.
+func (f *flags) positive(name string, v float64) {
+	if v <= 0 {
+		f.errs = append(f.errs, fmt.Sprintf("--%s/%s: want more than 0", name, envName(name)))
+	}
+}
+
 // parse parses args and reports bad environment values first.
 func (f *flags) parse(args []string) error {
 	if err := f.Parse(args); err != nil {
 		return err
 	}
+	return f.check()
+}
+
+// check reports bad settings collected so far.
+func (f *flags) check() error {
 	if len(f.errs) > 0 {
 		return fmt.Errorf("bad setting: %s", strings.Join(f.errs, "; "))
 	}
-	if f.NArg() > 0 {
+	if f.Parsed() && f.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", f.Arg(0))
 	}
 	return nil

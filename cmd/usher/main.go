@@ -27,7 +27,8 @@ func main() {
 const usage = `usage: usher <command> [flags]
 
 commands:
-  serve     run the waiting room (API, admission scheduler) on embedded defaults or Redis
+  serve     run the waiting room and booking API on embedded defaults, or on Redis, PostgreSQL, NATS
+  seed      create a demo concert with one schedule of N seats (default 50,000)
   keys      list or rotate the signing keys (usher keys list|rotate)
   version   print the version
 
@@ -45,8 +46,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "serve":
 		return helpIsNotAnError(serve(ctx, rest, getenv, stdout, stderr))
+	case "seed":
+		return helpIsNotAnError(seed(ctx, rest, getenv, stdout, stderr))
 	case "keys":
 		return helpIsNotAnError(keys(rest, getenv, stdout, stderr))
+
 	case "version":
 		fmt.Fprintln(stdout, "usher", version())
 		return nil

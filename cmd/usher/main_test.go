@@ -4,19 +4,27 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"usher/internal/queue/redisqueue"
+	"usher/internal/testenv"
 )
 
 // syncBuffer is an io.Writer the test can read while run writes to it.
@@ -275,4 +283,169 @@ func freePort(t *testing.T) string {
 	defer ln.Close()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	return port
+}
+
+// TestProductionStack runs `usher seed` and `usher serve` on the real
+// services (Redis, PostgreSQL, NATS) and books seats end to end.
+func TestProductionStack(t *testing.T) {
+	redisURL := testenv.URL(t, "USHER_TEST_REDIS")
+	pgURL := testenv.URL(t, "USHER_TEST_POSTGRES")
+	natsURL := testenv.URL(t, "USHER_TEST_NATS")
+	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
+	dbURL := pgSchemaURL(t, pgURL, "usher_e2e_"+suffix)
+	dir := t.TempDir()
+	prefix := "usher-e2e-" + suffix + ":"
+	t.Cleanup(func() { deleteRedisKeys(t, redisURL, prefix) })
+	flags := []string{"--store", redisURL, "--redis-prefix", prefix, "--db", dbURL, "--data-dir", dir}
+	var out bytes.Buffer
+	if err := run(context.Background(), append([]string{"seed", "--seats", "200", "--json"}, flags...), os.Getenv, &out, io.Discard); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	var seeded struct {
+		ScheduleID int64 `json:"schedule_id"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &seeded); err != nil || seeded.ScheduleID == 0 {
+		t.Fatalf("seed printed %q: %v", out.String(), err)
+	}
+	natsName := "e2e" + suffix
+	t.Cleanup(func() { deleteNATS(t, natsURL, natsName) }) // after serve stopped
+	base := startServe(t, map[string]string{}, append(flags, "--addr", "127.0.0.1:0", "--nats", natsURL, "--nats-name", natsName)...)
+	key, _ := os.ReadFile(filepath.Join(dir, "admin.key"))
+	admin := strings.TrimSpace(string(key))
+	c := client{t, base}
+	room := fmt.Sprintf("schedule-%d", seeded.ScheduleID)
+	if st, _, body := c.do("GET", "/api/v1/rooms/"+room, admin, ""); st != 200 {
+		t.Fatalf("seed did not create the room in Redis: %d %v", st, body)
+	}
+	_, _, body := c.do("POST", "/api/v1/rooms/"+room+"/entries", admin, `{"visitor_id":"alice"}`)
+	pass, _ := body["pass"].(string)
+	ticket, _ := body["ticket"].(string)
+	if pass == "" {
+		t.Fatalf("not admitted: %v", body)
+	}
+	st, _, body := c.do("GET", fmt.Sprintf("/api/v1/schedules/%d/seats", seeded.ScheduleID), pass, "")
+	seats, _ := body["seats"].([]any)
+	if st != 200 || len(seats) != 200 {
+		t.Fatalf("seat map: %d, %d seats", st, len(seats))
+	}
+	seat := int64(seats[7].(map[string]any)["seat_id"].(float64))
+	if st, _, body := c.do("POST", fmt.Sprintf("/api/v1/schedules/%d/holds", seeded.ScheduleID), pass, fmt.Sprintf(`{"seat_ids":[%d]}`, seat)); st != 201 {
+		t.Fatalf("hold: %d %v", st, body)
+	}
+	st, _, body = c.do("POST", "/api/v1/reservations", pass, fmt.Sprintf(`{"schedule_id":%d,"seat_ids":[%d],"idempotency_key":"k"}`, seeded.ScheduleID, seat))
+	id, _ := body["reservation_id"].(string)
+	if st != 202 || id == "" {
+		t.Fatalf("reserve: %d %v", st, body)
+	}
+	waitFor(t, "the reservation confirmed in PostgreSQL", func() bool {
+		_, _, body := c.do("GET", "/api/v1/reservations/"+id, ticket, "")
+		return body["status"] == "confirmed"
+	})
+}
+
+// deleteRedisKeys removes every key under prefix.
+func deleteRedisKeys(t *testing.T, redisURL, prefix string) {
+	ctx := context.Background()
+	c, err := redisqueue.Open(ctx, redisURL)
+	if err != nil {
+		t.Errorf("clean up Redis: %v", err)
+		return
+	}
+	defer c.Close()
+	var cursor uint64
+	for {
+		e, err := c.Do(ctx, c.B().Scan().Cursor(cursor).Match(prefix+"*").Count(1000).Build()).AsScanEntry()
+		if err != nil {
+			t.Errorf("clean up Redis: %v", err)
+			return
+		}
+		for _, k := range e.Elements {
+			c.Do(ctx, c.B().Del().Key(k).Build())
+		}
+		if cursor = e.Cursor; cursor == 0 {
+			return
+		}
+	}
+}
+
+// deleteNATS removes the stream and the bucket serve made under name.
+func deleteNATS(t *testing.T, natsURL, name string) {
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Errorf("clean up NATS: %v", err)
+		return
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Errorf("clean up NATS: %v", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := js.DeleteStream(ctx, strings.ToUpper(name)+"_RESERVATIONS"); err != nil {
+		t.Errorf("delete stream: %v", err)
+	}
+	if err := js.DeleteKeyValue(ctx, name+"_reservations"); err != nil {
+		t.Errorf("delete bucket: %v", err)
+	}
+}
+
+// pgSchemaURL creates a schema for this test, dropped at the end, and
+// returns a URL whose search_path is that schema.
+func pgSchemaURL(t *testing.T, base, schema string) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("USHER_TEST_POSTGRES is set but PostgreSQL does not answer: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if conn, err := pgx.Connect(context.Background(), base); err == nil {
+			conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+			conn.Close(context.Background())
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// TestSeedThenServeEmbedded is the newcomer's path: `usher seed` and then
+// `usher serve` on the embedded defaults; the schedule's room appears in the
+// server's memory store and the seats can be browsed.
+func TestSeedThenServeEmbedded(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"USHER_DATA_DIR": dir}
+	getenv := func(k string) string { return env[k] }
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"seed", "--seats", "120"}, getenv, &out, io.Discard); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	if !strings.Contains(out.String(), "schedule 1 ") {
+		t.Fatalf("seed printed %q", out.String())
+	}
+	base := startServe(t, env, "--addr", "127.0.0.1:0")
+	key, _ := os.ReadFile(filepath.Join(dir, "admin.key"))
+	admin := strings.TrimSpace(string(key))
+	c := client{t, base}
+	waitFor(t, "the schedule's room", func() bool {
+		st, _, _ := c.do("GET", "/api/v1/rooms/schedule-1", admin, "")
+		return st == 200
+	})
+	_, _, body := c.do("POST", "/api/v1/rooms/schedule-1/entries", admin, `{"visitor_id":"v"}`)
+	pass, _ := body["pass"].(string)
+	st, _, body := c.do("GET", "/api/v1/schedules/1/seats", pass, "")
+	if seats, _ := body["seats"].([]any); st != 200 || len(seats) != 120 {
+		t.Fatalf("seat map: %d with %d seats, want 200 with 120", st, len(seats))
+	}
 }

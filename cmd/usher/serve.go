@@ -22,6 +22,7 @@ import (
 	"usher/internal/admission"
 	"usher/internal/httpapi"
 	"usher/internal/queue"
+	"usher/internal/sale"
 	"usher/internal/token"
 )
 
@@ -30,23 +31,46 @@ import (
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newFlags("serve", getenv, stderr)
 	addr := f.string("addr", ":8080", "listen address")
-	store := f.string("store", "memory", "queue store: memory (one instance, lost on restart) or redis://host:port/db")
-	dataDir := f.string("data-dir", "./data", "directory for what the embedded defaults keep (signing keys, admin key)")
+	store := f.string("store", "memory", "queue and hold store: memory (one instance, lost on restart) or redis://host:port/db")
+	dataDir := f.string("data-dir", "./data", "directory for what the embedded defaults keep (keys, admin key, SQLite, NATS)")
 	keysFlag := f.string("keys-dir", "", "signing keys directory, shared by all instances (default <data-dir>/keys)")
 	adminKey := f.string("admin-key", "", "admin API key (default: generated into <data-dir>/admin.key)")
 	redisPrefix := f.string("redis-prefix", "usher:", "prefix of every Redis key")
 	failOpen := f.bool("fail-open", false, "let visitors with a signed pass through when the store is down")
 	insecure := f.bool("insecure-cookies", false, "drop the Secure cookie attribute (plain HTTP on a non-localhost host)")
+	db := f.string("db", "sqlite", "booking database: sqlite (<data-dir>/usher.db), sqlite:PATH or postgres://…")
+	dbPool := f.int("db-pool", 10, "database connections at most; also the reservation consumer's concurrency")
+	broker := f.string("nats", "embedded", "message broker: embedded (NATS in this process, files in <data-dir>/nats) or nats://…")
+	natsName := f.string("nats-name", "usher", "name of this deployment's stream, consumer and bucket on NATS")
+	holdTTL := f.duration("hold-ttl", 5*time.Minute, "how long a seat hold lasts")
+	seatLimit := f.int("seat-limit", 4, "most seats a visitor holds at once in a schedule, and per reservation")
+	seatMapEvery := f.duration("seat-map-every", 500*time.Millisecond, "most often a schedule's seat map is rebuilt from the database")
 	if err := f.parse(args); err != nil {
+		return err
+	}
+	f.positive("db-pool", float64(*dbPool))
+	f.positive("hold-ttl", holdTTL.Seconds())
+	f.positive("seat-limit", float64(*seatLimit))
+	f.positive("seat-map-every", seatMapEvery.Seconds())
+	if err := f.check(); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 
-	st, closeStore, err := openStore(ctx, *store, *redisPrefix)
+	var cl closers
+	defer cl.Close()
+	qs, hs, err := openStores(ctx, *store, *redisPrefix, &cl)
 	if err != nil {
 		return err
 	}
-	defer closeStore.Close()
+	catalog, err := openCatalog(ctx, *db, *dataDir, *dbPool, &cl)
+	if err != nil {
+		return err
+	}
+	mqb, err := openBroker(ctx, *broker, *natsName, *dataDir, log, &cl)
+	if err != nil {
+		return err
+	}
 	keys, err := token.LoadDir(keysDir(*keysFlag, *dataDir), time.Now)
 	if err != nil {
 		return fmt.Errorf("signing keys: %w", err)
@@ -59,11 +83,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	q := queue.New(st, queue.Options{Metrics: queue.NewMetrics(reg), Logger: log.With("component", "queue")})
+	q := queue.New(qs, queue.Options{Metrics: queue.NewMetrics(reg), Logger: log.With("component", "queue")})
 	sched := admission.New(q, log.With("component", "admission"))
+	sales := sale.New(sale.Config{
+		Catalog: catalog, Holds: hs, Broker: mqb, Queue: q,
+		HoldTTL: *holdTTL, SeatLimit: *seatLimit, SnapshotEvery: *seatMapEvery, Workers: *dbPool,
+		Logger: log.With("component", "sale"),
+	})
 	srv := &http.Server{
 		Handler: httpapi.NewServer(httpapi.Config{
-			Queue: q, Keys: keys, AdminKey: *adminKey, Registry: reg,
+			Queue: q, Keys: keys, AdminKey: *adminKey, Registry: reg, Sale: sales,
 			Logger: log.With("component", "http"), InsecureCookies: *insecure, FailOpen: *failOpen,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -76,11 +105,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("bad setting --addr/USHER_ADDR=%q: %w", *addr, err)
 	}
-	fmt.Fprintf(stdout, "usher serving on http://%s (store %s)\n", ln.Addr(), redactURL(*store))
+	fmt.Fprintf(stdout, "usher serving on http://%s (store %s, db %s, nats %s)\n", ln.Addr(), redactURL(*store), redactURL(*db), redactURL(*broker))
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return q.Run(gctx) })
 	g.Go(func() error { return sched.Run(gctx) })
+	g.Go(func() error { return sales.Run(gctx) })
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return err

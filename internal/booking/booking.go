@@ -109,6 +109,8 @@ type Store interface {
 	// ErrInvalid and nothing is added.
 	AddSeats(ctx context.Context, scheduleID int64, seats []SeatSpec) ([]int64, error)
 	Schedule(ctx context.Context, id int64) (Schedule, error)
+	// Schedules lists every schedule ordered by id.
+	Schedules(ctx context.Context) ([]Schedule, error)
 	// Seats lists a schedule's seats ordered by id.
 	Seats(ctx context.Context, scheduleID int64) ([]Seat, error)
 	// Decide applies pending reservations and returns them decided, in the

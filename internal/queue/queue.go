@@ -184,6 +184,9 @@ type Store interface {
 	// PutRoom creates a room or replaces its settings; queue, active set and
 	// counters are kept.
 	PutRoom(ctx context.Context, room string, s Settings) error
+	// CreateRoom creates a room with s unless it exists; an existing room is
+	// left unchanged. created tells which.
+	CreateRoom(ctx context.Context, room string, s Settings) (created bool, err error)
 	// Rooms lists room ids in ascending order.
 	Rooms(ctx context.Context) ([]string, error)
 	// Enter puts visitor in the room's queue, or returns its current entry if

@@ -102,6 +102,17 @@ func (q *Queue) PutRoom(ctx context.Context, room string, s Settings) error {
 	return q.refreshRoom(ctx, room)
 }
 
+// EnsureRoom creates the room with the default settings unless it exists.
+func (q *Queue) EnsureRoom(ctx context.Context, room string) (created bool, err error) {
+	if err := checkRoom(room); err != nil {
+		return false, err
+	}
+	if created, err = q.store.CreateRoom(ctx, room, DefaultSettings()); err != nil || !created {
+		return created, err
+	}
+	return true, q.refreshRoom(ctx, room)
+}
+
 // Rooms lists room ids.
 func (q *Queue) Rooms(ctx context.Context) ([]string, error) { return q.store.Rooms(ctx) }
 

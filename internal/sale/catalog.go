@@ -29,10 +29,7 @@ func (s *Service) CreateSchedule(ctx context.Context, sch booking.Schedule) (boo
 	if err != nil {
 		return booking.Schedule{}, err
 	}
-	if _, err := s.cfg.Queue.Room(ctx, sch.Room); errors.Is(err, queue.ErrRoomNotFound) {
-		err = s.cfg.Queue.PutRoom(ctx, sch.Room, queue.DefaultSettings())
-	}
-	if err != nil {
+	if _, err := s.cfg.Queue.EnsureRoom(ctx, sch.Room); err != nil {
 		return booking.Schedule{}, fmt.Errorf("sale: room of schedule %d: %w", sch.ID, err)
 	}
 	return sch, nil

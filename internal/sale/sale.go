@@ -22,6 +22,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"usher/internal/booking"
 	"usher/internal/hold"
 	"usher/internal/mq"
@@ -356,11 +358,48 @@ func (s *Service) Watch(ctx context.Context, visitor, id string) (<-chan booking
 	return s.cfg.Broker.Watch(ctx, id)
 }
 
-// Run consumes reservations until ctx ends.
+// Run consumes reservations, and keeps a waiting room for every schedule,
+// until ctx ends.
 func (s *Service) Run(ctx context.Context) error {
-	return s.cfg.Broker.Consume(ctx, mq.ConsumeOptions{
-		Workers: s.cfg.Workers, MaxBatch: s.cfg.MaxBatch, RetryAfter: s.cfg.RetryAfter,
-	}, s.decide)
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		return s.cfg.Broker.Consume(ctx, mq.ConsumeOptions{
+			Workers: s.cfg.Workers, MaxBatch: s.cfg.MaxBatch, RetryAfter: s.cfg.RetryAfter,
+		}, s.decide)
+	})
+	g.Go(func() error { s.provisionRooms(ctx); return nil })
+	return g.Wait()
+}
+
+// provisionEvery is how often every schedule's room is checked.
+const provisionEvery = 5 * time.Second
+
+// provisionRooms creates, with the default settings, the waiting room of
+// every schedule that has none: a memory store starts empty at each start,
+// and `usher seed` may add schedules beside a running server. Existing rooms
+// are never changed.
+func (s *Service) provisionRooms(ctx context.Context) {
+	t := time.NewTicker(provisionEvery)
+	defer t.Stop()
+	for {
+		schedules, err := s.cfg.Catalog.Schedules(ctx)
+		for _, sch := range schedules {
+			var created bool
+			if created, err = s.cfg.Queue.EnsureRoom(ctx, sch.Room); err != nil {
+				break
+			} else if created {
+				s.cfg.Logger.Info("created the waiting room of a schedule", "schedule", sch.ID, "room", sch.Room)
+			}
+		}
+		if err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Warn("provision waiting rooms", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // decide is the consumer's handler: SQL decides the batch; then the holds

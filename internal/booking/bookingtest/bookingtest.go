@@ -224,6 +224,13 @@ func testSchedules(t *testing.T, s booking.Store) {
 	if !def.StartsAt.Equal(t0) {
 		t.Errorf("StartsAt = %v, want %v", def.StartsAt, t0)
 	}
+	all, err := s.Schedules(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]booking.Schedule{def, custom}, all); diff != "" {
+		t.Errorf("Schedules mismatch (-created +listed):\n%s", diff)
+	}
 }
 
 func testUnknownIDs(t *testing.T, s booking.Store) {

@@ -190,6 +190,24 @@ func (s *Store) Schedule(ctx context.Context, id int64) (booking.Schedule, error
 	return sch, nil
 }
 
+// Schedules implements booking.Store.
+func (s *Store) Schedules(ctx context.Context) ([]booking.Schedule, error) {
+	rows, err := s.pool.Query(ctx, `SELECT schedule_id, concert_id, starts_at, room FROM schedule ORDER BY schedule_id`)
+	if err != nil {
+		return nil, wrap("schedules", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (booking.Schedule, error) {
+		var sch booking.Schedule
+		err := row.Scan(&sch.ID, &sch.ConcertID, &sch.StartsAt, &sch.Room)
+		sch.StartsAt = sch.StartsAt.UTC()
+		return sch, err
+	})
+	if err != nil {
+		return nil, wrap("schedules", err)
+	}
+	return out, nil
+}
+
 // AddSeats creates seats in bulk and returns their ids in order: one
 // transaction that draws the ids from the seat sequence in one statement
 // and loads the rows with COPY. The ids increase in the order of seats.

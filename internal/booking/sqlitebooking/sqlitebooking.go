@@ -241,6 +241,29 @@ func (s *Store) Schedule(ctx context.Context, id int64) (booking.Schedule, error
 	return sch, nil
 }
 
+// Schedules implements booking.Store.
+func (s *Store) Schedules(ctx context.Context) ([]booking.Schedule, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT schedule_id, concert_id, starts_at, room FROM schedule ORDER BY schedule_id`)
+	if err != nil {
+		return nil, wrap("schedules", err)
+	}
+	defer rows.Close()
+	var out []booking.Schedule
+	for rows.Next() {
+		var sch booking.Schedule
+		var startsAt int64
+		if err := rows.Scan(&sch.ID, &sch.ConcertID, &startsAt, &sch.Room); err != nil {
+			return nil, wrap("schedules", err)
+		}
+		sch.StartsAt = fromMicros(startsAt)
+		out = append(out, sch)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap("schedules", err)
+	}
+	return out, nil
+}
+
 // AddSeats creates seats in bulk (one transaction, multi-row INSERTs of
 // insertChunk seats) and returns their ids in order; the ids increase in
 // the order of seats.

@@ -42,6 +42,15 @@ type room struct {
 	expiries expiryHeap           // at least one entry per active visitor
 }
 
+func newRoom(set queue.Settings) *room {
+	return &room{
+		active:   make(map[string]time.Time),
+		tokens:   float64(set.Batch()),
+		waiting:  fifo{index: make(map[string]int64)},
+		settings: set,
+	}
+}
+
 func (s *Store) room(name string) (*room, error) {
 	s.mu.RLock()
 	r := s.rooms[name]
@@ -58,13 +67,7 @@ func (s *Store) PutRoom(_ context.Context, name string, set queue.Settings) erro
 	s.mu.Lock()
 	r := s.rooms[name]
 	if r == nil {
-		r = &room{
-			active:   make(map[string]time.Time),
-			tokens:   float64(set.Batch()),
-			waiting:  fifo{index: make(map[string]int64)},
-			settings: set,
-		}
-		s.rooms[name] = r
+		s.rooms[name] = newRoom(set)
 		s.mu.Unlock()
 		return nil
 	}
@@ -74,6 +77,17 @@ func (s *Store) PutRoom(_ context.Context, name string, set queue.Settings) erro
 	r.settings = set
 	r.tokens = math.Min(r.tokens, float64(set.Batch()))
 	return nil
+}
+
+// CreateRoom implements queue.Store.
+func (s *Store) CreateRoom(_ context.Context, name string, set queue.Settings) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rooms[name] != nil {
+		return false, nil
+	}
+	s.rooms[name] = newRoom(set)
+	return true, nil
 }
 
 // Rooms implements queue.Store.

@@ -101,6 +101,7 @@ func Run(t *testing.T, newStore NewStore) {
 		fn   func(*testing.T, queue.Store)
 	}{
 		{"Rooms", testRooms},
+		{"CreateRoom", testCreateRoom},
 		{"UnknownRoom", testUnknownRoom},
 		{"EnterIdempotent", testEnterIdempotent},
 		{"EnterConcurrentSameVisitor", testEnterConcurrentSameVisitor},
@@ -560,5 +561,26 @@ func testStatusNeverShortensExpiry(t *testing.T, s queue.Store) {
 	mustPut(t, s, "r", set)
 	if got := mustStatus(t, s, "r", "a", t0.Add(time.Second)); !got.ExpiresAt.Equal(e.ExpiresAt) {
 		t.Errorf("renewal after lowering the TTL: expiry %v, want it kept at %v", got.ExpiresAt, e.ExpiresAt)
+	}
+}
+
+// testCreateRoom: CreateRoom creates once and never overwrites.
+func testCreateRoom(t *testing.T, s queue.Store) {
+	ctx := context.Background()
+	first := settings(7, 3)
+	if created, err := s.CreateRoom(ctx, "r", first); err != nil || !created {
+		t.Fatalf("CreateRoom of a new room = %v, %v; want created", created, err)
+	}
+	mustEnter(t, s, "r", "a", t0)
+	other := settings(9, 5)
+	if created, err := s.CreateRoom(ctx, "r", other); err != nil || created {
+		t.Fatalf("CreateRoom of an existing room = %v, %v; want not created", created, err)
+	}
+	st := mustStats(t, s, "r", t0)
+	if st.Settings != first || st.LastSeq != 1 {
+		t.Errorf("after a second CreateRoom: %+v, want the first settings and its entry kept", st)
+	}
+	if rooms, err := s.Rooms(ctx); err != nil || !slices.Equal(rooms, []string{"r"}) {
+		t.Errorf("Rooms = %v, %v; want [r]", rooms, err)
 	}
 }

@@ -75,7 +75,7 @@ type Store struct {
 	c      rueidis.Client
 	prefix string
 
-	putRoom, enter, status, leave, admit, stats *rueidis.Lua
+	putRoomScript, enter, status, leave, admit, stats *rueidis.Lua
 }
 
 // New returns a store that keeps its keys under prefix (usher uses "usher:")
@@ -83,14 +83,14 @@ type Store struct {
 // server. The caller owns c and closes it after the last call.
 func New(c rueidis.Client, prefix string) *Store {
 	return &Store{
-		c:       c,
-		prefix:  prefix,
-		putRoom: rueidis.NewLuaScript(putRoomLua),
-		enter:   rueidis.NewLuaScript(enterLua),
-		status:  rueidis.NewLuaScript(statusLua),
-		leave:   rueidis.NewLuaScript(leaveLua),
-		admit:   rueidis.NewLuaScript(admitLua),
-		stats:   rueidis.NewLuaScript(statsLua),
+		c:             c,
+		prefix:        prefix,
+		putRoomScript: rueidis.NewLuaScript(putRoomLua),
+		enter:         rueidis.NewLuaScript(enterLua),
+		status:        rueidis.NewLuaScript(statusLua),
+		leave:         rueidis.NewLuaScript(leaveLua),
+		admit:         rueidis.NewLuaScript(admitLua),
+		stats:         rueidis.NewLuaScript(statsLua),
 	}
 }
 
@@ -165,6 +165,18 @@ func ints(arr []rueidis.RedisMessage) ([]int64, error) {
 
 // PutRoom implements queue.Store.
 func (s *Store) PutRoom(ctx context.Context, room string, set queue.Settings) error {
+	_, err := s.putRoom(ctx, "put room", room, set, "0")
+	return err
+}
+
+// CreateRoom implements queue.Store.
+func (s *Store) CreateRoom(ctx context.Context, room string, set queue.Settings) (bool, error) {
+	return s.putRoom(ctx, "create room", room, set, "1")
+}
+
+// putRoom runs put_room.lua, then lists the room (a separate command: the
+// rooms set is outside the room's slot; a retry repairs a failure between).
+func (s *Store) putRoom(ctx context.Context, op, room string, set queue.Settings, onlyCreate string) (bool, error) {
 	args := []string{
 		string(set.State),
 		strconv.FormatInt(set.MaxActive, 10),
@@ -173,14 +185,16 @@ func (s *Store) PutRoom(ctx context.Context, room string, set queue.Settings) er
 		strconv.FormatInt(int64(set.ActiveTTL), 10),
 		strconv.FormatInt(int64(set.ClaimWindow), 10),
 		strconv.FormatInt(set.Batch(), 10),
+		onlyCreate,
 	}
-	if err := s.putRoom.Exec(ctx, s.c, s.keys(room)[:1], args).Error(); err != nil {
-		return unavailable("put room", room, err)
+	created, err := s.putRoomScript.Exec(ctx, s.c, s.keys(room)[:1], args).AsInt64()
+	if err != nil {
+		return false, unavailable(op, room, err)
 	}
 	if err := s.c.Do(ctx, s.c.B().Sadd().Key(s.roomsKey()).Member(room).Build()).Error(); err != nil {
-		return unavailable("put room", room, err)
+		return false, unavailable(op, room, err)
 	}
-	return nil
+	return created == 1, nil
 }
 
 // Rooms implements queue.Store.

@@ -1,7 +1,8 @@
 -- put_room.lua: create a room or replace its settings (queue.Store.PutRoom).
 -- KEYS[1] meta hash
 -- ARGV    state, max_active, admit_rate, interval_ns, active_ttl_ns,
---         claim_window_ns, batch
+--         claim_window_ns, batch, only_create ("1": leave an existing room
+--         unchanged)
 -- A new room starts with a full token bucket (batch tokens) and seq 0; an
 -- existing room keeps its queue and counters, and its tokens are capped at
 -- the new batch.
@@ -9,6 +10,9 @@ local meta = KEYS[1]
 local batch = tonumber(ARGV[7])
 local tokens = batch
 local existed = redis.call('EXISTS', meta) == 1
+if existed and ARGV[8] == '1' then
+  return 0
+end
 if existed then
   tokens = math.min(tonumber(redis.call('HGET', meta, 'tokens')) or batch, batch)
 end

@@ -88,7 +88,7 @@ func reserve(t *testing.T, r *rig, visitor string, seat int64) booking.Reservati
 }
 
 // freshSchema creates a schema for this test alone, dropped at the end.
-func freshSchema(t *testing.T, base string) string {
+func freshSchema(t testing.TB, base string) string {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, base)

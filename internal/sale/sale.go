@@ -413,28 +413,66 @@ func (s *Service) decide(ctx context.Context, batch []booking.Reservation) ([]bo
 		return nil, err
 	}
 	now := s.cfg.Now()
+	sold := map[int64]bool{}
 	for i := range decided {
-		r := &decided[i]
-		r.HoldIDs = batch[i].HoldIDs
-		for _, id := range r.HoldIDs {
-			end := s.cfg.Holds.Release
-			if r.Status == booking.Confirmed {
-				end = s.cfg.Holds.Consume
-			}
-			if err := end(ctx, Scope(r.ScheduleID), id, now); err != nil && !errors.Is(err, hold.ErrNotFound) {
-				s.cfg.Logger.Warn("end hold", "hold", id, "reservation", r.ID, "err", err) // it expires anyway
-			}
-		}
-		if r.Status != booking.Confirmed {
-			continue
-		}
-		sch, err := s.Schedule(ctx, r.ScheduleID)
-		if err == nil {
-			err = s.cfg.Queue.Leave(ctx, sch.Room, r.Visitor)
-		}
-		if err != nil && !errors.Is(err, queue.ErrRoomNotFound) {
-			s.cfg.Logger.Warn("free active slot", "reservation", r.ID, "err", err) // it expires anyway
+		decided[i].HoldIDs = batch[i].HoldIDs
+		if decided[i].Status == booking.Confirmed {
+			sold[decided[i].ScheduleID] = true
 		}
 	}
+	for id := range sold {
+		s.staleSeatMap(id)
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, followUpConcurrency)
+	for i := range decided {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			s.followUp(ctx, &decided[i], now)
+		})
+	}
+	wg.Wait()
 	return decided, nil
+}
+
+// followUpConcurrency is how many decided reservations of a batch have
+// their holds ended and slots freed at once.
+const followUpConcurrency = 16
+
+// staleSeatMap makes the next SeatMap call rebuild the schedule's map, so
+// that seats just sold stop showing as available on this instance.
+func (s *Service) staleSeatMap(scheduleID int64) {
+	s.mu.Lock()
+	slot := s.maps[scheduleID]
+	s.mu.Unlock()
+	if slot != nil {
+		slot.mu.Lock()
+		slot.tried = time.Time{}
+		slot.mu.Unlock()
+	}
+}
+
+// followUp ends a decided reservation's holds and, when it is confirmed,
+// frees the visitor's active slot.
+func (s *Service) followUp(ctx context.Context, r *booking.Reservation, now time.Time) {
+	for _, id := range r.HoldIDs {
+		end := s.cfg.Holds.Release
+		if r.Status == booking.Confirmed {
+			end = s.cfg.Holds.Consume
+		}
+		if err := end(ctx, Scope(r.ScheduleID), id, now); err != nil && !errors.Is(err, hold.ErrNotFound) {
+			s.cfg.Logger.Warn("end hold", "hold", id, "reservation", r.ID, "err", err) // it expires anyway
+		}
+	}
+	if r.Status != booking.Confirmed {
+		return
+	}
+	sch, err := s.Schedule(ctx, r.ScheduleID)
+	if err == nil {
+		err = s.cfg.Queue.Leave(ctx, sch.Room, r.Visitor)
+	}
+	if err != nil && !errors.Is(err, queue.ErrRoomNotFound) {
+		s.cfg.Logger.Warn("free active slot", "reservation", r.ID, "err", err) // it expires anyway
+	}
 }

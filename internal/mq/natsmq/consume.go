@@ -67,23 +67,24 @@ func (b *Broker) Consume(ctx context.Context, o mq.ConsumeOptions, h mq.Handler)
 // closed.
 func (b *Broker) work(ctx context.Context, c jetstream.Consumer, o mq.ConsumeOptions, h mq.Handler) {
 	for ctx.Err() == nil {
-		// No FetchContext: a pull cut short by ctx would leave the
-		// messages the server is sending unseen until AckWait.
-		batch, err := c.Fetch(o.MaxBatch, jetstream.FetchMaxWait(b.o.FetchWait))
+		// Wait up to FetchWait for the first message, then take at once
+		// whatever else is there: a full batch under load, no waiting for
+		// one to fill when the stream is quiet. No FetchContext: a pull cut
+		// short by ctx would leave the messages the server is sending unseen
+		// until AckWait.
+		msgs, err := fetch(func() (jetstream.MessageBatch, error) {
+			return c.Fetch(1, jetstream.FetchMaxWait(b.o.FetchWait))
+		})
+		if err == nil && len(msgs) == 1 && o.MaxBatch > 1 {
+			var more []jetstream.Msg
+			more, err = fetch(func() (jetstream.MessageBatch, error) { return c.FetchNoWait(o.MaxBatch - 1) })
+			msgs = append(msgs, more...)
+		}
 		if err != nil {
 			if b.nc.IsClosed() {
 				b.log.Error("consume: connection closed, stopping", logErr, err)
 				return
 			}
-			b.log.Warn("consume: fetch", logErr, err)
-			sleep(ctx, b.o.FetchWait)
-			continue
-		}
-		var msgs []jetstream.Msg
-		for m := range batch.Messages() {
-			msgs = append(msgs, m)
-		}
-		if err := batch.Error(); err != nil {
 			b.log.Warn("consume: fetch", logErr, err, logCount, len(msgs))
 			if len(msgs) == 0 {
 				sleep(ctx, b.o.FetchWait)
@@ -101,6 +102,24 @@ func (b *Broker) work(ctx context.Context, c jetstream.Consumer, o mq.ConsumeOpt
 		b.handle(ctx, msgs, o, h)
 	}
 }
+
+// fetch runs one pull and collects its messages; on an error it returns
+// the messages that did arrive.
+func fetch(pull func() (jetstream.MessageBatch, error)) ([]jetstream.Msg, error) {
+	batch, err := pull()
+	if err != nil {
+		return nil, err
+	}
+	var msgs []jetstream.Msg
+	for m := range batch.Messages() {
+		msgs = append(msgs, m)
+	}
+	return msgs, batch.Error()
+}
+
+// recordConcurrency is how many decisions of a batch are written to the
+// bucket at once.
+const recordConcurrency = 16
 
 // handle decodes a batch, calls h, records the decisions and acknowledges.
 func (b *Broker) handle(ctx context.Context, msgs []jetstream.Msg, o mq.ConsumeOptions, h mq.Handler) {
@@ -147,26 +166,33 @@ func (b *Broker) handle(ctx context.Context, msgs []jetstream.Msg, o mq.ConsumeO
 	// The database holds these decisions now: record them even if ctx ended.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.o.Timeout)
 	defer cancel()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, recordConcurrency)
 	for i, r := range out {
 		if !decided(r) {
 			b.log.Warn("consume: handler left a reservation undecided, redelivered later", logID, r.ID)
 			nak(ms[i], o.RetryAfter)
 			continue
 		}
-		data, err := json.Marshal(r)
-		if err == nil {
-			_, err = b.kv.Put(wctx, stateKey(r.ID), data)
-		}
-		if err != nil {
-			b.log.Warn("consume: record decision, redelivered later", logID, r.ID, logErr, err)
-			nak(ms[i], o.RetryAfter)
-			continue
-		}
-		if err := ms[i].Ack(); err != nil {
-			// Redelivered after AckWait; Decide returns the same decision.
-			b.log.Warn("consume: ack", logID, r.ID, logErr, err)
-		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			data, err := json.Marshal(r)
+			if err == nil {
+				_, err = b.kv.Put(wctx, stateKey(r.ID), data)
+			}
+			if err != nil {
+				b.log.Warn("consume: record decision, redelivered later", logID, r.ID, logErr, err)
+				nak(ms[i], o.RetryAfter)
+				return
+			}
+			if err := ms[i].Ack(); err != nil {
+				// Redelivered after AckWait; Decide returns the same decision.
+				b.log.Warn("consume: ack", logID, r.ID, logErr, err)
+			}
+		})
 	}
+	wg.Wait()
 }
 
 // keepAlive tells the server every AckWait/3 that ms are being worked on,

@@ -75,12 +75,8 @@ func burst(b *testing.B, seats, visitors int) {
 	}
 	defer catalog.Close()
 
-	rc, err := redishold.Open(ctx, testenv.URL(b, "USHER_TEST_REDIS"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rc.Close()
-	holds := redishold.New(rc, "usher-bench-"+suffix+":")
+	rc := testenv.Redis(b)
+	holds := redishold.New(rc, testenv.RedisPrefix(b, rc))
 
 	nc, err := nats.Connect(testenv.URL(b, "USHER_TEST_NATS"))
 	if err != nil {

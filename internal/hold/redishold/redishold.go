@@ -47,7 +47,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -118,30 +117,6 @@ func New(c rueidis.Client, prefix string) *Store {
 		stock:     script(stockLua),
 		setStock:  rueidis.NewLuaScript(setStockLua),
 	}
-}
-
-// Open connects to the Redis server at rawURL (redis://[user:password@]host:port[/db]
-// or rediss:// for TLS; see rueidis.ParseURL for the options) and checks it
-// answers a PING within ctx. Failing to reach it wraps hold.ErrUnavailable.
-func Open(ctx context.Context, rawURL string) (rueidis.Client, error) {
-	opt, err := rueidis.ParseURL(rawURL)
-	if err != nil {
-		if ue, ok := errors.AsType[*url.Error](err); ok {
-			err = ue.Err // url.Error repeats the URL, password included
-		}
-		return nil, fmt.Errorf("redishold: open: bad url (want redis://host:port/db or rediss://…): %v", err)
-	}
-	opt.DisableCache = true // no client-side caching: every read must see the latest write
-	addr := fmt.Sprint(opt.InitAddress)
-	c, err := rueidis.NewClient(opt)
-	if err != nil {
-		return nil, fmt.Errorf("redishold: open %s: %w: %v", addr, hold.ErrUnavailable, err)
-	}
-	if err := c.Do(ctx, c.B().Ping().Build()).Error(); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("redishold: open %s: ping: %w: %v", addr, hold.ErrUnavailable, err)
-	}
-	return c, nil
 }
 
 // base is the start of every key of scope.

@@ -18,6 +18,7 @@ import (
 
 	"usher/internal/queue"
 	"usher/internal/queue/redisqueue"
+	"usher/internal/testenv"
 )
 
 // BenchmarkEnterConcurrency50 measures Enter into a paused room (every
@@ -84,7 +85,7 @@ func BenchmarkMemoryPerWaitingVisitor(b *testing.B) {
 	}
 	for range b.N {
 		b.StopTimer()
-		prefix := randomPrefix()
+		prefix := testenv.RedisPrefix(b, c)
 		s := redisqueue.New(c, prefix)
 		set := queue.DefaultSettings()
 		set.State = queue.Paused
@@ -124,7 +125,7 @@ func BenchmarkMemoryPerWaitingVisitor(b *testing.B) {
 		}
 		b.ReportMetric(float64(after-before)/visitors, "bytes/visitor")
 		b.ReportMetric(float64(usage)/visitors, "key-bytes/visitor")
-		deleteKeys(b, c, prefix)
+		testenv.DeleteKeys(b, c, prefix)
 		b.StartTimer()
 	}
 }

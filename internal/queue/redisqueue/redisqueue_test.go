@@ -2,8 +2,6 @@ package redisqueue_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	mathrand "math/rand/v2"
@@ -22,65 +20,15 @@ import (
 	"usher/internal/testenv"
 )
 
-// redisURL returns the test server's URL from USHER_TEST_REDIS; it skips
-// when unset, but fails under CI.
-func redisURL(tb testing.TB) string {
-	tb.Helper()
-	return testenv.URL(tb, "USHER_TEST_REDIS")
-}
-
-// openClient connects to the test server. A set but unreachable server fails
-// the test: it never skips.
-func openClient(tb testing.TB) rueidis.Client {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := redisqueue.Open(ctx, redisURL(tb))
-	if err != nil {
-		tb.Fatalf("USHER_TEST_REDIS is set but Redis does not answer: %v", err)
-	}
-	tb.Cleanup(c.Close)
-	return c
-}
-
-// randomPrefix returns a key prefix no other test uses.
-func randomPrefix() string {
-	b := make([]byte, 8)
-	rand.Read(b)
-	return "usher-test:" + hex.EncodeToString(b) + ":"
-}
+// openClient connects to USHER_TEST_REDIS (skipping when unset outside CI).
+func openClient(tb testing.TB) rueidis.Client { return testenv.Redis(tb) }
 
 // newStoreFunc returns a queuetest.NewStore whose every store has a fresh
 // prefix, deleted when its test ends.
 func newStoreFunc(c rueidis.Client) queuetest.NewStore {
 	return func(tb testing.TB) queue.Store {
-		prefix := randomPrefix()
-		tb.Cleanup(func() { deleteKeys(tb, c, prefix) })
+		prefix := testenv.RedisPrefix(tb, c)
 		return redisqueue.New(c, prefix)
-	}
-}
-
-// deleteKeys removes every key under prefix on every node.
-func deleteKeys(tb testing.TB, c rueidis.Client, prefix string) {
-	tb.Helper()
-	ctx := context.Background()
-	for _, node := range c.Nodes() {
-		var cursor uint64
-		for {
-			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(prefix+"*").Count(1000).Build()).AsScanEntry()
-			if err != nil {
-				tb.Errorf("scan %s*: %v", prefix, err)
-				return
-			}
-			for _, k := range e.Elements {
-				if err := node.Do(ctx, node.B().Unlink().Key(k).Build()).Error(); err != nil {
-					tb.Errorf("unlink %s: %v", k, err)
-				}
-			}
-			if cursor = e.Cursor; cursor == 0 {
-				break
-			}
-		}
 	}
 }
 
@@ -97,8 +45,7 @@ func BenchmarkStore(b *testing.B) {
 func TestKeys(t *testing.T) {
 	c := openClient(t)
 	ctx := context.Background()
-	prefix := randomPrefix()
-	t.Cleanup(func() { deleteKeys(t, c, prefix) })
+	prefix := testenv.RedisPrefix(t, c)
 	s := redisqueue.New(c, prefix)
 	set := queue.DefaultSettings()
 	set.State = queue.Paused

@@ -1,0 +1,71 @@
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Redis connects to the Redis at USHER_TEST_REDIS (skipping or failing as
+// URL does; a set but silent server fails the test) and closes the client
+// when the test ends.
+func Redis(tb testing.TB) rueidis.Client {
+	tb.Helper()
+	opt, err := rueidis.ParseURL(URL(tb, "USHER_TEST_REDIS"))
+	if err != nil {
+		tb.Fatalf("USHER_TEST_REDIS: %v", err)
+	}
+	opt.DisableCache = true
+	c, err := rueidis.NewClient(opt)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err = c.Do(ctx, c.B().Ping().Build()).Error(); err != nil {
+			c.Close()
+		}
+	}
+	if err != nil {
+		tb.Fatalf("USHER_TEST_REDIS is set but Redis does not answer: %v", err)
+	}
+	tb.Cleanup(c.Close)
+	return c
+}
+
+// RedisPrefix returns a key prefix no other test uses; every key under it
+// is deleted when the test ends.
+func RedisPrefix(tb testing.TB, c rueidis.Client) string {
+	tb.Helper()
+	b := make([]byte, 8)
+	rand.Read(b)
+	prefix := "usher-test:" + hex.EncodeToString(b) + ":"
+	tb.Cleanup(func() { DeleteKeys(tb, c, prefix) })
+	return prefix
+}
+
+// DeleteKeys removes every key under prefix on every node.
+func DeleteKeys(tb testing.TB, c rueidis.Client, prefix string) {
+	tb.Helper()
+	ctx := context.Background()
+	for _, node := range c.Nodes() {
+		var cursor uint64
+		for {
+			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(prefix+"*").Count(1000).Build()).AsScanEntry()
+			if err != nil {
+				tb.Errorf("scan %s*: %v", prefix, err)
+				return
+			}
+			for _, k := range e.Elements {
+				if err := node.Do(ctx, node.B().Unlink().Key(k).Build()).Error(); err != nil {
+					tb.Errorf("unlink %s: %v", k, err)
+				}
+			}
+			if cursor = e.Cursor; cursor == 0 {
+				break
+			}
+		}
+	}
+}

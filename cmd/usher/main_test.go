@@ -23,7 +23,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"usher/internal/queue/redisqueue"
 	"usher/internal/testenv"
 )
 
@@ -294,8 +293,7 @@ func TestProductionStack(t *testing.T) {
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
 	dbURL := pgSchemaURL(t, pgURL, "usher_e2e_"+suffix)
 	dir := t.TempDir()
-	prefix := "usher-e2e-" + suffix + ":"
-	t.Cleanup(func() { deleteRedisKeys(t, redisURL, prefix) })
+	prefix := testenv.RedisPrefix(t, testenv.Redis(t))
 	flags := []string{"--store", redisURL, "--redis-prefix", prefix, "--db", dbURL, "--data-dir", dir}
 	var out bytes.Buffer
 	if err := run(context.Background(), append([]string{"seed", "--seats", "200", "--json"}, flags...), os.Getenv, &out, io.Discard); err != nil {
@@ -341,31 +339,6 @@ func TestProductionStack(t *testing.T) {
 		_, _, body := c.do("GET", "/api/v1/reservations/"+id, ticket, "")
 		return body["status"] == "confirmed"
 	})
-}
-
-// deleteRedisKeys removes every key under prefix.
-func deleteRedisKeys(t *testing.T, redisURL, prefix string) {
-	ctx := context.Background()
-	c, err := redisqueue.Open(ctx, redisURL)
-	if err != nil {
-		t.Errorf("clean up Redis: %v", err)
-		return
-	}
-	defer c.Close()
-	var cursor uint64
-	for {
-		e, err := c.Do(ctx, c.B().Scan().Cursor(cursor).Match(prefix+"*").Count(1000).Build()).AsScanEntry()
-		if err != nil {
-			t.Errorf("clean up Redis: %v", err)
-			return
-		}
-		for _, k := range e.Elements {
-			c.Do(ctx, c.B().Del().Key(k).Build())
-		}
-		if cursor = e.Cursor; cursor == 0 {
-			return
-		}
-	}
 }
 
 // deleteNATS removes the stream and the bucket serve made under name.

@@ -79,11 +79,19 @@ func DefaultSettings() Settings {
 	}
 }
 
-// Batch is the most visitors one step may admit, and the capacity of the
-// room's token bucket: AdmitRate × Interval, at least 1.
+// Batch is AdmitRate × Interval rounded up, at least 1: what a step admits
+// when it runs every Interval. A new room's token bucket starts with Batch
+// tokens.
 func (s Settings) Batch() int64 {
 	return max(1, int64(math.Ceil(s.AdmitRate*s.Interval.Seconds()-1e-9)))
 }
+
+// BucketCapacity is the most tokens the room's bucket holds: Batch + 1.
+// The extra token keeps the fraction a step leaves behind (a step admits
+// whole visitors), so a rate that is not a whole number per interval, or a
+// step that runs a little late, still admits at AdmitRate on average; a
+// step admits at most Batch + 1.
+func (s Settings) BucketCapacity() float64 { return float64(s.Batch() + 1) }
 
 // Validate reports the first setting out of range, wrapped in ErrInvalid.
 func (s Settings) Validate() error {
@@ -206,7 +214,8 @@ type Store interface {
 	// Admit runs one admission step: it removes active visitors whose expiry
 	// is at or before now, then admits min(MaxActive-active, tokens, waiting)
 	// visitors from the head of the queue with expiry now+ClaimWindow. Tokens
-	// come from a room-wide bucket refilled at AdmitRate up to Batch(), kept
+	// come from a room-wide bucket refilled at AdmitRate up to
+	// BucketCapacity(), kept
 	// in the same atomic step, so any number of concurrent callers admit at
 	// AdmitRate in total and never exceed MaxActive. A paused or closed room
 	// admits nobody (expiry still runs).

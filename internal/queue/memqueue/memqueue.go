@@ -75,7 +75,7 @@ func (s *Store) PutRoom(_ context.Context, name string, set queue.Settings) erro
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.settings = set
-	r.tokens = math.Min(r.tokens, float64(set.Batch()))
+	r.tokens = math.Min(r.tokens, set.BucketCapacity())
 	return nil
 }
 
@@ -265,7 +265,7 @@ func (r *room) refill(now time.Time) {
 		}
 		r.refilled = now
 	}
-	r.tokens = math.Min(r.tokens, float64(r.settings.Batch()))
+	r.tokens = math.Min(r.tokens, r.settings.BucketCapacity())
 }
 
 type expiry struct {

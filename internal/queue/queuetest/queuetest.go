@@ -117,6 +117,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ReenterAfterGone", testReenterAfterGone},
 		{"Stats", testStats},
 		{"RefillIgnoresEarlierNow", testRefillIgnoresEarlierNow},
+		{"FractionalRate", testFractionalRate},
 		{"StatusNeverShortensExpiry", testStatusNeverShortensExpiry},
 	}
 	for _, tt := range tests {
@@ -251,11 +252,12 @@ func testAdmitStep(t *testing.T, s queue.Store) {
 		t.Errorf("stats = %+v, want 5 active, 5 waiting, 5 admitted", st)
 	}
 	// Visitors who never claimed expire after the claim window; vs[0] claimed.
+	// The bucket is full again: BucketCapacity, one more than a batch.
 	res = mustAdmit(t, s, "r", t0.Add(100*time.Millisecond+set.ClaimWindow))
 	if res.Expired != 4 {
 		t.Errorf("expired = %d, want the 4 unclaimed", res.Expired)
 	}
-	if want := vs[5:8]; !slices.Equal(res.Admitted, want) {
+	if want := vs[5:9]; !slices.Equal(res.Admitted, want) {
 		t.Errorf("after expiry admitted %v, want %v", res.Admitted, want)
 	}
 }
@@ -582,5 +584,27 @@ func testCreateRoom(t *testing.T, s queue.Store) {
 	}
 	if rooms, err := s.Rooms(ctx); err != nil || !slices.Equal(rooms, []string{"r"}) {
 		t.Errorf("Rooms = %v, %v; want [r]", rooms, err)
+	}
+}
+
+// testFractionalRate: a rate that is not a whole number of visitors per
+// interval, with steps that run late, still admits at AdmitRate on average
+// (the bucket keeps the fraction a step leaves).
+func testFractionalRate(t *testing.T, s queue.Store) {
+	set := settings(1e6, 17)
+	set.Interval = 117 * time.Millisecond // 1.989 visitors per interval
+	fill(t, s, "r", set, 400)
+	now := t0
+	for i := range 100 {
+		now = now.Add(set.Interval + time.Duration(i%3)*time.Millisecond) // late by 0–2 ms
+		mustAdmit(t, s, "r", now)
+	}
+	st := mustStats(t, s, "r", now)
+	// The first step finds the bucket's initial Batch; from then on it fills
+	// at 17/s. Whole visitors only: at most one token is left unused.
+	elapsed := now.Sub(t0.Add(set.Interval))
+	want := 17*elapsed.Seconds() + float64(set.Batch())
+	if got := float64(st.AdmittedTotal); got < want-1 || got > want {
+		t.Errorf("admitted %v in %v at 17/s, want %.2f (-1)", got, elapsed, want)
 	}
 }

@@ -44,7 +44,7 @@ if state == 'open' and redis.call('ZCARD', wait) == 0 then
     end
     refilled = now
   end
-  tokens = math.min(tokens, batch)
+  tokens = math.min(tokens, batch + 1)
   local admit = redis.call('ZCARD', active) < tonumber(m[1]) and tokens >= 1
   if admit then
     tokens = tokens - 1

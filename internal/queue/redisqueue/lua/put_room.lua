@@ -5,7 +5,7 @@
 --         unchanged)
 -- A new room starts with a full token bucket (batch tokens) and seq 0; an
 -- existing room keeps its queue and counters, and its tokens are capped at
--- the new batch.
+-- the new bucket capacity, batch + 1.
 local meta = KEYS[1]
 local batch = tonumber(ARGV[7])
 local tokens = batch
@@ -14,7 +14,7 @@ if existed and ARGV[8] == '1' then
   return 0
 end
 if existed then
-  tokens = math.min(tonumber(redis.call('HGET', meta, 'tokens')) or batch, batch)
+  tokens = math.min(tonumber(redis.call('HGET', meta, 'tokens')) or batch, batch + 1)
 end
 redis.call('HSET', meta,
   'state', ARGV[1], 'max_active', ARGV[2], 'admit_rate', ARGV[3],

@@ -30,6 +30,9 @@ commands:
   serve     run the waiting room and booking API on embedded defaults, or on Redis, PostgreSQL, NATS
   seed      create a demo concert with one schedule of N seats (default 50,000)
   keys      list or rotate the signing keys (usher keys list|rotate)
+  plan      size a room from the origin's capacity (Little's law, seed 002)
+  origin    run a simulated origin (worker pool, connection pool, service time)
+  loadtest  run a load test: direct to the origin, or queued through usher
   version   print the version
 
 Run 'usher <command> -h' for a command's flags.
@@ -50,7 +53,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return helpIsNotAnError(seed(ctx, rest, getenv, stdout, stderr))
 	case "keys":
 		return helpIsNotAnError(keys(rest, getenv, stdout, stderr))
-
+	case "plan":
+		return helpIsNotAnError(plan(ctx, rest, getenv, stdout, stderr))
+	case "origin":
+		return helpIsNotAnError(origin(ctx, rest, getenv, stdout, stderr))
+	case "loadtest":
+		return helpIsNotAnError(loadtest(ctx, rest, getenv, stdout, stderr))
 	case "version":
 		fmt.Fprintln(stdout, "usher", version())
 		return nil

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"usher/internal/loadlab/capacity"
+)
+
+// plan derives a room configuration from the site's pool and service time
+// with Little's law (seed 002), optionally measuring the service time first.
+func plan(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	def := capacity.DefaultInput()
+	f := newFlags("plan", getenv, stderr)
+	pool := f.int("pool", 0, "concurrency limit of the site: requests served at once (its database connection pool)")
+	service := f.duration("service-time", 0, "time one request takes without queueing, e.g. the p95 of --measure (seed 002: 76ms)")
+	margin := floatFlag(f, "margin", def.Margin, "safety margin applied to the throughput and to the burst")
+	ttl := f.duration("ttl", def.TTL, "active TTL: how long an admitted visitor stays active")
+	batch := f.int("batch", 0, "preferred batch: visitors admitted at once (or give --interval; default: from --burst-target)")
+	interval := f.duration("interval", 0, "preferred time between admission steps (instead of --batch)")
+	burst := f.duration("burst-target", def.BurstTarget, "without --batch or --interval: longest a batch's burst may take to be served")
+	perVisitor := floatFlag(f, "requests-per-visitor", def.RequestsPerVisitor, "requests an admitted visitor makes to the pool-bound endpoint")
+	round := f.bool("round", def.Round, "round the throughput down to a round number, as seed 002 turns 92 into 90")
+	roundInterval := f.bool("round-interval", false, "keep seed 002's rounded-up interval (389ms → 500ms) in the room, lowering admit_rate to batch ÷ interval")
+	asJSON := f.bool("json", false, "print the plan (and measurement) as JSON")
+	room := f.string("room", "sale", "room id for the example command")
+	usherURL := f.string("usher", "http://localhost:8080", "usher base URL for the example command")
+	measure := f.string("measure", "", "measure the service time first: URL of the pool-bound endpoint (seed 002's first test)")
+	mConc := f.int("measure-concurrency", 0, "requests in flight while measuring; below the pool (default pool ÷ 2)")
+	mReqs := f.int("measure-requests", 200, "requests measured")
+	mWarm := f.int("measure-warmup", 10, "requests sent first and not measured")
+	mMethod := f.string("measure-method", http.MethodGet, "HTTP method of the measured requests")
+	mBody := f.string("measure-body", "", "body of the measured requests (sent as application/json)")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+
+	in := def
+	in.Pool, in.ServiceTime, in.Margin, in.TTL = *pool, *service, *margin, *ttl
+	in.Batch, in.Interval, in.BurstTarget = *batch, *interval, *burst
+	in.RequestsPerVisitor, in.Round, in.RoundInterval = *perVisitor, *round, *roundInterval
+	if in.Pool < 1 {
+		return fmt.Errorf("bad setting --pool/%s: want the site's concurrency limit (at least 1)", envName("pool"))
+	}
+
+	var m *capacity.Measurement
+	if *measure != "" {
+		if *service != 0 {
+			return fmt.Errorf("give --service-time or --measure, not both")
+		}
+		conc := *mConc
+		if conc == 0 {
+			conc = max(1, in.Pool/2)
+		}
+		if conc >= in.Pool && in.Pool > 1 {
+			fmt.Fprintf(stderr, "usher plan: warning: measuring at concurrency %d, not below the pool %d: requests may queue\n", conc, in.Pool)
+		}
+		probe := capacity.Probe{URL: *measure, Method: *mMethod, Concurrency: conc, Requests: *mReqs, Warmup: *mWarm}
+		if *mBody != "" {
+			probe.Body = []byte(*mBody)
+			probe.Header = http.Header{"Content-Type": {"application/json"}}
+		}
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conc, DisableCompression: true}}
+		defer client.CloseIdleConnections()
+		got, err := capacity.Measure(ctx, client, probe)
+		if err != nil {
+			return err
+		}
+		m = &got
+		in.ServiceTime = time.Duration(got.Latency.P95 * float64(time.Millisecond))
+	}
+
+	p, err := capacity.Make(in)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Measurement *capacity.Measurement `json:"measurement,omitempty"`
+			Plan        capacity.Plan         `json:"plan"`
+		}{m, p})
+	}
+	if m != nil {
+		if err := m.WriteText(stdout); err != nil {
+			return err
+		}
+	}
+	return p.WriteText(stdout, *usherURL, *room)
+}
+
+// floatFlag is a float64 flag with the USHER_* fallback of newFlags.
+func floatFlag(f *flags, name string, def float64, usage string) *float64 {
+	if v := f.getenv(envName(name)); v != "" {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			f.errs = append(f.errs, fmt.Sprintf("%s=%q: want a number", envName(name), v))
+		}
+		def = x
+	}
+	return f.Float64(name, def, usage+" ($"+envName(name)+")")
+}

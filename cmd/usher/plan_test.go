@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func runPlan(t *testing.T, args ...string) string {
+	t.Helper()
+	var stdout, stderr strings.Builder
+	if err := plan(context.Background(), args, func(string) string { return "" }, &stdout, &stderr); err != nil {
+		t.Fatalf("plan %v: %v\n%s", args, err, stderr.String())
+	}
+	return stdout.String()
+}
+
+func TestPlanSeed002(t *testing.T) {
+	out := runPlan(t, "--pool", "10", "--service-time", "76ms", "--margin", "0.7", "--ttl", "3m", "--batch", "35")
+	for _, want := range []string{"= 131.6 req/s", "rounded down to 90 req/s", "= 16,200 visitors", "389ms, rounded up to 500ms",
+		`{"state":"open","max_active":16200,"admit_rate":90,"interval_ms":388,"active_ttl_seconds":180,"claim_window_seconds":30}`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan output lacks %q:\n%s", want, out)
+		}
+	}
+	var got struct {
+		Plan struct {
+			Room map[string]any `json:"room"`
+		} `json:"plan"`
+	}
+	if err := json.Unmarshal([]byte(runPlan(t, "--pool", "10", "--service-time", "76ms", "--batch", "35", "--round-interval", "--json")), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Plan.Room["interval_ms"] != 500.0 || got.Plan.Room["admit_rate"] != 70.0 {
+		t.Errorf("--round-interval room %v, want seed 002's 35 per 500 ms (70/s)", got.Plan.Room)
+	}
+}
+
+func TestPlanMeasure(t *testing.T) {
+	base := startOrigin(t, "--addr", "127.0.0.1:0", "--conns", "4", "--service", "constant:5ms")
+	out := runPlan(t, "--pool", "4", "--measure", base+"/seats", "--measure-requests", "20", "--measure-warmup", "2", "--batch", "4")
+	for _, want := range []string{"Service time: 20 requests", "at concurrency 2", "p95", "Little's law predicts", "(pool) ÷ 0.00"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan --measure output lacks %q:\n%s", want, out)
+		}
+	}
+	var got struct {
+		Measurement struct {
+			Latency struct {
+				Count uint64  `json:"count"`
+				P95   float64 `json:"p95_ms"`
+			} `json:"latency"`
+		} `json:"measurement"`
+		Plan struct {
+			Input struct {
+				ServiceTimeMS float64 `json:"service_time_ms"`
+			} `json:"input"`
+		} `json:"plan"`
+	}
+	js := runPlan(t, "--pool", "4", "--measure", base+"/seats", "--measure-requests", "20", "--json")
+	if err := json.Unmarshal([]byte(js), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Measurement.Latency.Count != 20 || got.Measurement.Latency.P95 < 5 || got.Plan.Input.ServiceTimeMS != got.Measurement.Latency.P95 {
+		t.Errorf("measured %+v, planned with %v ms: want 20 requests of at least 5 ms, planned with their p95", got.Measurement, got.Plan.Input.ServiceTimeMS)
+	}
+}
+
+func TestPlanBadSettings(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"--pool", "10"},
+		{"--pool", "10", "--service-time", "76ms", "--margin", "2"},
+		{"--pool", "10", "--service-time", "76ms", "--batch", "3", "--interval", "1s"},
+		{"--pool", "10", "--service-time", "76ms", "--measure", "http://127.0.0.1:1/"},
+	} {
+		var stdout, stderr strings.Builder
+		if err := plan(context.Background(), args, func(string) string { return "" }, &stdout, &stderr); err == nil {
+			t.Errorf("plan %v: err = nil, want an error", args)
+		}
+	}
+	// Environment variables stand in for flags.
+	var stdout strings.Builder
+	env := map[string]string{"USHER_POOL": "10", "USHER_SERVICE_TIME": "76ms", "USHER_MARGIN": "0.7", "USHER_BATCH": "35"}
+	if err := plan(context.Background(), nil, func(k string) string { return env[k] }, &stdout, &strings.Builder{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "16,200 visitors") {
+		t.Errorf("plan from USHER_* variables:\n%s", stdout.String())
+	}
+}

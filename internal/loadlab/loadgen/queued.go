@@ -1,0 +1,177 @@
+package loadgen
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Usher's visitor states (httpapi.EntryResponse).
+const (
+	stateWaiting  = "waiting"
+	stateAdmitted = "admitted"
+)
+
+// entry is the part of usher's entry response a visitor reads.
+type entry struct {
+	Ticket      string `json:"ticket"`
+	State       string `json:"state"`
+	Position    int64  `json:"position"`
+	ETASeconds  int64  `json:"eta_seconds"`
+	PollAfterMS int64  `json:"poll_after_ms"`
+	Pass        string `json:"pass"`
+}
+
+// visit is one visitor's journey, kept for the order and ETA analyses.
+type visit struct {
+	enterSend, enterRecv time.Time
+	// lastWaiting is when the last request answered "waiting" was sent;
+	// admittedAt when the first "admitted" answer arrived (zero if never).
+	lastWaiting, admittedAt time.Time
+	etaSeconds              int64
+	waitedAtEntry           bool
+}
+
+// visit runs one visitor: enter, poll until admitted, call the origin, leave.
+// It returns false when the visitor could not enter.
+func (r *runner) visit(due time.Time) bool {
+	r.started.Add(1)
+	v := visit{enterSend: time.Now()}
+	res, e := r.queueCall(http.MethodPost, r.entriesURL, "", []byte("{}"), due)
+	if !res.ok {
+		r.failed.add("enter " + describe(res))
+		return false
+	}
+	v.enterRecv = res.recv
+	v.etaSeconds, v.waitedAtEntry = e.ETASeconds, e.State == stateWaiting
+	ticket := e.Ticket
+	if v.waitedAtEntry {
+		r.waiting.Add(1)
+	}
+	send := v.enterSend
+	for e.State == stateWaiting {
+		v.lastWaiting = send
+		wait := time.Duration(e.PollAfterMS) * time.Millisecond
+		if wait <= 0 {
+			wait = time.Second
+		}
+		due = res.recv.Add(wait)
+		if !r.sleepUntil(due) {
+			r.waiting.Add(-1)
+			r.abandoned.Add(1)
+			r.record(v)
+			return true
+		}
+		send = time.Now()
+		var next entry
+		res, next = r.queueCall(http.MethodGet, r.meURL, ticket, nil, due)
+		switch {
+		case res.ok:
+			e = next
+		case res.retry || !res.counted:
+			// usher unavailable (or the run ended): try again, as a browser would.
+			res.recv = time.Now()
+		default:
+			r.waiting.Add(-1)
+			r.failed.add("poll " + describe(res))
+			r.record(v)
+			return true
+		}
+	}
+	if v.waitedAtEntry {
+		r.waiting.Add(-1)
+	}
+	if e.State != stateAdmitted {
+		r.failed.add(e.State) // expired or closed
+		r.record(v)
+		return true
+	}
+	v.admittedAt = res.recv
+	r.admitted.Add(1)
+	if !v.waitedAtEntry {
+		r.passthrough.Add(1)
+	}
+	r.inQueue.Record(v.admittedAt.Sub(v.enterRecv))
+	r.record(v)
+
+	r.active.Add(1)
+	pass, calls, done := e.Pass, 0, true
+	due = time.Now()
+	for i := 0; r.cfg.Calls == 0 || i < r.cfg.Calls; i++ {
+		if i > 0 {
+			due = time.Now().Add(r.cfg.Think.Sample())
+		}
+		if !r.sleepUntil(due) {
+			done = r.cfg.Calls == 0 // "until the run ends" ends so
+			break
+		}
+		res := r.originCall(due, pass)
+		if res.counted {
+			calls++
+		}
+		if renewed := res.header.Get("Usher-Pass"); renewed != "" {
+			pass = renewed
+		}
+	}
+	r.active.Add(-1)
+	if calls > 0 {
+		r.calledOrigin.Add(1)
+	}
+	if done {
+		r.completed.Add(1)
+	} else {
+		r.cutOff.Add(1)
+	}
+	if r.cfg.Leave && r.hard.Err() == nil {
+		r.queueCall(http.MethodDelete, r.meURL, ticket, nil, time.Now())
+	}
+	return true
+}
+
+// queueCall calls usher and decodes the entry it answers.
+func (r *runner) queueCall(method, url, token string, body []byte, due time.Time) (result, entry) {
+	req, err := http.NewRequest(method, url, bodyReader(body))
+	if err != nil {
+		panic(err) // validated
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	var e entry
+	check := func(b []byte) bool { return json.Unmarshal(b, &e) == nil && e.State != "" }
+	if method == http.MethodDelete {
+		check = func([]byte) bool { return true }
+	}
+	res := r.call(r.queue, req, due, check, nil)
+	return res, e
+}
+
+func (r *runner) record(v visit) {
+	r.mu.Lock()
+	r.visits = append(r.visits, v)
+	r.mu.Unlock()
+}
+
+func describe(res result) string {
+	switch {
+	case !res.counted:
+		return "interrupted"
+	case res.status == 0:
+		return "transport"
+	default:
+		return "http " + strconv.Itoa(res.status)
+	}
+}
+
+func bodyReader(b []byte) io.Reader {
+	if b == nil {
+		return http.NoBody
+	}
+	return bytes.NewReader(b)
+}

@@ -1,0 +1,299 @@
+package loadgen
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"usher/internal/loadlab/hist"
+	"usher/internal/loadlab/simorigin"
+)
+
+// Report is one scenario's results.
+type Report struct {
+	Scenario string `json:"scenario"`
+	// Model is "closed" (Users users) or "open" (Stages).
+	Model      string    `json:"model"`
+	Users      int       `json:"users,omitempty"`
+	Stages     string    `json:"stages,omitempty"`
+	Iterations int       `json:"iterations,omitempty"`
+	Calls      int       `json:"calls,omitempty"`
+	Think      string    `json:"think"`
+	Target     string    `json:"target"`
+	Usher      string    `json:"usher,omitempty"`
+	Room       string    `json:"room,omitempty"`
+	StartedAt  time.Time `json:"started_at"`
+	// ElapsedSeconds runs from the start until the last call ended.
+	ElapsedSeconds float64 `json:"elapsed_s"`
+
+	// Origin are the calls to the target; Queue the calls to usher.
+	Origin OriginCalls `json:"origin"`
+	Queue  *Calls      `json:"queue,omitempty"`
+	// Visits, TimeInQueue (entry to admission, ms), ETA and Inversions
+	// describe the waiting room (Queued only).
+	Visits      *Visits       `json:"visits,omitempty"`
+	TimeInQueue *hist.Summary `json:"time_in_queue,omitempty"`
+	ETA         *ETAError     `json:"eta_error,omitempty"`
+	Inversions  *int64        `json:"admission_order_inversions,omitempty"`
+
+	// Dropped counts open-model iterations not started for lack of a free
+	// slot (MaxInFlight); Interrupted, calls cancelled at the end.
+	Dropped     int64 `json:"dropped_iterations"`
+	Interrupted int64 `json:"interrupted_calls"`
+
+	Timeline []Tick `json:"timeline"`
+}
+
+// Calls counts one kind of call. Requests = Successes + the sum of Errors.
+type Calls struct {
+	Requests  int64            `json:"requests"`
+	Successes int64            `json:"successes"`
+	Errors    map[string]int64 `json:"errors"`
+	// Throughput is successes per second over the run.
+	Throughput float64 `json:"throughput"`
+	// Latency is that of successful calls, from when each was due.
+	Latency hist.Summary `json:"latency"`
+}
+
+// OriginCalls are Calls with the origin's own view, when it exposes one.
+type OriginCalls struct {
+	Calls
+	// Utilization is the share of the origin's connection pool held during
+	// the run, from its GET /stats; Stats is its last reading.
+	Utilization *float64         `json:"utilization,omitempty"`
+	Stats       *simorigin.Stats `json:"stats,omitempty"`
+}
+
+// Visits counts visitor journeys: Started = Admitted + Abandoned + the sum
+// of Failed; Admitted = Completed + CutOff.
+type Visits struct {
+	Started int64 `json:"started"`
+	// Admitted visitors; Passthrough of them were admitted at entry.
+	Admitted    int64 `json:"admitted"`
+	Passthrough int64 `json:"passthrough"`
+	// CalledOrigin admitted visitors made at least one origin call.
+	CalledOrigin int64 `json:"called_origin"`
+	// Completed made all their calls; CutOff were admitted but the run
+	// ended before they made them all.
+	Completed int64 `json:"completed"`
+	CutOff    int64 `json:"cut_off"`
+	// Abandoned were still waiting when the run ended.
+	Abandoned int64 `json:"abandoned"`
+	// Failed ended early: entry refused, poll refused, slot expired, room closed.
+	Failed map[string]int64 `json:"failed"`
+}
+
+func (cs *callStats) calls(elapsed time.Duration) Calls {
+	errs, _ := cs.errs.snapshot()
+	ok := cs.successes.Load()
+	return Calls{
+		Requests: cs.requests.Load(), Successes: ok, Errors: errs,
+		Throughput: float64(ok) / elapsed.Seconds(),
+		Latency:    cs.lat.Snapshot().Summary(),
+	}
+}
+
+func (r *runner) report(elapsed time.Duration, tl *timeline) *Report {
+	c := r.cfg
+	rep := &Report{
+		Scenario: c.Scenario, Model: "closed", Users: c.Users, Iterations: c.Iterations,
+		Think: c.Think.String(), Target: c.Target.Method + " " + c.Target.URL,
+		StartedAt: r.start.UTC(), ElapsedSeconds: elapsed.Seconds(),
+		Origin:      OriginCalls{Calls: r.origin.calls(elapsed)},
+		Dropped:     r.dropped.Load(),
+		Interrupted: r.interrupted.Load(),
+		Timeline:    tl.ticks,
+	}
+	if c.Open() {
+		rep.Model = "open"
+		parts := make([]string, len(c.Stages))
+		for i, s := range c.Stages {
+			parts[i] = s.Duration.String() + ":" + strconv.FormatFloat(s.Target, 'g', -1, 64)
+		}
+		rep.Stages = fmt.Sprintf("from %g/s: %s", c.StartRate, strings.Join(parts, ","))
+	}
+	if c.Scenario == Queued {
+		rep.Usher, rep.Room, rep.Calls = c.Usher, c.Room, c.Calls
+		q := r.queue.calls(elapsed)
+		rep.Queue = &q
+		failed, _ := r.failed.snapshot()
+		rep.Visits = &Visits{
+			Started: r.started.Load(), Admitted: r.admitted.Load(), Passthrough: r.passthrough.Load(),
+			CalledOrigin: r.calledOrigin.Load(), Completed: r.completed.Load(), CutOff: r.cutOff.Load(),
+			Abandoned: r.abandoned.Load(), Failed: failed,
+		}
+		s := r.inQueue.Snapshot().Summary()
+		rep.TimeInQueue = &s
+		r.mu.Lock()
+		rep.ETA = etaError(r.visits)
+		inv := inversions(r.visits)
+		r.mu.Unlock()
+		rep.Inversions = &inv
+	}
+	return rep
+}
+
+// WriteText writes the report for people.
+func (rep *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Scenario %s: %s model, ", rep.Scenario, rep.Model)
+	if rep.Model == "open" {
+		fmt.Fprintf(&b, "arrivals %s", rep.Stages)
+	} else {
+		fmt.Fprintf(&b, "%s users", num(float64(rep.Users)))
+		if rep.Iterations > 0 {
+			fmt.Fprintf(&b, " × %d iterations", rep.Iterations)
+		}
+	}
+	fmt.Fprintf(&b, ", %.1f s, think %s\n  target %s", rep.ElapsedSeconds, rep.Think, rep.Target)
+	if rep.Queue != nil {
+		calls := "until the run ends"
+		if rep.Calls > 0 {
+			calls = strconv.Itoa(rep.Calls)
+		}
+		fmt.Fprintf(&b, " via usher %s room %s, calls per visit: %s", rep.Usher, rep.Room, calls)
+	}
+	b.WriteString("\n\n")
+	fmt.Fprintf(&b, "  %-12s %10s %10s %8s %11s %8s %8s %8s %8s %8s %8s\n",
+		"", "requests", "successes", "errors", "throughput", "min", "avg", "p50", "p95", "p99", "max")
+	row := func(name string, c Calls) {
+		_, errs := sumErrors(c.Errors)
+		l := c.Latency
+		fmt.Fprintf(&b, "  %-12s %10s %10s %8s %9s/s %8s %8s %8s %8s %8s %8s  ms\n", name,
+			num(float64(c.Requests)), num(float64(c.Successes)), num(float64(errs)), num(c.Throughput),
+			num(l.Min), num(l.Avg), num(l.P50), num(l.P95), num(l.P99), num(l.Max))
+	}
+	row("origin", rep.Origin.Calls)
+	if rep.Queue != nil {
+		row("queue calls", *rep.Queue)
+	}
+	for _, line := range []struct {
+		name string
+		errs map[string]int64
+	}{{"origin errors", rep.Origin.Errors}, {"queue errors", queueErrors(rep)}} {
+		if len(line.errs) > 0 {
+			fmt.Fprintf(&b, "  %s: %s\n", line.name, kinds(line.errs))
+		}
+	}
+	if v := rep.Visits; v != nil {
+		fmt.Fprintf(&b, "  visits: %s started, %s admitted (%s at entry), %s called the origin, %s completed, %s cut off, %s abandoned waiting",
+			num(float64(v.Started)), num(float64(v.Admitted)), num(float64(v.Passthrough)), num(float64(v.CalledOrigin)),
+			num(float64(v.Completed)), num(float64(v.CutOff)), num(float64(v.Abandoned)))
+		if len(v.Failed) > 0 {
+			fmt.Fprintf(&b, ", failed: %s", kinds(v.Failed))
+		}
+		b.WriteString("\n")
+	}
+	if q := rep.TimeInQueue; q != nil && q.Count > 0 {
+		fmt.Fprintf(&b, "  time in queue: p50 %s s, p90 %s s, max %s s\n", num(q.P50/1000), num(q.P90/1000), num(q.Max/1000))
+	}
+	if e := rep.ETA; e != nil {
+		fmt.Fprintf(&b, "  ETA error (actual − predicted): mean %+.1f s, |error| p50 %s s, p90 %s s; mean predicted %s s, actual %s s (%s visitors)\n",
+			e.MeanSeconds, num(e.P50AbsSeconds), num(e.P90AbsSeconds), num(e.MeanPredictedSeconds), num(e.MeanActualSeconds), num(float64(e.Count)))
+	}
+	if rep.Inversions != nil {
+		fmt.Fprintf(&b, "  admission-order inversions: %d\n", *rep.Inversions)
+	}
+	if u := rep.Origin.Utilization; u != nil {
+		st := rep.Origin.Stats
+		fmt.Fprintf(&b, "  origin utilisation: %.0f %% of %d connections (peak %d busy); its unloaded p95 (%s) is %s ms\n",
+			100**u, st.Conns, st.PeakBusyConns, st.ServiceDist, num(st.ServiceP95MS))
+	}
+	if rep.Dropped > 0 || rep.Interrupted > 0 {
+		fmt.Fprintf(&b, "  dropped iterations: %d, interrupted calls: %d\n", rep.Dropped, rep.Interrupted)
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func queueErrors(rep *Report) map[string]int64 {
+	if rep.Queue == nil {
+		return nil
+	}
+	return rep.Queue.Errors
+}
+
+func sumErrors(m map[string]int64) (int, int64) {
+	var total int64
+	for _, v := range m {
+		total += v
+	}
+	return len(m), total
+}
+
+func kinds(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %s", k, num(float64(m[k])))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// num writes x with thousands separators, a decimal below 100, two below 1.
+func num(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "-"
+	}
+	digits := 0
+	switch {
+	case x == math.Trunc(x):
+	case math.Abs(x) < 1:
+		digits = 2
+	case math.Abs(x) < 100:
+		digits = 1
+	}
+	s := strconv.FormatFloat(x, 'f', digits, 64)
+	intPart, frac, _ := strings.Cut(s, ".")
+	neg := strings.HasPrefix(intPart, "-")
+	intPart = strings.TrimPrefix(intPart, "-")
+	var g strings.Builder
+	for i, c := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			g.WriteByte(',')
+		}
+		g.WriteRune(c)
+	}
+	out := g.String()
+	if frac != "" {
+		out += "." + frac
+	}
+	if neg {
+		out = "-" + out
+	}
+	return out
+}
+
+// WriteComparison writes one line per scenario: the figures seed 000
+// compares (origin throughput and latency), with utilisation and the wait.
+func WriteComparison(w io.Writer, reports []*Report) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-8s %10s %8s %11s %8s %8s %8s %8s %8s %6s %12s\n",
+		"", "requests", "errors", "throughput", "min", "avg", "p95", "p99", "max", "util", "queue p50/90")
+	for _, rep := range reports {
+		o := rep.Origin
+		_, errs := sumErrors(o.Errors)
+		util := "-"
+		if o.Utilization != nil {
+			util = fmt.Sprintf("%.0f%%", 100**o.Utilization)
+		}
+		wait := "-"
+		if q := rep.TimeInQueue; q != nil && q.Count > 0 {
+			wait = num(q.P50/1000) + "/" + num(q.P90/1000) + " s"
+		}
+		fmt.Fprintf(&b, "%-8s %10s %8s %9s/s %8s %8s %8s %8s %8s %6s %12s  (latency ms)\n", rep.Scenario,
+			num(float64(o.Requests)), num(float64(errs)), num(o.Throughput),
+			num(o.Latency.Min), num(o.Latency.Avg), num(o.Latency.P95), num(o.Latency.P99), num(o.Latency.Max), util, wait)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

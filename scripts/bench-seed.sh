@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Seed 000's experiment on one machine: 2,000 users look up seats on an
+# origin with 200 workers and 10 connections × ~50 ms, first directly (no
+# queue), then through usher's waiting room configured by usher plan. Writes
+# artifacts/seed/*.json (or $RESULTS) and the chart, prints a Markdown table, and with
+# --write-docs puts the table into docs/loadlab.md and the chart into
+# docs/loadlab-seed.svg.
+#
+#   scripts/bench-seed.sh [--write-docs] [duration=60s] [users=2000] [calls=10]
+#
+# Seed 000 ran 2 minutes (Locust, --spawn-rate 100); 60 s is the documented
+# shorter variant (pass 2m for the full one). The queued plan uses the
+# measured mean service time, a 0.9 margin and no rounding; seed 002's recipe
+# (p95, × 0.7, rounded) is also run, as "queued (seed 002 margins)", to show
+# what its safety costs in throughput.
+# Needs jq and curl. USHER_BIN=path uses a prebuilt usher.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+docs=0
+if [ "${1:-}" = --write-docs ]; then docs=1; shift; fi
+dur=${1:-60s} users=${2:-2000} calls=${3:-10}
+out=${RESULTS:-artifacts/seed}
+mkdir -p "$out"
+tmp=$(mktemp -d)
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+
+usher=${USHER_BIN:-}
+if [ -z "$usher" ]; then
+  go build -o "$tmp/usher" ./cmd/usher
+  usher=$tmp/usher
+fi
+"$usher" serve --addr 127.0.0.1:18089 --data-dir "$tmp/data" >"$tmp/usher.log" 2>&1 &
+pids+=($!)
+"$usher" origin --addr 127.0.0.1:18091 --workers 200 --conns 10 --service lognormal:50ms:0.25 >"$tmp/origin.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do
+  curl -sf localhost:18089/healthz >/dev/null && curl -sf localhost:18091/healthz >/dev/null && break
+  sleep 0.2
+done
+admin=$(cat "$tmp/data/admin.key")
+origin=http://127.0.0.1:18091
+
+# 1. The origin's unloaded service time, below the pool (seed 002's first test).
+"$usher" plan --pool 10 --measure "$origin/seats" --measure-requests 300 --json >"$out/measure.json"
+avg=$(jq -r '.measurement.latency.avg_ms' "$out/measure.json")
+p95=$(jq -r '.measurement.latency.p95_ms' "$out/measure.json")
+echo "origin unloaded: avg ${avg} ms, p95 ${p95} ms"
+
+# 2. Room settings from usher plan: each admitted visitor makes $calls calls.
+plan() { "$usher" plan --pool 10 --requests-per-visitor "$calls" --ttl 10s --json "$@"; }
+plan --service-time "${avg}ms" --margin 0.9 --round=false >"$out/plan.json"
+plan --service-time "${p95}ms" --margin 0.7 >"$out/plan-seed002.json"
+room=$(jq -c .plan.room "$out/plan.json")
+room002=$(jq -c .plan.room "$out/plan-seed002.json")
+echo "room: $room"
+echo "room (seed 002 margins): $room002"
+
+# 3. The runs.
+common=(--target "$origin/seats" --usher http://127.0.0.1:18089 --admin-key "$admin" --users "$users"
+  --spawn-rate 100 --duration "$dur" --calls "$calls" --pause 5s)
+"$usher" loadtest --scenario direct,queued --room sale --setup-room "$room" --out "$out/seed.json" "${common[@]}"
+"$usher" loadtest --scenario queued --room sale002 --setup-room "$room002" --out "$out/seed002.json" "${common[@]}"
+
+# 4. The table.
+row() { # name file index
+  jq -r --arg name "$1" --argjson i "$3" '.[$i] as $r | $r.origin as $o |
+    "| \($name) | \($o.requests) | \(if $o.requests > 0 then (10000 * $o.successes / $o.requests | round / 100) else 0 end) % | \($o.latency.avg_ms | round) | \($o.latency.p95_ms | round) | \($o.latency.p99_ms | round) | \($o.throughput * 10 | round / 10) | \(if $o.utilization then ($o.utilization * 100 | round) else "-" end) % | \(if $r.time_in_queue and $r.time_in_queue.count > 0 then "\($r.time_in_queue.p50_ms / 100 | round / 10) / \($r.time_in_queue.p90_ms / 100 | round / 10) s" else "-" end) |"' "$2" | sed -E ':a; s/(^|[^0-9.])([0-9]+)([0-9]{3})([^0-9]|$)/\1\2,\3\4/; ta'
+}
+direct_tp=$(jq '.[0].origin.throughput' "$out/seed.json")
+queued_tp=$(jq '.[1].origin.throughput' "$out/seed.json")
+queued_p95=$(jq '.[1].origin.latency.p95_ms' "$out/seed.json")
+q2_tp=$(jq '.[0].origin.throughput' "$out/seed002.json")
+q2_p95=$(jq '.[0].origin.latency.p95_ms' "$out/seed002.json")
+table=$(cat <<TABLE
+| Run | Requests | Success | Avg (ms) | p95 (ms) | p99 (ms) | Throughput (req/s) | Origin pool busy | Time in queue p50 / p90 |
+|---|---|---|---|---|---|---|---|---|
+| Seed 000, no queue (published) | 21,882 | 100 % | 8,695 | 10,000 | 11,000 | 182 | - | - |
+| Seed 000, with queue (published) | 18,587 | 100 % | 1,070 | 1,500 | 1,600 | 155 | - | - |
+$(row "usher direct" "$out/seed.json" 0)
+$(row "usher queued (plan: mean, × 0.9)" "$out/seed.json" 1)
+$(row "usher queued (plan: p95, × 0.7, seed 002)" "$out/seed002.json" 0)
+
+Origin unloaded (concurrency 5): avg $(printf %.1f "$avg") ms, p95 $(printf %.1f "$p95") ms. Rooms: \`$room\`; seed 002 margins: \`$room002\`.
+
+| Target (issue 5 §4) | Seed 000 | usher queued (mean, × 0.9) | usher queued (seed 002 margins) |
+|---|---|---|---|
+| p95 of admitted origin calls ÷ unloaded p95 (≤ 2) | ~15 (1,500 ÷ 101 min) | $(awk -v a="$queued_p95" -v b="$p95" 'BEGIN{printf "%.2f", a/b}') | $(awk -v a="$q2_p95" -v b="$p95" 'BEGIN{printf "%.2f", a/b}') |
+| origin throughput ÷ direct (≥ 0.85) | 0.85 (155 ÷ 182) | $(awk -v a="$queued_tp" -v b="$direct_tp" 'BEGIN{printf "%.2f", a/b}') | $(awk -v a="$q2_tp" -v b="$direct_tp" 'BEGIN{printf "%.2f", a/b}') |
+TABLE
+)
+echo
+echo "$table"
+if [ "$docs" = 1 ]; then
+  cp "$out/seed.svg" docs/loadlab-seed.svg
+  stamp="Run $(date -u +%Y-%m-%d) with \`scripts/bench-seed.sh --write-docs $dur $users $calls\` ($(nproc) CPUs, $(go env GOVERSION))."
+  awk -v table="$stamp"$'\n\n'"$table" '
+    /<!-- seed-table:begin -->/ { print; print table; skip = 1; next }
+    /<!-- seed-table:end -->/ { skip = 0 }
+    !skip { print }' docs/loadlab.md >"$tmp/loadlab.md"
+  mv "$tmp/loadlab.md" docs/loadlab.md
+  echo "wrote docs/loadlab.md and docs/loadlab-seed.svg"
+fi

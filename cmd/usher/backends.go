@@ -85,11 +85,11 @@ func openCatalog(ctx context.Context, spec, dataDir string, pool int, cl *closer
 
 // openBroker is the switch that picks the message broker: NATS embedded in
 // this process (JetStream files in the data dir) or an external server.
-func openBroker(ctx context.Context, spec, name, dataDir string, log *slog.Logger, cl *closers) (mq.Broker, error) {
+func openBroker(ctx context.Context, spec string, o natsmq.Options, dataDir string, log *slog.Logger, cl *closers) (mq.Broker, error) {
 	var nc *nats.Conn
 	switch {
 	case spec == "embedded":
-		srv, err := natsmq.StartEmbedded(filepath.Join(dataDir, "nats"), log.With("component", "nats"))
+		srv, err := natsmq.StartEmbedded(filepath.Join(dataDir, "nats"), log)
 		if err != nil {
 			return nil, err
 		}
@@ -106,7 +106,8 @@ func openBroker(ctx context.Context, spec, name, dataDir string, log *slog.Logge
 		return nil, fmt.Errorf("bad setting --nats/USHER_NATS=%q: want embedded or nats://…", redactURL(spec))
 	}
 	cl.add(nc.Close)
-	return natsmq.Open(ctx, nc, natsmq.Options{Name: name, Logger: log.With("component", "mq")})
+	o.Logger = log.With("component", "mq")
+	return natsmq.Open(ctx, nc, o)
 }
 
 // redactURL hides a password in a connection URL.

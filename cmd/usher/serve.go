@@ -21,6 +21,7 @@ import (
 
 	"usher/internal/admission"
 	"usher/internal/httpapi"
+	"usher/internal/mq/natsmq"
 	"usher/internal/queue"
 	"usher/internal/sale"
 	"usher/internal/token"
@@ -42,6 +43,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	dbPool := f.int("db-pool", 10, "database connections at most; also the reservation consumer's concurrency")
 	broker := f.string("nats", "embedded", "message broker: embedded (NATS in this process, files in <data-dir>/nats) or nats://…")
 	natsName := f.string("nats-name", "usher", "name of this deployment's stream, consumer and bucket on NATS")
+	natsReplicas := f.int("nats-replicas", 1, "replicas of the stream and the bucket on a clustered NATS (1, 3 or 5)")
 	holdTTL := f.duration("hold-ttl", 5*time.Minute, "how long a seat hold lasts")
 	seatLimit := f.int("seat-limit", 4, "most seats a visitor holds at once in a schedule, and per reservation")
 	seatMapEvery := f.duration("seat-map-every", 500*time.Millisecond, "most often a schedule's seat map is rebuilt from the database")
@@ -49,6 +51,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	f.positive("db-pool", float64(*dbPool))
+	f.positive("nats-replicas", float64(*natsReplicas))
 	f.positive("hold-ttl", holdTTL.Seconds())
 	f.positive("seat-limit", float64(*seatLimit))
 	f.positive("seat-map-every", seatMapEvery.Seconds())
@@ -67,7 +70,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	mqb, err := openBroker(ctx, *broker, *natsName, *dataDir, log, &cl)
+	mqb, err := openBroker(ctx, *broker, natsmq.Options{Name: *natsName, Replicas: *natsReplicas}, *dataDir, log, &cl)
 	if err != nil {
 		return err
 	}

@@ -82,12 +82,20 @@ func (s *Service) AddSeats(ctx context.Context, scheduleID int64, l SeatLayout) 
 }
 
 // Owner returns a reservation whoever made it, to find the room whose
-// tokens may read it. Callers then read it with Reservation.
+// tokens may read it. Callers then read it with Reservation. The broker
+// knows every state; SQL answers for a decided reservation when the broker
+// does not know it or is down.
 func (s *Service) Owner(ctx context.Context, id string) (booking.Reservation, error) {
 	r, err := s.cfg.Broker.Get(ctx, id)
-	if errors.Is(err, mq.ErrNotFound) {
+	switch {
+	case errors.Is(err, mq.ErrNotFound):
 		if r, err = s.cfg.Catalog.Reservation(ctx, id); errors.Is(err, booking.ErrNotFound) {
 			err = fmt.Errorf("sale: reservation %s: %w", id, mq.ErrNotFound)
+		}
+	case errors.Is(err, mq.ErrUnavailable):
+		// The broker is down: a decided reservation is still in SQL.
+		if decided, serr := s.cfg.Catalog.Reservation(ctx, id); serr == nil {
+			return decided, nil
 		}
 	}
 	return r, err

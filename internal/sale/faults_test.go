@@ -20,9 +20,9 @@ import (
 )
 
 // TestDatabaseDown takes the real PostgreSQL away (a proxy in front of it is
-// cut) while reservations arrive: they stay pending in the stream, the seat
-// map answers unavailable, and once the database is back every reservation
-// is applied. Meanwhile the last seat map is served.
+// cut) while reservations arrive: they stay pending in the stream, the last
+// seat map is served, and once the database is back every reservation is
+// applied.
 func TestDatabaseDown(t *testing.T) {
 	ctx := context.Background()
 	base := testenv.URL(t, "USHER_TEST_POSTGRES")

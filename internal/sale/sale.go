@@ -84,6 +84,9 @@ type seatMapSlot struct {
 	mu    sync.Mutex // one rebuild at a time per schedule
 	cur   *SeatMap
 	tried time.Time // last rebuild attempt
+	// sold holds seats this instance saw confirmed, with when, until a
+	// rebuild that started later shows them: Hold refuses them at once.
+	sold map[int64]time.Time
 }
 
 // staleLimit is how old a seat map may be served while the database or
@@ -179,6 +182,11 @@ func (s *Service) SeatMap(ctx context.Context, scheduleID int64) (*SeatMap, erro
 	switch {
 	case err == nil:
 		slot.cur = m
+		for id, at := range slot.sold {
+			if at.Before(now) { // the rebuild read SQL after this sale
+				delete(slot.sold, id)
+			}
+		}
 	case slot.cur != nil && now.Sub(slot.cur.BuiltAt) < staleLimit:
 		s.cfg.Logger.Warn("serving a stale seat map", "schedule", scheduleID, "built_at", slot.cur.BuiltAt, "err", err)
 	default:
@@ -259,7 +267,7 @@ func (s *Service) Hold(ctx context.Context, scheduleID int64, visitor string, se
 	keys := make([]string, len(seats))
 	for i, id := range seats {
 		keys[i] = seatKey(id)
-		if m.Seats[m.byID[id]].Status == booking.Sold {
+		if m.Seats[m.byID[id]].Status == booking.Sold || s.soldSince(scheduleID, id) {
 			sold = append(sold, keys[i])
 		}
 	}
@@ -325,7 +333,7 @@ func (s *Service) Reserve(ctx context.Context, visitor string, scheduleID int64,
 	}
 	r := booking.Reservation{
 		ID: newID(), Visitor: visitor, ScheduleID: scheduleID, SeatIDs: seats, HoldIDs: holdIDs,
-		Status: booking.Pending, CreatedAt: now.UTC(),
+		Status: booking.Pending, CreatedAt: now.UTC().Truncate(time.Microsecond), // SQL keeps µs
 	}
 	return s.cfg.Broker.Submit(ctx, r, idempotencyKey)
 }
@@ -413,15 +421,11 @@ func (s *Service) decide(ctx context.Context, batch []booking.Reservation) ([]bo
 		return nil, err
 	}
 	now := s.cfg.Now()
-	sold := map[int64]bool{}
 	for i := range decided {
 		decided[i].HoldIDs = batch[i].HoldIDs
 		if decided[i].Status == booking.Confirmed {
-			sold[decided[i].ScheduleID] = true
+			s.markSold(decided[i].ScheduleID, decided[i].SeatIDs, now)
 		}
-	}
-	for id := range sold {
-		s.staleSeatMap(id)
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, followUpConcurrency)
@@ -440,17 +444,38 @@ func (s *Service) decide(ctx context.Context, batch []booking.Reservation) ([]bo
 // their holds ended and slots freed at once.
 const followUpConcurrency = 16
 
-// staleSeatMap makes the next SeatMap call rebuild the schedule's map, so
-// that seats just sold stop showing as available on this instance.
-func (s *Service) staleSeatMap(scheduleID int64) {
+// markSold records seats this instance just saw sold, so that Hold refuses
+// them before the next seat map rebuild shows them (which stays at most
+// every SnapshotEvery).
+func (s *Service) markSold(scheduleID int64, seats []int64, at time.Time) {
 	s.mu.Lock()
 	slot := s.maps[scheduleID]
 	s.mu.Unlock()
-	if slot != nil {
-		slot.mu.Lock()
-		slot.tried = time.Time{}
-		slot.mu.Unlock()
+	if slot == nil {
+		return
 	}
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	if slot.sold == nil {
+		slot.sold = map[int64]time.Time{}
+	}
+	for _, id := range seats {
+		slot.sold[id] = at
+	}
+}
+
+// soldSince reports whether markSold recorded the seat.
+func (s *Service) soldSince(scheduleID, seat int64) bool {
+	s.mu.Lock()
+	slot := s.maps[scheduleID]
+	s.mu.Unlock()
+	if slot == nil {
+		return false
+	}
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	_, ok := slot.sold[seat]
+	return ok
 }
 
 // followUp ends a decided reservation's holds and, when it is confirmed,

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -20,16 +19,14 @@ import (
 	"usher/internal/booking"
 	"usher/internal/booking/bookingtest"
 	"usher/internal/booking/pgbooking"
+	"usher/internal/testenv"
 )
 
-// pgURL returns the test server's URL from USHER_TEST_POSTGRES, or skips.
+// pgURL returns the test server's URL from USHER_TEST_POSTGRES; it skips
+// when unset, but fails under CI.
 func pgURL(tb testing.TB) string {
 	tb.Helper()
-	u := os.Getenv("USHER_TEST_POSTGRES")
-	if u == "" {
-		tb.Skip("USHER_TEST_POSTGRES is not set; set it to run against PostgreSQL, e.g. USHER_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
-	}
-	return u
+	return testenv.URL(tb, "USHER_TEST_POSTGRES")
 }
 
 // freshSchema creates a schema no other test uses, dropped when the test

@@ -3,7 +3,7 @@
 // (modernc.org/sqlite), so the binary needs no C toolchain or server.
 //
 // The database is one file that the caller names (Open(ctx,
-// "<data-dir>/booking.db")), in WAL mode with foreign keys on and a busy
+// "<data-dir>/usher.db")), in WAL mode with foreign keys on and a busy
 // timeout. SQLite serialises writers whatever the client does, so the store
 // keeps exactly one writer connection: every write (catalog changes and
 // Decide) queues for it in process instead of spinning on SQLITE_BUSY, and

@@ -27,6 +27,9 @@ func StartEmbedded(dir string, log *slog.Logger) (*server.Server, error) {
 		JetStream:  true,
 		StoreDir:   dir,
 		DontListen: true,
+		// An accepted reservation must survive a crash of the host, as a
+		// confirmed one does in SQLite (synchronous=FULL): fsync each write.
+		SyncAlways: true,
 		NoSigs:     true,
 		NoLog:      log == nil,
 	})

@@ -5,7 +5,9 @@
 #
 #   scripts/bench-http.sh [duration=10s] [connections=64] [store=memory]
 #
-# Needs wrk (Debian package wrk) and curl. Runs A/B/A/B and reports the sums.
+# Both servers get the same request (the same Authorization header), so the
+# difference is what usher does with it. Needs wrk (Debian package wrk) and
+# curl. Runs A/B/A/B and reports the sums.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dur=${1:-10s} conns=${2:-64} store=${3:-memory}
@@ -31,9 +33,9 @@ curl -sf -H "Authorization: Bearer $ticket" localhost:18089/api/v1/rooms/sale/en
 
 rate() { wrk -t2 -c"$conns" -d"$dur" "$@" | awk '/Requests\/sec/ {print $2}'; }
 u1=$(rate -H "Authorization: Bearer $ticket" http://127.0.0.1:18089/api/v1/rooms/sale/entries/me)
-t1=$(rate http://127.0.0.1:18090/status)
+t1=$(rate -H "Authorization: Bearer $ticket" http://127.0.0.1:18090/status)
 u2=$(rate -H "Authorization: Bearer $ticket" http://127.0.0.1:18089/api/v1/rooms/sale/entries/me)
-t2=$(rate http://127.0.0.1:18090/status)
+t2=$(rate -H "Authorization: Bearer $ticket" http://127.0.0.1:18090/status)
 polls=$(curl -sf localhost:18089/metrics | awk '/^usher_status_polls_total/ {print}')
 echo "usher status poll (req/s): $u1 $u2"
 echo "trivial JSON handler (req/s): $t1 $t2"

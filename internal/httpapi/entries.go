@@ -170,7 +170,13 @@ func (s *server) respond(w http.ResponseWriter, r *http.Request, status int, roo
 	w.Header()["Content-Type"] = jsonContentType
 	w.Header()["Cache-Control"] = noStore
 	w.WriteHeader(status)
-	w.Write(append(resp.AppendJSON(make([]byte, 0, 512)), '\n'))
+	buf, _ := s.bufs.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	*buf = append(resp.AppendJSON((*buf)[:0]), '\n')
+	w.Write(*buf)
+	s.bufs.Put(buf)
 }
 
 // Pre-canonicalized header values for the status poll's hot path.

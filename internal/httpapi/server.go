@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,6 +47,7 @@ type server struct {
 	errs   apierror.Writer
 	gate   *gate.Gate
 	secure bool
+	bufs   sync.Pool // *[]byte: entry responses' JSON
 }
 
 // NewServer returns the API handler. It starts nothing.
@@ -76,10 +78,22 @@ func (s *server) instrument(reg prometheus.Registerer, next http.Handler) http.H
 		Name: "usher_http_requests_total", Help: "HTTP requests by route pattern and status.",
 	}, []string{"route", "status"})
 	reg.MustRegister(requests)
+	// The resolved counters, by route and status: a status poll then costs
+	// one map read instead of hashing its labels.
+	type key struct {
+		route  string
+		status int
+	}
+	var counters sync.Map // key → prometheus.Counter
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
-		requests.WithLabelValues(r.Pattern, strconv.Itoa(rec.status)).Inc()
+		k := key{r.Pattern, rec.status}
+		c, ok := counters.Load(k)
+		if !ok {
+			c, _ = counters.LoadOrStore(k, requests.WithLabelValues(k.route, strconv.Itoa(k.status)))
+		}
+		c.(prometheus.Counter).Inc()
 	})
 }
 

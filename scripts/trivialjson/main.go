@@ -1,6 +1,7 @@
 // Command trivialjson is the reference for usher's HTTP benchmarks: the
 // cheapest useful net/http JSON handler, answering a fixed object the size
-// of a status poll. scripts/bench-http.sh measures usher against it.
+// of a status poll, on an http.Server with usher serve's timeouts.
+// scripts/bench-http.sh measures usher against it.
 package main
 
 import (
@@ -8,6 +9,7 @@ import (
 	"flag"
 	"log"
 	"net/http"
+	"time"
 )
 
 func main() {
@@ -26,5 +28,13 @@ func main() {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(status{"sale", "waiting", "open", 1500, 1499, 36, 3600})
 	})
-	log.Fatal(http.ListenAndServe(*addr, nil))
+	// The same server settings as usher serve, so that only the handlers differ.
+	srv := &http.Server{
+		Addr:              *addr,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	log.Fatal(srv.ListenAndServe())
 }

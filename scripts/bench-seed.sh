@@ -3,7 +3,7 @@
 # origin with 200 workers and 10 connections × ~50 ms, first directly (no
 # queue), then through usher's waiting room configured by usher plan. Writes
 # artifacts/seed/*.json (or $RESULTS) and the chart, prints a Markdown table, and with
-# --write-docs puts the table into docs/loadlab.md and the chart into
+# --write-docs puts the table into docs/benchmarks.md and the chart into
 # docs/loadlab-seed.svg.
 #
 #   scripts/bench-seed.sh [--write-docs] [duration=60s] [users=2000] [calls=10]
@@ -97,7 +97,7 @@ if [ "$docs" = 1 ]; then
   awk -v table="$stamp"$'\n\n'"$table" '
     /<!-- seed-table:begin -->/ { print; print table; skip = 1; next }
     /<!-- seed-table:end -->/ { skip = 0 }
-    !skip { print }' docs/loadlab.md >"$tmp/loadlab.md"
-  mv "$tmp/loadlab.md" docs/loadlab.md
-  echo "wrote docs/loadlab.md and docs/loadlab-seed.svg"
+    !skip { print }' docs/benchmarks.md >"$tmp/benchmarks.md"
+  mv "$tmp/benchmarks.md" docs/benchmarks.md
+  echo "wrote docs/benchmarks.md and docs/loadlab-seed.svg"
 fi

@@ -5,6 +5,9 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
 )
 
 // Proxy is a TCP proxy in front of a real service, so that a test can take
@@ -107,4 +110,56 @@ func (p *Proxy) Restore(tb testing.TB) {
 	if err := p.listen(p.addr); err != nil {
 		tb.Fatalf("proxy restore: %v", err)
 	}
+}
+
+// SilentServer listens on a free loopback port, accepts connections and
+// never answers, until the test ends: a service that hangs. It returns the
+// address.
+func SilentServer(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	tb.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// SilentRedis is a rueidis client on a SilentServer, with short timeouts
+// and no retries, closed when the test ends.
+func SilentRedis(tb testing.TB) rueidis.Client {
+	tb.Helper()
+	c, _ := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress:       []string{SilentServer(tb)},
+		ForceSingleClient: true,
+		DisableRetry:      true,
+		DisableCache:      true,
+		Dialer:            net.Dialer{Timeout: 200 * time.Millisecond},
+		ConnWriteTimeout:  200 * time.Millisecond,
+	})
+	if c == nil {
+		tb.Fatal("rueidis.NewClient returned no client")
+	}
+	tb.Cleanup(c.Close)
+	return c
 }

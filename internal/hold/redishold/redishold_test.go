@@ -8,7 +8,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -216,48 +215,12 @@ func TestUnavailable(t *testing.T) {
 // never answers yields ErrUnavailable when the caller's deadline passes, with
 // the context's error kept in the chain.
 func TestUnavailableTimeout(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	defer func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, conn := range conns {
-			conn.Close()
-		}
-	}()
-	go func() { // accept and hold connections open, silent
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, conn)
-			mu.Unlock()
-		}
-	}()
-	c, _ := rueidis.NewClient(rueidis.ClientOption{
-		InitAddress:       []string{l.Addr().String()},
-		ForceSingleClient: true,
-		DisableRetry:      true,
-		DisableCache:      true,
-		Dialer:            net.Dialer{Timeout: 200 * time.Millisecond},
-		ConnWriteTimeout:  200 * time.Millisecond,
-	})
-	if c == nil {
-		t.Fatal("NewClient returned no client")
-	}
-	defer c.Close()
+	c := testenv.SilentRedis(t)
 	s := redishold.New(c, "usher:")
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err = s.HoldSeats(ctx, "show", "alice", []string{"A-1"}, 4, time.Minute, time.Now())
+	_, err := s.HoldSeats(ctx, "show", "alice", []string{"A-1"}, 4, time.Minute, time.Now())
 	if !errors.Is(err, hold.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v, want ErrUnavailable with DeadlineExceeded", err)
 	}

@@ -7,7 +7,6 @@ import (
 	mathrand "math/rand/v2"
 	"net"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -151,48 +150,12 @@ func TestUnavailable(t *testing.T) {
 // never answers yields ErrUnavailable when the caller's deadline passes, with
 // the context's error kept in the chain.
 func TestUnavailableTimeout(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	defer func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, conn := range conns {
-			conn.Close()
-		}
-	}()
-	go func() {
-		for { // accept and hold connections open, silent
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, conn)
-			mu.Unlock()
-		}
-	}()
-	c, _ := rueidis.NewClient(rueidis.ClientOption{
-		InitAddress:       []string{l.Addr().String()},
-		ForceSingleClient: true,
-		DisableRetry:      true,
-		DisableCache:      true,
-		Dialer:            net.Dialer{Timeout: 200 * time.Millisecond},
-		ConnWriteTimeout:  200 * time.Millisecond,
-	})
-	if c == nil {
-		t.Fatal("NewClient returned no client")
-	}
-	defer c.Close()
+	c := testenv.SilentRedis(t)
 	s := redisqueue.New(c, "usher:")
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, _, err = s.Enter(ctx, "r", "v", time.Now())
+	_, _, err := s.Enter(ctx, "r", "v", time.Now())
 	if !errors.Is(err, queue.ErrUnavailable) {
 		t.Errorf("err = %v, want ErrUnavailable", err)
 	}

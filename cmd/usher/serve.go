@@ -44,8 +44,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	broker := f.string("nats", "embedded", "message broker: embedded (NATS in this process, files in <data-dir>/nats) or nats://…")
 	natsName := f.string("nats-name", "usher", "name of this deployment's stream, consumer and bucket on NATS")
 	natsReplicas := f.int("nats-replicas", 1, "replicas of the stream and the bucket on a clustered NATS (1, 3 or 5)")
-	holdTTL := f.duration("hold-ttl", 5*time.Minute, "how long a seat hold lasts")
+	holdTTL := f.duration("hold-ttl", 5*time.Minute, "how long a seat or stock hold lasts")
 	seatLimit := f.int("seat-limit", 4, "most seats a visitor holds at once in a schedule, and per reservation")
+	stockLimit := f.int("stock-limit", 4, "most general-admission units a visitor holds at once in a schedule")
 	seatMapEvery := f.duration("seat-map-every", 500*time.Millisecond, "most often a schedule's seat map is rebuilt from the database")
 	if err := f.parse(args); err != nil {
 		return err
@@ -54,6 +55,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	f.positive("nats-replicas", float64(*natsReplicas))
 	f.positive("hold-ttl", holdTTL.Seconds())
 	f.positive("seat-limit", float64(*seatLimit))
+	f.positive("stock-limit", float64(*stockLimit))
 	f.positive("seat-map-every", seatMapEvery.Seconds())
 	if err := f.check(); err != nil {
 		return err
@@ -90,7 +92,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	sched := admission.New(q, log.With("component", "admission"))
 	sales := sale.New(sale.Config{
 		Catalog: catalog, Holds: hs, Broker: mqb, Queue: q,
-		HoldTTL: *holdTTL, SeatLimit: *seatLimit, SnapshotEvery: *seatMapEvery, Workers: *dbPool,
+		HoldTTL: *holdTTL, SeatLimit: *seatLimit, StockLimit: *stockLimit, SnapshotEvery: *seatMapEvery, Workers: *dbPool,
 		Logger: log.With("component", "sale"),
 	})
 	srv := &http.Server{

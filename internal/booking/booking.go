@@ -80,14 +80,31 @@ const (
 const (
 	ReasonSeatTaken   = "seat_taken"   // a seat was sold to another reservation
 	ReasonSeatUnknown = "seat_unknown" // a seat does not exist in the schedule
+	// ReasonSoldOut: the schedule's general-admission stock has fewer units
+	// left than the quantity (or the schedule has no stock), or the
+	// reservation is malformed (a quantity below 0, or seats and a quantity
+	// at once).
+	ReasonSoldOut = "sold_out"
 )
 
-// Reservation is a request to buy seats of one schedule, and its outcome.
+// Stock is a schedule's general-admission stock (units without seat
+// numbers): Total units for sale, Sold of them sold by Decide.
+type Stock struct {
+	Total int64 `json:"total"`
+	Sold  int64 `json:"sold"`
+}
+
+// Reservation is a request to buy seats of one schedule, or a quantity of
+// its general-admission stock, and its outcome. A reservation has either
+// seats or a quantity, not both.
 type Reservation struct {
 	ID         string  `json:"reservation_id"`
 	Visitor    string  `json:"visitor"`
 	ScheduleID int64   `json:"schedule_id"`
 	SeatIDs    []int64 `json:"seat_ids"`
+	// Quantity is the number of stock units, for a stock reservation (0 for
+	// seats).
+	Quantity int64 `json:"quantity,omitempty"`
 	// HoldIDs are the holds that covered the seats when the reservation was
 	// submitted; the consumer ends them once it is decided. Not stored in SQL.
 	HoldIDs   []string          `json:"hold_ids,omitempty"`
@@ -123,7 +140,19 @@ type Store interface {
 	// (a redelivery) changes nothing and returns the stored decision. One
 	// call may batch many reservations into few round trips; it uses at most
 	// one connection.
+	//
+	// A reservation with a Quantity buys stock instead, in the same
+	// transaction: UPDATE stock SET sold = sold + quantity WHERE
+	// schedule_id=… AND sold + quantity <= total; no row touched means
+	// Rejected with ReasonSoldOut (so does a quantity below 0, or seats and
+	// a quantity at once). It is stored and redelivered like any other.
 	Decide(ctx context.Context, rs []Reservation) ([]Reservation, error)
+	// SetStock creates a schedule's general-admission stock or sets its
+	// total: ErrNotFound for an unknown schedule, ErrInvalid when total is
+	// below 0 or below the units already sold.
+	SetStock(ctx context.Context, scheduleID, total int64) error
+	// Stock returns a schedule's stock; ErrNotFound when it has none.
+	Stock(ctx context.Context, scheduleID int64) (Stock, error)
 	// Reservation returns a decided reservation.
 	Reservation(ctx context.Context, id string) (Reservation, error)
 	// Close releases the connections.

@@ -55,15 +55,19 @@ func (s *server) seats() http.Handler {
 	})
 }
 
+// holdRequest holds seats or, with a quantity, general-admission stock;
+// exactly one of the two.
 type holdRequest struct {
-	SeatIDs []int64 `json:"seat_ids"`
+	SeatIDs  []int64 `json:"seat_ids"`
+	Quantity *int64  `json:"quantity"`
 }
 
-// HoldResponse is a hold as the API shows it.
+// HoldResponse is a hold as the API shows it: seats, or a quantity of stock.
 type HoldResponse struct {
 	HoldID     string    `json:"hold_id"`
 	ScheduleID int64     `json:"schedule_id"`
-	SeatIDs    []int64   `json:"seat_ids"`
+	SeatIDs    []int64   `json:"seat_ids,omitempty"`
+	Quantity   int64     `json:"quantity,omitempty"`
 	ExpiresAt  time.Time `json:"expires_at"`
 }
 
@@ -79,8 +83,21 @@ func (s *server) hold() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
+		if req.Quantity != nil && req.SeatIDs != nil {
+			s.errs.Write(w, r, fmt.Errorf("%w: want seat_ids or quantity, not both", sale.ErrInvalid))
+			return
+		}
 		a, ok := s.gated(w, r, id)
 		if !ok {
+			return
+		}
+		if req.Quantity != nil {
+			h, err := s.Sale.HoldStock(r.Context(), id, a.Visitor, *req.Quantity)
+			if err != nil {
+				s.errs.Write(w, r, err)
+				return
+			}
+			encode(w, http.StatusCreated, HoldResponse{HoldID: h.ID, ScheduleID: id, Quantity: h.Quantity, ExpiresAt: h.ExpiresAt.UTC()})
 			return
 		}
 		h, err := s.Sale.Hold(r.Context(), id, a.Visitor, req.SeatIDs)
@@ -111,17 +128,22 @@ func (s *server) releaseHold() http.Handler {
 	})
 }
 
+// reserveRequest reserves held seats or, with a hold id, the units of a
+// stock hold; exactly one of the two.
 type reserveRequest struct {
 	ScheduleID     int64   `json:"schedule_id"`
 	SeatIDs        []int64 `json:"seat_ids"`
+	HoldID         string  `json:"hold_id"`
 	IdempotencyKey string  `json:"idempotency_key"`
 }
 
-// ReservationResponse is a reservation as the API shows it.
+// ReservationResponse is a reservation as the API shows it: of seats, or of
+// a quantity of stock.
 type ReservationResponse struct {
 	ReservationID string    `json:"reservation_id"`
 	ScheduleID    int64     `json:"schedule_id"`
-	SeatIDs       []int64   `json:"seat_ids"`
+	SeatIDs       []int64   `json:"seat_ids,omitempty"`
+	Quantity      int64     `json:"quantity,omitempty"`
 	Status        string    `json:"status"`
 	Reason        string    `json:"reason,omitempty"`
 	CreatedAt     time.Time `json:"created_at"`
@@ -130,7 +152,7 @@ type ReservationResponse struct {
 
 func reservationResponse(r booking.Reservation) ReservationResponse {
 	return ReservationResponse{
-		ReservationID: r.ID, ScheduleID: r.ScheduleID, SeatIDs: r.SeatIDs, Status: string(r.Status),
+		ReservationID: r.ID, ScheduleID: r.ScheduleID, SeatIDs: r.SeatIDs, Quantity: r.Quantity, Status: string(r.Status),
 		Reason: r.Reason, CreatedAt: r.CreatedAt, DecidedAt: r.DecidedAt,
 	}
 }
@@ -144,6 +166,10 @@ func (s *server) reserve() http.Handler {
 		}
 		if req.ScheduleID <= 0 {
 			s.errs.Write(w, r, fmt.Errorf("%w: schedule_id: want a positive integer", sale.ErrInvalid))
+			return
+		}
+		if req.HoldID != "" && req.SeatIDs != nil {
+			s.errs.Write(w, r, fmt.Errorf("%w: want seat_ids or hold_id, not both", sale.ErrInvalid))
 			return
 		}
 		// A retry of a reservation already made answers without the gate: the
@@ -160,7 +186,12 @@ func (s *server) reserve() http.Handler {
 		if !ok {
 			return
 		}
-		res, _, err := s.Sale.Reserve(r.Context(), a.Visitor, req.ScheduleID, req.SeatIDs, req.IdempotencyKey)
+		var res booking.Reservation
+		if req.HoldID != "" {
+			res, _, err = s.Sale.ReserveStock(r.Context(), a.Visitor, req.ScheduleID, req.HoldID, req.IdempotencyKey)
+		} else {
+			res, _, err = s.Sale.Reserve(r.Context(), a.Visitor, req.ScheduleID, req.SeatIDs, req.IdempotencyKey)
+		}
 		if err != nil {
 			s.errs.Write(w, r, err)
 			return
@@ -313,5 +344,61 @@ func (s *server) addSeats() http.Handler {
 			return
 		}
 		encode(w, http.StatusCreated, map[string]any{"schedule_id": id, "added": len(ids)})
+	})
+}
+
+type stockRequest struct {
+	Total *int64 `json:"total"`
+}
+
+// setStock creates or sets a schedule's general-admission stock (admin).
+func (s *server) setStock() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := scheduleID(r)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		req, err := decode[stockRequest](w, r)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		if req.Total == nil {
+			s.errs.Write(w, r, fmt.Errorf("%w: total: required", sale.ErrInvalid))
+			return
+		}
+		lvl, err := s.Sale.SetStock(r.Context(), id, *req.Total)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		encode(w, http.StatusOK, lvl)
+	})
+}
+
+// StockResponse is a schedule's stock as visitors see it: the units left
+// for holding.
+type StockResponse struct {
+	ScheduleID int64 `json:"schedule_id"`
+	Available  int64 `json:"available"`
+}
+
+func (s *server) stock() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := scheduleID(r)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		if _, ok := s.gated(w, r, id); !ok {
+			return
+		}
+		n, err := s.Sale.Stock(r.Context(), id)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		encode(w, http.StatusOK, StockResponse{ScheduleID: id, Available: n})
 	})
 }

@@ -246,3 +246,87 @@ func TestBookingErrors(t *testing.T) {
 		t.Errorf("hold after release: %d %s", r.status, r.body)
 	}
 }
+
+func TestStockFlow(t *testing.T) {
+	e := newBookingEnv(t)
+	r := e.do(nil, "POST", "/api/v1/concerts", adminKey, `{"title":"Flash sale"}`)
+	concert := decodeInto[struct {
+		ID int64 `json:"concert_id"`
+	}](t, r)
+	r = e.do(nil, "POST", fmt.Sprintf("/api/v1/concerts/%d/schedules", concert.ID), adminKey, `{}`)
+	sch := decodeInto[struct {
+		ID   int64  `json:"schedule_id"`
+		Room string `json:"room"`
+	}](t, r)
+	e.putRoom(sch.Room, `{"max_active":10,"admit_rate":100}`)
+	stockPath := fmt.Sprintf("/api/v1/schedules/%d/stock", sch.ID)
+	r = e.do(nil, "PUT", stockPath, adminKey, `{"total":5}`)
+	if r.status != 200 || string(r.body) != fmt.Sprintf(`{"schedule_id":%d,"total":5,"sold":0,"available":5}`+"\n", sch.ID) {
+		t.Fatalf("set stock: %d %s", r.status, r.body)
+	}
+
+	alice := e.do(nil, "POST", "/api/v1/rooms/"+sch.Room+"/entries", adminKey, `{"visitor_id":"alice"}`).entry(t)
+	bob := e.do(nil, "POST", "/api/v1/rooms/"+sch.Room+"/entries", adminKey, `{"visitor_id":"bob"}`).entry(t)
+	holdsPath := fmt.Sprintf("/api/v1/schedules/%d/holds", sch.ID)
+	r = e.do(nil, "POST", holdsPath, alice.Pass, `{"quantity":2}`)
+	h := decodeInto[httpapi.HoldResponse](t, r)
+	if r.status != 201 || h.HoldID == "" || h.Quantity != 2 || h.SeatIDs != nil || h.ExpiresAt.Before(time.Now()) {
+		t.Fatalf("hold stock: %d %s", r.status, r.body)
+	}
+	r = e.do(nil, "GET", stockPath, bob.Pass, "")
+	if got := decodeInto[httpapi.StockResponse](t, r); r.status != 200 || got != (httpapi.StockResponse{ScheduleID: sch.ID, Available: 3}) {
+		t.Fatalf("stock: %d %s, want 3 available", r.status, r.body)
+	}
+
+	body := fmt.Sprintf(`{"schedule_id":%d,"hold_id":%q,"idempotency_key":"ga-1"}`, sch.ID, h.HoldID)
+	if r := e.do(nil, "POST", "/api/v1/reservations", bob.Pass, body); r.status != 404 || r.errorCode(t) != "hold_not_found" {
+		t.Errorf("bob reserves alice's hold: %d %s, want 404 hold_not_found", r.status, r.body)
+	}
+	r = e.do(nil, "POST", "/api/v1/reservations", alice.Pass, body)
+	res := decodeInto[httpapi.ReservationResponse](t, r)
+	if r.status != 202 || res.Status != "pending" || res.Quantity != 2 || res.SeatIDs != nil {
+		t.Fatalf("reserve stock: %d %s", r.status, r.body)
+	}
+	if last := readEvents(t, e, "/api/v1/reservations/"+res.ReservationID+"/events", alice.Ticket); last.Status != "confirmed" || last.Quantity != 2 {
+		t.Fatalf("last event %+v, want confirmed for 2", last)
+	}
+	r = e.do(nil, "GET", "/api/v1/reservations/"+res.ReservationID, alice.Ticket, "")
+	if !strings.Contains(string(r.body), `"quantity":2`) {
+		t.Errorf("get reservation: %d %s, want quantity 2", r.status, r.body)
+	}
+	r = e.do(nil, "PUT", stockPath, adminKey, `{"total":5}`)
+	if r.status != 200 || !strings.Contains(string(r.body), `"sold":2,"available":3`) {
+		t.Errorf("stock after the sale: %d %s, want 2 sold, 3 available", r.status, r.body)
+	}
+
+	// Bob holds the rest; then nothing is left, and the limit holds.
+	if r := e.do(nil, "POST", holdsPath, bob.Pass, `{"quantity":3}`); r.status != 201 {
+		t.Fatalf("bob holds 3: %d %s", r.status, r.body)
+	}
+	carol := e.do(nil, "POST", "/api/v1/rooms/"+sch.Room+"/entries", adminKey, `{"visitor_id":"carol"}`).entry(t)
+	for _, tc := range []struct {
+		name, method, path, bearer, body string
+		status                           int
+		code                             string
+	}{
+		{"sold out", "POST", holdsPath, carol.Pass, `{"quantity":1}`, 409, "sold_out"},
+		{"over the limit", "POST", holdsPath, carol.Pass, `{"quantity":5}`, 409, "hold_limit"},
+		{"seats and quantity", "POST", holdsPath, carol.Pass, `{"seat_ids":[1],"quantity":1}`, 400, "invalid_request"},
+		{"no quantity", "POST", holdsPath, carol.Pass, `{"quantity":0}`, 400, "invalid_request"},
+		{"seats and hold", "POST", "/api/v1/reservations", carol.Pass, fmt.Sprintf(`{"schedule_id":%d,"seat_ids":[1],"hold_id":"h","idempotency_key":"k"}`, sch.ID), 400, "invalid_request"},
+		{"unknown hold", "POST", "/api/v1/reservations", carol.Pass, fmt.Sprintf(`{"schedule_id":%d,"hold_id":"nope","idempotency_key":"k"}`, sch.ID), 404, "hold_not_found"},
+		{"stock without a pass", "GET", stockPath, "", "", 403, "not_admitted"},
+		{"set stock without admin key", "PUT", stockPath, carol.Pass, `{"total":9}`, 401, "admin_unauthorized"},
+		{"set stock below sold", "PUT", stockPath, adminKey, `{"total":1}`, 400, "invalid_request"},
+		{"set stock without total", "PUT", stockPath, adminKey, `{}`, 400, "invalid_request"},
+		{"set stock of unknown schedule", "PUT", "/api/v1/schedules/999/stock", adminKey, `{"total":1}`, 404, "not_found"},
+		{"stock method", "DELETE", stockPath, adminKey, "", 405, "method_not_allowed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.do(nil, tc.method, tc.path, tc.bearer, tc.body)
+			if code := r.errorCode(t); r.status != tc.status || code != tc.code {
+				t.Errorf("%s %s = %d %s, want %d %s", tc.method, tc.path, r.status, r.body, tc.status, tc.code)
+			}
+		})
+	}
+}

@@ -30,6 +30,7 @@ func (s *server) routes(mux *http.ServeMux) {
 	}
 	if s.Sale != nil {
 		mux.Handle("GET /api/v1/schedules/{id}/seats", s.seats())
+		mux.Handle("GET /api/v1/schedules/{id}/stock", s.stock())
 		mux.Handle("POST /api/v1/schedules/{id}/holds", s.hold())
 		mux.Handle("DELETE /api/v1/schedules/{id}/holds/{hold}", s.releaseHold())
 		mux.Handle("POST /api/v1/reservations", s.reserve())
@@ -39,8 +40,9 @@ func (s *server) routes(mux *http.ServeMux) {
 		mux.Handle("POST /api/v1/concerts", s.admin(s.createConcert()))
 		mux.Handle("POST /api/v1/concerts/{id}/schedules", s.admin(s.createSchedule()))
 		mux.Handle("POST /api/v1/schedules/{id}/seats", s.admin(s.addSeats()))
+		mux.Handle("PUT /api/v1/schedules/{id}/stock", s.admin(s.setStock()))
 		paths = append(paths,
-			"/api/v1/schedules/{id}/seats", "/api/v1/schedules/{id}/holds", "/api/v1/schedules/{id}/holds/{hold}",
+			"/api/v1/schedules/{id}/seats", "/api/v1/schedules/{id}/stock", "/api/v1/schedules/{id}/holds", "/api/v1/schedules/{id}/holds/{hold}",
 			"/api/v1/reservations", "/api/v1/reservations/{id}", "/api/v1/reservations/{id}/events",
 			"/api/v1/concerts", "/api/v1/concerts/{id}/schedules")
 	}

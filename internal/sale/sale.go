@@ -1,6 +1,7 @@
 // Package sale is the booking flow behind the gate: the seat map snapshot,
-// seat holds, reservations submitted through the message queue, and the
-// consumer that decides them in SQL at the pace the database can take.
+// seat holds, general-admission stock (stock.go), reservations submitted
+// through the message queue, and the consumer that decides them in SQL at
+// the pace the database can take.
 //
 // The three lines of defence of seed 002/003 meet here: the hold store lets
 // only one visitor hold a seat (SET NX with expiry, all seats or none); the
@@ -60,6 +61,9 @@ type Config struct {
 	// SeatLimit is the most seats one visitor holds at once in a schedule,
 	// and the most seats in one reservation (default 4).
 	SeatLimit int
+	// StockLimit is the most general-admission units one visitor holds at
+	// once in a schedule (default 4).
+	StockLimit int
 	// SnapshotEvery is the most often a schedule's seat map is rebuilt from
 	// SQL and the hold store (default 500 ms).
 	SnapshotEvery time.Duration
@@ -113,6 +117,9 @@ func New(c Config) *Service {
 	}
 	if c.SeatLimit <= 0 {
 		c.SeatLimit = 4
+	}
+	if c.StockLimit <= 0 {
+		c.StockLimit = 4
 	}
 	if c.SnapshotEvery <= 0 {
 		c.SnapshotEvery = 500 * time.Millisecond
@@ -304,8 +311,8 @@ func (s *Service) Lookup(ctx context.Context, visitor, idempotencyKey string) (b
 // (visitor, idempotency key) returns the first reservation (created false),
 // even after its holds ended.
 func (s *Service) Reserve(ctx context.Context, visitor string, scheduleID int64, seats []int64, idempotencyKey string) (booking.Reservation, bool, error) {
-	if len(idempotencyKey) == 0 || len(idempotencyKey) > maxIdempotencyKey || !queue.ValidVisitorID(idempotencyKey) {
-		return booking.Reservation{}, false, fmt.Errorf("%w: idempotency_key: want 1 to %d printable ASCII bytes without spaces", ErrInvalid, maxIdempotencyKey)
+	if err := checkKey(idempotencyKey); err != nil {
+		return booking.Reservation{}, false, err
 	}
 	if r, err := s.cfg.Broker.Lookup(ctx, visitor, idempotencyKey); err == nil {
 		return r, false, nil
@@ -336,6 +343,14 @@ func (s *Service) Reserve(ctx context.Context, visitor string, scheduleID int64,
 		Status: booking.Pending, CreatedAt: now.UTC().Truncate(time.Microsecond), // SQL keeps µs
 	}
 	return s.cfg.Broker.Submit(ctx, r, idempotencyKey)
+}
+
+// checkKey validates an idempotency key.
+func checkKey(key string) error {
+	if len(key) == 0 || len(key) > maxIdempotencyKey || !queue.ValidVisitorID(key) {
+		return fmt.Errorf("%w: idempotency_key: want 1 to %d printable ASCII bytes without spaces", ErrInvalid, maxIdempotencyKey)
+	}
+	return nil
 }
 
 func newID() string {

@@ -12,6 +12,9 @@
 // seat is rejected with ReasonSeatUnknown, one naming a seat twice is
 // rejected with ReasonSeatTaken (its second conditional UPDATE would touch
 // no row), and a reservation without an id is ErrInvalid for the whole call.
+// Stock reservations (a Quantity) are pinned the same way: a quantity below
+// 0, seats with a quantity, or a schedule without stock are rejected with
+// ReasonSoldOut.
 package bookingtest
 
 import (
@@ -51,6 +54,10 @@ func Run(t *testing.T, newStore NewStore) {
 		{"DecideRedeliveryInBatch", testDecideRedeliveryInBatch},
 		{"Reservation", testReservation},
 		{"DecideConcurrent", testDecideConcurrent},
+		{"Stock", testStock},
+		{"DecideStock", testDecideStock},
+		{"DecideStockRedelivery", testDecideStockRedelivery},
+		{"DecideStockConcurrent", testDecideStockConcurrent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })

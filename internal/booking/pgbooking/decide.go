@@ -51,12 +51,51 @@ import (
 // (rare: two calls redelivering the same ids in opposite orders, or
 // writers other than Decide) is retried; it left nothing behind.
 
+// Stock reservations (a Quantity) always take the pipeline path, one
+// decideStockStmt each: the contract's conditional UPDATE of the schedule's
+// stock row and the INSERT of the decision in one statement. A batch with
+// stock reservations of several schedules first locks those stock rows in
+// schedule id order (lockStockStmt, after the seats), for the same reason
+// as lockStmt.
+
 // lockStmt locks the seats still for sale, in seat id order.
 const lockStmt = `
 	SELECT seat_id FROM seat
 	 WHERE seat_id = ANY ($1::bigint[]) AND status IN ('AVAILABLE', 'HELD')
 	 ORDER BY seat_id
 	   FOR NO KEY UPDATE`
+
+// lockStockStmt locks stock rows, in schedule id order.
+const lockStockStmt = `
+	SELECT schedule_id FROM stock
+	 WHERE schedule_id = ANY ($1::bigint[])
+	 ORDER BY schedule_id
+	   FOR NO KEY UPDATE`
+
+// decideStockStmt sells and records one stock reservation: $1 to $6 as in
+// decideStmt ($4 is empty for a well-formed one), $7 the quantity. Result:
+// 1 if it sold, and the stored status and reason as decideStmt's. A
+// negative quantity, or seats with it, sells nothing: rejected as sold out.
+const decideStockStmt = `
+	WITH sold AS (
+		UPDATE stock SET sold = sold + $7::bigint
+		 WHERE schedule_id = $3::bigint AND sold + $7::bigint <= total
+		   AND $7::bigint > 0 AND cardinality($4::bigint[]) = 0
+		   AND NOT EXISTS (SELECT 1 FROM reservation WHERE reservation_id = $1::text)
+		RETURNING 1
+	), n AS (
+		SELECT count(*) AS sold FROM sold
+	), decided AS (
+		INSERT INTO reservation (reservation_id, visitor, schedule_id, seat_ids, quantity, status, reason, created_at, decided_at)
+		SELECT $1::text, $2::text, $3::bigint, $4::bigint[], $7::bigint,
+		       CASE WHEN n.sold = 1 THEN 'confirmed' ELSE 'rejected' END,
+		       CASE WHEN n.sold = 1 THEN '' ELSE 'sold_out' END,
+		       $5::timestamptz, $6::timestamptz
+		  FROM n
+		ON CONFLICT (reservation_id) DO NOTHING
+		RETURNING status, reason
+	)
+	SELECT n.sold, decided.status, decided.reason FROM n LEFT JOIN decided ON true`
 
 // decideStmt sells and records one reservation. Parameters: $1 id, $2
 // visitor, $3 schedule, $4 seat ids, $5 created at, $6 decided at. Result:
@@ -103,7 +142,7 @@ const rejectStmt = `
 	SELECT 0::bigint, decided.status, decided.reason FROM (SELECT) one LEFT JOIN decided ON true`
 
 const selectReservations = `
-	SELECT reservation_id, visitor, schedule_id, seat_ids, status, reason, created_at, decided_at
+	SELECT reservation_id, visitor, schedule_id, seat_ids, quantity, status, reason, created_at, decided_at
 	  FROM reservation WHERE reservation_id = ANY ($1::text[])`
 
 // decideSetStmt decides a whole batch in one statement when no seat and no
@@ -217,16 +256,22 @@ func decide(ctx context.Context, tx pgx.Tx, reqs []booking.Reservation, careful,
 	}
 	slices.Sort(seats)
 	seats = slices.Compact(seats)
+	stocks := stockSchedules(reqs)
 
 	outs := make([]outcome, len(reqs))
 	switch {
-	case !careful && set && setEligible(reqs, len(seats)):
+	case !careful && set && len(stocks) == 0 && setEligible(reqs, len(seats)):
 		if err := decideSet(ctx, tx, reqs, outs); err != nil {
 			return nil, err
 		}
 	case careful:
 		if len(seats) > 1 {
 			if _, err := tx.Exec(ctx, lockStmt, seats); err != nil {
+				return nil, err
+			}
+		}
+		if len(stocks) > 1 {
+			if _, err := tx.Exec(ctx, lockStockStmt, stocks); err != nil {
 				return nil, err
 			}
 		}
@@ -241,14 +286,19 @@ func decide(ctx context.Context, tx pgx.Tx, reqs []booking.Reservation, careful,
 		if len(seats) > 1 {
 			b.Queue(lockStmt, seats)
 		}
+		if len(stocks) > 1 {
+			b.Queue(lockStockStmt, stocks)
+		}
 		for _, r := range reqs {
 			queueDecide(b, r)
 		}
 		br := tx.SendBatch(ctx, b)
-		if len(seats) > 1 {
-			if _, err := br.Exec(); err != nil {
-				br.Close()
-				return nil, err
+		for _, locks := range []int{len(seats), len(stocks)} {
+			if locks > 1 {
+				if _, err := br.Exec(); err != nil {
+					br.Close()
+					return nil, err
+				}
 			}
 		}
 		for i := range reqs {
@@ -264,6 +314,12 @@ func decide(ctx context.Context, tx pgx.Tx, reqs []booking.Reservation, careful,
 	for i, r := range reqs {
 		if partial(outs[i], r) {
 			return nil, fmt.Errorf("%s: %w", r.ID, errPartial) // never when careful
+		}
+		// Sold here although its decision was stored meanwhile: the same
+		// reservation decided by a concurrent call (a redelivery racing the
+		// first delivery). Roll back; the redelivery then finds the decision.
+		if outs[i].status == nil && outs[i].sold > 0 {
+			return nil, fmt.Errorf("pgbooking: decide %s: decided concurrently; retry", r.ID)
 		}
 	}
 
@@ -301,6 +357,19 @@ func decide(ctx context.Context, tx pgx.Tx, reqs []booking.Reservation, careful,
 		}
 	}
 	return out, nil
+}
+
+// stockSchedules returns the schedules of reqs' stock reservations, sorted,
+// each once.
+func stockSchedules(reqs []booking.Reservation) []int64 {
+	var ids []int64
+	for _, r := range reqs {
+		if r.Quantity != 0 {
+			ids = append(ids, r.ScheduleID)
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // setEligible reports whether decideSetStmt may decide reqs: every
@@ -396,6 +465,10 @@ func arrayLiteral(ids []int64) string {
 // queueDecide queues r's statement: a sale, or a rejection if its seat
 // list cannot be sold as such.
 func queueDecide(b *pgx.Batch, r booking.Reservation) {
+	if r.Quantity != 0 {
+		b.Queue(decideStockStmt, r.ID, r.Visitor, r.ScheduleID, seatArray(r.SeatIDs), r.CreatedAt, r.DecidedAt, r.Quantity)
+		return
+	}
 	if reason := malformed(r.SeatIDs); reason != "" {
 		b.Queue(rejectStmt, r.ID, r.Visitor, r.ScheduleID, seatArray(r.SeatIDs), r.CreatedAt, r.DecidedAt, reason)
 		return
@@ -403,24 +476,30 @@ func queueDecide(b *pgx.Batch, r booking.Reservation) {
 	b.Queue(decideStmt, r.ID, r.Visitor, r.ScheduleID, r.SeatIDs, r.CreatedAt, r.DecidedAt)
 }
 
-// partial reports an outcome that sold seats without recording r as
-// confirmed by this statement.
+// partial reports an outcome that sold seats (or stock) without recording
+// r as confirmed by this statement.
 func partial(o outcome, r booking.Reservation) bool {
-	return o.sold > 0 && (o.status == nil || o.sold != int64(len(r.SeatIDs)))
+	want := int64(len(r.SeatIDs))
+	if r.Quantity != 0 {
+		want = 1 // the stock row
+	}
+	return o.sold > 0 && (o.status == nil || o.sold != want)
 }
 
 // decideCarefully decides r inside a savepoint: a partial sale is rolled
 // back and recorded as a rejection.
 func decideCarefully(ctx context.Context, tx pgx.Tx, r booking.Reservation) (outcome, error) {
 	var o outcome
-	if reason := malformed(r.SeatIDs); reason != "" {
+	stmt, args := decideStmt, []any{r.ID, r.Visitor, r.ScheduleID, r.SeatIDs, r.CreatedAt, r.DecidedAt}
+	if r.Quantity != 0 {
+		stmt, args = decideStockStmt, []any{r.ID, r.Visitor, r.ScheduleID, seatArray(r.SeatIDs), r.CreatedAt, r.DecidedAt, r.Quantity}
+	} else if reason := malformed(r.SeatIDs); reason != "" {
 		return reject(ctx, tx, r, reason)
 	}
 	if _, err := tx.Exec(ctx, `SAVEPOINT sell`); err != nil {
 		return o, err
 	}
-	err := tx.QueryRow(ctx, decideStmt, r.ID, r.Visitor, r.ScheduleID, r.SeatIDs, r.CreatedAt, r.DecidedAt).
-		Scan(&o.sold, &o.status, &o.reason)
+	err := tx.QueryRow(ctx, stmt, args...).Scan(&o.sold, &o.status, &o.reason)
 	if err != nil {
 		return o, err
 	}
@@ -430,6 +509,9 @@ func decideCarefully(ctx context.Context, tx pgx.Tx, r booking.Reservation) (out
 	}
 	if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT sell; RELEASE SAVEPOINT sell`); err != nil {
 		return o, err
+	}
+	if r.Quantity != 0 {
+		return reject(ctx, tx, r, booking.ReasonSoldOut) // stored already: answered from storage
 	}
 	return reject(ctx, tx, r, "")
 }
@@ -481,7 +563,7 @@ func (s *Store) Reservation(ctx context.Context, id string) (booking.Reservation
 
 func scanReservation(row pgx.CollectableRow) (booking.Reservation, error) {
 	var r booking.Reservation
-	err := row.Scan(&r.ID, &r.Visitor, &r.ScheduleID, &r.SeatIDs, &r.Status, &r.Reason, &r.CreatedAt, &r.DecidedAt)
+	err := row.Scan(&r.ID, &r.Visitor, &r.ScheduleID, &r.SeatIDs, &r.Quantity, &r.Status, &r.Reason, &r.CreatedAt, &r.DecidedAt)
 	if len(r.SeatIDs) == 0 {
 		r.SeatIDs = nil
 	}

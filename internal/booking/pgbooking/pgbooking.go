@@ -208,6 +208,32 @@ func (s *Store) Schedules(ctx context.Context) ([]booking.Schedule, error) {
 	return out, nil
 }
 
+// SetStock creates a schedule's stock or sets its total. An unknown
+// schedule (foreign key) is ErrNotFound; a total below the units sold (the
+// CHECK) is ErrInvalid.
+func (s *Store) SetStock(ctx context.Context, scheduleID, total int64) error {
+	op := fmt.Sprintf("set stock of schedule %d to %d", scheduleID, total)
+	if total < 0 {
+		return fmt.Errorf("pgbooking: %s: %w", op, booking.ErrInvalid)
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO stock (schedule_id, total) VALUES ($1, $2)
+		ON CONFLICT (schedule_id) DO UPDATE SET total = EXCLUDED.total`, scheduleID, total)
+	if err != nil {
+		return wrap(op, err)
+	}
+	return nil
+}
+
+// Stock returns a schedule's stock.
+func (s *Store) Stock(ctx context.Context, scheduleID int64) (booking.Stock, error) {
+	var st booking.Stock
+	err := s.pool.QueryRow(ctx, `SELECT total, sold FROM stock WHERE schedule_id = $1`, scheduleID).Scan(&st.Total, &st.Sold)
+	if err != nil {
+		return booking.Stock{}, wrap(fmt.Sprintf("stock of schedule %d", scheduleID), err)
+	}
+	return st, nil
+}
+
 // AddSeats creates seats in bulk and returns their ids in order: one
 // transaction that draws the ids from the seat sequence in one statement
 // and loads the rows with COPY. The ids increase in the order of seats.

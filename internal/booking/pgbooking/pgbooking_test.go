@@ -145,8 +145,8 @@ func TestMigrations(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT version) FROM schema_migrations`).Scan(&rows, &versions); err != nil {
 		t.Fatal(err)
 	}
-	if rows != 1 || versions != 1 {
-		t.Errorf("schema_migrations has %d rows for %d versions, want 1 and 1", rows, versions)
+	if rows != 2 || versions != 2 {
+		t.Errorf("schema_migrations has %d rows for %d versions, want 2 and 2", rows, versions)
 	}
 }
 

@@ -17,14 +17,20 @@ const sellSeat = `
 	UPDATE seat SET status = 'SOLD', reservation_id = ?
 	 WHERE schedule_id = ? AND seat_id = ? AND status IN ('AVAILABLE', 'HELD')`
 
+// sellStock is the contract's conditional UPDATE of a schedule's stock:
+// zero rows affected means sold out (or no stock).
+const sellStock = `
+	UPDATE stock SET sold = sold + ?1 WHERE schedule_id = ?2 AND sold + ?1 <= total`
+
 const selectReservation = `
-	SELECT visitor, schedule_id, seat_ids, status, reason, created_at, decided_at
+	SELECT visitor, schedule_id, seat_ids, quantity, status, reason, created_at, decided_at
 	  FROM reservation WHERE reservation_id = ?`
 
 // Decide decides rs in order in one immediate transaction on the writer:
 // a reservation already stored is answered from storage; any other sells
 // its seats one conditional UPDATE at a time inside a savepoint, rolled
-// back if one touches no row, and its decision is inserted.
+// back if one touches no row (or its quantity with one conditional UPDATE
+// of the stock), and its decision is inserted.
 func (s *Store) Decide(ctx context.Context, rs []booking.Reservation) ([]booking.Reservation, error) {
 	if len(rs) == 0 {
 		return nil, nil
@@ -48,9 +54,10 @@ func (s *Store) Decide(ctx context.Context, rs []booking.Reservation) ([]booking
 	}{
 		{&d.get, selectReservation},
 		{&d.sell, sellSeat},
+		{&d.stock, sellStock},
 		{&d.count, `SELECT count(*) FROM seat WHERE schedule_id = ? AND seat_id IN (SELECT value FROM json_each(?))`},
-		{&d.insert, `INSERT INTO reservation (reservation_id, visitor, schedule_id, seat_ids, status, reason, created_at, decided_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&d.insert, `INSERT INTO reservation (reservation_id, visitor, schedule_id, seat_ids, quantity, status, reason, created_at, decided_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 	} {
 		if *p.stmt, err = tx.PrepareContext(ctx, p.sql); err != nil {
 			return nil, wrap(op, err)
@@ -71,12 +78,12 @@ func (s *Store) Decide(ctx context.Context, rs []booking.Reservation) ([]booking
 
 // decider holds one Decide call's transaction and prepared statements.
 type decider struct {
-	tx                       *sql.Tx
-	get, sell, count, insert *sql.Stmt
+	tx                              *sql.Tx
+	get, sell, stock, count, insert *sql.Stmt
 }
 
 func (d *decider) close() {
-	for _, st := range []*sql.Stmt{d.get, d.sell, d.count, d.insert} {
+	for _, st := range []*sql.Stmt{d.get, d.sell, d.stock, d.count, d.insert} {
 		if st != nil {
 			st.Close()
 		}
@@ -91,7 +98,11 @@ func (d *decider) decide(ctx context.Context, r booking.Reservation, decidedAt t
 	if !errors.Is(err, sql.ErrNoRows) {
 		return booking.Reservation{}, err
 	}
-	r.Status, r.Reason, err = d.sellAll(ctx, r)
+	if r.Quantity != 0 {
+		r.Status, r.Reason, err = d.sellStock(ctx, r)
+	} else {
+		r.Status, r.Reason, err = d.sellAll(ctx, r)
+	}
 	if err != nil {
 		return booking.Reservation{}, err
 	}
@@ -103,7 +114,7 @@ func (d *decider) decide(ctx context.Context, r booking.Reservation, decidedAt t
 	if len(r.SeatIDs) == 0 {
 		r.SeatIDs = nil
 	}
-	_, err = d.insert.ExecContext(ctx, r.ID, r.Visitor, r.ScheduleID, encodeSeats(r.SeatIDs),
+	_, err = d.insert.ExecContext(ctx, r.ID, r.Visitor, r.ScheduleID, encodeSeats(r.SeatIDs), r.Quantity,
 		string(r.Status), r.Reason, micros(r.CreatedAt), micros(r.DecidedAt))
 	return r, err
 }
@@ -143,6 +154,24 @@ func (d *decider) sellAll(ctx context.Context, r booking.Reservation) (booking.R
 	return booking.Confirmed, "", nil
 }
 
+// sellStock sells r's quantity of its schedule's stock with one
+// conditional UPDATE, or nothing.
+func (d *decider) sellStock(ctx context.Context, r booking.Reservation) (booking.ReservationStatus, string, error) {
+	if r.Quantity < 0 || len(r.SeatIDs) > 0 {
+		return booking.Rejected, booking.ReasonSoldOut, nil
+	}
+	res, err := d.stock.ExecContext(ctx, r.Quantity, r.ScheduleID)
+	if err != nil {
+		return "", "", err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return "", "", err
+	} else if n == 0 {
+		return booking.Rejected, booking.ReasonSoldOut, nil
+	}
+	return booking.Confirmed, "", nil
+}
+
 // malformed returns the rejection reason of a seat list that no sale can
 // satisfy: none (seat_unknown), or a seat twice (seat_taken: its second
 // conditional UPDATE would touch no row).
@@ -171,7 +200,7 @@ func scanReservation(id string, row *sql.Row) (booking.Reservation, error) {
 	r := booking.Reservation{ID: id}
 	var seats string
 	var createdAt, decidedAt int64
-	if err := row.Scan(&r.Visitor, &r.ScheduleID, &seats, &r.Status, &r.Reason, &createdAt, &decidedAt); err != nil {
+	if err := row.Scan(&r.Visitor, &r.ScheduleID, &seats, &r.Quantity, &r.Status, &r.Reason, &createdAt, &decidedAt); err != nil {
 		return booking.Reservation{}, err
 	}
 	var err error

@@ -361,6 +361,46 @@ func (s *Store) Seats(ctx context.Context, scheduleID int64) ([]booking.Seat, er
 	return out, nil
 }
 
+// SetStock creates a schedule's stock or sets its total.
+func (s *Store) SetStock(ctx context.Context, scheduleID, total int64) error {
+	op := fmt.Sprintf("set stock of schedule %d to %d", scheduleID, total)
+	if total < 0 {
+		return fmt.Errorf("sqlitebooking: %s: %w", op, booking.ErrInvalid)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return wrap(op, err)
+	}
+	defer tx.Rollback()
+	var exists bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM schedule WHERE schedule_id = ?)`, scheduleID).Scan(&exists); err != nil {
+		return wrap(op, err)
+	}
+	if !exists {
+		return fmt.Errorf("sqlitebooking: %s: schedule: %w", op, booking.ErrNotFound)
+	}
+	// The CHECK (sold <= total) refuses a total below the units sold:
+	// ErrInvalid.
+	if _, err := tx.ExecContext(ctx, `INSERT INTO stock (schedule_id, total) VALUES (?1, ?2)
+		ON CONFLICT (schedule_id) DO UPDATE SET total = ?2`, scheduleID, total); err != nil {
+		return wrap(op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return wrap(op, err)
+	}
+	return nil
+}
+
+// Stock returns a schedule's stock.
+func (s *Store) Stock(ctx context.Context, scheduleID int64) (booking.Stock, error) {
+	var st booking.Stock
+	err := s.r.QueryRowContext(ctx, `SELECT total, sold FROM stock WHERE schedule_id = ?`, scheduleID).Scan(&st.Total, &st.Sold)
+	if err != nil {
+		return booking.Stock{}, wrap(fmt.Sprintf("stock of schedule %d", scheduleID), err)
+	}
+	return st, nil
+}
+
 // wrap adds the operation to err and classifies it: sql.ErrNoRows becomes
 // booking.ErrNotFound, a constraint violation booking.ErrInvalid, and a
 // failure to reach the file (locked past the busy timeout, I/O error,

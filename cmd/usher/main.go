@@ -28,6 +28,7 @@ const usage = `usage: usher <command> [flags]
 
 commands:
   serve     run the waiting room and booking API on embedded defaults, or on Redis, PostgreSQL, NATS
+  proxy     gate any website: a reverse proxy that queues visitors in front of an origin
   seed      create a demo concert with one schedule of N seats (default 50,000)
   keys      list or rotate the signing keys (usher keys list|rotate)
   plan      size a room from the origin's capacity (Little's law, seed 002)
@@ -49,6 +50,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "serve":
 		return helpIsNotAnError(serve(ctx, rest, getenv, stdout, stderr))
+	case "proxy":
+		return helpIsNotAnError(proxy(ctx, rest, getenv, stdout, stderr))
 	case "seed":
 		return helpIsNotAnError(seed(ctx, rest, getenv, stdout, stderr))
 	case "keys":

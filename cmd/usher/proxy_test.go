@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startProxy runs `usher proxy` with args until the test ends and returns
+// its base URL once /_usher/healthz answers.
+func startProxy(t *testing.T, env map[string]string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	done := make(chan error, 1)
+	getenv := func(k string) string { return env[k] }
+	go func() { done <- proxy(ctx, args, getenv, stdout, stderr) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("proxy returned %v after shutdown, want nil", err)
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			t.Fatalf("proxy exited early: %v\n%s", err, stderr)
+		default:
+		}
+		if m := servingRE.FindStringSubmatch(stdout.String()); m != nil {
+			if res, err := http.Get(m[1] + "/_usher/healthz"); err == nil {
+				res.Body.Close()
+				if res.StatusCode == 200 {
+					return m[1]
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("proxy did not become healthy\nstdout: %s\nstderr: %s", stdout, stderr)
+	return ""
+}
+
+func get(t *testing.T, c *http.Client, url string) (int, string) {
+	t.Helper()
+	res, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+func newBrowser(t *testing.T) *http.Client {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Jar: jar, Timeout: 10 * time.Second}
+}
+
+func TestProxyEndToEnd(t *testing.T) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/done" {
+			w.Header().Set("Usher-Release", "1")
+		}
+		io.WriteString(w, "origin "+r.URL.Path)
+	}))
+	defer origin.Close()
+	base := startProxy(t, map[string]string{"USHER_ROUTE": "/b/=room-b", "USHER_OPEN": "/static/"},
+		"--addr", "127.0.0.1:0", "--origin", origin.URL, "--room", "sale", "--data-dir", t.TempDir(),
+		"--admin-key", "admin", "--insecure-cookies")
+	c := client{t, base}
+	for _, room := range []string{"sale", "room-b"} { // both created at start
+		if st, _, body := c.do("PUT", "/_usher/api/v1/rooms/"+room, "admin", `{"max_active":1,"admit_rate":20,"interval_ms":50}`); st != 200 && st != 201 {
+			t.Fatalf("room %s: %d %v", room, st, body)
+		}
+	}
+
+	a, b := newBrowser(t), newBrowser(t)
+	if st, body := get(t, a, base+"/"); st != 200 || body != "origin /" {
+		t.Fatalf("first visitor: %d %q, want straight through to the origin", st, body)
+	}
+	st, body := get(t, b, base+"/shop")
+	if st != http.StatusTooManyRequests || !strings.Contains(body, `http-equiv="refresh"`) || !strings.Contains(body, `class="position">1<`) {
+		t.Fatalf("second visitor: %d, want the waiting page at position 1:\n%s", st, body)
+	}
+	if st, body := get(t, http.DefaultClient, base+"/static/app.js"); st != 200 || body != "origin /static/app.js" {
+		t.Errorf("open path: %d %q", st, body)
+	}
+	if st, body := get(t, b, base+"/b/x"); st != 200 || body != "origin /b/x" {
+		t.Errorf("routed room-b is free: %d %q, want the origin", st, body)
+	}
+
+	// The origin ends the first visitor's session; the scheduler lets the second in.
+	if st, _ := get(t, a, base+"/done"); st != 200 {
+		t.Fatalf("/done: %d", st)
+	}
+	waitFor(t, "second visitor admitted", func() bool {
+		st, body := get(t, b, base+"/shop")
+		return st == 200 && body == "origin /shop"
+	})
+	if st, _ := get(t, a, base+"/"); st != http.StatusTooManyRequests {
+		t.Errorf("released visitor: %d, want 429 (the slot is taken)", st)
+	}
+
+	_, metrics := get(t, http.DefaultClient, base+"/_usher/metrics")
+	for _, want := range []string{`usher_proxy_origin_responses_total{class="2xx",room="sale"}`, "usher_proxy_origin_seconds_bucket", "usher_proxy_origin_inflight"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+func TestProxyBadSettings(t *testing.T) {
+	for name, args := range map[string][]string{
+		"no origin":     {"--addr", "127.0.0.1:0"},
+		"bad origin":    {"--origin", "ftp://x"},
+		"bad route":     {"--origin", "http://127.0.0.1:1", "--route", "/a/"},
+		"reserved path": {"--origin", "http://127.0.0.1:1", "--open", "/_usher/x"},
+		"bad room":      {"--origin", "http://127.0.0.1:1", "--room", "Sale!"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			args := append(args, "--data-dir", t.TempDir())
+			err := proxy(context.Background(), args, func(string) string { return "" }, io.Discard, io.Discard)
+			if err == nil {
+				t.Errorf("proxy(%q) = nil, want an error", args)
+			}
+		})
+	}
+}

@@ -1,0 +1,302 @@
+// Package gateway is usher's gating reverse proxy: it stands in front of any
+// origin, lets through only visitors with a valid pass for the room their
+// path maps to, and answers everyone else with the queue: a waiting page for
+// browsers, the queue state as JSON for clients that ask for JSON.
+//
+// Contract:
+//   - Requests under Prefix (/_usher/) go to usher's own API, never to the
+//     origin.
+//   - Open paths (Rules) are proxied without a pass. Gated paths are proxied
+//     when gate.Gate.Check passes them (pass in the Authorization header or
+//     the usher_pass cookie, active slot in the store); the slot's expiry
+//     slides and a renewed pass comes back in the Usher-Pass header (and the
+//     cookie, if the pass came in one).
+//   - Without a pass the request enters the queue (the first time) or reads
+//     its place (the usher_ticket_<room> cookie or an `Authorization: Bearer`
+//     ticket). Waiting answers are 429 with Retry-After, never 2xx, so that
+//     no cache or client mistakes them for the origin's answer. A browser that
+//     finds itself admitted gets the pass cookie and a 303 to the URL it
+//     asked for; a JSON client's request is proxied at once, with the pass in
+//     Usher-Pass.
+//   - An origin response carrying `Usher-Release: 1` ends the visitor's slot
+//     (queue.Leave); the header is stripped.
+//   - Origin failures answer 502, origin timeouts (no response headers within
+//     Config.OriginTimeout, or no connection) 504, with a plain page.
+//
+// Limits: the proxy forwards the Authorization header unchanged, so an origin
+// that uses Authorization for its own logins should let browsers carry the
+// pass in the cookie. The usher_* cookies are forwarded to the origin too.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"usher/internal/apierror"
+	"usher/internal/gate"
+	"usher/internal/queue"
+	"usher/internal/token"
+)
+
+// ReleaseHeader is the origin response header that ends the visitor's slot.
+const ReleaseHeader = "Usher-Release"
+
+// Config is what the proxy needs. Origin, Queue, Keys and Registry are
+// required.
+type Config struct {
+	Origin *url.URL
+	Queue  *queue.Queue
+	Keys   *token.Keyring
+	Rules  Rules
+	// API serves usher's own routes; it is mounted under Prefix with the
+	// prefix stripped. Nil answers 404 there.
+	API      http.Handler
+	Registry prometheus.Registerer
+	Logger   *slog.Logger
+	// OriginTimeout bounds connecting to the origin and waiting for its
+	// response headers (default 30s). Bodies may stream for longer.
+	OriginTimeout time.Duration
+	// Transport overrides the transport to the origin (tests); OriginTimeout
+	// is then the transport's business.
+	Transport http.RoundTripper
+	// InsecureCookies drops the Secure attribute (plain HTTP on localhost).
+	InsecureCookies bool
+	// FailOpen lets signed passes through when the store is down.
+	FailOpen bool
+}
+
+// Proxy is the gating reverse proxy; it is an http.Handler.
+type Proxy struct {
+	c       Config
+	rp      *httputil.ReverseProxy
+	gate    *gate.Gate
+	api     http.Handler
+	errs    apierror.Writer
+	metrics *metrics
+	secure  bool
+	log     *slog.Logger
+}
+
+// New returns the proxy. It starts nothing.
+func New(c Config) (*Proxy, error) {
+	if c.Origin == nil || c.Origin.Scheme == "" || c.Origin.Host == "" {
+		return nil, fmt.Errorf("proxy: origin %v: want an absolute URL such as http://127.0.0.1:9000", c.Origin)
+	}
+	if err := c.Rules.Validate(); err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.OriginTimeout <= 0 {
+		c.OriginTimeout = 30 * time.Second
+	}
+	if c.Transport == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.DialContext = (&net.Dialer{Timeout: c.OriginTimeout, KeepAlive: 30 * time.Second}).DialContext
+		t.ResponseHeaderTimeout = c.OriginTimeout
+		t.MaxIdleConnsPerHost = 256
+		c.Transport = t
+	}
+	p := &Proxy{
+		c:       c,
+		errs:    apierror.Writer{Log: c.Logger},
+		metrics: newMetrics(c.Registry),
+		secure:  !c.InsecureCookies,
+		log:     c.Logger,
+	}
+	p.gate = gate.New(c.Queue, c.Keys, gate.Options{
+		FailOpen: c.FailOpen, SecureCookie: p.secure, Errors: p.errs, Logger: c.Logger,
+	})
+	p.api = http.NotFoundHandler()
+	if c.API != nil {
+		p.api = http.StripPrefix(strings.TrimSuffix(Prefix, "/"), c.API)
+	}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(c.Origin)
+			pr.SetXForwarded()
+		},
+		Transport: c.Transport,
+		// Flush every 100ms; server-sent events and bodies of unknown length
+		// are flushed at once (ReverseProxy does that by itself).
+		FlushInterval:  100 * time.Millisecond,
+		ModifyResponse: p.modifyResponse,
+		ErrorHandler:   p.originError,
+		ErrorLog:       slog.NewLogLogger(c.Logger.Handler(), slog.LevelWarn),
+	}
+	return p, nil
+}
+
+// ServeHTTP routes the request: usher's API, an open path, or the gate.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == strings.TrimSuffix(Prefix, "/") || strings.HasPrefix(r.URL.Path, Prefix) {
+		p.api.ServeHTTP(w, r)
+		return
+	}
+	room, gated := p.c.Rules.Match(r.URL.Path)
+	if !gated {
+		p.forward(w, r, &flight{room: room})
+		return
+	}
+	c := &capture{header: http.Header{}}
+	a, ok := p.gate.Check(c, r, room)
+	switch {
+	case ok:
+		p.forward(w, r, &flight{room: room, visitor: a.Visitor, extra: c.header})
+	case c.status >= 500: // the store is down: fail closed
+		if wantsJSON(r) {
+			c.writeTo(w)
+			return
+		}
+		w.Header().Set("Retry-After", apierror.RetryAfter)
+		p.plainPage(w, c.status, "The waiting room is unavailable right now. Please try again in a moment.")
+	default:
+		p.wait(w, r, room)
+	}
+}
+
+// flight is what the proxy knows about one request to the origin.
+type flight struct {
+	room, visitor string
+	// extra are response headers for the visitor (a renewed pass).
+	extra http.Header
+	start time.Time
+}
+
+type flightKey struct{}
+
+// forward sends the request to the origin.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, f *flight) {
+	inflight := p.metrics.inflight.WithLabelValues(f.room)
+	inflight.Inc()
+	defer inflight.Dec()
+	f.start = time.Now()
+	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), flightKey{}, f)))
+}
+
+func flightOf(r *http.Request) *flight {
+	if f, ok := r.Context().Value(flightKey{}).(*flight); ok {
+		return f
+	}
+	return &flight{start: time.Now()}
+}
+
+// modifyResponse observes the origin's answer, honours Usher-Release and
+// adds the visitor's renewed pass.
+func (p *Proxy) modifyResponse(res *http.Response) error {
+	f := flightOf(res.Request)
+	p.metrics.observe(f.room, res.StatusCode, time.Since(f.start))
+	release := res.Header.Get(ReleaseHeader)
+	res.Header.Del(ReleaseHeader)
+	if release == "1" || strings.EqualFold(release, "true") {
+		p.release(res, f)
+		return nil
+	}
+	for k, vs := range f.extra {
+		for _, v := range vs {
+			res.Header.Add(k, v)
+		}
+	}
+	return nil
+}
+
+// release ends the slot of the visitor the request was admitted as (or, on
+// an open path, of the pass it carries) and clears the pass cookie.
+func (p *Proxy) release(res *http.Response, f *flight) {
+	visitor := f.visitor
+	if visitor == "" {
+		if raw, _ := gate.PassFrom(res.Request); raw != "" {
+			if pass, err := p.c.Keys.ParsePass(raw, f.room); err == nil {
+				visitor = pass.Visitor
+			}
+		}
+	}
+	if visitor == "" {
+		return
+	}
+	if err := p.c.Queue.Leave(res.Request.Context(), f.room, visitor); err != nil {
+		p.log.Warn("release", "room", f.room, "err", err)
+		return
+	}
+	c := &http.Cookie{Name: gate.PassCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: p.secure, SameSite: http.SameSiteLaxMode}
+	res.Header.Add("Set-Cookie", c.String())
+}
+
+// originError answers a failed round trip: 504 for a timeout, else 502.
+func (p *Proxy) originError(w http.ResponseWriter, r *http.Request, err error) {
+	f := flightOf(r)
+	status := http.StatusBadGateway
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+		status = http.StatusGatewayTimeout
+	}
+	p.metrics.observe(f.room, status, time.Since(f.start))
+	if r.Context().Err() != nil { // the visitor went away; nobody reads this
+		p.log.Debug("origin request canceled", "room", f.room, "err", err)
+	} else {
+		p.log.Warn("origin request failed", "room", f.room, "status", status, "err", err)
+	}
+	for k, vs := range f.extra {
+		w.Header()[k] = vs
+	}
+	msg := "The site behind this waiting room did not answer correctly. Please try again in a moment."
+	if status == http.StatusGatewayTimeout {
+		msg = "The site behind this waiting room took too long to answer. Please try again in a moment."
+	}
+	p.plainPage(w, status, msg)
+}
+
+// plainPage writes a minimal HTML page.
+func (p *Proxy) plainPage(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	if err := plainTmpl.Execute(w, struct {
+		Status  int
+		Title   string
+		Message string
+	}{status, http.StatusText(status), msg}); err != nil {
+		p.log.Debug("plain page", "err", err)
+	}
+}
+
+// capture is a ResponseWriter that keeps what gate.Check writes, so that the
+// proxy decides what the visitor sees.
+type capture struct {
+	header http.Header
+	status int
+	body   []byte
+}
+
+func (c *capture) Header() http.Header { return c.header }
+
+func (c *capture) WriteHeader(status int) {
+	if c.status == 0 {
+		c.status = status
+	}
+}
+
+func (c *capture) Write(b []byte) (int, error) {
+	c.WriteHeader(http.StatusOK)
+	c.body = append(c.body, b...)
+	return len(b), nil
+}
+
+func (c *capture) writeTo(w http.ResponseWriter) {
+	for k, vs := range c.header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(c.status)
+	w.Write(c.body)
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"strings"
@@ -252,33 +251,9 @@ func TestOpenClosedPort(t *testing.T) {
 // TestOpenSilentServer needs no server: one that accepts connections and
 // never answers fails Open after connect_timeout.
 func TestOpenSilentServer(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	defer func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
+	addr := testenv.SilentServer(t)
 	start := time.Now()
-	_, err = pgbooking.Open(context.Background(), "postgres://usher@"+l.Addr().String()+"/usher?sslmode=disable&connect_timeout=1", 2)
+	_, err := pgbooking.Open(context.Background(), "postgres://usher@"+addr+"/usher?sslmode=disable&connect_timeout=1", 2)
 	wantUnavailable(t, "Open", err, time.Since(start))
 }
 
@@ -297,53 +272,6 @@ func TestOpenInvalid(t *testing.T) {
 	}
 }
 
-// proxy forwards TCP connections to a server until Close, which also cuts
-// every connection it carries: the server vanishes for its clients.
-type proxy struct {
-	l     net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func startProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{l: l}
-	t.Cleanup(p.Close)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, s)
-			p.mu.Unlock()
-			go func() { io.Copy(s, c); s.Close() }()
-			go func() { io.Copy(c, s); c.Close() }()
-		}
-	}()
-	return p
-}
-
-func (p *proxy) Close() {
-	p.l.Close()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
 // TestServerVanished opens a store through a proxy, uses it, then cuts the
 // proxy: every method fails promptly with ErrUnavailable, pooled
 // connections and new ones alike.
@@ -357,8 +285,8 @@ func TestServerVanished(t *testing.T) {
 	if parsed.Port() == "" {
 		target = net.JoinHostPort(parsed.Hostname(), "5432")
 	}
-	p := startProxy(t, target)
-	parsed.Host = p.l.Addr().String()
+	p := testenv.NewProxy(t, target)
+	parsed.Host = p.Addr()
 	q := parsed.Query()
 	q.Set("connect_timeout", "2")
 	parsed.RawQuery = q.Encode()
@@ -372,7 +300,7 @@ func TestServerVanished(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Close()
+	p.Cut()
 
 	r := booking.Reservation{ID: "r", ScheduleID: sch.ID, SeatIDs: []int64{1}}
 	checks := []struct {

@@ -34,14 +34,21 @@ func (s *server) gated(w http.ResponseWriter, r *http.Request, id int64) (gate.A
 	return s.gate.Check(w, r, sch.Room)
 }
 
+// gatedPath is gated for the schedule of the {id} path value.
+func (s *server) gatedPath(w http.ResponseWriter, r *http.Request) (int64, gate.Admitted, bool) {
+	id, err := scheduleID(r)
+	if err != nil {
+		s.errs.Write(w, r, err)
+		return 0, gate.Admitted{}, false
+	}
+	a, ok := s.gated(w, r, id)
+	return id, a, ok
+}
+
 func (s *server) seats() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := scheduleID(r)
-		if err != nil {
-			s.errs.Write(w, r, err)
-			return
-		}
-		if _, ok := s.gated(w, r, id); !ok {
+		id, _, ok := s.gatedPath(w, r)
+		if !ok {
 			return
 		}
 		m, err := s.Sale.SeatMap(r.Context(), id)
@@ -111,12 +118,7 @@ func (s *server) hold() http.Handler {
 
 func (s *server) releaseHold() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := scheduleID(r)
-		if err != nil {
-			s.errs.Write(w, r, err)
-			return
-		}
-		a, ok := s.gated(w, r, id)
+		id, a, ok := s.gatedPath(w, r)
 		if !ok {
 			return
 		}
@@ -386,12 +388,8 @@ type StockResponse struct {
 
 func (s *server) stock() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := scheduleID(r)
-		if err != nil {
-			s.errs.Write(w, r, err)
-			return
-		}
-		if _, ok := s.gated(w, r, id); !ok {
+		id, _, ok := s.gatedPath(w, r)
+		if !ok {
 			return
 		}
 		n, err := s.Sale.Stock(r.Context(), id)

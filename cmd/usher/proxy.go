@@ -40,6 +40,8 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 	insecure := f.bool("insecure-cookies", false, "drop the Secure cookie attribute (plain HTTP on a non-localhost host)")
 	gates := f.stringList("gate", "gated path pattern, repeatable (default /: everything); longest pattern wins")
 	opens := f.stringList("open", "always-open path pattern, repeatable, such as /static/ or /healthz")
+	lang := f.string("lang", "en", "waiting page language: en or ko")
+	waitingTemplate := f.string("waiting-template", "", "operator's html/template for the waiting page (see docs/proxy.md)")
 	routes := f.stringList("route", "path prefix → room, repeatable, such as /concert-a/=room-a; longest prefix wins")
 	if err := f.parse(args); err != nil {
 		return err
@@ -98,6 +100,7 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 		}),
 		Logger:        log.With("component", "proxy"),
 		OriginTimeout: *originTimeout, InsecureCookies: *insecure, FailOpen: *failOpen,
+		Lang: *lang, WaitingTemplate: *waitingTemplate,
 	})
 	if err != nil {
 		return err

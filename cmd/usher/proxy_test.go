@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -90,7 +92,7 @@ func TestProxyEndToEnd(t *testing.T) {
 		t.Fatalf("first visitor: %d %q, want straight through to the origin", st, body)
 	}
 	st, body := get(t, b, base+"/shop")
-	if st != http.StatusTooManyRequests || !strings.Contains(body, `http-equiv="refresh"`) || !strings.Contains(body, `class="position">1<`) {
+	if st != http.StatusTooManyRequests || !strings.Contains(body, `http-equiv="refresh"`) || !strings.Contains(body, `id="position">1<`) {
 		t.Fatalf("second visitor: %d, want the waiting page at position 1:\n%s", st, body)
 	}
 	if st, body := get(t, http.DefaultClient, base+"/static/app.js"); st != 200 || body != "origin /static/app.js" {
@@ -127,6 +129,8 @@ func TestProxyBadSettings(t *testing.T) {
 		"bad route":     {"--origin", "http://127.0.0.1:1", "--route", "/a/"},
 		"reserved path": {"--origin", "http://127.0.0.1:1", "--open", "/_usher/x"},
 		"bad room":      {"--origin", "http://127.0.0.1:1", "--room", "Sale!"},
+		"bad lang":      {"--origin", "http://127.0.0.1:1", "--lang", "fr"},
+		"no template":   {"--origin", "http://127.0.0.1:1", "--waiting-template", "/nonexistent/waiting.html"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			args := append(args, "--data-dir", t.TempDir())
@@ -135,5 +139,30 @@ func TestProxyBadSettings(t *testing.T) {
 				t.Errorf("proxy(%q) = nil, want an error", args)
 			}
 		})
+	}
+}
+
+func TestProxyWaitingPageLanguageAndTemplate(t *testing.T) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "origin") }))
+	defer origin.Close()
+	run := func(env map[string]string, args ...string) string {
+		base := startProxy(t, env, append([]string{"--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", t.TempDir(),
+			"--admin-key", "admin", "--insecure-cookies"}, args...)...)
+		c := client{t, base}
+		if st, _, body := c.do("PUT", "/_usher/api/v1/rooms/sale", "admin", `{"state":"paused"}`); st != 200 && st != 201 {
+			t.Fatalf("pause: %d %v", st, body)
+		}
+		_, body := get(t, newBrowser(t), base+"/shop")
+		return body
+	}
+	if body := run(map[string]string{"USHER_LANG": "ko"}); !strings.Contains(body, "아직 판매가 시작되지 않았습니다") {
+		t.Errorf("USHER_LANG=ko: no Korean paused message:\n%s", body)
+	}
+	tmpl := filepath.Join(t.TempDir(), "waiting.html")
+	if err := os.WriteFile(tmpl, []byte(`<h1>Custom {{.State}} {{.Position}}</h1>`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if body := run(nil, "--waiting-template", tmpl); !strings.Contains(body, "<h1>Custom paused 1</h1>") {
+		t.Errorf("--waiting-template: %s", body)
 	}
 }

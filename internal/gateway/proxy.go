@@ -32,6 +32,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html/template"
 	"log/slog"
 	"net"
 	"net/http"
@@ -73,6 +74,11 @@ type Config struct {
 	InsecureCookies bool
 	// FailOpen lets signed passes through when the store is down.
 	FailOpen bool
+	// Lang picks the waiting page's shipped text set: en (default) or ko.
+	Lang string
+	// WaitingTemplate is the path of an operator's html/template for the
+	// waiting page (fields: Page); "" uses the shipped one.
+	WaitingTemplate string
 }
 
 // Proxy is the gating reverse proxy; it is an http.Handler.
@@ -85,6 +91,8 @@ type Proxy struct {
 	metrics *metrics
 	secure  bool
 	log     *slog.Logger
+	waiting *template.Template
+	text    Text
 }
 
 // New returns the proxy. It starts nothing.
@@ -93,6 +101,14 @@ func New(c Config) (*Proxy, error) {
 		return nil, fmt.Errorf("proxy: origin %v: want an absolute URL such as http://127.0.0.1:9000", c.Origin)
 	}
 	if err := c.Rules.Validate(); err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	text, err := loadText(c.Lang)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	waiting, err := loadWaitingTemplate(c.WaitingTemplate)
+	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	if c.Logger == nil {
@@ -114,6 +130,8 @@ func New(c Config) (*Proxy, error) {
 		metrics: newMetrics(c.Registry),
 		secure:  !c.InsecureCookies,
 		log:     c.Logger,
+		waiting: waiting,
+		text:    text,
 	}
 	p.gate = gate.New(c.Queue, c.Keys, gate.Options{
 		FailOpen: c.FailOpen, SecureCookie: p.secure, Errors: p.errs, Logger: c.Logger,
@@ -160,7 +178,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Retry-After", apierror.RetryAfter)
-		p.plainPage(w, c.status, "The waiting room is unavailable right now. Please try again in a moment.")
+		p.renderPage(w, r, c.status, Page{State: StateError, Room: room, Refresh: 2, PollAfterMS: 2000})
 	default:
 		p.wait(w, r, room)
 	}

@@ -154,7 +154,7 @@ func TestWaitingPageHTML(t *testing.T) {
 	if res.status != http.StatusTooManyRequests {
 		t.Fatalf("status = %d, want 429; body %s", res.status, res.body)
 	}
-	for _, want := range []string{`http-equiv="refresh"`, `aria-live="polite"`, `class="position">1<`, "Estimated wait"} {
+	for _, want := range []string{`http-equiv="refresh"`, `aria-live="polite"`, `class="position" id="position">1<`, "Estimated wait"} {
 		if !strings.Contains(res.body, want) {
 			t.Errorf("waiting page lacks %q:\n%s", want, res.body)
 		}
@@ -167,11 +167,11 @@ func TestWaitingPageHTML(t *testing.T) {
 	}
 
 	second := browser(t)
-	if res := do(t, second, "GET", e.url+"/shop", nil); !strings.Contains(res.body, `class="position">2<`) {
+	if res := do(t, second, "GET", e.url+"/shop", nil); !strings.Contains(res.body, `class="position" id="position">2<`) {
 		t.Errorf("second visitor's page lacks position 2:\n%s", res.body)
 	}
 	// A reload keeps the place.
-	if res := do(t, first, "GET", e.url+"/shop?x=1", nil); !strings.Contains(res.body, `class="position">1<`) {
+	if res := do(t, first, "GET", e.url+"/shop?x=1", nil); !strings.Contains(res.body, `class="position" id="position">1<`) {
 		t.Errorf("reload lost position 1:\n%s", res.body)
 	}
 
@@ -496,9 +496,24 @@ func TestAPIUnderPrefix(t *testing.T) {
 }
 
 func TestETARange(t *testing.T) {
-	for secs, want := range map[int64]string{0: "less than a minute", 59: "less than a minute", 300: "about 4–6 min", 60: "about 1–2 min"} {
-		if got := etaRange(secs); got != want {
-			t.Errorf("etaRange(%d) = %q, want %q", secs, got, want)
+	en, err := loadText("en")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ko, err := loadText("ko")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		t    Text
+		secs int64
+		want string
+	}{
+		{en, 0, "less than a minute"}, {en, 59, "less than a minute"}, {en, 300, "about 4–6 min"}, {en, 60, "about 1–2 min"},
+		{ko, 30, "1분 이내"}, {ko, 300, "약 4–6분"},
+	} {
+		if got := etaRange(c.t, c.secs); got != c.want {
+			t.Errorf("etaRange(%s, %d) = %q, want %q", c.t.Lang, c.secs, got, c.want)
 		}
 	}
 }

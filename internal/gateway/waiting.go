@@ -1,10 +1,10 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"errors"
-	"fmt"
 	"html/template"
 	"math"
 	"mime"
@@ -20,17 +20,19 @@ import (
 	"usher/internal/token"
 )
 
-//go:embed page/*.html
+//go:embed page/*.html page/waiting.css page/waiting.js page/text/*.json
 var pages embed.FS
 
-var (
-	waitingTmpl = template.Must(template.ParseFS(pages, "page/waiting.html"))
-	plainTmpl   = template.Must(template.ParseFS(pages, "page/plain.html"))
-)
+var plainTmpl = template.Must(template.ParseFS(pages, "page/plain.html"))
 
 // TicketCookie is the prefix of the cookie that keeps a browser's place in
 // a room's queue: usher_ticket_<room>, path "/".
 const TicketCookie = "usher_ticket_"
+
+// StartCookie is the prefix of the cookie that keeps the position a
+// browser entered a room's queue at (usher_start_<room>), for the progress
+// bar.
+const StartCookie = "usher_start_"
 
 // visitorCookieAge matches the API's anonymous visitor cookie.
 const visitorCookieAge = 30 * 24 * time.Hour
@@ -47,14 +49,13 @@ func (p *Proxy) wait(w http.ResponseWriter, r *http.Request, room string) {
 			return
 		}
 		status, _ := apierror.Status(err)
-		msg := "Something went wrong in the waiting room. Please try again in a moment."
-		switch {
-		case errors.Is(err, queue.ErrRoomClosed):
-			msg = "This waiting room is closed."
-		case status == http.StatusServiceUnavailable:
+		state := StateError
+		if errors.Is(err, queue.ErrRoomClosed) {
+			state = StateClosed
+		} else {
 			w.Header().Set("Retry-After", apierror.RetryAfter)
 		}
-		p.plainPage(w, status, msg)
+		p.renderPage(w, r, status, Page{State: state, Room: room, Refresh: 2, PollAfterMS: 2000})
 		return
 	}
 	if e.Status == queue.Active {
@@ -90,11 +91,60 @@ func (p *Proxy) wait(w http.ResponseWriter, r *http.Request, room string) {
 		w.Write(append(resp.AppendJSON(nil), '\n'))
 		return
 	}
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(http.StatusTooManyRequests)
-	if err := waitingTmpl.Execute(w, pageData(resp, retry, p.c.Queue.Now())); err != nil {
-		p.log.Debug("waiting page", "err", err)
+	p.renderPage(w, r, http.StatusTooManyRequests, p.waitingPage(w, r, room, ticket, resp, retry))
+}
+
+// waitingPage is the page of a waiting visitor. A new ticket records its
+// position in the start cookie; otherwise the cookie gives it.
+func (p *Proxy) waitingPage(w http.ResponseWriter, r *http.Request, room, ticket string, resp httpapi.EntryResponse, refresh int) Page {
+	start := resp.Position
+	if ticket != "" {
+		http.SetCookie(w, &http.Cookie{
+			Name: StartCookie + room, Value: strconv.FormatInt(start, 10), Path: "/",
+			MaxAge: int(token.TicketTTL.Seconds()), HttpOnly: true, Secure: p.secure, SameSite: http.SameSiteLaxMode,
+		})
+	} else if c, err := r.Cookie(StartCookie + room); err == nil {
+		if n, err := strconv.ParseInt(c.Value, 10, 64); err == nil {
+			start = max(start, n)
+		}
 	}
+	state := StateWaiting
+	switch {
+	case resp.State == httpapi.StateClosed:
+		state = StateClosed
+	case resp.RoomState == string(queue.Paused):
+		state = StatePaused
+	}
+	return Page{
+		State: state, Room: room, Position: resp.Position, Ahead: resp.Ahead,
+		StartPosition: start, Progress: progress(start, resp.Position),
+		ETA: etaRange(p.text, resp.ETASeconds), ETASeconds: resp.ETASeconds,
+		Refresh: refresh, PollAfterMS: resp.PollAfterMS,
+	}
+}
+
+// renderPage writes the waiting page template in one of its states.
+func (p *Proxy) renderPage(w http.ResponseWriter, r *http.Request, status int, pg Page) {
+	pg.T = p.text
+	pg.UpdatedAt = p.c.Queue.Now()
+	pg.URL = r.URL.RequestURI()
+	pg.CSS, pg.Script = waitingCSS, waitingJS
+	pg.Client = clientState{
+		State: pg.State, Position: pg.Position, StartPosition: pg.StartPosition,
+		PollAfterMS: pg.PollAfterMS, URL: pg.URL, Text: p.text,
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Vary", "Accept")
+	var buf bytes.Buffer
+	if err := p.waiting.Execute(&buf, pg); err != nil {
+		p.log.Error("waiting page template", "err", err)
+		p.plainPage(w, status, p.text.Error)
+		return
+	}
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
 }
 
 // place returns the visitor's entry in room: from the ticket the request
@@ -176,32 +226,17 @@ func (p *Proxy) entryResponse(room, ticket string, e queue.Entry) httpapi.EntryR
 	return resp
 }
 
-// page is what waiting.html renders.
-type page struct {
-	httpapi.EntryResponse
-	Refresh   int    // seconds until the meta refresh
-	ETA       string // a range, "about 4–6 min"
-	UpdatedAt string
-}
+var (
+	waitingCSS = template.CSS(mustRead("page/waiting.css"))
+	waitingJS  = template.JS(mustRead("page/waiting.js"))
+)
 
-func pageData(resp httpapi.EntryResponse, refresh int, now time.Time) page {
-	return page{EntryResponse: resp, Refresh: refresh, ETA: etaRange(resp.ETASeconds), UpdatedAt: now.UTC().Format("15:04:05 UTC")}
-}
-
-// etaRange shows an ETA as a range: ±20 % rounded to whole minutes.
-func etaRange(secs int64) string {
-	if secs < 60 {
-		return "less than a minute"
+func mustRead(name string) string {
+	b, err := pages.ReadFile(name)
+	if err != nil {
+		panic(err)
 	}
-	lo := int64(math.Floor(float64(secs) * 0.8 / 60))
-	hi := int64(math.Ceil(float64(secs) * 1.2 / 60))
-	if lo < 1 {
-		lo = 1
-	}
-	if hi <= lo {
-		return fmt.Sprintf("about %d min", lo)
-	}
-	return fmt.Sprintf("about %d–%d min", lo, hi)
+	return string(b)
 }
 
 // wantsJSON reports whether the client asked for JSON rather than HTML.

@@ -1,0 +1,201 @@
+package gateway
+
+// Browser tests: Debian's chromium, driven with chromedp, against an
+// in-process gateway on the memory store with the admission scheduler
+// running. They run when chromium is installed; under CI a missing chromium
+// fails them. Screenshots of the waiting page go to artifacts/screenshots/.
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"usher/internal/admission"
+	"usher/internal/queue"
+)
+
+// browserDeadline bounds each browser test.
+const browserDeadline = 30 * time.Second
+
+// chromiumPath returns the chromium binary, skipping the test when there is
+// none, or failing it under CI.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "/usr/bin/chromium"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("chromium is not installed; CI must install it (apt-get install chromium)")
+	}
+	t.Skip("chromium is not installed")
+	return ""
+}
+
+// shopOrigin is the gated site: an HTML page naming the URL it was asked.
+func shopOrigin(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	fmt.Fprintf(w, `<!doctype html><title>Shop</title><h1 id="origin">Welcome to the shop</h1><p id="uri">%s</p>`, r.URL.RequestURI())
+}
+
+// browserEnv is a gateway in front of shopOrigin whose room "sale" is
+// paused, admits one visitor at a time, and is served by a running
+// scheduler and view refresher.
+func browserEnv(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(t, newOrigin(t, shopOrigin), Rules{})
+	s := queue.DefaultSettings()
+	s.State, s.MaxActive, s.Interval = queue.Paused, 1, 100*time.Millisecond
+	if err := e.q.PutRoom(context.Background(), "sale", s); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { e.q.Run(ctx) })
+	wg.Go(func() { admission.New(e.q, slog.New(slog.DiscardHandler)).Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return e
+}
+
+// newBrowser starts chromium with a fresh profile and returns the context
+// of its first tab; extra flags are added to the launch flags.
+func newBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
+	opts := append([]chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(412, 860), // a phone
+	}, extra...)
+	ctx, cancel := context.WithTimeout(context.Background(), browserDeadline)
+	ctx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	ctx, cancelTab := chromedp.NewContext(ctx)
+	t.Cleanup(func() { cancelTab(); cancelAlloc(); cancel() })
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// newBrowserContext opens a tab in a new browser context of the browser of
+// ctx: a second visitor with its own cookies.
+func newBrowserContext(t *testing.T, ctx context.Context) context.Context {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(ctx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitText waits until the element with id shows want, or the test's
+// deadline passes. It survives navigations.
+func waitText(t *testing.T, ctx context.Context, id, want string) {
+	t.Helper()
+	var got string
+	var err error
+	for ctx.Err() == nil {
+		try, cancel := context.WithTimeout(ctx, time.Second)
+		got, err = chromedp.Run(try, chromedp.Text(chromedp.ID(id)))
+		cancel()
+		if err == nil && got == want {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	html, _ := chromedp.Run(context.WithoutCancel(ctx), chromedp.OuterHTML(chromedp.CSS("html")))
+	t.Fatalf("#%s never showed %q (last %q, %v); page:\n%.2000s", id, want, got, err, html)
+}
+
+func navigate(t *testing.T, ctx context.Context, u string) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
+		t.Fatalf("navigate %s: %v", u, err)
+	}
+}
+
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	dir := filepath.Join("..", "..", "artifacts", "screenshots")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBrowserWaitAdmitAndLand(t *testing.T) {
+	e := browserEnv(t)
+	first := newBrowser(t)
+	gated := e.url + "/shop?item=42"
+
+	navigate(t, first, gated)
+	waitText(t, first, "position", "1")
+	waitText(t, first, "title", "The sale has not started yet")
+	// With scripting on, the <noscript> refresh is inert text: only the
+	// script can bring this visitor through.
+	if inert, err := chromedp.Run(first, chromedp.Evaluate[bool](`document.querySelector('noscript meta') === null`)); err != nil || !inert {
+		t.Fatalf("noscript meta refresh is live with scripting on (%v, %v)", inert, err)
+	}
+	screenshot(t, first, "waiting-paused-phone.png")
+
+	// A reload keeps the place.
+	if err := chromedp.Do(first, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, first, "position", "1")
+
+	// A second visitor (its own cookies) waits behind the first.
+	second := newBrowserContext(t, first)
+	navigate(t, second, gated)
+	waitText(t, second, "position", "2")
+	waitText(t, second, "ahead", "1 person ahead of you")
+	if err := chromedp.Do(second, chromedp.EmulateViewport(900, 640)); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, second, "waiting-paused-desktop.png")
+
+	// The sale starts: the scheduler admits the first visitor, whose page
+	// notices by polling and goes on to the URL first asked for; the second
+	// visitor's page moves up to position 1 without a reload.
+	setState(t, e.q, "sale", queue.Open)
+	waitText(t, first, "origin", "Welcome to the shop")
+	waitText(t, first, "uri", "/shop?item=42")
+	waitText(t, second, "position", "1")
+	waitText(t, second, "title", "You are in line")
+	screenshot(t, second, "waiting-open-desktop.png")
+}
+
+func TestBrowserWithoutJavaScript(t *testing.T) {
+	e := browserEnv(t)
+	ctx := newBrowser(t, chromedp.Flag("blink-settings", "scriptEnabled=false"))
+
+	navigate(t, ctx, e.url+"/shop?nojs=1")
+	waitText(t, ctx, "position", "1")
+	// Without scripting the <noscript> refresh is live markup, not text.
+	if _, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSS(`noscript meta[http-equiv="refresh"]`))); err != nil {
+		t.Fatalf("no live meta refresh: is scripting really off? %v", err)
+	}
+	screenshot(t, ctx, "waiting-nojs-phone.png")
+
+	setState(t, e.q, "sale", queue.Open)
+	waitText(t, ctx, "origin", "Welcome to the shop")
+	waitText(t, ctx, "uri", "/shop?nojs=1")
+}

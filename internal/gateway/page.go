@@ -1,0 +1,157 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The waiting page's states.
+const (
+	StateWaiting = "waiting"
+	StatePaused  = "paused"
+	StateClosed  = "closed"
+	StateError   = "error"
+)
+
+// Languages lists the shipped text sets.
+var Languages = []string{"en", "ko"}
+
+// Text is one language's texts of the waiting page (page/text/<lang>.json).
+// Fields with %d are fmt formats.
+type Text struct {
+	Lang        string `json:"lang"`
+	Title       string `json:"title"`
+	Position    string `json:"position"`
+	AheadOne    string `json:"ahead_one"`
+	AheadMany   string `json:"ahead_many"`
+	ETA         string `json:"eta"`
+	ETALess     string `json:"eta_less"`
+	ETAAbout    string `json:"eta_about"`
+	ETARange    string `json:"eta_range"`
+	Progress    string `json:"progress"`
+	Updated     string `json:"updated"`
+	Keep        string `json:"keep"`
+	PausedTitle string `json:"paused_title"`
+	Paused      string `json:"paused"`
+	ClosedTitle string `json:"closed_title"`
+	Closed      string `json:"closed"`
+	ErrorTitle  string `json:"error_title"`
+	Error       string `json:"error"`
+	Retry       string `json:"retry"`
+}
+
+// loadText reads the shipped text set of lang ("" is en).
+func loadText(lang string) (Text, error) {
+	if lang == "" {
+		lang = "en"
+	}
+	if !slices.Contains(Languages, lang) {
+		return Text{}, fmt.Errorf("language %q: want one of %s", lang, strings.Join(Languages, ", "))
+	}
+	b, err := pages.ReadFile("page/text/" + lang + ".json")
+	if err != nil {
+		return Text{}, err
+	}
+	var t Text
+	if err := json.Unmarshal(b, &t); err != nil {
+		return Text{}, fmt.Errorf("text set %s: %w", lang, err)
+	}
+	return t, nil
+}
+
+// loadWaitingTemplate parses the operator's template at path, or the
+// shipped one when path is "".
+func loadWaitingTemplate(path string) (*template.Template, error) {
+	if path == "" {
+		return template.ParseFS(pages, "page/waiting.html")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("waiting template: %w", err)
+	}
+	t, err := template.New("waiting").Parse(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("waiting template %s: %w", path, err)
+	}
+	return t, nil
+}
+
+// Page is what the waiting page template renders; docs/proxy.md lists the
+// fields for operators' templates.
+type Page struct {
+	T     Text   // the texts of the chosen language
+	State string // waiting, paused, closed or error
+	Room  string
+	// Position is 1 at the head of the queue; Ahead = Position-1.
+	Position, Ahead int64
+	// StartPosition is the position when the visitor entered; Progress is
+	// how far the visitor has come from it, 0–100.
+	StartPosition int64
+	Progress      int
+	ETA           string // a range in the page's language, "about 4–6 min"
+	ETASeconds    int64
+	UpdatedAt     time.Time
+	Refresh       int    // seconds until the meta refresh (and Retry-After)
+	PollAfterMS   int64  // the server's poll delay
+	URL           string // the URL first asked for: path and query
+	CSS           template.CSS
+	Script        template.JS
+	// Client is the state the script starts from, as JSON in a
+	// <script type="application/json" id="usher-state">.
+	Client clientState
+}
+
+// clientState is what waiting.js reads.
+type clientState struct {
+	State         string `json:"state"`
+	Position      int64  `json:"position"`
+	StartPosition int64  `json:"start_position"`
+	PollAfterMS   int64  `json:"poll_after_ms"`
+	URL           string `json:"url"`
+	Text          Text   `json:"text"`
+}
+
+// AheadText is "3 people ahead of you" in the page's language.
+func (p Page) AheadText() string {
+	f := p.T.AheadMany
+	if p.Ahead == 1 {
+		f = p.T.AheadOne
+	}
+	return fmt.Sprintf(f, p.Ahead)
+}
+
+// UpdatedText is UpdatedAt as "15:04:05 UTC".
+func (p Page) UpdatedText() string { return p.UpdatedAt.UTC().Format("15:04:05 UTC") }
+
+// progress is how far position has come from start, in percent.
+func progress(start, position int64) int {
+	if start <= 1 || position >= start {
+		return 0
+	}
+	if position < 1 {
+		position = 1
+	}
+	return int((start - position) * 100 / (start - 1))
+}
+
+// etaRange shows an ETA as a range: ±20 % rounded to whole minutes.
+func etaRange(t Text, secs int64) string {
+	if secs < 60 {
+		return t.ETALess
+	}
+	lo := int64(math.Floor(float64(secs) * 0.8 / 60))
+	hi := int64(math.Ceil(float64(secs) * 1.2 / 60))
+	if lo < 1 {
+		lo = 1
+	}
+	if hi <= lo {
+		return fmt.Sprintf(t.ETAAbout, lo)
+	}
+	return fmt.Sprintf(t.ETARange, lo, hi)
+}

@@ -1,11 +1,13 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"html/template"
 	"math"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +18,7 @@ const (
 	StateWaiting = "waiting"
 	StatePaused  = "paused"
 	StateClosed  = "closed"
+	StateSoldOut = "sold_out"
 	StateError   = "error"
 )
 
@@ -25,25 +28,27 @@ var Languages = []string{"en", "ko"}
 // Text is one language's texts of the waiting page (page/text/<lang>.json).
 // Fields with %d are fmt formats.
 type Text struct {
-	Lang        string `json:"lang"`
-	Title       string `json:"title"`
-	Position    string `json:"position"`
-	AheadOne    string `json:"ahead_one"`
-	AheadMany   string `json:"ahead_many"`
-	ETA         string `json:"eta"`
-	ETALess     string `json:"eta_less"`
-	ETAAbout    string `json:"eta_about"`
-	ETARange    string `json:"eta_range"`
-	Progress    string `json:"progress"`
-	Updated     string `json:"updated"`
-	Keep        string `json:"keep"`
-	PausedTitle string `json:"paused_title"`
-	Paused      string `json:"paused"`
-	ClosedTitle string `json:"closed_title"`
-	Closed      string `json:"closed"`
-	ErrorTitle  string `json:"error_title"`
-	Error       string `json:"error"`
-	Retry       string `json:"retry"`
+	Lang         string `json:"lang"`
+	Title        string `json:"title"`
+	Position     string `json:"position"`
+	AheadOne     string `json:"ahead_one"`
+	AheadMany    string `json:"ahead_many"`
+	ETA          string `json:"eta"`
+	ETALess      string `json:"eta_less"`
+	ETAAbout     string `json:"eta_about"`
+	ETARange     string `json:"eta_range"`
+	Progress     string `json:"progress"`
+	Updated      string `json:"updated"`
+	Keep         string `json:"keep"`
+	PausedTitle  string `json:"paused_title"`
+	Paused       string `json:"paused"`
+	ClosedTitle  string `json:"closed_title"`
+	SoldOutTitle string `json:"sold_out_title"`
+	SoldOut      string `json:"sold_out"`
+	Closed       string `json:"closed"`
+	ErrorTitle   string `json:"error_title"`
+	Error        string `json:"error"`
+	Retry        string `json:"retry"`
 }
 
 // loadText reads the shipped text set of lang ("" is en).
@@ -59,8 +64,17 @@ func loadText(lang string) (Text, error) {
 		return Text{}, err
 	}
 	var t Text
-	if err := json.Unmarshal(b, &t); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&t); err != nil {
 		return Text{}, fmt.Errorf("text set %s: %w", lang, err)
+	}
+	// Every text is needed: a missing translation fails at start.
+	v := reflect.ValueOf(t)
+	for i := range v.NumField() {
+		if v.Field(i).String() == "" {
+			return Text{}, fmt.Errorf("text set %s: %s is missing", lang, v.Type().Field(i).Tag.Get("json"))
+		}
 	}
 	return t, nil
 }

@@ -56,6 +56,16 @@ func TestWaitingPageStates(t *testing.T) {
 	if !strings.Contains(res.body, "This waiting room is closed") {
 		t.Errorf("closed, waiting visitor: %d\n%s", res.status, res.body)
 	}
+
+	setState(t, e.q, "sale", queue.SoldOut)
+	res = do(t, browser(t), "GET", e.url+"/shop", nil)
+	if res.status != http.StatusConflict || !strings.Contains(res.body, "Sold out") || strings.Contains(res.body, "http-equiv") {
+		t.Errorf("sold out, newcomer: %d, want 409 and the sold-out message without refresh:\n%s", res.status, res.body)
+	}
+	res = do(t, c, "GET", e.url+"/shop", nil)
+	if !strings.Contains(res.body, "Every ticket has been sold") || !strings.Contains(res.body, `"state":"sold_out"`) {
+		t.Errorf("sold out, waiting visitor: %d\n%s", res.status, res.body)
+	}
 }
 
 func TestWaitingPageError(t *testing.T) {

@@ -52,6 +52,9 @@ func (p *Proxy) wait(w http.ResponseWriter, r *http.Request, room string) {
 		state := StateError
 		if errors.Is(err, queue.ErrRoomClosed) {
 			state = StateClosed
+			if v, ok := p.c.Queue.View(room); ok && v.Settings.State == queue.SoldOut {
+				state = StateSoldOut
+			}
 		} else {
 			w.Header().Set("Retry-After", apierror.RetryAfter)
 		}
@@ -112,6 +115,8 @@ func (p *Proxy) waitingPage(w http.ResponseWriter, r *http.Request, room, ticket
 	switch {
 	case resp.State == httpapi.StateClosed:
 		state = StateClosed
+	case resp.State == httpapi.StateSoldOut:
+		state = StateSoldOut
 	case resp.RoomState == string(queue.Paused):
 		state = StatePaused
 	}
@@ -220,8 +225,8 @@ func (p *Proxy) entryResponse(room, ticket string, e queue.Entry) httpapi.EntryR
 	} else {
 		resp.PollAfterMS = queue.PollAfter(0, true).Milliseconds()
 	}
-	if v.Settings.State == queue.Closed {
-		resp.State = httpapi.StateClosed
+	if v.Settings.State.Refuses() {
+		resp.State = string(v.Settings.State)
 	}
 	return resp
 }

@@ -28,14 +28,16 @@ const (
 	StateAdmitted = "admitted"
 	StateExpired  = "expired"
 	StateClosed   = "closed"
+	StateSoldOut  = "sold_out"
 )
 
 // EntryResponse is the body of enter and status responses.
 type EntryResponse struct {
 	Room   string `json:"room"`
 	Ticket string `json:"ticket,omitempty"`
-	// State is waiting, admitted, expired (the place or slot was lost) or
-	// closed (the room is closed and will admit nobody).
+	// State is waiting, admitted, expired (the place or slot was lost),
+	// closed (the room is closed and will admit nobody) or sold_out (the
+	// same, because the sale sold out).
 	State string `json:"state"`
 	// RoomState is open, paused or closed.
 	RoomState  string `json:"room_state"`
@@ -145,8 +147,8 @@ func (s *server) respond(w http.ResponseWriter, r *http.Request, status int, roo
 	switch e.Status {
 	case queue.Waiting:
 		resp.State = StateWaiting
-		if v.Settings.State == queue.Closed {
-			resp.State = StateClosed
+		if v.Settings.State.Refuses() {
+			resp.State = string(v.Settings.State)
 		}
 		resp.Position, resp.Ahead = e.Position, e.Position-1
 		eta := queue.ETA(v, resp.Ahead)
@@ -163,8 +165,8 @@ func (s *server) respond(w http.ResponseWriter, r *http.Request, status int, roo
 		http.SetCookie(w, gate.PassCookieFor(pass, exp, s.secure))
 	default:
 		resp.State = StateExpired
-		if v.Settings.State == queue.Closed {
-			resp.State = StateClosed
+		if v.Settings.State.Refuses() {
+			resp.State = string(v.Settings.State)
 		}
 	}
 	w.Header()["Content-Type"] = jsonContentType

@@ -46,7 +46,13 @@ const (
 	Paused RoomState = "paused"
 	// Closed rooms refuse entries; waiting visitors stay until they leave.
 	Closed RoomState = "closed"
+	// SoldOut rooms behave as closed ones; visitors are told the sale sold
+	// out rather than that it closed.
+	SoldOut RoomState = "sold_out"
 )
+
+// Refuses reports whether the room refuses new entries (closed or sold out).
+func (s RoomState) Refuses() bool { return s == Closed || s == SoldOut }
 
 // Settings are a room's configuration, kept in the store so that every
 // instance sees the same.
@@ -99,8 +105,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 	}
 	switch {
-	case s.State != Open && s.State != Paused && s.State != Closed:
-		return bad("state %q: want open, paused or closed", s.State)
+	case s.State != Open && s.State != Paused && !s.State.Refuses():
+		return bad("state %q: want open, paused, closed or sold_out", s.State)
 	case s.MaxActive < 1 || s.MaxActive > 10_000_000:
 		return bad("max_active %d: want 1 to 10000000", s.MaxActive)
 	case !(s.AdmitRate > 0) || s.AdmitRate > 1_000_000:
@@ -202,7 +208,7 @@ type Store interface {
 	// back). created is true only for a new queue place. When nobody waits,
 	// the room is open, a slot is free and the rate allows, the visitor is
 	// admitted at once (passthrough) with expiry now+ActiveTTL. ErrRoomClosed
-	// when the room is closed and the visitor has no entry.
+	// when the room is closed or sold out and the visitor has no entry.
 	Enter(ctx context.Context, room, visitor string, now time.Time) (e Entry, created bool, err error)
 	// Status returns the visitor's exact entry. For an active visitor it is
 	// also a renewal: the expiry becomes at least now+ActiveTTL (this is how

@@ -23,7 +23,7 @@
   function go() { window.location.replace(s.url); }
 
   function render(st) {
-    if (st.state === "closed") { go(); return; } // the server shows the closed page
+    if (st.state === "closed" || st.state === "sold_out") { go(); return; } // the server shows that page
     start = Math.max(start, st.position);
     var paused = st.room_state === "paused";
     document.getElementById("usher").setAttribute("data-state", paused ? "paused" : "waiting");

@@ -112,7 +112,7 @@ func (s *Store) Enter(_ context.Context, name, visitor string, now time.Time) (q
 	if e, ok := r.entry(visitor, now); ok {
 		return e, false, nil
 	}
-	if r.settings.State == queue.Closed {
+	if r.settings.State.Refuses() {
 		return queue.Entry{}, false, fmt.Errorf("memqueue: enter %s: %w", name, queue.ErrRoomClosed)
 	}
 	r.seq++

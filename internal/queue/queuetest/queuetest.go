@@ -490,6 +490,14 @@ func testRoomStates(t *testing.T, s queue.Store) {
 	if res := mustAdmit(t, s, "r", t0.Add(2*time.Second)); len(res.Admitted) != 0 {
 		t.Errorf("closed room admitted %v", res.Admitted)
 	}
+	set.State = queue.SoldOut
+	mustPut(t, s, "r", set)
+	if _, _, err := s.Enter(ctx, "r", "c", t0); !errors.Is(err, queue.ErrRoomClosed) {
+		t.Errorf("Enter into a sold-out room: err = %v, want ErrRoomClosed", err)
+	}
+	if res := mustAdmit(t, s, "r", t0.Add(2500*time.Millisecond)); len(res.Admitted) != 0 {
+		t.Errorf("sold-out room admitted %v", res.Admitted)
+	}
 	set.State = queue.Open
 	mustPut(t, s, "r", set)
 	if res := mustAdmit(t, s, "r", t0.Add(3*time.Second)); !slices.Equal(res.Admitted, []string{"a"}) {

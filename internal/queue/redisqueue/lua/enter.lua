@@ -24,7 +24,7 @@ local seq = redis.call('ZSCORE', wait, visitor)
 if seq then
   return {2, tonumber(seq), redis.call('ZRANK', wait, visitor) + 1, 0, 0}
 end
-if state == 'closed' then
+if state == 'closed' or state == 'sold_out' then
   return {1}
 end
 

@@ -115,7 +115,11 @@ func waitText(t *testing.T, ctx context.Context, id, want string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	html, _ := chromedp.Run(context.WithoutCancel(ctx), chromedp.OuterHTML(chromedp.CSS("html")))
+	// The tab's context has ended: give the page dump a short deadline of
+	// its own, so that a failure reports instead of hanging.
+	dump, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	html, _ := chromedp.Run(dump, chromedp.OuterHTML(chromedp.CSS("html")))
 	t.Fatalf("#%s never showed %q (last %q, %v); page:\n%.2000s", id, want, got, err, html)
 }
 
@@ -198,4 +202,28 @@ func TestBrowserWithoutJavaScript(t *testing.T) {
 	setState(t, e.q, "sale", queue.Open)
 	waitText(t, ctx, "origin", "Welcome to the shop")
 	waitText(t, ctx, "uri", "/shop?nojs=1")
+}
+
+// TestBrowserRestartKeepsPlace closes the browser and opens it again on the
+// same profile: the visitor cookie outlives the session, so the visitor is
+// still first in line, not a second entry at the back.
+func TestBrowserRestartKeepsPlace(t *testing.T) {
+	e := browserEnv(t)
+	profile := t.TempDir()
+	gated := e.url + "/shop"
+
+	before := newBrowser(t, chromedp.UserDataDir(profile))
+	navigate(t, before, gated)
+	waitText(t, before, "position", "1")
+	if err := chromedp.Cancel(before); err != nil { // closes the browser, writing its cookies
+		t.Fatalf("close chromium: %v", err)
+	}
+
+	after := newBrowser(t, chromedp.UserDataDir(profile))
+	navigate(t, after, gated)
+	waitText(t, after, "position", "1")
+	v, err := e.q.Room(context.Background(), "sale")
+	if err != nil || v.Waiting != 1 {
+		t.Errorf("waiting = %d, %v after the restart; want 1 (the same place)", v.Waiting, err)
+	}
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -515,5 +516,30 @@ func TestETARange(t *testing.T) {
 		if got := etaRange(c.t, c.secs); got != c.want {
 			t.Errorf("etaRange(%s, %d) = %q, want %q", c.t.Lang, c.secs, got, c.want)
 		}
+	}
+}
+
+// TestLargeUpload streams a 32 MiB body through the proxy to the origin:
+// every byte arrives, and the proxy does not buffer or cut it.
+func TestLargeUpload(t *testing.T) {
+	const size = 32 << 20
+	e := newEnv(t, newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		n, err := io.Copy(io.Discard, r.Body)
+		fmt.Fprintf(w, "%d %v", n, err)
+	}), Rules{})
+	pass := e.admit("sale", "uploader", time.Time{})
+	req, err := http.NewRequest("POST", e.url+"/upload", bytes.NewReader(make([]byte, size)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+pass)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if want := fmt.Sprintf("%d <nil>", size); res.StatusCode != 200 || string(body) != want {
+		t.Errorf("upload: %d %q, want 200 %q", res.StatusCode, body, want)
 	}
 }

@@ -2,42 +2,25 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"golang.org/x/sync/errgroup"
-
-	"usher/internal/admission"
 	"usher/internal/gateway"
 	"usher/internal/httpapi"
-	"usher/internal/queue"
-	"usher/internal/token"
 )
 
 // proxy runs the gating reverse proxy in front of an origin, with the queue,
 // the room views' refresher and the admission scheduler, until ctx ends.
 func proxy(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newFlags("proxy", getenv, stderr)
-	addr := f.string("addr", ":8080", "listen address")
+	c := addCoreFlags(f, "keys, admin key")
 	originFlag := f.string("origin", "", "origin URL to gate, such as http://127.0.0.1:9000 (required)")
 	room := f.string("room", "sale", "room of paths no --route maps")
 	originTimeout := f.duration("origin-timeout", 30*time.Second, "most time to connect to the origin and get its response headers (then 504)")
-	store := f.string("store", "memory", "queue store: memory (one instance, lost on restart) or redis://host:port/db")
-	dataDir := f.string("data-dir", "./data", "directory for what the embedded defaults keep (keys, admin key)")
-	keysFlag := f.string("keys-dir", "", "signing keys directory, shared by all instances (default <data-dir>/keys)")
-	adminKey := f.string("admin-key", "", "admin API key (default: generated into <data-dir>/admin.key)")
-	redisPrefix := f.string("redis-prefix", "usher:", "prefix of every Redis key")
-	failOpen := f.bool("fail-open", false, "let visitors with a signed pass through when the store is down")
-	insecure := f.bool("insecure-cookies", false, "drop the Secure cookie attribute (plain HTTP on a non-localhost host)")
 	gates := f.stringList("gate", "gated path pattern, repeatable (default /: everything); longest pattern wins")
 	opens := f.stringList("open", "always-open path pattern, repeatable, such as /static/ or /healthz")
 	lang := f.string("lang", "en", "waiting page language: en or ko")
@@ -65,41 +48,22 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := rules.Validate(); err != nil {
 		return fmt.Errorf("bad path rules: %w", err)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
-
 	var cl closers
 	defer cl.Close()
-	qs, _, err := openStores(ctx, *store, *redisPrefix, &cl)
+	k, err := openCore(ctx, c, stderr, &cl)
 	if err != nil {
 		return err
 	}
-	keys, err := token.LoadDir(keysDir(*keysFlag, *dataDir), time.Now)
-	if err != nil {
-		return fmt.Errorf("signing keys: %w", err)
-	}
-	if *adminKey == "" {
-		if *adminKey, err = loadOrCreateAdminKey(*dataDir, log); err != nil {
-			return err
-		}
-	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	q := queue.New(qs, queue.Options{Metrics: queue.NewMetrics(reg), Logger: log.With("component", "queue")})
 	for _, r := range rules.Rooms() {
-		if _, err := q.EnsureRoom(ctx, r); err != nil {
+		if _, err := k.q.EnsureRoom(ctx, r); err != nil {
 			return fmt.Errorf("room %s: %w", r, err)
 		}
 	}
-	sched := admission.New(q, log.With("component", "admission"))
 	p, err := gateway.New(gateway.Config{
-		Origin: origin, Queue: q, Keys: keys, Rules: rules, Registry: reg,
-		API: httpapi.NewServer(httpapi.Config{
-			Queue: q, Keys: keys, AdminKey: *adminKey, Registry: reg,
-			Logger: log.With("component", "http"), InsecureCookies: *insecure, FailOpen: *failOpen,
-		}),
-		Logger:        log.With("component", "proxy"),
-		OriginTimeout: *originTimeout, InsecureCookies: *insecure, FailOpen: *failOpen,
+		Origin: origin, Queue: k.q, Keys: k.keys, Rules: rules, Registry: k.reg,
+		API:           k.api(c, httpapi.Config{}),
+		Logger:        k.log.With("component", "proxy"),
+		OriginTimeout: *originTimeout, InsecureCookies: *c.insecure, FailOpen: *c.failOpen,
 		Lang: *lang, WaitingTemplate: *waitingTemplate,
 	})
 	if err != nil {
@@ -111,34 +75,14 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 		// websockets stream through for as long as they last.
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := listen(c)
 	if err != nil {
-		return fmt.Errorf("bad setting --addr/USHER_ADDR=%q: %w", *addr, err)
+		return err
 	}
 	fmt.Fprintf(stdout, "usher proxy serving on http://%s for %s (store %s, rooms %s)\n",
-		ln.Addr(), redactURL(origin.String()), redactURL(*store), strings.Join(rules.Rooms(), ","))
-
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return q.Run(gctx) })
-	g.Go(func() error { return sched.Run(gctx) })
-	g.Go(func() error {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	})
-	g.Go(func() error {
-		<-gctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(shutdown); err != nil {
-			return srv.Close() // streams still open after the grace period
-		}
-		return nil
-	})
-	return g.Wait()
+		ln.Addr(), redactURL(origin.String()), redactURL(*c.store), strings.Join(rules.Rooms(), ","))
+	return k.run(ctx, srv, ln)
 }
 
 // stringList is a repeatable flag whose default comes from its USHER_*

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"usher/internal/admission"
+	"usher/internal/hold"
+	"usher/internal/httpapi"
+	"usher/internal/queue"
+	"usher/internal/token"
+)
+
+// coreFlags are the settings serve and proxy share.
+type coreFlags struct {
+	addr, store, dataDir, keysDir, adminKey, redisPrefix *string
+	failOpen, insecure                                   *bool
+}
+
+func addCoreFlags(f *flags, dataDirUse string) coreFlags {
+	return coreFlags{
+		addr:        f.string("addr", ":8080", "listen address"),
+		store:       f.string("store", "memory", "queue and hold store: memory (one instance, lost on restart) or redis://host:port/db"),
+		dataDir:     f.string("data-dir", "./data", "directory for what the embedded defaults keep ("+dataDirUse+")"),
+		keysDir:     f.string("keys-dir", "", "signing keys directory, shared by all instances (default <data-dir>/keys)"),
+		adminKey:    f.string("admin-key", "", "admin API key (default: generated into <data-dir>/admin.key)"),
+		redisPrefix: f.string("redis-prefix", "usher:", "prefix of every Redis key"),
+		failOpen:    f.bool("fail-open", false, "let visitors with a signed pass through when the store is down"),
+		insecure:    f.bool("insecure-cookies", false, "drop the Secure cookie attribute (plain HTTP on a non-localhost host)"),
+	}
+}
+
+// core is the waiting room that serve and proxy both run: the fast store,
+// the signing keys, the admin key, the metrics registry, the queue and its
+// admission scheduler.
+type core struct {
+	log      *slog.Logger
+	holds    hold.Store
+	keys     *token.Keyring
+	adminKey string
+	reg      *prometheus.Registry
+	q        *queue.Queue
+	sched    *admission.Scheduler
+}
+
+// openCore builds the core; cl releases what it opened.
+func openCore(ctx context.Context, c coreFlags, stderr io.Writer, cl *closers) (*core, error) {
+	k := &core{log: slog.New(slog.NewTextHandler(stderr, nil)), adminKey: *c.adminKey}
+	qs, hs, err := openStores(ctx, *c.store, *c.redisPrefix, cl)
+	if err != nil {
+		return nil, err
+	}
+	k.holds = hs
+	if k.keys, err = token.LoadDir(keysDir(*c.keysDir, *c.dataDir), time.Now); err != nil {
+		return nil, fmt.Errorf("signing keys: %w", err)
+	}
+	if k.adminKey == "" {
+		if k.adminKey, err = loadOrCreateAdminKey(*c.dataDir, k.log); err != nil {
+			return nil, err
+		}
+	}
+	k.reg = prometheus.NewRegistry()
+	k.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	k.q = queue.New(qs, queue.Options{Metrics: queue.NewMetrics(k.reg), Logger: k.log.With("component", "queue")})
+	k.sched = admission.New(k.q, k.log.With("component", "admission"))
+	return k, nil
+}
+
+// api is the JSON API on the core; sale may be nil.
+func (k *core) api(c coreFlags, cfg httpapi.Config) http.Handler {
+	cfg.Queue, cfg.Keys, cfg.AdminKey, cfg.Registry = k.q, k.keys, k.adminKey, k.reg
+	cfg.Logger, cfg.InsecureCookies, cfg.FailOpen = k.log.With("component", "http"), *c.insecure, *c.failOpen
+	return httpapi.NewServer(cfg)
+}
+
+// listen opens the listen address.
+func listen(c coreFlags) (net.Listener, error) {
+	ln, err := net.Listen("tcp", *c.addr)
+	if err != nil {
+		return nil, fmt.Errorf("bad setting --addr/USHER_ADDR=%q: %w", *c.addr, err)
+	}
+	return ln, nil
+}
+
+// run serves srv on ln and runs the room views' refresher, the admission
+// scheduler and parts until ctx ends; then it shuts the server down,
+// allowing requests 10 s to finish before it closes what is left open.
+func (k *core) run(ctx context.Context, srv *http.Server, ln net.Listener, parts ...func(context.Context) error) error {
+	srv.ErrorLog = slog.NewLogLogger(k.log.Handler(), slog.LevelWarn)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return k.q.Run(gctx) })
+	g.Go(func() error { return k.sched.Run(gctx) })
+	for _, part := range parts {
+		g.Go(func() error { return part(gctx) })
+	}
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(shutdown); err != nil {
+			return srv.Close() // streams still open after the grace period
+		}
+		return nil
+	})
+	return g.Wait()
+}

@@ -33,7 +33,7 @@ trap 'rm -rf "$tmp"' EXIT
 echo "building the test binary (outside the timed runs)…"
 go test -c -o "$tmp/redisqueue.test" ./internal/queue/redisqueue/
 
-sha=$(cli -x SCRIPT LOAD <"$lua/enter.lua")
+sha=$(cat "$lua/bucket.lua" "$lua/enter.lua" | cli -x SCRIPT LOAD) # as redisqueue loads it
 echo "enter.lua sha1 $sha; $n enters per run, concurrency 50, $rounds rounds"
 echo "host: $(nproc) cores, $(cli INFO server | tr -d '\r' | grep '^redis_version:')"
 

@@ -11,6 +11,8 @@ package booking
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
 )
 
@@ -157,4 +159,38 @@ type Store interface {
 	Reservation(ctx context.Context, id string) (Reservation, error)
 	// Close releases the connections.
 	Close() error
+}
+
+// CheckSeatSpecs refuses a (section, row, number) that appears twice in one
+// AddSeats call with ErrInvalid; backends refuse one already stored with a
+// UNIQUE constraint.
+func CheckSeatSpecs(seats []SeatSpec) error {
+	type key struct {
+		section, row string
+		number       int
+	}
+	seen := make(map[key]bool, len(seats))
+	for _, seat := range seats {
+		k := key{seat.Section, seat.Row, seat.Number}
+		if seen[k] {
+			return fmt.Errorf("seat %s/%s/%d twice: %w", seat.Section, seat.Row, seat.Number, ErrInvalid)
+		}
+		seen[k] = true
+	}
+	return nil
+}
+
+// Malformed returns the rejection reason of a seat list that no sale can
+// satisfy: none (ReasonSeatUnknown), or a seat twice (ReasonSeatTaken: its
+// second conditional UPDATE would touch no row); "" for a sound one.
+func Malformed(seats []int64) string {
+	if len(seats) == 0 {
+		return ReasonSeatUnknown
+	}
+	sorted := slices.Clone(seats)
+	slices.Sort(sorted)
+	if len(slices.Compact(sorted)) < len(seats) {
+		return ReasonSeatTaken
+	}
+	return ""
 }

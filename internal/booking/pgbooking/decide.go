@@ -380,7 +380,7 @@ func setEligible(reqs []booking.Reservation, seats int) bool {
 	n := 0
 	ids := make(map[string]bool, len(reqs))
 	for _, r := range reqs {
-		if ids[r.ID] || malformed(r.SeatIDs) != "" {
+		if ids[r.ID] || booking.Malformed(r.SeatIDs) != "" {
 			return false
 		}
 		ids[r.ID] = true
@@ -469,7 +469,7 @@ func queueDecide(b *pgx.Batch, r booking.Reservation) {
 		b.Queue(decideStockStmt, r.ID, r.Visitor, r.ScheduleID, seatArray(r.SeatIDs), r.CreatedAt, r.DecidedAt, r.Quantity)
 		return
 	}
-	if reason := malformed(r.SeatIDs); reason != "" {
+	if reason := booking.Malformed(r.SeatIDs); reason != "" {
 		b.Queue(rejectStmt, r.ID, r.Visitor, r.ScheduleID, seatArray(r.SeatIDs), r.CreatedAt, r.DecidedAt, reason)
 		return
 	}
@@ -493,7 +493,7 @@ func decideCarefully(ctx context.Context, tx pgx.Tx, r booking.Reservation) (out
 	stmt, args := decideStmt, []any{r.ID, r.Visitor, r.ScheduleID, r.SeatIDs, r.CreatedAt, r.DecidedAt}
 	if r.Quantity != 0 {
 		stmt, args = decideStockStmt, []any{r.ID, r.Visitor, r.ScheduleID, seatArray(r.SeatIDs), r.CreatedAt, r.DecidedAt, r.Quantity}
-	} else if reason := malformed(r.SeatIDs); reason != "" {
+	} else if reason := booking.Malformed(r.SeatIDs); reason != "" {
 		return reject(ctx, tx, r, reason)
 	}
 	if _, err := tx.Exec(ctx, `SAVEPOINT sell`); err != nil {
@@ -523,21 +523,6 @@ func reject(ctx context.Context, tx pgx.Tx, r booking.Reservation, reason string
 	err := tx.QueryRow(ctx, rejectStmt, r.ID, r.Visitor, r.ScheduleID, seatArray(r.SeatIDs), r.CreatedAt, r.DecidedAt, reason).
 		Scan(&o.sold, &o.status, &o.reason)
 	return o, err
-}
-
-// malformed returns the rejection reason of a seat list that no sale can
-// satisfy: none (seat_unknown), or a seat twice (seat_taken: its second
-// conditional UPDATE would touch no row).
-func malformed(seats []int64) string {
-	if len(seats) == 0 {
-		return booking.ReasonSeatUnknown
-	}
-	sorted := slices.Clone(seats)
-	slices.Sort(sorted)
-	if len(slices.Compact(sorted)) < len(seats) {
-		return booking.ReasonSeatTaken
-	}
-	return ""
 }
 
 // seatArray is ids as a non-NULL array.

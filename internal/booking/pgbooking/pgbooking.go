@@ -248,7 +248,7 @@ func (s *Store) AddSeats(ctx context.Context, scheduleID int64, seats []booking.
 		if !exists {
 			return fmt.Errorf("schedule: %w", booking.ErrNotFound)
 		}
-		if err := checkSeats(seats); err != nil {
+		if err := booking.CheckSeatSpecs(seats); err != nil {
 			return err
 		}
 		if len(seats) == 0 {
@@ -300,24 +300,6 @@ func (s *Store) Seats(ctx context.Context, scheduleID int64) ([]booking.Seat, er
 		return nil, nil
 	}
 	return out, nil
-}
-
-// checkSeats refuses a (section, row, number) that appears twice in one
-// AddSeats call; the UNIQUE constraint refuses one already stored.
-func checkSeats(seats []booking.SeatSpec) error {
-	type key struct {
-		section, row string
-		number       int
-	}
-	seen := make(map[key]bool, len(seats))
-	for _, seat := range seats {
-		k := key{seat.Section, seat.Row, seat.Number}
-		if seen[k] {
-			return fmt.Errorf("seat %s/%s/%d twice: %w", seat.Section, seat.Row, seat.Number, booking.ErrInvalid)
-		}
-		seen[k] = true
-	}
-	return nil
 }
 
 // wrap adds the operation to err and classifies it: no rows and foreign

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"usher/internal/booking"
@@ -121,7 +120,7 @@ func (d *decider) decide(ctx context.Context, r booking.Reservation, decidedAt t
 
 // sellAll sells every seat of r or none.
 func (d *decider) sellAll(ctx context.Context, r booking.Reservation) (booking.ReservationStatus, string, error) {
-	if reason := malformed(r.SeatIDs); reason != "" {
+	if reason := booking.Malformed(r.SeatIDs); reason != "" {
 		return booking.Rejected, reason, nil
 	}
 	if _, err := d.tx.ExecContext(ctx, `SAVEPOINT sell`); err != nil {
@@ -170,21 +169,6 @@ func (d *decider) sellStock(ctx context.Context, r booking.Reservation) (booking
 		return booking.Rejected, booking.ReasonSoldOut, nil
 	}
 	return booking.Confirmed, "", nil
-}
-
-// malformed returns the rejection reason of a seat list that no sale can
-// satisfy: none (seat_unknown), or a seat twice (seat_taken: its second
-// conditional UPDATE would touch no row).
-func malformed(seats []int64) string {
-	if len(seats) == 0 {
-		return booking.ReasonSeatUnknown
-	}
-	sorted := slices.Clone(seats)
-	slices.Sort(sorted)
-	if len(slices.Compact(sorted)) < len(seats) {
-		return booking.ReasonSeatTaken
-	}
-	return ""
 }
 
 // Reservation returns a decided reservation.

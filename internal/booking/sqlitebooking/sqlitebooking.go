@@ -281,7 +281,7 @@ func (s *Store) AddSeats(ctx context.Context, scheduleID int64, seats []booking.
 	if !exists {
 		return nil, fmt.Errorf("sqlitebooking: %s: schedule: %w", op, booking.ErrNotFound)
 	}
-	if err := checkSeats(seats); err != nil {
+	if err := booking.CheckSeatSpecs(seats); err != nil {
 		return nil, fmt.Errorf("sqlitebooking: %s: %w", op, err)
 	}
 	if len(seats) == 0 {
@@ -444,22 +444,4 @@ func decodeSeats(s string) ([]int64, error) {
 		return nil, nil
 	}
 	return ids, nil
-}
-
-// checkSeats refuses a (section, row, number) that appears twice in one
-// AddSeats call; the UNIQUE constraint refuses one already stored.
-func checkSeats(seats []booking.SeatSpec) error {
-	type key struct {
-		section, row string
-		number       int
-	}
-	seen := make(map[key]bool, len(seats))
-	for _, seat := range seats {
-		k := key{seat.Section, seat.Row, seat.Number}
-		if seen[k] {
-			return fmt.Errorf("seat %s/%s/%d twice: %w", seat.Section, seat.Row, seat.Number, booking.ErrInvalid)
-		}
-		seen[k] = true
-	}
-	return nil
 }

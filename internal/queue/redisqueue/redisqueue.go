@@ -48,6 +48,8 @@ var _ queue.Store = (*Store)(nil)
 var (
 	//go:embed lua/put_room.lua
 	putRoomLua string
+	//go:embed lua/bucket.lua
+	bucketLua string
 	//go:embed lua/enter.lua
 	enterLua string
 	//go:embed lua/status.lua
@@ -86,10 +88,10 @@ func New(c rueidis.Client, prefix string) *Store {
 		c:             c,
 		prefix:        prefix,
 		putRoomScript: rueidis.NewLuaScript(putRoomLua),
-		enter:         rueidis.NewLuaScript(enterLua),
+		enter:         rueidis.NewLuaScript(bucketLua + enterLua),
 		status:        rueidis.NewLuaScript(statusLua),
 		leave:         rueidis.NewLuaScript(leaveLua),
-		admit:         rueidis.NewLuaScript(admitLua),
+		admit:         rueidis.NewLuaScript(bucketLua + admitLua),
 		stats:         rueidis.NewLuaScript(statsLua),
 	}
 }

@@ -13,17 +13,7 @@ if not m[1] then
 end
 local expired = redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
 
--- Refill the room's token bucket: AdmitRate per second up to batch + 1. A now
--- earlier than the last refill (a scheduler with a slow clock) adds nothing.
-local batch, rate = tonumber(m[4]), tonumber(m[5])
-local tokens, refilled = tonumber(m[6]), tonumber(m[7])
-if not refilled or now > refilled then
-  if refilled then
-    tokens = tokens + rate * (now - refilled) / 1000
-  end
-  refilled = now
-end
-tokens = math.min(tokens, batch + 1) -- the +1 keeps the fraction a step leaves
+local tokens, refilled = refill(m[6], m[7], tonumber(m[5]), tonumber(m[4]), now)
 
 local res = {expired}
 local n = 0

@@ -36,15 +36,7 @@ if state == 'open' and redis.call('ZCARD', wait) == 0 then
   local m = redis.call('HMGET', meta, 'max_active', 'active_ttl', 'batch',
     'admit_rate', 'tokens', 'refilled_ms')
   redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
-  local batch, rate = tonumber(m[3]), tonumber(m[4])
-  local tokens, refilled = tonumber(m[5]), tonumber(m[6])
-  if not refilled or now > refilled then
-    if refilled then
-      tokens = tokens + rate * (now - refilled) / 1000
-    end
-    refilled = now
-  end
-  tokens = math.min(tokens, batch + 1)
+  local tokens, refilled = refill(m[5], m[6], tonumber(m[4]), tonumber(m[3]), now)
   local admit = redis.call('ZCARD', active) < tonumber(m[1]) and tokens >= 1
   if admit then
     tokens = tokens - 1

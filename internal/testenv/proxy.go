@@ -163,3 +163,15 @@ func SilentRedis(tb testing.TB) rueidis.Client {
 	tb.Cleanup(c.Close)
 	return c
 }
+
+// ClosedAddr returns a loopback host:port that nothing listens on (it was
+// free a moment ago): a service that is down.
+func ClosedAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}

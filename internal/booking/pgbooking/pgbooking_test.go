@@ -214,18 +214,6 @@ func TestPoolBound(t *testing.T) {
 	}
 }
 
-// closedAddr returns an address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
 // wantUnavailable checks that err wraps ErrUnavailable (and nothing that
 // would send a caller down another path) and came promptly.
 func wantUnavailable(t *testing.T, op string, err error, took time.Duration) {
@@ -244,7 +232,7 @@ func wantUnavailable(t *testing.T, op string, err error, took time.Duration) {
 // TestOpenClosedPort needs no server: nothing listens, Open fails at once.
 func TestOpenClosedPort(t *testing.T) {
 	start := time.Now()
-	_, err := pgbooking.Open(context.Background(), "postgres://usher@"+closedAddr(t)+"/usher?sslmode=disable&connect_timeout=2", 2)
+	_, err := pgbooking.Open(context.Background(), "postgres://usher@"+testenv.ClosedAddr(t)+"/usher?sslmode=disable&connect_timeout=2", 2)
 	wantUnavailable(t, "Open", err, time.Since(start))
 }
 

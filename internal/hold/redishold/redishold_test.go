@@ -146,20 +146,8 @@ func TestLostHolds(t *testing.T) {
 	}
 }
 
-// closedAddr returns an address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
 func TestUnavailable(t *testing.T) {
-	addr := closedAddr(t)
+	addr := testenv.ClosedAddr(t)
 	// ForceSingleClient returns a client even though the first dial fails;
 	// every command then redials and fails at once.
 	c, err := rueidis.NewClient(rueidis.ClientOption{

@@ -69,6 +69,29 @@ func newBookingEnv(t *testing.T) *env {
 	return &env{t: t, srv: hs, store: store, q: q, keys: keys}
 }
 
+type scheduleRef struct {
+	ID   int64  `json:"schedule_id"`
+	Room string `json:"room"`
+}
+
+// newSchedule creates a concert titled title and a schedule of it from the
+// schedule request body, as the operator would.
+func (e *env) newSchedule(t *testing.T, title, body string) scheduleRef {
+	t.Helper()
+	r := e.do(nil, "POST", "/api/v1/concerts", adminKey, fmt.Sprintf(`{"title":%q}`, title))
+	concert := decodeInto[struct {
+		ID int64 `json:"concert_id"`
+	}](t, r)
+	if r.status != 201 {
+		t.Fatalf("create concert: %d %s", r.status, r.body)
+	}
+	r = e.do(nil, "POST", fmt.Sprintf("/api/v1/concerts/%d/schedules", concert.ID), adminKey, body)
+	if r.status != 201 {
+		t.Fatalf("create schedule: %d %s", r.status, r.body)
+	}
+	return decodeInto[scheduleRef](t, r)
+}
+
 func decodeInto[T any](t *testing.T, r resp) T {
 	t.Helper()
 	var v T
@@ -81,19 +104,11 @@ func decodeInto[T any](t *testing.T, r resp) T {
 func TestBookingFlow(t *testing.T) {
 	e := newBookingEnv(t)
 	// The catalog, by the operator.
-	r := e.do(nil, "POST", "/api/v1/concerts", adminKey, `{"title":"Spring concert"}`)
-	concert := decodeInto[struct {
-		ID int64 `json:"concert_id"`
-	}](t, r)
-	r = e.do(nil, "POST", fmt.Sprintf("/api/v1/concerts/%d/schedules", concert.ID), adminKey, `{"starts_at":"2026-12-24T19:00:00Z"}`)
-	sch := decodeInto[struct {
-		ID   int64  `json:"schedule_id"`
-		Room string `json:"room"`
-	}](t, r)
-	if r.status != 201 || sch.Room != fmt.Sprintf("schedule-%d", sch.ID) {
-		t.Fatalf("create schedule: %d %s", r.status, r.body)
+	sch := e.newSchedule(t, "Spring concert", `{"starts_at":"2026-12-24T19:00:00Z"}`)
+	if sch.Room != fmt.Sprintf("schedule-%d", sch.ID) {
+		t.Fatalf("schedule %d has room %q, want the default", sch.ID, sch.Room)
 	}
-	r = e.do(nil, "POST", fmt.Sprintf("/api/v1/schedules/%d/seats", sch.ID), adminKey, `{"sections":["A","B"],"rows":2,"seats_per_row":5,"price":50000}`)
+	r := e.do(nil, "POST", fmt.Sprintf("/api/v1/schedules/%d/seats", sch.ID), adminKey, `{"sections":["A","B"],"rows":2,"seats_per_row":5,"price":50000}`)
 	if r.status != 201 || !strings.Contains(string(r.body), `"added":20`) {
 		t.Fatalf("add seats: %d %s", r.status, r.body)
 	}
@@ -196,15 +211,7 @@ func readEvents(t *testing.T, e *env, path, bearer string) httpapi.ReservationRe
 
 func TestBookingErrors(t *testing.T) {
 	e := newBookingEnv(t)
-	r := e.do(nil, "POST", "/api/v1/concerts", adminKey, `{"title":"c"}`)
-	concert := decodeInto[struct {
-		ID int64 `json:"concert_id"`
-	}](t, r)
-	r = e.do(nil, "POST", fmt.Sprintf("/api/v1/concerts/%d/schedules", concert.ID), adminKey, `{}`)
-	sch := decodeInto[struct {
-		ID   int64  `json:"schedule_id"`
-		Room string `json:"room"`
-	}](t, r)
+	sch := e.newSchedule(t, "c", `{}`)
 	e.do(nil, "POST", fmt.Sprintf("/api/v1/schedules/%d/seats", sch.ID), adminKey, `{"sections":["A"],"rows":1,"seats_per_row":3}`)
 	pass := e.do(nil, "POST", "/api/v1/rooms/"+sch.Room+"/entries", adminKey, `{"visitor_id":"v"}`).entry(t).Pass
 	holds := fmt.Sprintf("/api/v1/schedules/%d/holds", sch.ID)
@@ -237,7 +244,7 @@ func TestBookingErrors(t *testing.T) {
 		})
 	}
 	// A hold released early frees its seats.
-	r = e.do(nil, "POST", holds, pass, `{"seat_ids":[1]}`)
+	r := e.do(nil, "POST", holds, pass, `{"seat_ids":[1]}`)
 	h := decodeInto[httpapi.HoldResponse](t, r)
 	if r := e.do(nil, "DELETE", holds+"/"+h.HoldID, pass, ""); r.status != 204 {
 		t.Fatalf("release: %d %s", r.status, r.body)
@@ -249,18 +256,10 @@ func TestBookingErrors(t *testing.T) {
 
 func TestStockFlow(t *testing.T) {
 	e := newBookingEnv(t)
-	r := e.do(nil, "POST", "/api/v1/concerts", adminKey, `{"title":"Flash sale"}`)
-	concert := decodeInto[struct {
-		ID int64 `json:"concert_id"`
-	}](t, r)
-	r = e.do(nil, "POST", fmt.Sprintf("/api/v1/concerts/%d/schedules", concert.ID), adminKey, `{}`)
-	sch := decodeInto[struct {
-		ID   int64  `json:"schedule_id"`
-		Room string `json:"room"`
-	}](t, r)
+	sch := e.newSchedule(t, "Flash sale", `{}`)
 	e.putRoom(sch.Room, `{"max_active":10,"admit_rate":100}`)
 	stockPath := fmt.Sprintf("/api/v1/schedules/%d/stock", sch.ID)
-	r = e.do(nil, "PUT", stockPath, adminKey, `{"total":5}`)
+	r := e.do(nil, "PUT", stockPath, adminKey, `{"total":5}`)
 	if r.status != 200 || string(r.body) != fmt.Sprintf(`{"schedule_id":%d,"total":5,"sold":0,"available":5}`+"\n", sch.ID) {
 		t.Fatalf("set stock: %d %s", r.status, r.body)
 	}

@@ -46,40 +46,44 @@ func (b *syncBuffer) String() string {
 
 var servingRE = regexp.MustCompile(`serving on (http://\S+)`)
 
-// startServe runs `usher serve` with args until the test ends and returns
-// its base URL once /healthz answers.
-func startServe(t *testing.T, env map[string]string, args ...string) string {
+// startCommand runs `usher <command> args…` (through run) until the test
+// ends and returns its base URL once healthPath answers 200.
+func startCommand(t *testing.T, command, healthPath string, env map[string]string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
 	getenv := func(k string) string { return env[k] }
-	go func() { done <- run(ctx, append([]string{"serve"}, args...), getenv, stdout, stderr) }()
+	go func() { done <- run(ctx, append([]string{command}, args...), getenv, stdout, stderr) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("run returned %v after shutdown, want nil", err)
+			t.Errorf("usher %s returned %v after shutdown, want nil", command, err)
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		select {
 		case err := <-done:
-			t.Fatalf("serve exited early: %v\n%s", err, stderr)
+			t.Fatalf("usher %s exited early: %v\n%s", command, err, stderr)
 		default:
 		}
 		if m := servingRE.FindStringSubmatch(stdout.String()); m != nil {
-			if res, err := http.Get(m[1] + "/healthz"); err == nil {
+			if res, err := http.Get(m[1] + healthPath); err == nil {
 				res.Body.Close()
 				if res.StatusCode == 200 {
 					return m[1]
 				}
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("serve did not become healthy\nstdout: %s\nstderr: %s", stdout, stderr)
+	t.Fatalf("usher %s did not become healthy\nstdout: %s\nstderr: %s", command, stdout, stderr)
 	return ""
+}
+
+// startServe runs `usher serve` until the test ends.
+func startServe(t *testing.T, env map[string]string, args ...string) string {
+	t.Helper()
+	return startCommand(t, "serve", "/healthz", env, args...)
 }
 
 type client struct {

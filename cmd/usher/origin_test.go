@@ -6,42 +6,15 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"usher/internal/loadlab/simorigin"
 )
 
 // startOrigin runs `usher origin` with args until the test ends and returns
-// its base URL once /healthz answers.
+// startOrigin runs `usher origin` until the test ends.
 func startOrigin(t *testing.T, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
-	done := make(chan error, 1)
-	go func() { done <- origin(ctx, args, func(string) string { return "" }, stdout, stderr) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("origin returned %v after shutdown, want nil", err)
-		}
-	})
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		select {
-		case err := <-done:
-			t.Fatalf("origin exited early: %v\n%s", err, stderr)
-		default:
-		}
-		if m := servingRE.FindStringSubmatch(stdout.String()); m != nil {
-			if res, err := http.Get(m[1] + "/healthz"); err == nil {
-				res.Body.Close()
-				if res.StatusCode == 200 {
-					return m[1]
-				}
-			}
-		}
-	}
-	t.Fatalf("origin did not become healthy\nstdout: %s\nstderr: %s", stdout, stderr)
-	return ""
+	return startCommand(t, "origin", "/healthz", nil, args...)
 }
 
 func TestOriginServes(t *testing.T) {

@@ -14,39 +14,10 @@ import (
 )
 
 // startProxy runs `usher proxy` with args until the test ends and returns
-// its base URL once /_usher/healthz answers.
+// startProxy runs `usher proxy` until the test ends.
 func startProxy(t *testing.T, env map[string]string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
-	done := make(chan error, 1)
-	getenv := func(k string) string { return env[k] }
-	go func() { done <- proxy(ctx, args, getenv, stdout, stderr) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("proxy returned %v after shutdown, want nil", err)
-		}
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-done:
-			t.Fatalf("proxy exited early: %v\n%s", err, stderr)
-		default:
-		}
-		if m := servingRE.FindStringSubmatch(stdout.String()); m != nil {
-			if res, err := http.Get(m[1] + "/_usher/healthz"); err == nil {
-				res.Body.Close()
-				if res.StatusCode == 200 {
-					return m[1]
-				}
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("proxy did not become healthy\nstdout: %s\nstderr: %s", stdout, stderr)
-	return ""
+	return startCommand(t, "proxy", "/_usher/healthz", env, args...)
 }
 
 func get(t *testing.T, c *http.Client, url string) (int, string) {

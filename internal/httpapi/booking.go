@@ -12,6 +12,7 @@ import (
 	"usher/internal/gate"
 	"usher/internal/queue"
 	"usher/internal/sale"
+	"usher/internal/wire"
 )
 
 // scheduleID parses the {id} path value.
@@ -62,22 +63,6 @@ func (s *server) seats() http.Handler {
 	})
 }
 
-// holdRequest holds seats or, with a quantity, general-admission stock;
-// exactly one of the two.
-type holdRequest struct {
-	SeatIDs  []int64 `json:"seat_ids"`
-	Quantity *int64  `json:"quantity"`
-}
-
-// HoldResponse is a hold as the API shows it: seats, or a quantity of stock.
-type HoldResponse struct {
-	HoldID     string    `json:"hold_id"`
-	ScheduleID int64     `json:"schedule_id"`
-	SeatIDs    []int64   `json:"seat_ids,omitempty"`
-	Quantity   int64     `json:"quantity,omitempty"`
-	ExpiresAt  time.Time `json:"expires_at"`
-}
-
 func (s *server) hold() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := scheduleID(r)
@@ -85,7 +70,7 @@ func (s *server) hold() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
-		req, err := decode[holdRequest](w, r)
+		req, err := decode[wire.HoldRequest](w, r)
 		if err != nil {
 			s.errs.Write(w, r, err)
 			return
@@ -104,7 +89,7 @@ func (s *server) hold() http.Handler {
 				s.errs.Write(w, r, err)
 				return
 			}
-			encode(w, http.StatusCreated, HoldResponse{HoldID: h.ID, ScheduleID: id, Quantity: h.Quantity, ExpiresAt: h.ExpiresAt.UTC()})
+			encode(w, http.StatusCreated, wire.Hold{HoldID: h.ID, ScheduleID: id, Quantity: h.Quantity, ExpiresAt: h.ExpiresAt.UTC()})
 			return
 		}
 		h, err := s.Sale.Hold(r.Context(), id, a.Visitor, req.SeatIDs)
@@ -112,7 +97,7 @@ func (s *server) hold() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
-		encode(w, http.StatusCreated, HoldResponse{HoldID: h.ID, ScheduleID: id, SeatIDs: req.SeatIDs, ExpiresAt: h.ExpiresAt.UTC()})
+		encode(w, http.StatusCreated, wire.Hold{HoldID: h.ID, ScheduleID: id, SeatIDs: req.SeatIDs, ExpiresAt: h.ExpiresAt.UTC()})
 	})
 }
 
@@ -130,30 +115,8 @@ func (s *server) releaseHold() http.Handler {
 	})
 }
 
-// reserveRequest reserves held seats or, with a hold id, the units of a
-// stock hold; exactly one of the two.
-type reserveRequest struct {
-	ScheduleID     int64   `json:"schedule_id"`
-	SeatIDs        []int64 `json:"seat_ids"`
-	HoldID         string  `json:"hold_id"`
-	IdempotencyKey string  `json:"idempotency_key"`
-}
-
-// ReservationResponse is a reservation as the API shows it: of seats, or of
-// a quantity of stock.
-type ReservationResponse struct {
-	ReservationID string    `json:"reservation_id"`
-	ScheduleID    int64     `json:"schedule_id"`
-	SeatIDs       []int64   `json:"seat_ids,omitempty"`
-	Quantity      int64     `json:"quantity,omitempty"`
-	Status        string    `json:"status"`
-	Reason        string    `json:"reason,omitempty"`
-	CreatedAt     time.Time `json:"created_at"`
-	DecidedAt     time.Time `json:"decided_at,omitzero"`
-}
-
-func reservationResponse(r booking.Reservation) ReservationResponse {
-	return ReservationResponse{
+func reservationResponse(r booking.Reservation) wire.Reservation {
+	return wire.Reservation{
 		ReservationID: r.ID, ScheduleID: r.ScheduleID, SeatIDs: r.SeatIDs, Quantity: r.Quantity, Status: string(r.Status),
 		Reason: r.Reason, CreatedAt: r.CreatedAt, DecidedAt: r.DecidedAt,
 	}
@@ -161,7 +124,7 @@ func reservationResponse(r booking.Reservation) ReservationResponse {
 
 func (s *server) reserve() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[reserveRequest](w, r)
+		req, err := decode[wire.ReserveRequest](w, r)
 		if err != nil {
 			s.errs.Write(w, r, err)
 			return
@@ -282,13 +245,9 @@ func (s *server) reservationEvents() http.Handler {
 	})
 }
 
-type concertRequest struct {
-	Title string `json:"title"`
-}
-
 func (s *server) createConcert() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := decode[concertRequest](w, r)
+		req, err := decode[wire.ConcertRequest](w, r)
 		if err != nil {
 			s.errs.Write(w, r, err)
 			return
@@ -302,11 +261,6 @@ func (s *server) createConcert() http.Handler {
 	})
 }
 
-type scheduleRequest struct {
-	StartsAt time.Time `json:"starts_at"`
-	Room     string    `json:"room"`
-}
-
 func (s *server) createSchedule() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		concert, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
@@ -314,7 +268,7 @@ func (s *server) createSchedule() http.Handler {
 			s.errs.Write(w, r, fmt.Errorf("%w: concert id: want a positive integer", sale.ErrInvalid))
 			return
 		}
-		req, err := decode[scheduleRequest](w, r)
+		req, err := decode[wire.ScheduleRequest](w, r)
 		if err != nil {
 			s.errs.Write(w, r, err)
 			return
@@ -349,10 +303,6 @@ func (s *server) addSeats() http.Handler {
 	})
 }
 
-type stockRequest struct {
-	Total *int64 `json:"total"`
-}
-
 // setStock creates or sets a schedule's general-admission stock (admin).
 func (s *server) setStock() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -361,7 +311,7 @@ func (s *server) setStock() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
-		req, err := decode[stockRequest](w, r)
+		req, err := decode[wire.StockRequest](w, r)
 		if err != nil {
 			s.errs.Write(w, r, err)
 			return
@@ -379,13 +329,6 @@ func (s *server) setStock() http.Handler {
 	})
 }
 
-// StockResponse is a schedule's stock as visitors see it: the units left
-// for holding.
-type StockResponse struct {
-	ScheduleID int64 `json:"schedule_id"`
-	Available  int64 `json:"available"`
-}
-
 func (s *server) stock() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, _, ok := s.gatedPath(w, r)
@@ -397,6 +340,6 @@ func (s *server) stock() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
-		encode(w, http.StatusOK, StockResponse{ScheduleID: id, Available: n})
+		encode(w, http.StatusOK, wire.Stock{ScheduleID: id, Available: n})
 	})
 }

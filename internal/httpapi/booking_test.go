@@ -22,6 +22,7 @@ import (
 	"usher/internal/queue/memqueue"
 	"usher/internal/sale"
 	"usher/internal/token"
+	"usher/internal/wire"
 )
 
 // newBookingEnv serves the whole API on the embedded stack: memory queue
@@ -136,7 +137,7 @@ func TestBookingFlow(t *testing.T) {
 
 	holdsPath := fmt.Sprintf("/api/v1/schedules/%d/holds", sch.ID)
 	r = e.do(nil, "POST", holdsPath, alice.Pass, fmt.Sprintf(`{"seat_ids":[%d,%d]}`, s1, s2))
-	h := decodeInto[httpapi.HoldResponse](t, r)
+	h := decodeInto[wire.Hold](t, r)
 	if r.status != 201 || h.HoldID == "" || h.ExpiresAt.Before(time.Now()) {
 		t.Fatalf("hold: %d %s", r.status, r.body)
 	}
@@ -147,7 +148,7 @@ func TestBookingFlow(t *testing.T) {
 
 	body := fmt.Sprintf(`{"schedule_id":%d,"seat_ids":[%d,%d],"idempotency_key":"order-1"}`, sch.ID, s1, s2)
 	r = e.do(nil, "POST", "/api/v1/reservations", alice.Pass, body)
-	res := decodeInto[httpapi.ReservationResponse](t, r)
+	res := decodeInto[wire.Reservation](t, r)
 	if r.status != 202 || res.Status != "pending" || res.ReservationID == "" {
 		t.Fatalf("reserve: %d %s", r.status, r.body)
 	}
@@ -158,7 +159,7 @@ func TestBookingFlow(t *testing.T) {
 	}
 	// Readable with the ticket after the slot was released by the order.
 	r = e.do(nil, "GET", "/api/v1/reservations/"+res.ReservationID, alice.Ticket, "")
-	if got := decodeInto[httpapi.ReservationResponse](t, r); r.status != 200 || got.Status != "confirmed" {
+	if got := decodeInto[wire.Reservation](t, r); r.status != 200 || got.Status != "confirmed" {
 		t.Fatalf("get reservation: %d %s", r.status, r.body)
 	}
 	if r := e.do(nil, "GET", "/api/v1/rooms/"+sch.Room+"/pass", alice.Pass, ""); r.status != 403 {
@@ -167,7 +168,7 @@ func TestBookingFlow(t *testing.T) {
 	// A retry with the same idempotency key gives the same reservation, even
 	// though the order ended alice's session.
 	r = e.do(nil, "POST", "/api/v1/reservations", alice.Pass, body)
-	if again := decodeInto[httpapi.ReservationResponse](t, r); r.status != 202 || again.ReservationID != res.ReservationID || again.Status != "confirmed" {
+	if again := decodeInto[wire.Reservation](t, r); r.status != 202 || again.ReservationID != res.ReservationID || again.Status != "confirmed" {
 		t.Errorf("retry: %d %s, want 202 with reservation %s confirmed", r.status, r.body, res.ReservationID)
 	}
 	r = e.do(nil, "POST", "/api/v1/reservations", bob.Pass, body)
@@ -185,7 +186,7 @@ func TestBookingFlow(t *testing.T) {
 
 // readEvents reads a reservation's event stream to its end and returns the
 // last state.
-func readEvents(t *testing.T, e *env, path, bearer string) httpapi.ReservationResponse {
+func readEvents(t *testing.T, e *env, path, bearer string) wire.Reservation {
 	t.Helper()
 	req, _ := http.NewRequest("GET", e.srv.URL+path, nil)
 	req.Header.Set("Authorization", "Bearer "+bearer)
@@ -197,7 +198,7 @@ func readEvents(t *testing.T, e *env, path, bearer string) httpapi.ReservationRe
 	if ct := res.Header.Get("Content-Type"); res.StatusCode != 200 || ct != "text/event-stream" {
 		t.Fatalf("events: %d %s", res.StatusCode, ct)
 	}
-	var last httpapi.ReservationResponse
+	var last wire.Reservation
 	sc := bufio.NewScanner(res.Body)
 	for sc.Scan() {
 		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
@@ -245,7 +246,7 @@ func TestBookingErrors(t *testing.T) {
 	}
 	// A hold released early frees its seats.
 	r := e.do(nil, "POST", holds, pass, `{"seat_ids":[1]}`)
-	h := decodeInto[httpapi.HoldResponse](t, r)
+	h := decodeInto[wire.Hold](t, r)
 	if r := e.do(nil, "DELETE", holds+"/"+h.HoldID, pass, ""); r.status != 204 {
 		t.Fatalf("release: %d %s", r.status, r.body)
 	}
@@ -268,12 +269,12 @@ func TestStockFlow(t *testing.T) {
 	bob := e.do(nil, "POST", "/api/v1/rooms/"+sch.Room+"/entries", adminKey, `{"visitor_id":"bob"}`).entry(t)
 	holdsPath := fmt.Sprintf("/api/v1/schedules/%d/holds", sch.ID)
 	r = e.do(nil, "POST", holdsPath, alice.Pass, `{"quantity":2}`)
-	h := decodeInto[httpapi.HoldResponse](t, r)
+	h := decodeInto[wire.Hold](t, r)
 	if r.status != 201 || h.HoldID == "" || h.Quantity != 2 || h.SeatIDs != nil || h.ExpiresAt.Before(time.Now()) {
 		t.Fatalf("hold stock: %d %s", r.status, r.body)
 	}
 	r = e.do(nil, "GET", stockPath, bob.Pass, "")
-	if got := decodeInto[httpapi.StockResponse](t, r); r.status != 200 || got != (httpapi.StockResponse{ScheduleID: sch.ID, Available: 3}) {
+	if got := decodeInto[wire.Stock](t, r); r.status != 200 || got != (wire.Stock{ScheduleID: sch.ID, Available: 3}) {
 		t.Fatalf("stock: %d %s, want 3 available", r.status, r.body)
 	}
 
@@ -282,7 +283,7 @@ func TestStockFlow(t *testing.T) {
 		t.Errorf("bob reserves alice's hold: %d %s, want 404 hold_not_found", r.status, r.body)
 	}
 	r = e.do(nil, "POST", "/api/v1/reservations", alice.Pass, body)
-	res := decodeInto[httpapi.ReservationResponse](t, r)
+	res := decodeInto[wire.Reservation](t, r)
 	if r.status != 202 || res.Status != "pending" || res.Quantity != 2 || res.SeatIDs != nil {
 		t.Fatalf("reserve stock: %d %s", r.status, r.body)
 	}

@@ -11,14 +11,17 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"usher/internal/wire"
 )
 
-// The waiting page's states.
+// The waiting page's states: the visitor states of the JSON protocol, and
+// paused (waiting in a paused room) and error (the store failed).
 const (
-	StateWaiting = "waiting"
-	StatePaused  = "paused"
-	StateClosed  = "closed"
-	StateSoldOut = "sold_out"
+	StateWaiting = wire.StateWaiting
+	StatePaused  = wire.RoomPaused
+	StateClosed  = wire.StateClosed
+	StateSoldOut = wire.StateSoldOut
 	StateError   = "error"
 )
 

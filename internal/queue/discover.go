@@ -14,6 +14,9 @@ import (
 func (q *Queue) ViewRooms() (rooms []string, changed <-chan struct{}) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.changed == nil {
+		q.changed = make(chan struct{})
+	}
 	return slices.Sorted(maps.Keys(*q.views.Load())), q.changed
 }
 

@@ -38,8 +38,8 @@ type Queue struct {
 	log     *slog.Logger
 	views   atomic.Pointer[map[string]View]
 	mu      sync.Mutex // serializes refreshes; guards changed
-	// changed is closed, and replaced, when the set of rooms in views
-	// changes (see ViewRooms).
+	// changed, once ViewRooms made it, is closed and cleared when the set
+	// of rooms in views changes.
 	changed chan struct{}
 }
 
@@ -66,7 +66,7 @@ func New(store Store, o Options) *Queue {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	q := &Queue{store: store, now: o.Now, refresh: o.Refresh, metrics: o.Metrics, log: o.Logger, changed: make(chan struct{})}
+	q := &Queue{store: store, now: o.Now, refresh: o.Refresh, metrics: o.Metrics, log: o.Logger}
 	q.views.Store(&map[string]View{})
 	return q
 }
@@ -328,9 +328,9 @@ func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string) {
 		q.metrics.observed(room, st)
 	}
 	q.views.Store(&next)
-	if !sameRooms(old, next) {
+	if q.changed != nil && !sameRooms(old, next) {
 		close(q.changed)
-		q.changed = make(chan struct{})
+		q.changed = nil
 	}
 }
 

@@ -155,8 +155,9 @@ func TestEnvironmentVariables(t *testing.T) {
 	}
 }
 
-// TestSettingsCheckedBeforeWriting: a bad setting stops serve before it
-// writes the admin key, the signing keys or the database into the data dir.
+// TestSettingsCheckedBeforeWriting: a bad setting stops serve (or seed)
+// before it writes the admin key, the signing keys or the database into
+// the data dir.
 func TestSettingsCheckedBeforeWriting(t *testing.T) {
 	for _, tc := range []struct {
 		env  map[string]string
@@ -169,15 +170,21 @@ func TestSettingsCheckedBeforeWriting(t *testing.T) {
 		{map[string]string{"USHER_LOG_LEVEL": "loud"}, "USHER_LOG_LEVEL"},
 		{map[string]string{"USHER_LOG_FORMAT": "xml"}, "USHER_LOG_FORMAT"},
 		{map[string]string{"USHER_STORE": "mem"}, "USHER_STORE"},
+		{map[string]string{"seed": "1", "USHER_DB": "mysql://db/usher"}, "USHER_DB"},
+		{map[string]string{"seed": "1", "USHER_STORE": "mem"}, "USHER_STORE"},
 	} {
 		dir := t.TempDir()
 		tc.env["USHER_DATA_DIR"] = dir
-		err := run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0"}, func(k string) string { return tc.env[k] }, &strings.Builder{}, &strings.Builder{})
+		args := []string{"serve", "--addr", "127.0.0.1:0"}
+		if tc.env["seed"] != "" {
+			args = []string{"seed", "--seats", "10"}
+		}
+		err := run(context.Background(), args, func(k string) string { return tc.env[k] }, &strings.Builder{}, &strings.Builder{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("serve with %v: err = %v, want one naming %s", tc.env, err, tc.want)
+			t.Errorf("%s with %v: err = %v, want one naming %s", args[0], tc.env, err, tc.want)
 		}
 		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
-			t.Errorf("serve with %v wrote %d entries into the data dir before refusing, e.g. %s", tc.env, len(entries), entries[0].Name())
+			t.Errorf("%s with %v wrote %d entries into the data dir before refusing, e.g. %s", args[0], tc.env, len(entries), entries[0].Name())
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -342,5 +343,87 @@ func TestPlanCommandIsComplete(t *testing.T) {
 		if !set[m[1]] {
 			t.Errorf("the plan's command uses $%s, which it never sets:\n%s", m[1], out)
 		}
+	}
+}
+
+// serveUntil runs usher serve on dir until the returned stop is called;
+// it returns the base URL and the log.
+func serveUntil(t *testing.T, dir string) (base string, log *syncBuffer, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	done := make(chan error, 1)
+	env := map[string]string{"USHER_DATA_DIR": dir}
+	go func() {
+		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, stdout, stderr)
+	}()
+	var once bool
+	stop = func() {
+		if once {
+			return
+		}
+		once = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	waitFor(t, "serve to start", func() bool {
+		m := servingRE.FindStringSubmatch(stdout.String())
+		if m != nil {
+			base = m[1]
+		}
+		return m != nil
+	})
+	return base, stderr, stop
+}
+
+// TestServeRebuildsStockAfterRestart: general-admission stock on the
+// memory hold store survives a restart of usher serve, from SQL.
+func TestServeRebuildsStockAfterRestart(t *testing.T) {
+	dir, err := os.MkdirTemp("", "usher-stock") // see TestServeLogs
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	getenv := func(k string) string { return map[string]string{"USHER_DATA_DIR": dir}[k] }
+	if err := run(context.Background(), []string{"seed", "--seats", "1"}, getenv, &strings.Builder{}, &strings.Builder{}); err != nil {
+		t.Fatal(err)
+	}
+	available := func(c client, admin string) float64 {
+		t.Helper()
+		waitFor(t, "the schedule's room", func() bool {
+			st, _, _ := c.do("GET", "/api/v1/rooms/schedule-1", admin, "")
+			return st == 200
+		})
+		_, _, body := c.do("POST", "/api/v1/rooms/schedule-1/entries", admin, `{"visitor_id":"v"}`)
+		pass, _ := body["pass"].(string)
+		st, _, body := c.do("GET", "/api/v1/schedules/1/stock", pass, "")
+		if st != 200 {
+			t.Fatalf("GET stock: %d %v", st, body)
+		}
+		n, _ := body["available"].(float64)
+		return n
+	}
+
+	base, _, stop := serveUntil(t, dir)
+	key, _ := os.ReadFile(filepath.Join(dir, "admin.key"))
+	admin := strings.TrimSpace(string(key))
+	c := client{t, base}
+	if st, _, body := c.do("PUT", "/api/v1/schedules/1/stock", admin, `{"total":8}`); st != 200 {
+		t.Fatalf("PUT stock: %d %v", st, body)
+	}
+	if got := available(c, admin); got != 8 {
+		t.Fatalf("available before the restart = %v, want 8", got)
+	}
+	stop()
+
+	base, log, _ := serveUntil(t, dir)
+	if got := available(client{t, base}, admin); got != 8 {
+		t.Errorf("available after the restart = %v, want 8 (SQL's unsold units)", got)
+	}
+	if !strings.Contains(log.String(), "rebuilt general-admission stock") {
+		t.Errorf("no rebuild logged:\n%s", log)
 	}
 }

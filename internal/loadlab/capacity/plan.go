@@ -260,8 +260,11 @@ func Make(in Input) (Plan, error) {
 			p.Steps[intervalStep].Detail += fmt.Sprintf("; the room uses %s, seed 002's rounding up (--round-interval), which lowers the rate to %s/s",
 				fmtDuration(interval), fmtNum(rate))
 		} else {
-			p.Steps[intervalStep].Detail += fmt.Sprintf("; the room uses %s, the longest whole millisecond that admits at most %d per step, to keep λ (seed 002 rounds up to %s)",
-				fmtDuration(interval), p.Batch, fmtDuration(p.RoundedInterval))
+			p.Steps[intervalStep].Detail += fmt.Sprintf("; the room uses %s, the longest whole millisecond that admits at most %d per step, to keep λ",
+				fmtDuration(interval), p.Batch)
+			if p.RoundedInterval != interval {
+				p.Steps[intervalStep].Detail += fmt.Sprintf(" (seed 002 rounds up to %s)", fmtDuration(p.RoundedInterval))
+			}
 		}
 	}
 	if interval != p.RoundedInterval && (p.RoundedInterval < minInterval || p.RoundedInterval > maxInterval) {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +30,32 @@ func TestVersion(t *testing.T) {
 		got := strings.TrimSpace(stdout.String())
 		if !strings.HasPrefix(got, "usher ") || !strings.HasSuffix(got, " "+runtime.Version()) {
 			t.Errorf("usher %v = %q, want usher <version> … %s", args, got, runtime.Version())
+		}
+	}
+}
+
+func TestDescribeBuild(t *testing.T) {
+	vcs := func(kv ...string) []debug.BuildSetting {
+		var s []debug.BuildSetting
+		for i := 0; i < len(kv); i += 2 {
+			s = append(s, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{&debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}}, "usher dev go1.26.8"},
+		{&debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.0"},
+			Settings: vcs("vcs.revision", "47809e2a06c5b1f2c3d4", "vcs.time", "2026-12-01T04:30:23Z", "vcs.modified", "false")},
+			"usher v1.2.0 revision 47809e2a06c5 2026-12-01T04:30:23Z go1.26.8"},
+		{&debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-x+dirty"},
+			Settings: vcs("vcs.revision", "47809e2", "vcs.modified", "true")},
+			"usher v0.0.0-x+dirty revision 47809e2 modified go1.26.8"},
+	} {
+		if got := describeBuild(tc.bi, true); got != tc.want {
+			t.Errorf("describeBuild(%+v) = %q, want %q", tc.bi, got, tc.want)
 		}
 	}
 }

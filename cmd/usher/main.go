@@ -86,14 +86,17 @@ func helpIsNotAnError(err error) error {
 	return err
 }
 
-// version describes this binary from its build info: the module version
-// (dev for a build from a work tree), the VCS revision and time when the
-// go command recorded them (with "modified" for uncommitted changes), and
-// the Go version, such as
-// "usher dev revision 792a9ea1c3d4 2026-11-30T21:04:11Z modified go1.25.1".
-func version() string {
+// version describes this binary from its build info.
+func version() string { return describeBuild(debug.ReadBuildInfo()) }
+
+// describeBuild writes the module version (dev when the go command
+// recorded none), the VCS revision and time when it recorded them (with
+// "modified" for uncommitted changes), and the Go version, such as
+// "usher v0.0.0-20261201043023-47809e2a06c5 revision 47809e2a06c5
+// 2026-12-01T04:30:23Z go1.26.8". go build stamps the revision in a git
+// checkout, unless -buildvcs=false; go run and go test do not.
+func describeBuild(bi *debug.BuildInfo, ok bool) string {
 	v := []string{"usher", "dev"}
-	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return strings.Join(append(v, runtime.Version()), " ")
 	}

@@ -188,31 +188,33 @@ func TestEnvironmentVariables(t *testing.T) {
 // the data dir.
 func TestSettingsCheckedBeforeWriting(t *testing.T) {
 	for _, tc := range []struct {
+		cmd  string
 		env  map[string]string
 		want string
 	}{
-		{map[string]string{"USHER_NATS_REPLICAS": "2"}, "USHER_NATS_REPLICAS"},
-		{map[string]string{"USHER_NATS_REPLICAS": "3"}, "embedded"},
-		{map[string]string{"USHER_DB": "mysql://db/usher"}, "USHER_DB"},
-		{map[string]string{"USHER_NATS": "amqp://x"}, "USHER_NATS"},
-		{map[string]string{"USHER_LOG_LEVEL": "loud"}, "USHER_LOG_LEVEL"},
-		{map[string]string{"USHER_LOG_FORMAT": "xml"}, "USHER_LOG_FORMAT"},
-		{map[string]string{"USHER_STORE": "mem"}, "USHER_STORE"},
-		{map[string]string{"seed": "1", "USHER_DB": "mysql://db/usher"}, "USHER_DB"},
-		{map[string]string{"seed": "1", "USHER_STORE": "mem"}, "USHER_STORE"},
+		{"serve", map[string]string{"USHER_NATS_REPLICAS": "2"}, "USHER_NATS_REPLICAS"},
+		{"serve", map[string]string{"USHER_NATS_REPLICAS": "3"}, "embedded"},
+		{"serve", map[string]string{"USHER_DB": "mysql://db/usher"}, "USHER_DB"},
+		{"serve", map[string]string{"USHER_NATS": "amqp://x"}, "USHER_NATS"},
+		{"serve", map[string]string{"USHER_LOG_LEVEL": "loud"}, "USHER_LOG_LEVEL"},
+		{"serve", map[string]string{"USHER_LOG_FORMAT": "xml"}, "USHER_LOG_FORMAT"},
+		{"serve", map[string]string{"USHER_STORE": "mem"}, "USHER_STORE"},
+		{"proxy", map[string]string{"USHER_LOG_LEVEL": "loud", "USHER_PROXY_ORIGIN": "http://127.0.0.1:1"}, "USHER_LOG_LEVEL"},
+		{"seed", map[string]string{"USHER_DB": "mysql://db/usher"}, "USHER_DB"},
+		{"seed", map[string]string{"USHER_STORE": "mem"}, "USHER_STORE"},
 	} {
 		dir := t.TempDir()
 		tc.env["USHER_DATA_DIR"] = dir
-		args := []string{"serve", "--addr", "127.0.0.1:0"}
-		if tc.env["seed"] != "" {
-			args = []string{"seed", "--seats", "10"}
+		args := []string{tc.cmd, "--addr", "127.0.0.1:0"}
+		if tc.cmd == "seed" {
+			args = []string{tc.cmd, "--seats", "10"}
 		}
 		err := run(context.Background(), args, func(k string) string { return tc.env[k] }, &strings.Builder{}, &strings.Builder{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s with %v: err = %v, want one naming %s", args[0], tc.env, err, tc.want)
+			t.Errorf("%s with %v: err = %v, want one naming %s", tc.cmd, tc.env, err, tc.want)
 		}
 		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
-			t.Errorf("%s with %v wrote %d entries into the data dir before refusing, e.g. %s", args[0], tc.env, len(entries), entries[0].Name())
+			t.Errorf("%s with %v wrote %d entries into the data dir before refusing, e.g. %s", tc.cmd, tc.env, len(entries), entries[0].Name())
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -454,5 +455,47 @@ func TestServeRebuildsStockAfterRestart(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "rebuilt general-admission stock") {
 		t.Errorf("no rebuild logged:\n%s", log)
+	}
+}
+
+// TestAccessLogKeepsStreaming: the access log's wrapper lets handlers
+// flush (server-sent events) and hijack (websockets through the proxy)
+// through http.ResponseController, and logs one line per request.
+func TestAccessLogKeepsStreaming(t *testing.T) {
+	var logs syncBuffer
+	on := true
+	l := logFlags{format: new(string), level: new(string), access: &on}
+	*l.format, *l.level = "text", "info"
+	mux := http.NewServeMux()
+	mux.HandleFunc("/flush", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("a"))
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			t.Errorf("flush: %v", err)
+		}
+	})
+	mux.HandleFunc("/hijack", func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Errorf("hijack: %v", err)
+			return
+		}
+		defer conn.Close()
+		brw.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+		brw.Flush()
+	})
+	srv := httptest.NewServer(l.accessLog(l.logger(&logs), mux))
+	defer srv.Close()
+	for _, path := range []string{"/flush", "/hijack"} {
+		res, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Errorf("GET %s: %d", path, res.StatusCode)
+		}
+	}
+	if got := strings.Count(logs.String(), "msg=request"); got != 2 {
+		t.Errorf("%d request lines, want 2:\n%s", got, logs.String())
 	}
 }

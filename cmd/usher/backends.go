@@ -36,6 +36,42 @@ func (c closers) Close() error {
 	return nil
 }
 
+// The check functions validate a backend setting without opening anything;
+// the subcommands call them before they write a file or open a connection,
+// and the open functions below refuse what they refuse.
+
+func checkStore(spec string) error {
+	if spec == "memory" || strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://") {
+		return nil
+	}
+	return fmt.Errorf("bad setting --store/USHER_STORE=%q: want memory, redis://… or rediss://…", redactURL(spec))
+}
+
+func checkDB(spec string) error {
+	switch {
+	case spec == "sqlite", strings.HasPrefix(spec, "sqlite:"),
+		strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
+		return nil
+	}
+	return fmt.Errorf("bad setting --db/USHER_DB=%q: want sqlite (in the data dir), sqlite:PATH or postgres://…", redactURL(spec))
+}
+
+// checkBroker checks the broker and its replicas: 1, 3 or 5, and 1 on the
+// embedded server, which is a single node.
+func checkBroker(spec string, replicas int) error {
+	embedded := spec == "embedded"
+	if !embedded && !strings.HasPrefix(spec, "nats://") && !strings.HasPrefix(spec, "tls://") {
+		return fmt.Errorf("bad setting --nats/USHER_NATS=%q: want embedded or nats://…", redactURL(spec))
+	}
+	switch {
+	case replicas != 1 && replicas != 3 && replicas != 5:
+		return fmt.Errorf("bad setting --nats-replicas/USHER_NATS_REPLICAS=%d: want 1, 3 or 5", replicas)
+	case embedded && replicas != 1:
+		return fmt.Errorf("bad setting --nats-replicas/USHER_NATS_REPLICAS=%d: the embedded NATS server is one node; want 1, or a clustered nats://…", replicas)
+	}
+	return nil
+}
+
 // openStores is the switch that picks the fast store: the queue and the
 // holds live in the same backend.
 func openStores(ctx context.Context, spec, prefix string, cl *closers) (queue.Store, hold.Store, error) {
@@ -50,7 +86,7 @@ func openStores(ctx context.Context, spec, prefix string, cl *closers) (queue.St
 		cl.add(c.Close)
 		return redisqueue.New(c, prefix), redishold.New(c, prefix+"hold:"), nil
 	default:
-		return nil, nil, fmt.Errorf("bad setting --store/USHER_STORE=%q: want memory, redis://… or rediss://…", redactURL(spec))
+		return nil, nil, checkStore(spec)
 	}
 }
 
@@ -79,7 +115,7 @@ func openCatalog(ctx context.Context, spec, dataDir string, pool int, cl *closer
 		cl.add(func() { s.Close() })
 		return s, nil
 	default:
-		return nil, fmt.Errorf("bad setting --db/USHER_DB=%q: want sqlite (in the data dir), sqlite:PATH or postgres://…", redactURL(spec))
+		return nil, checkDB(spec)
 	}
 }
 
@@ -103,7 +139,7 @@ func openBroker(ctx context.Context, spec string, o natsmq.Options, dataDir stri
 			return nil, fmt.Errorf("broker %s: %w", redactURL(spec), errors.Join(mq.ErrUnavailable, err))
 		}
 	default:
-		return nil, fmt.Errorf("bad setting --nats/USHER_NATS=%q: want embedded or nats://…", redactURL(spec))
+		return nil, checkBroker(spec, o.Replicas)
 	}
 	cl.add(nc.Close)
 	o.Logger = log.With("component", "mq")

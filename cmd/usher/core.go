@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -25,6 +24,7 @@ import (
 type coreFlags struct {
 	addr, store, dataDir, keysDir, adminKey, redisPrefix *string
 	failOpen, insecure                                   *bool
+	logs                                                 logFlags
 }
 
 func addCoreFlags(f *flags, dataDirUse string) coreFlags {
@@ -37,6 +37,16 @@ func addCoreFlags(f *flags, dataDirUse string) coreFlags {
 		redisPrefix: f.string("redis-prefix", "usher:", "prefix of every Redis key"),
 		failOpen:    f.bool("fail-open", false, "let visitors with a signed pass through when the store is down"),
 		insecure:    f.bool("insecure-cookies", false, "drop the Secure cookie attribute (plain HTTP on a non-localhost host)"),
+		logs:        addLogFlags(f),
+	}
+}
+
+// check reports bad core settings into f's errors, before anything is
+// opened or written.
+func (c coreFlags) check(f *flags) {
+	c.logs.check(f)
+	if err := checkStore(*c.store); err != nil {
+		f.errs = append(f.errs, err.Error())
 	}
 }
 
@@ -53,9 +63,9 @@ type core struct {
 	sched    *admission.Scheduler
 }
 
-// openCore builds the core; cl releases what it opened.
-func openCore(ctx context.Context, c coreFlags, stderr io.Writer, cl *closers) (*core, error) {
-	k := &core{log: slog.New(slog.NewTextHandler(stderr, nil)), adminKey: *c.adminKey}
+// openCore builds the core, logging to log; cl releases what it opened.
+func openCore(ctx context.Context, c coreFlags, log *slog.Logger, cl *closers) (*core, error) {
+	k := &core{log: log, adminKey: *c.adminKey}
 	qs, hs, err := openStores(ctx, *c.store, *c.redisPrefix, cl)
 	if err != nil {
 		return nil, err
@@ -87,7 +97,7 @@ func (k *core) api(c coreFlags, cfg httpapi.Config) http.Handler {
 func listen(c coreFlags) (net.Listener, error) {
 	ln, err := net.Listen("tcp", *c.addr)
 	if err != nil {
-		return nil, fmt.Errorf("bad setting --addr/USHER_ADDR=%q: %w", *c.addr, err)
+		return nil, fmt.Errorf("bad setting --addr/%sADDR=%q: %w", sharedPrefix, *c.addr, err)
 	}
 	return ln, nil
 }

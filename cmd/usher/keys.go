@@ -9,15 +9,31 @@ import (
 	"usher/internal/token"
 )
 
+const keysUsage = `usage: usher keys list|rotate [flags]
+
+  list    print the signing keys: id, creation time, time from which each signs
+  rotate  stage a new key that signs from now + --activate-in
+
+Run 'usher keys list -h' or 'usher keys rotate -h' for their flags.
+`
+
 // keys lists the signing keys or stages a new one.
 func keys(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprint(stdout, keysUsage)
+		return nil
+	}
 	if len(args) == 0 || (args[0] != "list" && args[0] != "rotate") {
-		return fmt.Errorf("usage: usher keys list|rotate [flags]")
+		fmt.Fprint(stderr, keysUsage)
+		return fmt.Errorf("usher keys: want list or rotate")
 	}
 	f := newFlags("keys "+args[0], getenv, stderr)
 	dataDir := f.string("data-dir", "./data", "data directory")
 	keysFlag := f.string("keys-dir", "", "signing keys directory (default <data-dir>/keys)")
-	activateIn := f.Duration("activate-in", 0, "rotate: how long the new key only verifies before it signs (time to copy it to every instance)")
+	activateIn := new(time.Duration)
+	if args[0] == "rotate" {
+		f.DurationVar(activateIn, "activate-in", 0, "how long the new key only verifies before it signs (time to copy it to every instance)")
+	}
 	if err := f.parse(args[1:]); err != nil {
 		return err
 	}

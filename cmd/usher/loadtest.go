@@ -20,6 +20,7 @@ import (
 // and usher, and reports them; --out also writes the JSON and an SVG chart.
 func loadtest(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newFlags("loadtest", getenv, stderr)
+	f.own("loadtest")
 	scenarios := f.string("scenario", "direct", "scenarios to run in turn, comma-separated: direct (users call the target) and queued (through the room)")
 	target := f.string("target", "http://127.0.0.1:8081/seats", "origin endpoint the users call")
 	method := f.string("method", http.MethodGet, "HTTP method of origin calls")
@@ -47,8 +48,12 @@ func loadtest(ctx context.Context, args []string, getenv func(string) string, st
 	asJSON := f.bool("json", false, "print the reports as JSON instead of text")
 	out := f.string("out", "", "write the reports as JSON to this file, and the chart next to it (.svg)")
 	progress := f.bool("progress", true, "draw a progress line on stderr")
+	maxErrorRate := floatFlag(f, "max-error-rate", 0.01, "exit with an error when a scenario's failed calls (origin and queue) exceed this share of its calls")
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	if *maxErrorRate < 0 || *maxErrorRate > 1 {
+		f.errs = append(f.errs, fmt.Sprintf("--max-error-rate/%s=%g: want 0 to 1", f.envName("max-error-rate"), *maxErrorRate))
 	}
 
 	cfg := loadgen.Config{
@@ -74,6 +79,9 @@ func loadtest(ctx context.Context, args []string, getenv func(string) string, st
 	var err error
 	if cfg.Think, err = loadgen.ParseThink(*think); err != nil {
 		f.errs = append(f.errs, "--think: "+err.Error())
+	}
+	if *stages != "" && f.isSet("users") {
+		f.errs = append(f.errs, "--stages (the open model) and --users (the closed model) exclude each other: give one")
 	}
 	if *stages != "" {
 		if cfg.Stages, err = loadgen.ParseStages(*stages); err != nil {
@@ -161,7 +169,18 @@ func loadtest(ctx context.Context, args []string, getenv func(string) string, st
 			fmt.Fprintf(stdout, "wrote %s and %s\n", *out, chartPath(*out))
 		}
 	}
-	return nil // an interrupted run still reports what it measured
+	// An interrupted run still reports what it measured; a run whose calls
+	// failed says so in its exit status.
+	var failed []string
+	for _, rep := range reports {
+		if rate := rep.ErrorRate(); rate > *maxErrorRate {
+			failed = append(failed, fmt.Sprintf("%s: %.1f%% of calls failed", rep.Scenario, 100*rate))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%s, above --max-error-rate %g%%", strings.Join(failed, "; "), 100**maxErrorRate)
+	}
+	return nil
 }
 
 // writeResults writes the reports as JSON to path and the chart next to it.

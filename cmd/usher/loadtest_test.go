@@ -143,7 +143,8 @@ func TestLoadtestGatedOrigin(t *testing.T) {
 	originURL := startOrigin(t, "--addr", "127.0.0.1:0", "--service", "constant:1ms", "--usher", usherURL, "--gate-room", "sale")
 	common := []string{"--target", originURL + "/seats", "--usher", usherURL, "--room", "sale", "--admin-key", strings.TrimSpace(string(key)),
 		"--setup-room", `{"max_active":100,"admit_rate":100,"interval_ms":50}`,
-		"--users", "3", "--iterations", "1", "--calls", "2", "--duration", "20s"}
+		"--users", "3", "--iterations", "1", "--calls", "2", "--duration", "20s",
+		"--max-error-rate", "1"} // every direct call is refused
 	reports := runLoadtest(t, append([]string{"--scenario", "direct,queued"}, common...)...)
 	direct, queued := reports[0], reports[1]
 	checkInvariants(t, direct)
@@ -161,6 +162,8 @@ func TestLoadtestBadSettings(t *testing.T) {
 		{"--scenario", "both"},
 		{"--think", "x"},
 		{"--stages", "30s"},
+		{"--stages", "10s:5", "--users", "3"},
+		{"--max-error-rate", "2"},
 		{"--expect", "abc"},
 		{"--setup-room", "{}"},
 		{"--target", "not a url"},

@@ -13,7 +13,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 )
 
@@ -34,9 +36,11 @@ commands:
   plan      size a room from the origin's capacity (Little's law, seed 002)
   origin    run a simulated origin (worker pool, connection pool, service time)
   loadtest  run a load test: direct to the origin, or queued through usher
-  version   print the version
+  version   print the version, the VCS revision and the Go version (also usher --version)
 
-Run 'usher <command> -h' for a command's flags.
+Run 'usher <command> -h' for a command's flags. Every flag also reads an environment
+variable, named in its help: USHER_* for the settings commands share (the listen address,
+stores, databases and logs of serve and proxy), USHER_<COMMAND>_* for a command's own.
 `
 
 // run is the whole program; tests call it directly.
@@ -62,8 +66,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return helpIsNotAnError(origin(ctx, rest, getenv, stdout, stderr))
 	case "loadtest":
 		return helpIsNotAnError(loadtest(ctx, rest, getenv, stdout, stderr))
-	case "version":
-		fmt.Fprintln(stdout, "usher", version())
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, version())
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
@@ -82,9 +86,43 @@ func helpIsNotAnError(err error) error {
 	return err
 }
 
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+// version describes this binary from its build info.
+func version() string { return describeBuild(debug.ReadBuildInfo()) }
+
+// describeBuild writes the module version (dev when the go command
+// recorded none), the VCS revision and time when it recorded them (with
+// "modified" for uncommitted changes), and the Go version, such as
+// "usher v0.0.0-20261201043023-47809e2a06c5 revision 47809e2a06c5
+// 2026-12-01T04:30:23Z go1.26.8". go build stamps the revision in a git
+// checkout, unless -buildvcs=false; go run and go test do not.
+func describeBuild(bi *debug.BuildInfo, ok bool) string {
+	v := []string{"usher", "dev"}
+	if !ok {
+		return strings.Join(append(v, runtime.Version()), " ")
 	}
-	return "dev"
+	if m := bi.Main.Version; m != "" && m != "(devel)" {
+		v[1] = m
+	}
+	var rev, at, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value[:min(12, len(s.Value))]
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = "modified"
+			}
+		}
+	}
+	if rev != "" {
+		v = append(v, "revision", rev)
+	}
+	for _, s := range []string{at, modified} {
+		if s != "" {
+			v = append(v, s)
+		}
+	}
+	return strings.Join(append(v, bi.GoVersion), " ")
 }

@@ -19,6 +19,8 @@ import (
 // connection pool, service-time distribution) for load tests.
 func origin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newFlags("origin", getenv, stderr)
+	logs := addLogFlags(f)
+	f.own("origin")
 	addr := f.string("addr", ":8081", "listen address")
 	workers := f.int("workers", 200, "worker pool: requests handled at once (Tomcat's 200 threads); the rest wait")
 	conns := f.int("conns", 10, "connection pool: requests doing work at once (HikariCP's 10); the rest wait")
@@ -43,10 +45,12 @@ func origin(ctx context.Context, args []string, getenv func(string) string, stdo
 	if err != nil {
 		f.errs = append(f.errs, "--service: "+err.Error())
 	}
+	logs.check(f)
 	if err := f.check(); err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil)).With("component", "origin")
+	root := logs.logger(stderr)
+	log := root.With("component", "origin")
 
 	cfg := simorigin.Config{Workers: *workers, Conns: *conns, Service: dist, Timeout: *timeout, Seats: *seats, Logger: log}
 	gateDesc := "none"
@@ -62,7 +66,7 @@ func origin(ctx context.Context, args []string, getenv func(string) string, stdo
 	base, abandon := context.WithCancel(context.Background())
 	defer abandon()
 	srv := &http.Server{
-		Handler:           o.Handler(),
+		Handler:           logs.accessLog(root.With("component", "access"), o.Handler()),
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
@@ -70,10 +74,10 @@ func origin(ctx context.Context, args []string, getenv func(string) string, stdo
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
-		return fmt.Errorf("bad setting --addr/%s=%q: %w", envName("addr"), *addr, err)
+		return fmt.Errorf("bad setting --addr/%s=%q: %w", f.envName("addr"), *addr, err)
 	}
-	fmt.Fprintf(stdout, "usher origin serving on http://%s (workers %d, conns %d, service %s, timeout %v, gate %s)\n",
-		ln.Addr(), *workers, *conns, dist, *timeout, gateDesc)
+	fmt.Fprintf(stdout, "usher origin serving on %s (workers %d, conns %d, service %s, timeout %v, gate %s)\n",
+		baseURL(ln.Addr()), *workers, *conns, dist, *timeout, gateDesc)
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -89,5 +93,5 @@ func origin(ctx context.Context, args []string, getenv func(string) string, stdo
 		defer cancel()
 		return srv.Shutdown(shutdown)
 	})
-	return g.Wait()
+	return stopped(log, g.Wait())
 }

@@ -17,6 +17,7 @@ import (
 func plan(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	def := capacity.DefaultInput()
 	f := newFlags("plan", getenv, stderr)
+	f.own("plan")
 	pool := f.int("pool", 0, "concurrency limit of the site: requests served at once (its database connection pool)")
 	service := f.duration("service-time", 0, "time one request takes without queueing, e.g. the p95 of --measure (seed 002: 76ms)")
 	margin := floatFlag(f, "margin", def.Margin, "safety margin applied to the throughput and to the burst")
@@ -45,7 +46,7 @@ func plan(ctx context.Context, args []string, getenv func(string) string, stdout
 	in.Batch, in.Interval, in.BurstTarget = *batch, *interval, *burst
 	in.RequestsPerVisitor, in.Round, in.RoundInterval = *perVisitor, *round, *roundInterval
 	if in.Pool < 1 {
-		return fmt.Errorf("bad setting --pool/%s: want the site's concurrency limit (at least 1)", envName("pool"))
+		return fmt.Errorf("bad setting --pool/%s: want the site's concurrency limit (at least 1)", f.envName("pool"))
 	}
 
 	var m *capacity.Measurement
@@ -95,14 +96,14 @@ func plan(ctx context.Context, args []string, getenv func(string) string, stdout
 	return p.WriteText(stdout, *usherURL, *room)
 }
 
-// floatFlag is a float64 flag with the USHER_* fallback of newFlags.
+// floatFlag is a float64 flag with the environment fallback of newFlags.
 func floatFlag(f *flags, name string, def float64, usage string) *float64 {
-	if v := f.getenv(envName(name)); v != "" {
+	if v := f.lookup(name); v != "" {
 		x, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			f.errs = append(f.errs, fmt.Sprintf("%s=%q: want a number", envName(name), v))
+			f.errs = append(f.errs, fmt.Sprintf("%s=%q: want a number", f.envName(name), v))
 		}
 		def = x
 	}
-	return f.Float64(name, def, usage+" ($"+envName(name)+")")
+	return f.Float64(name, def, f.use(name, usage))
 }

@@ -18,7 +18,7 @@ func runPlan(t *testing.T, args ...string) string {
 
 func TestPlanSeed002(t *testing.T) {
 	out := runPlan(t, "--pool", "10", "--service-time", "76ms", "--margin", "0.7", "--ttl", "3m", "--batch", "35")
-	for _, want := range []string{"= 131.6 req/s", "rounded down to 90 req/s", "= 16,200 visitors", "389ms, rounded up to 500ms",
+	for _, want := range []string{"= 131.6 req/s", "rounded down to 90 req/s", "= 16,200 visitors", "389ms; the room uses 388ms",
 		`{"state":"open","max_active":16200,"admit_rate":90,"interval_ms":388,"active_ttl_seconds":180,"claim_window_seconds":30}`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("plan output lacks %q:\n%s", want, out)
@@ -82,11 +82,11 @@ func TestPlanBadSettings(t *testing.T) {
 	}
 	// Environment variables stand in for flags.
 	var stdout strings.Builder
-	env := map[string]string{"USHER_POOL": "10", "USHER_SERVICE_TIME": "76ms", "USHER_MARGIN": "0.7", "USHER_BATCH": "35"}
+	env := map[string]string{"USHER_PLAN_POOL": "10", "USHER_PLAN_SERVICE_TIME": "76ms", "USHER_PLAN_MARGIN": "0.7", "USHER_PLAN_BATCH": "35"}
 	if err := plan(context.Background(), nil, func(k string) string { return env[k] }, &stdout, &strings.Builder{}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(stdout.String(), "16,200 visitors") {
-		t.Errorf("plan from USHER_* variables:\n%s", stdout.String())
+		t.Errorf("plan from USHER_PLAN_* variables:\n%s", stdout.String())
 	}
 }

@@ -18,6 +18,7 @@ import (
 func proxy(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newFlags("proxy", getenv, stderr)
 	c := addCoreFlags(f, "keys, admin key")
+	f.own("proxy")
 	originFlag := f.string("origin", "", "origin URL to gate, such as http://127.0.0.1:9000 (required)")
 	room := f.string("room", "sale", "room of paths no --route maps")
 	originTimeout := f.duration("origin-timeout", 30*time.Second, "most time to connect to the origin and get its response headers (then 504)")
@@ -30,18 +31,19 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	f.positive("origin-timeout", originTimeout.Seconds())
+	c.check(f)
 	if err := f.check(); err != nil {
 		return err
 	}
 	origin, err := url.Parse(*originFlag)
 	if err != nil || (origin.Scheme != "http" && origin.Scheme != "https") || origin.Host == "" {
-		return fmt.Errorf("bad setting --origin/USHER_ORIGIN=%q: want http://host:port or https://…", *originFlag)
+		return fmt.Errorf("bad setting --origin/%s=%q: want http://host:port or https://…", f.envName("origin"), *originFlag)
 	}
 	rules := gateway.Rules{DefaultRoom: *room, Gate: *gates, Open: *opens}
 	for _, s := range *routes {
 		r, err := gateway.ParseRoute(s)
 		if err != nil {
-			return fmt.Errorf("bad setting --route/USHER_ROUTE: %w", err)
+			return fmt.Errorf("bad setting --route/%s: %w", f.envName("route"), err)
 		}
 		rules.Routes = append(rules.Routes, r)
 	}
@@ -50,7 +52,8 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	var cl closers
 	defer cl.Close()
-	k, err := openCore(ctx, c, stderr, &cl)
+	log := c.logs.logger(stderr)
+	k, err := openCore(ctx, c, log, &cl)
 	if err != nil {
 		return err
 	}
@@ -70,7 +73,7 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	srv := &http.Server{
-		Handler: p,
+		Handler: c.logs.accessLog(log.With("component", "access"), p),
 		// No ReadTimeout or WriteTimeout: uploads, server-sent events and
 		// websockets stream through for as long as they last.
 		ReadHeaderTimeout: 10 * time.Second,
@@ -80,21 +83,21 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "usher proxy serving on http://%s for %s (store %s, rooms %s)\n",
-		ln.Addr(), redactURL(origin.String()), redactURL(*c.store), strings.Join(rules.Rooms(), ","))
-	return k.run(ctx, srv, ln)
+	fmt.Fprintf(stdout, "usher proxy serving on %s for %s (store %s, rooms %s)\n",
+		baseURL(ln.Addr()), redactURL(origin.String()), redactURL(*c.store), strings.Join(rules.Rooms(), ","))
+	return stopped(log, k.run(ctx, srv, ln))
 }
 
-// stringList is a repeatable flag whose default comes from its USHER_*
+// stringList is a repeatable flag whose default comes from its
 // variable, comma-separated; the first use of the flag replaces that default.
 func (f *flags) stringList(name, usage string) *[]string {
 	l := &listFlag{}
-	for s := range strings.SplitSeq(f.getenv(envName(name)), ",") {
+	for s := range strings.SplitSeq(f.lookup(name), ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			l.vals = append(l.vals, s)
 		}
 	}
-	f.Var(l, name, usage+" ($"+envName(name)+", comma-separated)")
+	f.Var(l, name, usage+" ($"+f.envName(name)+", comma-separated)")
 	return &l.vals
 }
 

@@ -48,7 +48,7 @@ func TestProxyEndToEnd(t *testing.T) {
 		io.WriteString(w, "origin "+r.URL.Path)
 	}))
 	defer origin.Close()
-	base := startProxy(t, map[string]string{"USHER_ROUTE": "/b/=room-b", "USHER_OPEN": "/static/"},
+	base := startProxy(t, map[string]string{"USHER_PROXY_ROUTE": "/b/=room-b", "USHER_PROXY_OPEN": "/static/"},
 		"--addr", "127.0.0.1:0", "--origin", origin.URL, "--room", "sale", "--data-dir", t.TempDir(),
 		"--admin-key", "admin", "--insecure-cookies")
 	c := client{t, base}
@@ -126,8 +126,8 @@ func TestProxyWaitingPageLanguageAndTemplate(t *testing.T) {
 		_, body := get(t, newBrowser(t), base+"/shop")
 		return body
 	}
-	if body := run(map[string]string{"USHER_LANG": "ko"}); !strings.Contains(body, "아직 판매가 시작되지 않았습니다") {
-		t.Errorf("USHER_LANG=ko: no Korean paused message:\n%s", body)
+	if body := run(map[string]string{"USHER_PROXY_LANG": "ko"}); !strings.Contains(body, "아직 판매가 시작되지 않았습니다") {
+		t.Errorf("USHER_PROXY_LANG=ko: no Korean paused message:\n%s", body)
 	}
 	tmpl := filepath.Join(t.TempDir(), "waiting.html")
 	if err := os.WriteFile(tmpl, []byte(`<h1>Custom {{.State}} {{.Position}}</h1>`), 0o600); err != nil {

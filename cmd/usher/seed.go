@@ -28,7 +28,15 @@ func seed(ctx context.Context, args []string, getenv func(string) string, stdout
 		return err
 	}
 	if *seats < 1 || *seats > 1_000_000 {
-		return fmt.Errorf("bad setting --seats=%d: want 1 to 1000000", *seats)
+		f.errs = append(f.errs, fmt.Sprintf("--seats=%d: want 1 to 1000000", *seats))
+	}
+	for _, err := range []error{checkStore(*store), checkDB(*db)} {
+		if err != nil {
+			f.errs = append(f.errs, err.Error())
+		}
+	}
+	if err := f.check(); err != nil {
+		return err // before the data dir or the database is touched
 	}
 	var cl closers
 	defer cl.Close()

@@ -43,13 +43,20 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	f.positive("seat-limit", float64(*seatLimit))
 	f.positive("stock-limit", float64(*stockLimit))
 	f.positive("seat-map-every", seatMapEvery.Seconds())
+	c.check(f)
+	for _, err := range []error{checkDB(*db), checkBroker(*broker, *natsReplicas)} {
+		if err != nil {
+			f.errs = append(f.errs, err.Error())
+		}
+	}
 	if err := f.check(); err != nil {
-		return err
+		return err // before anything is written or opened
 	}
 
+	log := c.logs.logger(stderr)
 	var cl closers
 	defer cl.Close()
-	k, err := openCore(ctx, c, stderr, &cl)
+	k, err := openCore(ctx, c, log, &cl)
 	if err != nil {
 		return err
 	}
@@ -66,8 +73,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		HoldTTL: *holdTTL, SeatLimit: *seatLimit, StockLimit: *stockLimit, SnapshotEvery: *seatMapEvery, Workers: *dbPool,
 		Logger: k.log.With("component", "sale"),
 	})
+	if err := sales.RebuildStock(ctx); err != nil {
+		return err
+	}
 	srv := &http.Server{
-		Handler:           k.api(c, httpapi.Config{Sale: sales}),
+		Handler:           c.logs.accessLog(log.With("component", "access"), k.api(c, httpapi.Config{Sale: sales})),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -77,8 +87,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "usher serving on http://%s (store %s, db %s, nats %s)\n", ln.Addr(), redactURL(*c.store), redactURL(*db), redactURL(*broker))
-	return k.run(ctx, srv, ln, sales.Run)
+	fmt.Fprintf(stdout, "usher serving on %s (store %s, db %s, nats %s)\n", baseURL(ln.Addr()), redactURL(*c.store), redactURL(*db), redactURL(*broker))
+	return stopped(log, k.run(ctx, srv, ln, sales.Run))
 }
 
 // loadOrCreateAdminKey reads <dataDir>/admin.key, creating it with a random

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -184,6 +185,12 @@ func TestBrowserWaitAdmitAndLand(t *testing.T) {
 	waitText(t, first, "uri", "/shop?item=42")
 	waitText(t, second, "position", "1")
 	waitText(t, second, "title", "You are in line")
+	// The script rewrote "Last updated" with this poll, in the format the
+	// server renders and docs/proxy.md documents.
+	updated, err := chromedp.Run(second, chromedp.Text(chromedp.ID("updated")))
+	if err != nil || !regexp.MustCompile(`^\d\d:\d\d:\d\d UTC$`).MatchString(updated) {
+		t.Errorf("#updated after a poll = %q, %v; want HH:MM:SS UTC", updated, err)
+	}
 	screenshot(t, second, "waiting-open-desktop.png")
 }
 

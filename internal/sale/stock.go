@@ -24,8 +24,9 @@ import (
 // Limits: SetStock gives the hold store total - sold units, so units under
 // a live hold or a pending reservation at that moment are counted twice
 // until those end (SQL still refuses an oversale: the extra holds are
-// rejected as sold out). A memory hold store forgets the stock level on
-// restart; SetStock it again. A visitor who reserves one hold twice under
+// rejected as sold out). A hold store that forgets the stock level (memory
+// on restart, Redis after a flush) gets it back from SQL with RebuildStock,
+// which usher serve calls at start. A visitor who reserves one hold twice under
 // two idempotency keys before the first is decided may buy its units twice
 // (within the total).
 
@@ -55,6 +56,46 @@ func (s *Service) SetStock(ctx context.Context, scheduleID, total int64) (StockL
 		return StockLevel{}, err
 	}
 	return StockLevel{ScheduleID: scheduleID, Total: st.Total, Sold: st.Sold, Available: st.Total - st.Sold}, nil
+}
+
+// RebuildStock gives the hold store back each schedule's unsold units where
+// it reports none while SQL has some: a memory hold store after a restart,
+// a Redis one after a flush. It logs each schedule it rebuilds and returns
+// the first error (reading SQL or writing the hold store). Call it at start,
+// before requests: a hold store that kept its level is left alone, except
+// when all its units are under live holds (it reports 0 then too), where the
+// rebuild counts them twice until those holds end (SQL still refuses to sell
+// more than the total, as after SetStock).
+func (s *Service) RebuildStock(ctx context.Context) error {
+	schedules, err := s.cfg.Catalog.Schedules(ctx)
+	if err != nil {
+		return fmt.Errorf("sale: rebuild stock: %w", err)
+	}
+	now := s.cfg.Now()
+	for _, sch := range schedules {
+		st, err := s.cfg.Catalog.Stock(ctx, sch.ID)
+		if errors.Is(err, booking.ErrNotFound) {
+			continue // seats only
+		} else if err != nil {
+			return fmt.Errorf("sale: rebuild stock of schedule %d: %w", sch.ID, err)
+		}
+		unsold := st.Total - st.Sold
+		if unsold <= 0 {
+			continue
+		}
+		left, err := s.cfg.Holds.Stock(ctx, Scope(sch.ID), now)
+		if err != nil {
+			return fmt.Errorf("sale: rebuild stock of schedule %d: %w", sch.ID, err)
+		}
+		if left > 0 {
+			continue
+		}
+		if err := s.cfg.Holds.SetStock(ctx, Scope(sch.ID), unsold); err != nil {
+			return fmt.Errorf("sale: rebuild stock of schedule %d: %w", sch.ID, err)
+		}
+		s.cfg.Logger.Info("rebuilt general-admission stock from the database", "schedule", sch.ID, "total", st.Total, "sold", st.Sold, "available", unsold)
+	}
+	return nil
 }
 
 // Stock returns the units of a schedule left for holding (0 without stock).

@@ -4,13 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"usher/internal/booking"
 	"usher/internal/hold"
+	"usher/internal/hold/memhold"
+	"usher/internal/hold/redishold"
 	"usher/internal/sale"
+	"usher/internal/testenv"
 )
 
 // hasStock checks SQL's and the hold store's view of the rig's stock.
@@ -168,4 +173,74 @@ func TestStockNoOversell(t *testing.T) {
 		t.Errorf("with a wrong hold store: %d confirmed, %d rejected; want 0 and 20", confirmed, rejected)
 	}
 	r.hasStock(t, total, total, 20) // rejected: the holds were released
+}
+
+// TestRebuildStock restarts the booking flow on a hold store that forgot
+// the stock (memory after a restart, Redis after a flush): RebuildStock
+// gives it back SQL's unsold units, logs it, skips sold-out and seat-only
+// schedules, and leaves a hold store that still knows its level alone.
+func TestRebuildStock(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, 1)
+	if _, err := r.svc.SetStock(ctx, r.sched.ID, 10); err != nil {
+		t.Fatal(err)
+	}
+	h, err := r.svc.HoldStock(ctx, r.sched.ID, "alice", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := r.svc.ReserveStock(ctx, "alice", r.sched.ID, h.ID, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.wait(t, "alice", res.ID); got.Status != booking.Confirmed {
+		t.Fatalf("reservation = %+v, want confirmed", got)
+	}
+	soldOut, err := r.svc.CreateSchedule(ctx, booking.Schedule{ConcertID: r.sched.ConcertID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.catalog.SetStock(ctx, soldOut.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	// The running hold store knows its level (8, 3 of them held now): kept.
+	if _, err := r.svc.HoldStock(ctx, r.sched.ID, "bob", 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.svc.RebuildStock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.hasStock(t, 10, 2, 5)
+
+	stores := map[string]func(t *testing.T) hold.Store{
+		"memory": func(*testing.T) hold.Store { return memhold.New() },
+		"redis": func(t *testing.T) hold.Store {
+			c := testenv.Redis(t)
+			return redishold.New(c, testenv.RedisPrefix(t, c))
+		},
+	}
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			var logs strings.Builder
+			svc := sale.New(sale.Config{
+				Catalog: r.catalog, Holds: open(t), Broker: r.broker, Queue: r.q,
+				Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+			})
+			if got, err := svc.Stock(ctx, r.sched.ID); err != nil || got != 0 {
+				t.Fatalf("before the rebuild: stock = %d, %v; want 0", got, err)
+			}
+			if err := svc.RebuildStock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for id, want := range map[int64]int64{r.sched.ID: 8, soldOut.ID: 0} {
+				if got, err := svc.Stock(ctx, id); err != nil || got != want {
+					t.Errorf("schedule %d after the rebuild: stock = %d, %v; want %d", id, got, err, want)
+				}
+			}
+			if got, want := strings.Count(logs.String(), "rebuilt general-admission stock"), 1; got != want {
+				t.Errorf("%d rebuild lines logged, want %d:\n%s", got, want, logs.String())
+			}
+		})
+	}
 }

@@ -88,11 +88,31 @@ func Open(ctx context.Context, url string, poolSize int) (*Store, error) {
 	if err != nil {
 		return nil, wrap("open", err)
 	}
+	if err := checkSchema(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	if err := migrate(ctx, pool); err != nil {
 		pool.Close()
 		return nil, wrap("open: migrate", err)
 	}
 	return &Store{pool: pool}, nil
+}
+
+// checkSchema refuses a search_path none of whose schemas exists, which
+// PostgreSQL reports only at the first CREATE TABLE as "no schema has been
+// selected to create in". usher does not create the schema: a misspelt
+// search_path would then start an empty catalog beside the real one.
+func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
+	var schema *string
+	var path string
+	if err := pool.QueryRow(ctx, `SELECT current_schema(), current_setting('search_path')`).Scan(&schema, &path); err != nil {
+		return wrap("open", err)
+	}
+	if schema == nil {
+		return fmt.Errorf("pgbooking: open: no schema of search_path %q exists: create it first (CREATE SCHEMA …): %w", path, booking.ErrInvalid)
+	}
+	return nil
 }
 
 // Close closes the pool's connections.

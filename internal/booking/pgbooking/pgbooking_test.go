@@ -245,6 +245,17 @@ func TestOpenSilentServer(t *testing.T) {
 	wantUnavailable(t, "Open", err, time.Since(start))
 }
 
+// TestOpenMissingSchema: a search_path whose schema does not exist is
+// refused at Open, naming the fix, and nothing is created.
+func TestOpenMissingSchema(t *testing.T) {
+	base := pgURL(t)
+	schema := fmt.Sprintf("usher_missing_%d", time.Now().UnixNano())
+	_, err := pgbooking.Open(context.Background(), withParam(t, base, "search_path", schema), 2)
+	if !errors.Is(err, booking.ErrInvalid) || !strings.Contains(err.Error(), "CREATE SCHEMA") {
+		t.Errorf("Open with search_path=%s: err = %v, want invalid, naming CREATE SCHEMA", schema, err)
+	}
+}
+
 func TestOpenInvalid(t *testing.T) {
 	ctx := context.Background()
 	for _, tt := range []struct {

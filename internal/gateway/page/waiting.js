@@ -39,7 +39,7 @@
     var now = new Date();
     var u = el("updated");
     u.setAttribute("datetime", now.toISOString());
-    u.textContent = now.toLocaleTimeString(document.documentElement.lang);
+    u.textContent = now.toISOString().slice(11, 19) + " UTC"; // as the server renders it
   }
 
   function poll() {

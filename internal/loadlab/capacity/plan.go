@@ -136,6 +136,7 @@ func Make(in Input) (Plan, error) {
 	}
 	p := Plan{Input: in}
 	w := in.ServiceTime.Seconds()
+	intervalStep := -1 // the Interval step, when the interval is derived
 	step := func(title, format string, args ...any) {
 		p.Steps = append(p.Steps, Step{Title: title, Detail: fmt.Sprintf(format, args...)})
 	}
@@ -207,8 +208,10 @@ func Make(in Input) (Plan, error) {
 		}
 		p.RawInterval = time.Duration(float64(p.Batch) / p.AdmitRate * float64(time.Second))
 		p.RoundedInterval = CeilRound(p.RawInterval)
-		step("Interval", "interval = batch ÷ λ = %d ÷ %s/s = %s, rounded up to %s",
-			p.Batch, fmtNum(p.AdmitRate), fmtDuration(p.RawInterval), fmtDuration(p.RoundedInterval))
+		// Its detail is finished below, once the room's interval is known:
+		// it says which interval the room uses, and why.
+		intervalStep = len(p.Steps)
+		step("Interval", "interval = batch ÷ λ = %d ÷ %s/s = %s", p.Batch, fmtNum(p.AdmitRate), fmtDuration(p.RawInterval))
 	}
 
 	// 5. The room: usher admits at most ceil(admit_rate × interval) per step
@@ -240,6 +243,18 @@ func Make(in Input) (Plan, error) {
 			"(seed 002's %s would lower the rate to %s/s)",
 			fmtNum(rate), interval.Milliseconds(), fmtNum(rate), fmtSeconds(interval.Seconds()), usherBatch(rate, interval),
 			fmtDuration(p.RoundedInterval), fmtNum(float64(p.Batch)/clampInterval(p.RoundedInterval).Seconds()))
+	}
+	if intervalStep >= 0 {
+		if in.RoundInterval {
+			p.Steps[intervalStep].Detail += fmt.Sprintf("; the room uses %s, seed 002's rounding up (--round-interval), which lowers the rate to %s/s",
+				fmtDuration(interval), fmtNum(rate))
+		} else {
+			p.Steps[intervalStep].Detail += fmt.Sprintf("; the room uses %s, the longest whole millisecond that admits at most %d per step, to keep λ",
+				fmtDuration(interval), p.Batch)
+			if p.RoundedInterval != interval {
+				p.Steps[intervalStep].Detail += fmt.Sprintf(" (seed 002 rounds up to %s)", fmtDuration(p.RoundedInterval))
+			}
+		}
 	}
 	if interval != p.RoundedInterval && (p.RoundedInterval < minInterval || p.RoundedInterval > maxInterval) {
 		p.Notes = append(p.Notes, fmt.Sprintf("interval kept within usher's %v to %v", minInterval, maxInterval))

@@ -202,7 +202,8 @@ func TestWriteTextShowsTheReasoning(t *testing.T) {
 		"10 (pool) ÷ 0.076 s (service time) = 131.6 req/s",
 		"131.6 × 0.7 = 92.1 req/s, rounded down to 90 req/s",
 		"90 visitors/s × 180 s (active TTL) = 16,200 visitors",
-		"35 ÷ 90/s = 389ms, rounded up to 500ms",
+		"35 ÷ 90/s = 389ms; the room uses 388ms", // what the room gets, not 500ms
+		"interval 388ms in the room (389ms exact; seed 002 rounds it to 500ms)",
 		`"max_active":16200`, `"interval_ms":388`, `"admit_rate":90`,
 		"curl -X PUT", "http://localhost:8080/api/v1/rooms/sale",
 	} {

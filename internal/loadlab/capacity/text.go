@@ -23,10 +23,11 @@ func (p Plan) WriteText(w io.Writer, base, room string) error {
 	for i, s := range p.Steps {
 		fmt.Fprintf(&b, "  %d. %-*s  %s\n", i+1, width, s.Title, s.Detail)
 	}
-	fmt.Fprintf(&b, "\nTPS %s req/s · max active %s · batch %d · interval %s",
-		fmtNum(p.TPS), fmtInt(p.MaxActive), p.Batch, fmtDuration(p.RawInterval))
-	if p.RoundedInterval != p.RawInterval {
-		fmt.Fprintf(&b, " (seed 002 rounds it to %s)", fmtDuration(p.RoundedInterval))
+	roomInterval := time.Duration(*p.Room.IntervalMS) * time.Millisecond
+	fmt.Fprintf(&b, "\nTPS %s req/s · max active %s · batch %d · interval %s in the room",
+		fmtNum(p.TPS), fmtInt(p.MaxActive), p.Batch, fmtDuration(roomInterval))
+	if p.RawInterval != 0 && p.RawInterval != roomInterval {
+		fmt.Fprintf(&b, " (%s exact; seed 002 rounds it to %s)", fmtDuration(p.RawInterval), fmtDuration(p.RoundedInterval))
 	}
 	b.WriteString("\n")
 	for _, n := range p.Notes {
@@ -37,7 +38,10 @@ func (p Plan) WriteText(w io.Writer, base, room string) error {
 		return err
 	}
 	fmt.Fprintf(&b, "\nRoom configuration (usher admits up to %d per step, %s/s on average):\n%s\n\n", p.RoomBatch, fmtNum(*p.Room.AdmitRate), body)
-	fmt.Fprintf(&b, "  curl -X PUT -H \"Authorization: Bearer $USHER_ADMIN_KEY\" %s/api/v1/rooms/%s -d '%s'\n", base, room, body)
+	// The same commands as the README's walk-through: the admin key from
+	// the file usher serve generates.
+	b.WriteString("  ADMIN=$(cat data/admin.key)   # the key usher serve generated in --data-dir, or your --admin-key\n")
+	fmt.Fprintf(&b, "  curl -X PUT -H \"Authorization: Bearer $ADMIN\" %s/api/v1/rooms/%s -d '%s'\n", base, room, body)
 	_, err = io.WriteString(w, b.String())
 	return err
 }

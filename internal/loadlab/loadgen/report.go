@@ -87,6 +87,19 @@ type Visits struct {
 	Failed map[string]int64 `json:"failed"`
 }
 
+// ErrorRate is the share of the run's counted calls (origin and queue)
+// that failed: 1 when no call was counted, as nothing was shown to work.
+func (rep *Report) ErrorRate() float64 {
+	req, ok := rep.Origin.Requests, rep.Origin.Successes
+	if rep.Queue != nil {
+		req, ok = req+rep.Queue.Requests, ok+rep.Queue.Successes
+	}
+	if req == 0 {
+		return 1
+	}
+	return float64(req-ok) / float64(req)
+}
+
 func (cs *callStats) calls(elapsed time.Duration) Calls {
 	errs, _ := cs.errs.snapshot()
 	ok := cs.successes.Load()

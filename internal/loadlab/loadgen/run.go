@@ -166,12 +166,13 @@ func (r *runner) closed(users *sync.WaitGroup) {
 				return
 			}
 			due := time.Now()
+			var backoff time.Duration
 			for it := 0; r.cfg.Iterations == 0 || it < r.cfg.Iterations; it++ {
 				if r.stopped.Load() {
 					return
 				}
 				var ok bool
-				due, ok = r.iteration(due)
+				due, ok = r.iteration(due, &backoff)
 				if !ok || !r.sleepUntil(due) {
 					return
 				}
@@ -180,11 +181,31 @@ func (r *runner) closed(users *sync.WaitGroup) {
 	}
 }
 
+// Back-off of a closed-model user whose origin call failed without an
+// answer (connection refused, reset, timed out): it doubles from minBackoff
+// to maxBackoff, and an answer resets it. A target that is down thus sees
+// each user about once a second, not in a tight loop.
+const (
+	minBackoff = 10 * time.Millisecond
+	maxBackoff = time.Second
+)
+
 // iteration runs one iteration due at due and returns when the next is due.
-func (r *runner) iteration(due time.Time) (time.Time, bool) {
+// backoff is the user's back-off (nil in the open model, whose arrivals do
+// not wait on answers).
+func (r *runner) iteration(due time.Time, backoff *time.Duration) (time.Time, bool) {
 	if r.cfg.Scenario == Direct {
 		res := r.originCall(due, "")
-		return res.recv.Add(r.cfg.Think.Sample()), true
+		next := res.recv.Add(r.cfg.Think.Sample())
+		if backoff != nil {
+			if res.counted && res.status == 0 {
+				*backoff = min(max(2**backoff, minBackoff), maxBackoff)
+				next = next.Add(*backoff)
+			} else {
+				*backoff = 0
+			}
+		}
+		return next, true
 	}
 	if !r.visit(due) {
 		return time.Now().Add(time.Second), true // back off before entering again
@@ -212,7 +233,7 @@ func (r *runner) arrivals(users *sync.WaitGroup) {
 			users.Add(1)
 			go func() {
 				defer func() { <-sem; users.Done() }()
-				r.iteration(due)
+				r.iteration(due, nil)
 			}()
 		default:
 			r.dropped.Add(1)

@@ -115,13 +115,16 @@ func (tl *timeline) progress(t Tick, last bool) {
 		return
 	}
 	const width = 20
-	done := min(width, int(t.T/length*width))
+	// The last sample may come after the grace period; the line shows the
+	// run's time, so that it never reads 35s/30s.
+	shown := min(t.T, length)
+	done := min(width, int(shown/length*width))
 	var b strings.Builder
 	if tl.r.cfg.TTY {
 		b.WriteString("\r\033[K")
 	}
 	fmt.Fprintf(&b, "%s [%s%s] %3.0fs/%.0fs  origin %s/s p95 %s ms err %s/s",
-		tl.r.cfg.Scenario, strings.Repeat("=", done), strings.Repeat(" ", width-done), t.T, length,
+		tl.r.cfg.Scenario, strings.Repeat("=", done), strings.Repeat(" ", width-done), shown, length,
 		num(t.OriginRate), num(t.P95), num(t.OriginErrors))
 	if tl.r.cfg.Scenario == Queued {
 		fmt.Fprintf(&b, " | waiting %d active %d admitted %s/s", t.Waiting, t.Active, num(t.AdmittedRate))

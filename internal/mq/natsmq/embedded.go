@@ -63,11 +63,13 @@ func ConnectEmbedded(s *server.Server, opts ...nats.Option) (*nats.Conn, error) 
 	return nc, nil
 }
 
-// serverLogger sends the server's log lines to slog; debug and trace lines
-// are dropped (the server is started without them anyway).
+// serverLogger sends the server's log lines to slog. Its notices (the
+// start-up banner: version, JetStream limits, store directory) go out at
+// debug, its warnings and errors as such; its debug and trace lines are
+// dropped (the server is started without them anyway).
 type serverLogger struct{ log *slog.Logger }
 
-func (l serverLogger) Noticef(format string, v ...any) { l.log.Info(fmt.Sprintf(format, v...)) }
+func (l serverLogger) Noticef(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
 func (l serverLogger) Warnf(format string, v ...any)   { l.log.Warn(fmt.Sprintf(format, v...)) }
 func (l serverLogger) Fatalf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
 func (l serverLogger) Errorf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }

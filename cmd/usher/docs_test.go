@@ -1,0 +1,111 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"usher/internal/booking"
+	"usher/internal/queue"
+)
+
+// readDoc reads a file relative to the repository root.
+func readDoc(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// tableRow returns the line of a markdown table whose first cell is cell.
+func tableRow(t *testing.T, doc, name, cell string) string {
+	t.Helper()
+	for line := range strings.Lines(doc) {
+		if strings.HasPrefix(line, "| "+cell+" |") {
+			return line
+		}
+	}
+	t.Fatalf("%s has no table row for %s", name, cell)
+	return ""
+}
+
+// TestAPIDocCoversRoutes: every route in routes.go is in api.md's endpoint
+// table (GET and PUT …/stock were missing).
+func TestAPIDocCoversRoutes(t *testing.T) {
+	routes := readDoc(t, "internal/httpapi/routes.go")
+	api := readDoc(t, "docs/api.md")
+	found := regexp.MustCompile(`mux\.Handle\("([A-Z]+ /[^"]*)"`).FindAllStringSubmatch(routes, -1)
+	if len(found) < 20 {
+		t.Fatalf("found %d routes in routes.go; did its form change?", len(found))
+	}
+	for _, m := range found {
+		if !strings.Contains(api, "| `"+m[1]+"` |") {
+			t.Errorf("api.md's endpoint table lacks `%s`", m[1])
+		}
+	}
+}
+
+// TestDocsListEveryState: the reservation reasons in api.md and the room
+// states in api.md and proxy.md are complete (sold_out was missing).
+func TestDocsListEveryState(t *testing.T) {
+	api, proxy := readDoc(t, "docs/api.md"), readDoc(t, "docs/proxy.md")
+	reasons := tableRow(t, api, "api.md", "`reason`")
+	for _, r := range []string{booking.ReasonSeatTaken, booking.ReasonSeatUnknown, booking.ReasonSoldOut} {
+		if !strings.Contains(reasons, "`"+r+"`") {
+			t.Errorf("api.md's reason row lacks %s: %s", r, reasons)
+		}
+	}
+	roomState := tableRow(t, api, "api.md", "`room_state`")
+	_, proxyStates, _ := strings.Cut(proxy, "`room_state` is")
+	proxyStates, _, _ = strings.Cut(proxyStates, "\n- ")
+	for _, s := range []queue.RoomState{queue.Open, queue.Paused, queue.Closed, queue.SoldOut} {
+		for name, text := range map[string]string{"api.md's room_state row": roomState, "proxy.md's room_state list": proxyStates} {
+			if !strings.Contains(text, "`"+string(s)+"`") {
+				t.Errorf("%s lacks %s: %s", name, s, text)
+			}
+		}
+	}
+}
+
+// TestDocsPassExpiryWholeSeconds: a pass's expiry is whole seconds (its
+// JWT exp), so the documented answers show no fraction.
+func TestDocsPassExpiryWholeSeconds(t *testing.T) {
+	fraction := regexp.MustCompile(`"(pass_expires_at|expires_at)":"[0-9T:-]+\.[0-9]+Z","pass"|"pass_expires_at":"[0-9T:-]+\.[0-9]+Z"`)
+	for _, doc := range []string{"README.md", "docs/api.md", "docs/proxy.md"} {
+		for _, m := range fraction.FindAllString(readDoc(t, doc), -1) {
+			t.Errorf("%s shows a pass expiry with a fraction of a second: %s", doc, m)
+		}
+	}
+}
+
+// TestSeedsAreExplained: every document that cites a seed links
+// docs/seeds.md, which has a section for each seed cited.
+func TestSeedsAreExplained(t *testing.T) {
+	seeds := readDoc(t, "docs/seeds.md")
+	cite := regexp.MustCompile(`(?i)\bseeds? (00[0-9])`)
+	docs, _ := filepath.Glob("../../docs/*.md")
+	docs = append(docs, "../../README.md")
+	for _, path := range docs {
+		name := strings.TrimPrefix(path, "../../")
+		if name == "docs/seeds.md" {
+			continue
+		}
+		text := readDoc(t, name)
+		cited := cite.FindAllStringSubmatch(text, -1)
+		if len(cited) == 0 {
+			continue
+		}
+		if !strings.Contains(text, "seeds.md") {
+			t.Errorf("%s cites seed %s but does not link docs/seeds.md", name, cited[0][1])
+		}
+		for _, m := range cited {
+			if !strings.Contains(seeds, "## Seed "+m[1]) {
+				t.Errorf("%s cites seed %s, which docs/seeds.md does not explain", name, m[1])
+			}
+		}
+	}
+}

@@ -25,6 +25,7 @@ import (
 type coreFlags struct {
 	addr, store, dataDir, keysDir, adminKey, redisPrefix *string
 	failOpen, insecure                                   *bool
+	storeTimeout                                         *time.Duration
 }
 
 func addCoreFlags(f *flags, dataDirUse string) coreFlags {
@@ -37,6 +38,8 @@ func addCoreFlags(f *flags, dataDirUse string) coreFlags {
 		redisPrefix: f.string("redis-prefix", "usher:", "prefix of every Redis key"),
 		failOpen:    f.bool("fail-open", false, "let visitors with a signed pass through when the store is down"),
 		insecure:    f.bool("insecure-cookies", false, "drop the Secure cookie attribute (plain HTTP on a non-localhost host)"),
+		storeTimeout: f.duration("store-timeout", queue.DefaultStoreTimeout,
+			"deadline of each queue and hold store call on request paths; a call that misses it is a store outage (503, or --fail-open); 0: none"),
 	}
 }
 
@@ -60,7 +63,7 @@ func openCore(ctx context.Context, c coreFlags, stderr io.Writer, cl *closers) (
 	if err != nil {
 		return nil, err
 	}
-	k.holds = hs
+	k.holds = hold.WithTimeout(hs, *c.storeTimeout)
 	if k.keys, err = token.LoadDir(keysDir(*c.keysDir, *c.dataDir), time.Now); err != nil {
 		return nil, fmt.Errorf("signing keys: %w", err)
 	}
@@ -71,7 +74,7 @@ func openCore(ctx context.Context, c coreFlags, stderr io.Writer, cl *closers) (
 	}
 	k.reg = prometheus.NewRegistry()
 	k.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	k.q = queue.New(qs, queue.Options{Metrics: queue.NewMetrics(k.reg), Logger: k.log.With("component", "queue")})
+	k.q = queue.New(qs, queue.Options{Metrics: queue.NewMetrics(k.reg), Logger: k.log.With("component", "queue"), StoreTimeout: *c.storeTimeout})
 	k.sched = admission.New(k.q, k.log.With("component", "admission"))
 	return k, nil
 }

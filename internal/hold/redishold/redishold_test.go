@@ -355,7 +355,10 @@ func TestWithTimeoutOnHungRedis(t *testing.T) {
 	s := hold.WithTimeout(redishold.New(testenv.HungRedis(t), "usher:"), 100*time.Millisecond)
 	ctx, now := context.Background(), time.Now()
 	for name, call := range map[string]func() error{
-		"HoldSeats": func() error { _, err := s.HoldSeats(ctx, "show", "alice", []string{"A-1"}, 4, time.Minute, now); return err },
+		"HoldSeats": func() error {
+			_, err := s.HoldSeats(ctx, "show", "alice", []string{"A-1"}, 4, time.Minute, now)
+			return err
+		},
 		"Get":       func() error { _, err := s.Get(ctx, "show", "h", now); return err },
 		"Release":   func() error { return s.Release(ctx, "show", "h", now) },
 		"Find":      func() error { _, err := s.Find(ctx, "show", "A-1", now); return err },

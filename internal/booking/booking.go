@@ -10,6 +10,8 @@ package booking
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -25,6 +27,26 @@ var (
 	// ErrUnavailable wraps any failure to reach the database.
 	ErrUnavailable = fault.New(fault.Unavailable, "database unavailable")
 )
+
+// Details of ErrInvalid that every backend returns for the constraints a
+// client can run into, so that the client reads the same words whatever the
+// database (never the constraint's own text).
+var (
+	// ErrBelowSold: a stock total below the units already sold (the CHECK).
+	ErrBelowSold = ErrInvalid.Detail("total: below the units already sold")
+	// ErrSeatExists: a seat the schedule already has (the UNIQUE key).
+	ErrSeatExists = ErrInvalid.Detail("seats: the schedule already has one of them")
+)
+
+// Refused returns err with detail as its client message when err is plain
+// ErrInvalid (a constraint the database enforced); other errors, and
+// ErrInvalid already detailed by a validator, unchanged.
+func Refused(err, detail error) error {
+	if f, ok := errors.AsType[*fault.Error](err); ok && f == ErrInvalid {
+		return fmt.Errorf("%w: %w", detail, err)
+	}
+	return err
+}
 
 // SeatStatus is a seat's state in SQL. Holds live in the hold store; SQL
 // knows AVAILABLE and SOLD (HELD is accepted by Decide's condition so that a

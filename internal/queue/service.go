@@ -36,11 +36,11 @@ type Options struct {
 	StoreTimeout time.Duration
 }
 
-// DefaultStoreTimeout is usher's --store-timeout: about a hundred times a
-// healthy Redis's p99 for one script (about 1 ms, docs/benchmarks-redis.md),
-// so a slow moment is not an outage, and a third of the shortest poll
-// interval (1.5 s), so a poll that times out still answers before the next
-// one is due.
+// DefaultStoreTimeout is usher's --store-timeout: about twenty times the
+// p99 of whole enter requests on a loaded Redis (27 ms, issue 8), so a slow
+// moment is not an outage, and a third of the shortest poll interval
+// (1.5 s), so a poll that times out still answers before the next one is
+// due (docs/operations.md#store-deadlines).
 const DefaultStoreTimeout = 500 * time.Millisecond
 
 // Queue wraps a Store with validation, the clock, metrics, and an in-memory

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -257,7 +258,7 @@ func (s *Service) checkSeats(ctx context.Context, scheduleID int64, seats []int6
 		}
 	}
 	if len(unknown) > 0 {
-		return nil, fmt.Errorf("%w: %v", ErrSeatUnknown, unknown)
+		return nil, ErrSeatUnknown.Detail("seat_ids %s: not in the schedule", strings.Join(unknown, ","))
 	}
 	return m, nil
 }

@@ -55,7 +55,7 @@ var statuses = map[string]int{
 	fault.RoomNotFound:     http.StatusNotFound,
 	fault.SeatUnknown:      http.StatusNotFound,
 	fault.HoldNotFound:     http.StatusNotFound,
-	fault.ReservationGone:  http.StatusNotFound,
+	fault.ReservationNotFound:  http.StatusNotFound,
 	fault.MethodNotAllowed: http.StatusMethodNotAllowed,
 	fault.RoomClosed:       http.StatusConflict,
 	fault.SeatsTaken:       http.StatusConflict,

@@ -19,7 +19,7 @@ import (
 
 // Errors a Broker returns (wrapped with operation context).
 var (
-	ErrNotFound = fault.New(fault.ReservationGone, "reservation not found")
+	ErrNotFound = fault.New(fault.ReservationNotFound, "reservation not found")
 	// ErrUnavailable wraps any failure to reach the broker.
 	ErrUnavailable = fault.New(fault.Unavailable, "broker unavailable")
 )

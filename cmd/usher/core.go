@@ -25,6 +25,7 @@ type coreFlags struct {
 	addr, store, dataDir, keysDir, adminKey, redisPrefix *string
 	failOpen, insecure                                   *bool
 	logs                                                 logFlags
+	storeTimeout                                         *time.Duration
 }
 
 func addCoreFlags(f *flags, dataDirUse string) coreFlags {
@@ -38,6 +39,8 @@ func addCoreFlags(f *flags, dataDirUse string) coreFlags {
 		failOpen:    f.bool("fail-open", false, "let visitors with a signed pass through when the store is down"),
 		insecure:    f.bool("insecure-cookies", false, "drop the Secure cookie attribute (plain HTTP on a non-localhost host)"),
 		logs:        addLogFlags(f),
+		storeTimeout: f.duration("store-timeout", queue.DefaultStoreTimeout,
+			"deadline of each queue and hold store call on request paths; a call that misses it is a store outage (503, or --fail-open); 0: none"),
 	}
 }
 
@@ -70,7 +73,7 @@ func openCore(ctx context.Context, c coreFlags, log *slog.Logger, cl *closers) (
 	if err != nil {
 		return nil, err
 	}
-	k.holds = hs
+	k.holds = hold.WithTimeout(hs, *c.storeTimeout)
 	if k.keys, err = token.LoadDir(keysDir(*c.keysDir, *c.dataDir), time.Now); err != nil {
 		return nil, fmt.Errorf("signing keys: %w", err)
 	}
@@ -81,7 +84,7 @@ func openCore(ctx context.Context, c coreFlags, log *slog.Logger, cl *closers) (
 	}
 	k.reg = prometheus.NewRegistry()
 	k.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	k.q = queue.New(qs, queue.Options{Metrics: queue.NewMetrics(k.reg), Logger: k.log.With("component", "queue")})
+	k.q = queue.New(qs, queue.Options{Metrics: queue.NewMetrics(k.reg), Logger: k.log.With("component", "queue"), StoreTimeout: *c.storeTimeout})
 	k.sched = admission.New(k.q, k.log.With("component", "admission"))
 	return k, nil
 }

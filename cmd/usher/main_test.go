@@ -170,6 +170,7 @@ func TestServeBadSettings(t *testing.T) {
 		{[]string{"--store", "postgres://x"}, nil, "--store"},
 		{nil, map[string]string{"USHER_STORE": "mem"}, "USHER_STORE"},
 		{nil, map[string]string{"USHER_FAIL_OPEN": "sometimes"}, "USHER_FAIL_OPEN"},
+		{nil, map[string]string{"USHER_STORE_TIMEOUT": "soon"}, "USHER_STORE_TIMEOUT"},
 		{[]string{"--addr", "nonsense"}, nil, "--addr"},
 		{[]string{"--bogus"}, nil, "bogus"},
 	} {
@@ -208,7 +209,11 @@ func TestKeysRotate(t *testing.T) {
 // that server, and checks that usher fails closed with 503 + Retry-After,
 // then recovers when Redis is back. It needs redis-server; under CI it must
 // run.
-func TestServeRedisOutage(t *testing.T) {
+// redisServer returns a function that starts a redis-server of its own on a
+// free port (the same port each time), without persistence, and that port.
+// It skips without redis-server, but fails under CI.
+func redisServer(t *testing.T) (start func() *exec.Cmd, port string) {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -216,8 +221,8 @@ func TestServeRedisOutage(t *testing.T) {
 		}
 		t.Skip("redis-server not installed")
 	}
-	port := freePort(t)
-	startRedis := func() *exec.Cmd {
+	port = freePort(t)
+	return func() *exec.Cmd {
 		cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -230,7 +235,11 @@ func TestServeRedisOutage(t *testing.T) {
 			return err == nil
 		})
 		return cmd
-	}
+	}, port
+}
+
+func TestServeRedisOutage(t *testing.T) {
+	startRedis, port := redisServer(t)
 	redis := startRedis()
 	t.Cleanup(func() { redis.Process.Kill(); redis.Wait() })
 

@@ -14,15 +14,39 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"usher/internal/fault"
 )
 
 // Errors every Store returns (wrapped with operation context).
 var (
-	ErrNotFound = errors.New("not found")
-	ErrInvalid  = errors.New("invalid input")
+	ErrNotFound = fault.New(fault.NotFound, "not found")
+	// ErrInvalid: input the database refuses (a constraint); the client sees
+	// only this fixed text, never the constraint.
+	ErrInvalid = fault.New(fault.Invalid, "invalid input")
 	// ErrUnavailable wraps any failure to reach the database.
-	ErrUnavailable = errors.New("database unavailable")
+	ErrUnavailable = fault.New(fault.Unavailable, "database unavailable")
 )
+
+// Details of ErrInvalid that every backend returns for the constraints a
+// client can run into, so that the client reads the same words whatever the
+// database (never the constraint's own text).
+var (
+	// ErrBelowSold: a stock total below the units already sold (the CHECK).
+	ErrBelowSold = ErrInvalid.Detail("total: below the units already sold")
+	// ErrSeatExists: a seat the schedule already has (the UNIQUE key).
+	ErrSeatExists = ErrInvalid.Detail("seats: the schedule already has one of them")
+)
+
+// Refused returns err with detail as its client message when err is plain
+// ErrInvalid (a constraint the database enforced); other errors, and
+// ErrInvalid already detailed by a validator, unchanged.
+func Refused(err, detail error) error {
+	if f, ok := errors.AsType[*fault.Error](err); ok && f == ErrInvalid {
+		return fmt.Errorf("%w: %w", detail, err)
+	}
+	return err
+}
 
 // SeatStatus is a seat's state in SQL. Holds live in the hold store; SQL
 // knows AVAILABLE and SOLD (HELD is accepted by Decide's condition so that a
@@ -173,7 +197,7 @@ func CheckSeatSpecs(seats []SeatSpec) error {
 	for _, seat := range seats {
 		k := key{seat.Section, seat.Row, seat.Number}
 		if seen[k] {
-			return fmt.Errorf("seat %s/%s/%d twice: %w", seat.Section, seat.Row, seat.Number, ErrInvalid)
+			return ErrInvalid.Detail("seat %q row %q number %d: listed twice", seat.Section, seat.Row, seat.Number)
 		}
 		seen[k] = true
 	}

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -24,7 +23,7 @@ func (s *server) enter() http.Handler {
 		visitor := req.VisitorID
 		switch {
 		case visitor != "" && !s.isAdmin(r):
-			s.errs.Write(w, r, fmt.Errorf("%w: visitor_id is accepted only with the admin key", apierror.ErrAdminOnly))
+			s.errs.Write(w, r, apierror.ErrAdminOnly.Detail("visitor_id: accepted only with the admin key"))
 			return
 		case visitor == "":
 			var set *http.Cookie

@@ -25,11 +25,12 @@ import (
 
 const adminKey = "test-admin-key"
 
-// flakyStore is a memqueue whose every call fails with ErrUnavailable while
-// down is set: the store outage as the API sees it. (Outages of the real
-// Redis are tested in redisqueue and cmd/usher.)
+// flakyStore is a queue store (memqueue unless a test picks another) whose
+// every call fails with ErrUnavailable while down is set: the store outage
+// as the API sees it. (Outages of the real Redis are tested in redisqueue,
+// deadline_test.go and cmd/usher.)
 type flakyStore struct {
-	*memqueue.Store
+	queue.Store
 	down atomic.Bool
 }
 
@@ -71,7 +72,13 @@ type env struct {
 
 func newEnv(t *testing.T, failOpen bool) *env {
 	t.Helper()
-	store := &flakyStore{Store: memqueue.New()}
+	return newEnvOn(t, memqueue.New(), failOpen)
+}
+
+// newEnvOn serves the waiting-room API on the queue store qs.
+func newEnvOn(t *testing.T, qs queue.Store, failOpen bool) *env {
+	t.Helper()
+	store := &flakyStore{Store: qs}
 	reg := prometheus.NewRegistry()
 	q := queue.New(store, queue.Options{Metrics: queue.NewMetrics(reg)})
 	keys, err := token.LoadDir(t.TempDir(), time.Now)
@@ -115,6 +122,9 @@ func (r resp) errorCode(t *testing.T) string {
 	}
 	if err := json.Unmarshal(r.body, &b); err != nil || b.Error.Code == "" {
 		t.Fatalf("want a JSON error, got %d %s", r.status, r.body)
+	}
+	if leak := leaked(b.Error.Message); leak != "" {
+		t.Errorf("error message %q shows internals (%s)", b.Error.Message, leak)
 	}
 	return b.Error.Code
 }
@@ -226,8 +236,11 @@ func TestAdminRooms(t *testing.T) {
 	}
 }
 
-func TestErrors(t *testing.T) {
-	e := newEnv(t, false)
+func TestErrors(t *testing.T) { testErrors(t, newEnv(t, false)) }
+
+// testErrors sends every error case of the waiting-room API to e; every
+// answer passes errorCode's leak check.
+func testErrors(t *testing.T, e *env) {
 	e.putRoom("sale", `{"max_active":1}`)
 	e.putRoom("other", `{}`)
 	e.putRoom("shut", `{"state":"closed"}`)

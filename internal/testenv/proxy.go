@@ -1,9 +1,13 @@
 package testenv
 
 import (
+	"context"
+	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,6 +160,35 @@ func SilentRedis(tb testing.TB) rueidis.Client {
 		DisableCache:      true,
 		Dialer:            net.Dialer{Timeout: 200 * time.Millisecond},
 		ConnWriteTimeout:  200 * time.Millisecond,
+	})
+	if c == nil {
+		tb.Fatal("rueidis.NewClient returned no client")
+	}
+	tb.Cleanup(c.Close)
+	return c
+}
+
+// HungRedis is a rueidis client on a SilentServer whose own timeouts never
+// fire within a test (an hour): only the caller's context deadline ends a
+// call, as with a Redis that hangs while its connections stay up. (Its first
+// dial is refused, so that creating it does not wait on the silent
+// handshake.) It is closed when the test ends.
+func HungRedis(tb testing.TB) rueidis.Client {
+	tb.Helper()
+	var dials atomic.Int32
+	c, _ := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress:       []string{SilentServer(tb)},
+		ForceSingleClient: true,
+		DisableRetry:      true,
+		DisableCache:      true,
+		Dialer:            net.Dialer{Timeout: time.Hour, KeepAlive: time.Hour},
+		ConnWriteTimeout:  time.Hour,
+		DialCtxFn: func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			if dials.Add(1) == 1 {
+				return nil, errors.New("testenv: the first dial is refused")
+			}
+			return d.DialContext(ctx, "tcp", addr)
+		},
 	})
 	if c == nil {
 		tb.Fatal("rueidis.NewClient returned no client")

@@ -302,14 +302,15 @@ func testAddSeatsDuplicate(t *testing.T, s booking.Store) {
 	sch, _ := catalog(t, s, 10) // A 1-1 … A 1-10
 	tests := []struct {
 		name  string
+		want  error // the client's words: the same on every backend
 		seats []booking.SeatSpec
 	}{
-		{"already present", []booking.SeatSpec{
+		{"already present", booking.ErrSeatExists, []booking.SeatSpec{
 			{Section: "B", Row: "1", Number: 1, Price: 1},
 			{Section: "A", Row: "1", Number: 5, Price: 1}, // present
 			{Section: "B", Row: "1", Number: 2, Price: 1},
 		}},
-		{"twice in the call", []booking.SeatSpec{
+		{"twice in the call", booking.ErrInvalid, []booking.SeatSpec{
 			{Section: "C", Row: "1", Number: 1, Price: 1},
 			{Section: "C", Row: "1", Number: 2, Price: 1},
 			{Section: "C", Row: "1", Number: 1, Price: 1},
@@ -317,8 +318,8 @@ func testAddSeatsDuplicate(t *testing.T, s booking.Store) {
 	}
 	for _, tt := range tests {
 		ids, err := s.AddSeats(ctx, sch.ID, tt.seats)
-		if !errors.Is(err, booking.ErrInvalid) {
-			t.Errorf("%s: AddSeats = %v, %v; want ErrInvalid", tt.name, ids, err)
+		if !errors.Is(err, booking.ErrInvalid) || !errors.Is(err, tt.want) {
+			t.Errorf("%s: AddSeats = %v, %v; want %v", tt.name, ids, err, tt.want)
 		}
 		if got := seats(t, s, sch.ID); len(got) != 10 {
 			t.Errorf("%s: %d seats after the refused AddSeats, want the 10 before it", tt.name, len(got))

@@ -99,8 +99,8 @@ func testDecideStock(t *testing.T, s booking.Store) {
 	wantDecided(t, decide(t, s, one)[0], one, booking.Rejected, booking.ReasonSoldOut)
 
 	// A total below the units sold is refused and changes nothing.
-	if err := s.SetStock(ctx, sch.ID, 9); !errors.Is(err, booking.ErrInvalid) {
-		t.Errorf("SetStock below sold: err = %v, want ErrInvalid", err)
+	if err := s.SetStock(ctx, sch.ID, 9); !errors.Is(err, booking.ErrBelowSold) || !errors.Is(err, booking.ErrInvalid) {
+		t.Errorf("SetStock below sold: err = %v, want ErrBelowSold (an ErrInvalid)", err)
 	}
 	setStock(t, s, sch.ID, 12)
 	if got, want := stock(t, s, sch.ID), (booking.Stock{Total: 12, Sold: 10}); got != want {

@@ -239,7 +239,7 @@ func (s *Store) SetStock(ctx context.Context, scheduleID, total int64) error {
 	_, err := s.pool.Exec(ctx, `INSERT INTO stock (schedule_id, total) VALUES ($1, $2)
 		ON CONFLICT (schedule_id) DO UPDATE SET total = EXCLUDED.total`, scheduleID, total)
 	if err != nil {
-		return wrap(op, err)
+		return booking.Refused(wrap(op, err), booking.ErrBelowSold)
 	}
 	return nil
 }
@@ -291,7 +291,7 @@ func (s *Store) AddSeats(ctx context.Context, scheduleID int64, seats []booking.
 		return err
 	})
 	if err != nil {
-		return nil, wrap(op, err)
+		return nil, booking.Refused(wrap(op, err), booking.ErrSeatExists)
 	}
 	return ids, nil
 }

@@ -2,8 +2,6 @@ package pgbooking_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -28,55 +26,13 @@ func pgURL(tb testing.TB) string {
 	return testenv.URL(tb, "USHER_TEST_POSTGRES")
 }
 
-// freshSchema creates a schema no other test uses, dropped when the test
-// ends, and returns a URL whose search_path is that schema. A set but
-// unreachable server fails the test: it never skips.
-func freshSchema(tb testing.TB) string {
-	tb.Helper()
-	base := pgURL(tb)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		tb.Fatalf("USHER_TEST_POSTGRES is set but PostgreSQL does not answer: %v", err)
-	}
-	defer conn.Close(ctx)
-	b := make([]byte, 8)
-	rand.Read(b)
-	schema := "usher_test_" + hex.EncodeToString(b)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		tb.Fatalf("create schema: %v", err)
-	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			tb.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			tb.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return withParam(tb, base, "search_path", schema)
-}
+// freshSchema returns a URL of the test server whose search_path is a
+// schema no other test uses (testenv.PostgresSchema).
+func freshSchema(tb testing.TB) string { return testenv.PostgresSchema(tb) }
 
 // withParam sets a connection parameter in a URL or key=value DSN.
 func withParam(tb testing.TB, dsn, key, value string) string {
-	tb.Helper()
-	if !strings.Contains(dsn, "://") {
-		return dsn + " " + key + "=" + value
-	}
-	u, err := url.Parse(dsn)
-	if err != nil {
-		tb.Fatalf("USHER_TEST_POSTGRES: %v", err)
-	}
-	q := u.Query()
-	q.Set(key, value)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return testenv.WithParam(tb, dsn, key, value)
 }
 
 func open(tb testing.TB, url string, poolSize int) *pgbooking.Store {

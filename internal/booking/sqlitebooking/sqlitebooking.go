@@ -313,7 +313,7 @@ func (s *Store) AddSeats(ctx context.Context, scheduleID int64, seats []booking.
 		}
 		if _, err := stmt.ExecContext(ctx, args...); err != nil {
 			stmt.Close()
-			return nil, wrap(op, err)
+			return nil, booking.Refused(wrap(op, err), booking.ErrSeatExists)
 		}
 	}
 	stmt.Close()
@@ -383,7 +383,7 @@ func (s *Store) SetStock(ctx context.Context, scheduleID, total int64) error {
 	// ErrInvalid.
 	if _, err := tx.ExecContext(ctx, `INSERT INTO stock (schedule_id, total) VALUES (?1, ?2)
 		ON CONFLICT (schedule_id) DO UPDATE SET total = ?2`, scheduleID, total); err != nil {
-		return wrap(op, err)
+		return booking.Refused(wrap(op, err), booking.ErrBelowSold)
 	}
 	if err := tx.Commit(); err != nil {
 		return wrap(op, err)

@@ -347,3 +347,29 @@ func TestMatchesMemhold(t *testing.T) {
 		}
 	}
 }
+
+// TestWithTimeoutOnHungRedis: hold.WithTimeout ends every call on a Redis
+// that never answers (and whose client never times out) with
+// ErrUnavailable, under no deadline of the caller's.
+func TestWithTimeoutOnHungRedis(t *testing.T) {
+	s := hold.WithTimeout(redishold.New(testenv.HungRedis(t), "usher:"), 100*time.Millisecond)
+	ctx, now := context.Background(), time.Now()
+	for name, call := range map[string]func() error{
+		"HoldSeats": func() error {
+			_, err := s.HoldSeats(ctx, "show", "alice", []string{"A-1"}, 4, time.Minute, now)
+			return err
+		},
+		"Get":       func() error { _, err := s.Get(ctx, "show", "h", now); return err },
+		"Release":   func() error { return s.Release(ctx, "show", "h", now) },
+		"Find":      func() error { _, err := s.Find(ctx, "show", "A-1", now); return err },
+		"HeldSeats": func() error { _, err := s.HeldSeats(ctx, "show", now); return err },
+		"SetStock":  func() error { return s.SetStock(ctx, "show", 5) },
+		"HoldStock": func() error { _, err := s.HoldStock(ctx, "show", "alice", 1, 4, time.Minute, now); return err },
+		"Stock":     func() error { _, err := s.Stock(ctx, "show", now); return err },
+		"Consume":   func() error { return s.Consume(ctx, "show", "h", now) },
+	} {
+		if err := call(); !errors.Is(err, hold.ErrUnavailable) {
+			t.Errorf("%s on a hung Redis: err = %v, want ErrUnavailable", name, err)
+		}
+	}
+}

@@ -296,3 +296,26 @@ func TestAdmitLargeBatch(t *testing.T) {
 		t.Errorf("stats = %+v, want %d active and none waiting", st, n)
 	}
 }
+
+// TestQueueStoreTimeoutOnHungRedis: the Queue's per-call deadline ends
+// every store call on a Redis that never answers (and whose client never
+// times out) with ErrUnavailable, under no deadline of the caller's.
+func TestQueueStoreTimeoutOnHungRedis(t *testing.T) {
+	q := queue.New(redisqueue.New(testenv.HungRedis(t), "usher:"), queue.Options{StoreTimeout: 100 * time.Millisecond})
+	ctx := context.Background()
+	for name, call := range map[string]func() error{
+		"PutRoom":    func() error { return q.PutRoom(ctx, "r", queue.DefaultSettings()) },
+		"EnsureRoom": func() error { _, err := q.EnsureRoom(ctx, "r"); return err },
+		"Rooms":      func() error { _, err := q.Rooms(ctx); return err },
+		"Room":       func() error { _, err := q.Room(ctx, "r"); return err },
+		"Enter":      func() error { _, _, err := q.Enter(ctx, "r", "v"); return err },
+		"Status":     func() error { _, _, err := q.Status(ctx, "r", "v", 1); return err },
+		"Renew":      func() error { _, err := q.Renew(ctx, "r", "v"); return err },
+		"Leave":      func() error { return q.Leave(ctx, "r", "v") },
+		"Admit":      func() error { _, err := q.Admit(ctx, "r"); return err },
+	} {
+		if err := call(); !errors.Is(err, queue.ErrUnavailable) {
+			t.Errorf("%s on a hung Redis: err = %v, want ErrUnavailable", name, err)
+		}
+	}
+}

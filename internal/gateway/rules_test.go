@@ -84,7 +84,7 @@ func TestRulesResolveCase(t *testing.T) {
 		err   bool
 	}
 	for _, tc := range []struct {
-		path       string
+		path        string
 		exact, fold want
 	}{
 		{"/shop/x", want{"main", true, false}, want{"main", true, false}},

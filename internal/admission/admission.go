@@ -5,6 +5,12 @@
 // Every usher instance runs a Scheduler. The store's step keeps MaxActive and
 // the room-wide AdmitRate exact however many instances run it, so extra
 // instances add availability, not admissions.
+//
+// The scheduler does no discovery of its own: it follows the Queue's view
+// (queue.Queue.ViewRooms), which queue.Queue.Run keeps in step with the
+// store. A room's loop starts when the room joins the view and stops when it
+// leaves it (the store lost the room); each step's delay is the room's
+// Interval read from the view, never from the store.
 package admission
 
 import (
@@ -19,56 +25,56 @@ import (
 
 // Scheduler admits visitors into every room of a queue.
 type Scheduler struct {
-	q *queue.Queue
-	// discover is how often the room list is re-read to start loops for
-	// new rooms.
-	discover time.Duration
-	log      *slog.Logger
+	q   *queue.Queue
+	log *slog.Logger
 }
 
-// New returns a Scheduler for q. It starts nothing; call Run.
+// New returns a Scheduler for q. It starts nothing; call Run, with q.Run
+// running beside it.
 func New(q *queue.Queue, log *slog.Logger) *Scheduler {
-	return &Scheduler{q: q, discover: time.Second, log: log}
+	return &Scheduler{q: q, log: log}
 }
 
-// Run runs one loop per room until ctx ends; it returns nil then. Store
-// faults are logged and retried at the next step; a room the store no longer
-// has stops its loop (and gets a new one if it is created again).
+// Run runs one loop per room of the queue's view until ctx ends; it returns
+// nil then. Store faults are logged and retried at the next step.
 func (s *Scheduler) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	var mu sync.Mutex
-	running := map[string]bool{}
-	t := time.NewTicker(s.discover)
-	defer t.Stop()
-	for {
-		rooms, err := s.q.Rooms(ctx)
-		if err != nil && ctx.Err() == nil {
-			s.log.Warn("list rooms", "err", err)
+	loops := map[string]context.CancelFunc{}
+	defer func() {
+		for _, stop := range loops {
+			stop()
 		}
-		mu.Lock()
+		wg.Wait()
+	}()
+	for {
+		rooms, changed := s.q.ViewRooms()
+		listed := make(map[string]bool, len(rooms))
 		for _, room := range rooms {
-			if !running[room] {
-				running[room] = true
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					s.loop(ctx, room)
-					mu.Lock()
-					delete(running, room) // started again if the room comes back
-					mu.Unlock()
-				}()
+			listed[room] = true
+			if loops[room] == nil {
+				lctx, stop := context.WithCancel(ctx)
+				loops[room] = stop
+				wg.Go(func() { s.loop(lctx, room) })
 			}
 		}
-		mu.Unlock()
+		for room, stop := range loops {
+			if !listed[room] {
+				s.log.Info("room gone; its admission loop stops", "room", room)
+				stop()
+				delete(loops, room)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-changed:
 		}
 	}
 }
 
+// loop runs room's admission steps until ctx ends. A step that finds the
+// room missing is not an error: the view drops the room at the next refresh,
+// which stops the loop.
 func (s *Scheduler) loop(ctx context.Context, room string) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -81,20 +87,10 @@ func (s *Scheduler) loop(ctx context.Context, room string) {
 		_, err := s.q.Admit(ctx, room)
 		switch {
 		case errors.Is(err, queue.ErrRoomNotFound):
-			s.log.Info("room gone; its admission loop stops", "room", room)
-			return
+			s.log.Debug("admission step: room not found", "room", room)
 		case err != nil && ctx.Err() == nil:
 			s.log.Warn("admission step", "room", room, "err", err)
 		}
-		timer.Reset(s.interval(room))
+		timer.Reset(s.q.ViewOrDefault(room).Settings.Interval)
 	}
-}
-
-// interval is the room's configured delay from this instance's view, or
-// the default before the first view.
-func (s *Scheduler) interval(room string) time.Duration {
-	if v, ok := s.q.View(room); ok {
-		return v.Settings.Interval
-	}
-	return queue.DefaultSettings().Interval
 }

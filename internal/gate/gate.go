@@ -1,15 +1,21 @@
-// Package gate is the middleware that lets only admitted visitors through.
+// Package gate decides whether a request may pass: only admitted visitors
+// do.
 //
-// A request passes when it carries a valid pass for the gate's room (an
+// A request passes when it carries a valid pass for the room (an
 // `Authorization: Bearer` header or the usher_pass cookie) and the store says
 // the visitor still holds an active slot; passing renews the slot's sliding
-// expiry. Once a pass has used half its life the gate sends a fresh one in
-// the Usher-Pass response header (and the cookie, if it came in one).
+// expiry. Once a pass has used half its life the decision carries a fresh
+// one, which goes back in the Usher-Pass response header (and the cookie, if
+// the pass came in one).
 //
-// The gate fails closed: when the store cannot be reached it answers 503 with
-// Retry-After and lets nothing through, unless Options.FailOpen is set, in
-// which case a request with a validly signed, unexpired pass passes without
-// the liveness check (seed 003 §6).
+// Admit decides and writes nothing; the HTTP edge writes the decision:
+// Middleware and Check here, the reverse proxy in package gateway.
+//
+// The gate fails closed: when the store cannot be reached, Admit returns the
+// store's error (Middleware and Check answer 503 with Retry-After) and
+// nothing passes, unless Options.FailOpen is set, in which case a request
+// with a validly signed, unexpired pass passes without the liveness check
+// (seed 003 §6).
 package gate
 
 import (
@@ -23,13 +29,8 @@ import (
 	"usher/internal/apierror"
 	"usher/internal/queue"
 	"usher/internal/token"
+	"usher/internal/wire"
 )
-
-// PassCookie is the cookie that carries a pass for browsers.
-const PassCookie = "usher_pass"
-
-// PassHeader is the response header that carries a renewed pass.
-const PassHeader = "Usher-Pass"
 
 // Options configure a gate.
 type Options struct {
@@ -52,8 +53,12 @@ type Admitted struct {
 	// gate failed open).
 	ExpiresAt time.Time
 	// Pass is the pass to use from now on: the renewed one, or the one sent.
-	Pass    string
-	renewed bool
+	Pass string
+	// Renewed reports that Pass is a new pass the client must be given
+	// (Renewal says how).
+	Renewed bool
+	// viaCookie: the request carried its pass in the pass cookie.
+	viaCookie bool
 }
 
 // FromContext returns the admitted visitor of a request that passed the gate.
@@ -77,8 +82,9 @@ func New(q *queue.Queue, keys *token.Keyring, o Options) *Gate {
 	return &Gate{q: q, keys: keys, o: o}
 }
 
-// Middleware lets a request through to next only when Check passes it for
-// the room Options.Room names.
+// Middleware lets a request through to next only when Admit passes it for
+// the room Options.Room names, with the renewed pass set on the response;
+// otherwise it writes the error.
 func (g *Gate) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a, ok := g.Check(w, r, g.o.Room(r))
@@ -90,51 +96,71 @@ func (g *Gate) Middleware(next http.Handler) http.Handler {
 }
 
 // Check is the gate for a handler that learns the room only from the
-// request body: it reports whether the request may pass for room. When it
-// may not, the error response is already written; when it may, a renewed
-// pass is already set on w.
-func (g *Gate) Check(w http.ResponseWriter, r *http.Request, room string) (Admitted, bool) {
-	a, err := admit(r, room, g.q, g.keys, g.o)
+// request body: it runs Admit and writes the decision. When the request may
+// not pass, the error answer is written and ok is false; when it may, the
+// renewed pass (if any) is set on w.
+func (g *Gate) Check(w http.ResponseWriter, r *http.Request, room string) (a Admitted, ok bool) {
+	a, err := g.Admit(r, room)
 	if err != nil {
 		g.o.Errors.Write(w, r, err)
 		return Admitted{}, false
 	}
-	if a.renewed {
-		w.Header().Set(PassHeader, a.Pass)
-		if _, fromCookie := PassFrom(r); fromCookie {
-			http.SetCookie(w, PassCookieFor(a.Pass, a.ExpiresAt, g.o.SecureCookie))
-		}
+	for k, vs := range g.Renewal(a) {
+		w.Header()[k] = append(w.Header()[k], vs...)
 	}
 	return a, true
 }
 
-func admit(r *http.Request, room string, q *queue.Queue, keys *token.Keyring, o Options) (Admitted, error) {
-	raw, _ := PassFrom(r)
+// Admit decides whether the request may pass for room. It passes when the
+// request carries a valid pass for room and the visitor still holds an
+// active slot, whose expiry it slides; once the pass has used half its life,
+// Admitted carries a fresh one (Renewed). It writes nothing: the caller
+// writes the decision (Renewal gives the headers).
+//
+// Errors: queue.ErrNotAdmitted without a pass or without a slot, the token
+// package's errors for a bad pass, the store's errors (queue.ErrUnavailable)
+// unless Options.FailOpen lets a signed pass through without the slot check.
+func (g *Gate) Admit(r *http.Request, room string) (Admitted, error) {
+	raw, viaCookie := PassFrom(r)
 	if raw == "" {
 		return Admitted{}, queue.ErrNotAdmitted
 	}
-	pass, err := keys.ParsePass(raw, room)
+	pass, err := g.keys.ParsePass(raw, room)
 	if err != nil {
 		return Admitted{}, err
 	}
-	a := Admitted{Room: room, Visitor: pass.Visitor, ExpiresAt: pass.ExpiresAt, Pass: raw}
-	exp, err := q.Renew(r.Context(), room, pass.Visitor)
+	a := Admitted{Room: room, Visitor: pass.Visitor, ExpiresAt: pass.ExpiresAt, Pass: raw, viaCookie: viaCookie}
+	exp, err := g.q.Renew(r.Context(), room, pass.Visitor)
 	switch {
 	case err == nil:
-	case o.FailOpen && (errors.Is(err, queue.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)):
-		o.Logger.Warn("gate failing open", "room", room, "err", err)
+	case g.o.FailOpen && (errors.Is(err, queue.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)):
+		g.o.Logger.Warn("gate failing open", "room", room, "err", err)
 		return a, nil
 	default:
 		return Admitted{}, err
 	}
 	a.ExpiresAt = exp
-	now := q.Now()
+	now := g.q.Now()
 	if pass.ExpiresAt.Sub(now) < exp.Sub(now)/2 { // half the pass's life is used
-		if fresh, err := keys.SignPass(token.Pass{Room: room, Visitor: pass.Visitor, ExpiresAt: exp}); err == nil {
-			a.Pass, a.renewed = fresh, true
+		if fresh, err := g.keys.SignPass(token.Pass{Room: room, Visitor: pass.Visitor, ExpiresAt: exp}); err == nil {
+			a.Pass, a.Renewed = fresh, true
 		}
 	}
 	return a, nil
+}
+
+// Renewal returns the response headers that hand a's renewed pass to the
+// client: Usher-Pass, and the pass cookie when the request carried the pass
+// in the cookie. It is nil when the pass was not renewed.
+func (g *Gate) Renewal(a Admitted) http.Header {
+	if !a.Renewed {
+		return nil
+	}
+	h := http.Header{wire.PassHeader: {a.Pass}}
+	if a.viaCookie {
+		h["Set-Cookie"] = []string{PassCookieFor(a.Pass, a.ExpiresAt, g.o.SecureCookie).String()}
+	}
+	return h
 }
 
 // PassFrom returns the pass a request carries, from the Authorization header
@@ -143,7 +169,7 @@ func PassFrom(r *http.Request) (string, bool) {
 	if tok, ok := Bearer(r); ok {
 		return tok, false
 	}
-	if c, err := r.Cookie(PassCookie); err == nil {
+	if c, err := r.Cookie(wire.PassCookie); err == nil {
 		return c.Value, true
 	}
 	return "", false
@@ -162,7 +188,22 @@ func Bearer(r *http.Request) (string, bool) {
 // PassCookieFor returns the cookie that carries pass until exp.
 func PassCookieFor(pass string, exp time.Time, secure bool) *http.Cookie {
 	return &http.Cookie{
-		Name: PassCookie, Value: pass, Path: "/", Expires: exp,
+		Name: wire.PassCookie, Value: pass, Path: "/", Expires: exp,
 		HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode,
+	}
+}
+
+// BrowserVisitor returns the visitor id of the request's signed usher_vid
+// cookie; without a valid one it returns a new id and the cookie to set.
+func BrowserVisitor(r *http.Request, keys *token.Keyring, secure bool) (id string, set *http.Cookie) {
+	if c, err := r.Cookie(wire.VisitorCookie); err == nil {
+		if id, err := keys.ParseVisitor(c.Value); err == nil {
+			return id, nil
+		}
+	}
+	id = token.NewVisitorID()
+	return id, &http.Cookie{
+		Name: wire.VisitorCookie, Value: keys.SignVisitor(id), Path: "/",
+		MaxAge: int(wire.VisitorCookieAge.Seconds()), HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode,
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"usher/internal/queue"
 	"usher/internal/queue/memqueue"
 	"usher/internal/token"
+	"usher/internal/wire"
 )
 
 func setup(t *testing.T) (*queue.Queue, *token.Keyring, http.Handler) {
@@ -57,7 +58,7 @@ func TestRenewsHalfUsedPass(t *testing.T) {
 			}
 			req := httptest.NewRequest("GET", "/seat-map", nil)
 			if tc.viaCookie {
-				req.AddCookie(&http.Cookie{Name: gate.PassCookie, Value: pass})
+				req.AddCookie(&http.Cookie{Name: wire.PassCookie, Value: pass})
 			} else {
 				req.Header.Set("Authorization", "Bearer "+pass)
 			}
@@ -66,9 +67,9 @@ func TestRenewsHalfUsedPass(t *testing.T) {
 			if rec.Code != 200 || rec.Body.String() != "alice" {
 				t.Fatalf("gate = %d %q, want 200 alice", rec.Code, rec.Body)
 			}
-			fresh := rec.Header().Get(gate.PassHeader)
+			fresh := rec.Header().Get(wire.PassHeader)
 			if (fresh != "") != tc.renewed {
-				t.Fatalf("%s header = %q, want renewed=%v", gate.PassHeader, fresh, tc.renewed)
+				t.Fatalf("%s header = %q, want renewed=%v", wire.PassHeader, fresh, tc.renewed)
 			}
 			if fresh != "" {
 				p, err := keys.ParsePass(fresh, "sale")
@@ -77,7 +78,7 @@ func TestRenewsHalfUsedPass(t *testing.T) {
 				}
 			}
 			cookies := rec.Result().Cookies()
-			if gotCookie := len(cookies) == 1 && cookies[0].Name == gate.PassCookie && cookies[0].Value == fresh && cookies[0].HttpOnly && cookies[0].Secure; gotCookie != (tc.renewed && tc.viaCookie) {
+			if gotCookie := len(cookies) == 1 && cookies[0].Name == wire.PassCookie && cookies[0].Value == fresh && cookies[0].HttpOnly && cookies[0].Secure; gotCookie != (tc.renewed && tc.viaCookie) {
 				t.Errorf("cookies = %v, want a renewed HttpOnly Secure pass cookie only when the pass came in one", cookies)
 			}
 		})

@@ -7,7 +7,7 @@
 //   - Requests under Prefix (/_usher/) go to usher's own API, never to the
 //     origin.
 //   - Open paths (Rules) are proxied without a pass. Gated paths are proxied
-//     when gate.Gate.Check passes them (pass in the Authorization header or
+//     when gate.Gate.Admit passes them (pass in the Authorization header or
 //     the usher_pass cookie, active slot in the store); the slot's expiry
 //     slides and a renewed pass comes back in the Usher-Pass header (and the
 //     cookie, if the pass came in one).
@@ -47,10 +47,8 @@ import (
 	"usher/internal/gate"
 	"usher/internal/queue"
 	"usher/internal/token"
+	"usher/internal/wire"
 )
-
-// ReleaseHeader is the origin response header that ends the visitor's slot.
-const ReleaseHeader = "Usher-Release"
 
 // Config is what the proxy needs. Origin, Queue, Keys and Registry are
 // required.
@@ -167,21 +165,22 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.forward(w, r, &flight{room: room})
 		return
 	}
-	c := &capture{header: http.Header{}}
-	a, ok := p.gate.Check(c, r, room)
-	switch {
-	case ok:
-		p.forward(w, r, &flight{room: room, visitor: a.Visitor, extra: c.header})
-	case c.status >= 500: // the store is down: fail closed
+	a, err := p.gate.Admit(r, room)
+	if err == nil {
+		p.forward(w, r, &flight{room: room, visitor: a.Visitor, extra: p.gate.Renewal(a)})
+		return
+	}
+	if status, _ := apierror.Status(err); status >= 500 { // the store is down: fail closed
 		if wantsJSON(r) {
-			c.writeTo(w)
+			p.errs.Write(w, r, err)
 			return
 		}
+		p.log.Error("gate failed", "room", room, "status", status, "err", err)
 		w.Header().Set("Retry-After", apierror.RetryAfter)
-		p.renderPage(w, r, c.status, Page{State: StateError, Room: room, Refresh: 2, PollAfterMS: 2000})
-	default:
-		p.wait(w, r, room)
+		p.renderPage(w, r, status, Page{State: StateError, Room: room, Refresh: 2, PollAfterMS: 2000})
+		return
 	}
+	p.wait(w, r, room)
 }
 
 // flight is what the proxy knows about one request to the origin.
@@ -215,8 +214,8 @@ func flightOf(r *http.Request) *flight {
 func (p *Proxy) modifyResponse(res *http.Response) error {
 	f := flightOf(res.Request)
 	p.metrics.observe(f.room, res.StatusCode, time.Since(f.start))
-	release := res.Header.Get(ReleaseHeader)
-	res.Header.Del(ReleaseHeader)
+	release := res.Header.Get(wire.ReleaseHeader)
+	res.Header.Del(wire.ReleaseHeader)
 	if release == "1" || strings.EqualFold(release, "true") {
 		p.release(res, f)
 		return nil
@@ -247,7 +246,7 @@ func (p *Proxy) release(res *http.Response, f *flight) {
 		p.log.Warn("release", "room", f.room, "err", err)
 		return
 	}
-	c := &http.Cookie{Name: gate.PassCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: p.secure, SameSite: http.SameSiteLaxMode}
+	c := &http.Cookie{Name: wire.PassCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: p.secure, SameSite: http.SameSiteLaxMode}
 	res.Header.Add("Set-Cookie", c.String())
 }
 
@@ -287,34 +286,4 @@ func (p *Proxy) plainPage(w http.ResponseWriter, status int, msg string) {
 	}{status, http.StatusText(status), msg}); err != nil {
 		p.log.Debug("plain page", "err", err)
 	}
-}
-
-// capture is a ResponseWriter that keeps what gate.Check writes, so that the
-// proxy decides what the visitor sees.
-type capture struct {
-	header http.Header
-	status int
-	body   []byte
-}
-
-func (c *capture) Header() http.Header { return c.header }
-
-func (c *capture) WriteHeader(status int) {
-	if c.status == 0 {
-		c.status = status
-	}
-}
-
-func (c *capture) Write(b []byte) (int, error) {
-	c.WriteHeader(http.StatusOK)
-	c.body = append(c.body, b...)
-	return len(b), nil
-}
-
-func (c *capture) writeTo(w http.ResponseWriter) {
-	for k, vs := range c.header {
-		w.Header()[k] = vs
-	}
-	w.WriteHeader(c.status)
-	w.Write(c.body)
 }

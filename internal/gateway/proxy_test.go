@@ -18,11 +18,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"usher/internal/gate"
 	"usher/internal/httpapi"
 	"usher/internal/queue"
 	"usher/internal/queue/memqueue"
 	"usher/internal/token"
+	"usher/internal/wire"
 )
 
 // env is a proxy on the memory store in front of an httptest origin. No
@@ -189,7 +189,7 @@ func TestWaitingPageHTML(t *testing.T) {
 	if res.status != http.StatusSeeOther || res.header.Get("Location") != "/shop?x=1" {
 		t.Fatalf("admitted: status %d Location %q, want 303 to /shop?x=1", res.status, res.header.Get("Location"))
 	}
-	if c := cookieNamed(res.header, gate.PassCookie); c == nil || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode {
+	if c := cookieNamed(res.header, wire.PassCookie); c == nil || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode {
 		t.Errorf("pass cookie = %+v, want HttpOnly SameSite=Lax", c)
 	}
 	if res := do(t, first, "GET", e.url+"/shop?x=1", nil); res.status != 200 || res.body != "origin /shop" {
@@ -210,7 +210,7 @@ func TestSecureCookiesByDefault(t *testing.T) {
 	e := newEnv(t, newOrigin(t, helloOrigin), Rules{}, func(c *Config) { c.InsecureCookies = false })
 	e.admit("sale", "occupant", time.Time{})
 	res := do(t, http.DefaultClient, "GET", e.url+"/", nil)
-	if cookieNamed(res.header, httpapi.VisitorCookie) == nil {
+	if cookieNamed(res.header, wire.VisitorCookie) == nil {
 		t.Fatalf("no visitor cookie set: %v", res.header.Values("Set-Cookie"))
 	}
 	for _, c := range (&http.Response{Header: res.header}).Cookies() {
@@ -235,16 +235,16 @@ func TestWaitingJSON(t *testing.T) {
 	if res.status != http.StatusTooManyRequests || res.header.Get("Content-Type") != "application/json" {
 		t.Fatalf("status %d type %q, want 429 JSON; %s", res.status, res.header.Get("Content-Type"), res.body)
 	}
-	var st httpapi.EntryResponse
+	var st wire.Entry
 	if err := json.Unmarshal([]byte(res.body), &st); err != nil {
 		t.Fatal(err)
 	}
-	if st.State != httpapi.StateWaiting || st.Position != 1 || st.Ticket == "" || st.PollAfterMS <= 0 {
+	if st.State != wire.StateWaiting || st.Position != 1 || st.Ticket == "" || st.PollAfterMS <= 0 {
 		t.Fatalf("state = %+v, want waiting at 1 with a ticket and poll_after_ms", st)
 	}
 	auth := map[string]string{"Accept": "application/json", "Authorization": "Bearer " + st.Ticket}
 	res = do(t, app, "GET", e.url+"/api/cart", auth)
-	var again httpapi.EntryResponse
+	var again wire.Entry
 	json.Unmarshal([]byte(res.body), &again)
 	if res.status != http.StatusTooManyRequests || again.Position != 1 || again.Ticket != "" {
 		t.Fatalf("poll with ticket: %d %+v, want 429 at position 1 and no new ticket", res.status, again)
@@ -260,7 +260,7 @@ func TestWaitingJSON(t *testing.T) {
 	if res.status != 200 || res.body != `{"cart":[]}` {
 		t.Fatalf("admitted poll: %d %q, want the origin's answer", res.status, res.body)
 	}
-	pass := res.header.Get(gate.PassHeader)
+	pass := res.header.Get(wire.PassHeader)
 	if pass == "" || got == nil {
 		t.Fatalf("admitted poll: Usher-Pass %q, origin reached %v", pass, got != nil)
 	}
@@ -286,7 +286,7 @@ func TestAdmittedReachesOriginAndRenews(t *testing.T) {
 			t.Errorf("origin saw %s = %q, want %q", h, got, want)
 		}
 	}
-	renewed := res.header.Get(gate.PassHeader)
+	renewed := res.header.Get(wire.PassHeader)
 	if renewed == "" || renewed == pass {
 		t.Fatalf("Usher-Pass = %q, want a renewed pass", renewed)
 	}
@@ -298,9 +298,9 @@ func TestAdmittedReachesOriginAndRenews(t *testing.T) {
 	// In the cookie, the renewal comes back as a cookie too.
 	jar := browser(t)
 	u0, _ := url.Parse(e.url)
-	jar.Jar.SetCookies(u0, []*http.Cookie{{Name: gate.PassCookie, Value: pass, Path: "/"}})
+	jar.Jar.SetCookies(u0, []*http.Cookie{{Name: wire.PassCookie, Value: pass, Path: "/"}})
 	res = do(t, jar, "GET", e.url+"/shop", nil)
-	if res.status != 200 || cookieNamed(res.header, gate.PassCookie) == nil {
+	if res.status != 200 || cookieNamed(res.header, wire.PassCookie) == nil {
 		t.Errorf("cookie pass: %d, Set-Cookie %v; want 200 and a renewed cookie", res.status, res.header.Values("Set-Cookie"))
 	}
 }
@@ -339,17 +339,17 @@ func TestRouteMapping(t *testing.T) {
 func TestUsherReleaseFreesTheSlot(t *testing.T) {
 	e := newEnv(t, newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/done" {
-			w.Header().Set(ReleaseHeader, "1")
+			w.Header().Set(wire.ReleaseHeader, "1")
 		}
 		io.WriteString(w, "ok")
 	}), Rules{})
 	pass := e.admit("sale", "v1", time.Time{})
 	auth := map[string]string{"Authorization": "Bearer " + pass, "Accept": "application/json"}
 	res := do(t, http.DefaultClient, "POST", e.url+"/done", auth)
-	if res.status != 200 || res.header.Get(ReleaseHeader) != "" {
-		t.Fatalf("/done: %d, %s header %q; want 200 and the header stripped", res.status, ReleaseHeader, res.header.Get(ReleaseHeader))
+	if res.status != 200 || res.header.Get(wire.ReleaseHeader) != "" {
+		t.Fatalf("/done: %d, %s header %q; want 200 and the header stripped", res.status, wire.ReleaseHeader, res.header.Get(wire.ReleaseHeader))
 	}
-	if c := cookieNamed(res.header, gate.PassCookie); c == nil || c.MaxAge >= 0 {
+	if c := cookieNamed(res.header, wire.PassCookie); c == nil || c.MaxAge >= 0 {
 		t.Errorf("pass cookie after release = %+v, want it deleted", c)
 	}
 	// The slot is free at once: the next visitor passes straight through.

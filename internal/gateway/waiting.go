@@ -15,9 +15,9 @@ import (
 
 	"usher/internal/apierror"
 	"usher/internal/gate"
-	"usher/internal/httpapi"
 	"usher/internal/queue"
 	"usher/internal/token"
+	"usher/internal/wire"
 )
 
 //go:embed page/*.html page/waiting.css page/waiting.js page/text/*.json
@@ -25,40 +25,24 @@ var pages embed.FS
 
 var plainTmpl = template.Must(template.ParseFS(pages, "page/plain.html"))
 
-// TicketCookie is the prefix of the cookie that keeps a browser's place in
-// a room's queue: usher_ticket_<room>, path "/".
-const TicketCookie = "usher_ticket_"
-
-// StartCookie is the prefix of the cookie that keeps the position a
-// browser entered a room's queue at (usher_start_<room>), for the progress
-// bar.
-const StartCookie = "usher_start_"
-
-// visitorCookieAge matches the API's anonymous visitor cookie.
-const visitorCookieAge = 30 * 24 * time.Hour
-
 // wait answers a gated request that carries no valid pass: it enters the
 // queue or reads the visitor's place, then answers the state (429), or lets
 // an admitted visitor through.
 func (p *Proxy) wait(w http.ResponseWriter, r *http.Request, room string) {
 	asJSON := wantsJSON(r)
 	visitor, ticket, e, err := p.place(r.Context(), w, r, room)
+	if errors.Is(err, queue.ErrRoomClosed) {
+		p.refused(w, r, room, err)
+		return
+	}
 	if err != nil {
 		if asJSON {
 			p.errs.Write(w, r, err)
 			return
 		}
 		status, _ := apierror.Status(err)
-		state := StateError
-		if errors.Is(err, queue.ErrRoomClosed) {
-			state = StateClosed
-			if v, ok := p.c.Queue.View(room); ok && v.Settings.State == queue.SoldOut {
-				state = StateSoldOut
-			}
-		} else {
-			w.Header().Set("Retry-After", apierror.RetryAfter)
-		}
-		p.renderPage(w, r, status, Page{State: state, Room: room, Refresh: 2, PollAfterMS: 2000})
+		w.Header().Set("Retry-After", apierror.RetryAfter)
+		p.renderPage(w, r, status, Page{State: StateError, Room: room, Refresh: 2, PollAfterMS: 2000})
 		return
 	}
 	if e.Status == queue.Active {
@@ -71,7 +55,7 @@ func (p *Proxy) wait(w http.ResponseWriter, r *http.Request, room string) {
 		cookie := gate.PassCookieFor(pass, exp, p.secure)
 		if asJSON { // the request that finds the visitor admitted goes through
 			extra := http.Header{}
-			extra.Set(gate.PassHeader, pass)
+			extra.Set(wire.PassHeader, pass)
 			extra.Add("Set-Cookie", cookie.String())
 			p.forward(w, r, &flight{room: room, visitor: visitor, extra: extra})
 			return
@@ -82,16 +66,16 @@ func (p *Proxy) wait(w http.ResponseWriter, r *http.Request, room string) {
 		return
 	}
 
-	resp := p.entryResponse(room, ticket, e)
+	v := p.c.Queue.ViewOrDefault(room)
+	place := wire.Place{Room: room, Ticket: ticket, RoomState: string(v.Settings.State), Status: string(e.Status), Position: e.Position}
+	if e.Status == queue.Waiting {
+		place.ETA, place.PollAfter = v.Wait(e.Position)
+	}
+	resp := wire.EntryFor(place)
 	retry := max(1, int(math.Ceil(float64(resp.PollAfterMS)/1000)))
-	h := w.Header()
-	h.Set("Retry-After", strconv.Itoa(retry))
-	h.Set("Cache-Control", "no-store")
-	h.Set("Vary", "Accept")
+	w.Header().Set("Retry-After", strconv.Itoa(retry))
 	if asJSON {
-		h.Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusTooManyRequests)
-		w.Write(append(resp.AppendJSON(nil), '\n'))
+		writeEntry(w, http.StatusTooManyRequests, resp)
 		return
 	}
 	p.renderPage(w, r, http.StatusTooManyRequests, p.waitingPage(w, r, room, ticket, resp, retry))
@@ -99,25 +83,25 @@ func (p *Proxy) wait(w http.ResponseWriter, r *http.Request, room string) {
 
 // waitingPage is the page of a waiting visitor. A new ticket records its
 // position in the start cookie; otherwise the cookie gives it.
-func (p *Proxy) waitingPage(w http.ResponseWriter, r *http.Request, room, ticket string, resp httpapi.EntryResponse, refresh int) Page {
+func (p *Proxy) waitingPage(w http.ResponseWriter, r *http.Request, room, ticket string, resp wire.Entry, refresh int) Page {
 	start := resp.Position
 	if ticket != "" {
 		http.SetCookie(w, &http.Cookie{
-			Name: StartCookie + room, Value: strconv.FormatInt(start, 10), Path: "/",
+			Name: wire.RoomStartCookie(room), Value: strconv.FormatInt(start, 10), Path: "/",
 			MaxAge: int(token.TicketTTL.Seconds()), HttpOnly: true, Secure: p.secure, SameSite: http.SameSiteLaxMode,
 		})
-	} else if c, err := r.Cookie(StartCookie + room); err == nil {
+	} else if c, err := r.Cookie(wire.RoomStartCookie(room)); err == nil {
 		if n, err := strconv.ParseInt(c.Value, 10, 64); err == nil {
 			start = max(start, n)
 		}
 	}
 	state := StateWaiting
 	switch {
-	case resp.State == httpapi.StateClosed:
+	case resp.State == wire.StateClosed:
 		state = StateClosed
-	case resp.State == httpapi.StateSoldOut:
+	case resp.State == wire.StateSoldOut:
 		state = StateSoldOut
-	case resp.RoomState == string(queue.Paused):
+	case resp.RoomState == wire.RoomPaused:
 		state = StatePaused
 	}
 	return Page{
@@ -165,7 +149,10 @@ func (p *Proxy) place(ctx context.Context, w http.ResponseWriter, r *http.Reques
 		}
 		visitor = t.Visitor
 	} else {
-		visitor = p.browserVisitor(w, r)
+		var set *http.Cookie
+		if visitor, set = gate.BrowserVisitor(r, p.c.Keys, p.secure); set != nil {
+			http.SetCookie(w, set)
+		}
 	}
 	e, _, err = p.c.Queue.Enter(ctx, room, visitor)
 	if err != nil {
@@ -173,7 +160,7 @@ func (p *Proxy) place(ctx context.Context, w http.ResponseWriter, r *http.Reques
 	}
 	ticket = p.c.Keys.SignTicket(token.Ticket{Room: room, Visitor: visitor, Seq: e.Seq, IssuedAt: p.c.Queue.Now()})
 	http.SetCookie(w, &http.Cookie{
-		Name: TicketCookie + room, Value: ticket, Path: "/",
+		Name: wire.RoomTicketCookie(room), Value: ticket, Path: "/",
 		MaxAge: int(token.TicketTTL.Seconds()), HttpOnly: true, Secure: p.secure, SameSite: http.SameSiteLaxMode,
 	})
 	return visitor, ticket, e, nil
@@ -185,7 +172,7 @@ func (p *Proxy) ticketOf(r *http.Request, room string) (token.Ticket, bool) {
 			return t, true
 		}
 	}
-	if c, err := r.Cookie(TicketCookie + room); err == nil {
+	if c, err := r.Cookie(wire.RoomTicketCookie(room)); err == nil {
 		if t, err := p.c.Keys.ParseTicket(c.Value, room); err == nil {
 			return t, true
 		}
@@ -193,42 +180,36 @@ func (p *Proxy) ticketOf(r *http.Request, room string) (token.Ticket, bool) {
 	return token.Ticket{}, false
 }
 
-// browserVisitor returns the visitor id of the API's signed usher_vid
-// cookie, or a new one set in that cookie.
-func (p *Proxy) browserVisitor(w http.ResponseWriter, r *http.Request) string {
-	if c, err := r.Cookie(httpapi.VisitorCookie); err == nil {
-		if id, err := p.c.Keys.ParseVisitor(c.Value); err == nil {
-			return id
-		}
+// refused answers a newcomer to a room that refuses entries (err is
+// queue.ErrRoomClosed): 409 with the room's state, closed or sold_out, as
+// the entry answer for JSON clients and as the waiting page's state for
+// browsers. Nothing to retry, so no Retry-After.
+func (p *Proxy) refused(w http.ResponseWriter, r *http.Request, room string, err error) {
+	status, _ := apierror.Status(err)
+	state := p.c.Queue.ViewOrDefault(room).Settings.State
+	if !state.Refuses() { // this instance's view lags the store
+		state = queue.Closed
 	}
-	id := token.NewVisitorID()
-	http.SetCookie(w, &http.Cookie{
-		Name: httpapi.VisitorCookie, Value: p.c.Keys.SignVisitor(id), Path: "/",
-		MaxAge: int(visitorCookieAge.Seconds()), HttpOnly: true, Secure: p.secure, SameSite: http.SameSiteLaxMode,
-	})
-	return id
+	resp := wire.EntryFor(wire.Place{Room: room, RoomState: string(state), Status: string(queue.Gone)})
+	if wantsJSON(r) {
+		writeEntry(w, status, resp)
+		return
+	}
+	page := StateClosed
+	if resp.State == wire.StateSoldOut {
+		page = StateSoldOut
+	}
+	p.renderPage(w, r, status, Page{State: page, Room: room, Refresh: 2, PollAfterMS: 2000})
 }
 
-// entryResponse is the API's shape for a waiting (or gone) entry.
-func (p *Proxy) entryResponse(room, ticket string, e queue.Entry) httpapi.EntryResponse {
-	v, ok := p.c.Queue.View(room)
-	if !ok {
-		v = queue.View{Stats: queue.Stats{Settings: queue.DefaultSettings()}, Rate: queue.DefaultSettings().AdmitRate}
-	}
-	resp := httpapi.EntryResponse{Room: room, Ticket: ticket, RoomState: string(v.Settings.State), State: httpapi.StateExpired}
-	if e.Status == queue.Waiting {
-		resp.State = httpapi.StateWaiting
-		resp.Position, resp.Ahead = e.Position, e.Position-1
-		eta := queue.ETA(v, resp.Ahead)
-		resp.ETASeconds = int64(eta.Round(time.Second) / time.Second)
-		resp.PollAfterMS = queue.PollAfter(eta, e.Position <= queue.ExactWithin(v)).Milliseconds()
-	} else {
-		resp.PollAfterMS = queue.PollAfter(0, true).Milliseconds()
-	}
-	if v.Settings.State.Refuses() {
-		resp.State = string(v.Settings.State)
-	}
-	return resp
+// writeEntry writes the JSON waiting protocol's answer.
+func writeEntry(w http.ResponseWriter, status int, e wire.Entry) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Vary", "Accept")
+	w.WriteHeader(status)
+	w.Write(append(e.AppendJSON(nil), '\n'))
 }
 
 var (

@@ -15,6 +15,7 @@ import (
 	"usher/internal/queue"
 	"usher/internal/queue/memqueue"
 	"usher/internal/token"
+	"usher/internal/wire"
 )
 
 // BenchmarkStatusPollHandler measures the API handler answering a status
@@ -63,7 +64,7 @@ func BenchmarkStatusPollHandler(b *testing.B) {
 func BenchmarkTrivialJSONHandler(b *testing.B) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(httpapi.EntryResponse{Room: "sale", State: "waiting", RoomState: "open", Position: 1500, Ahead: 1499, ETASeconds: 36, PollAfterMS: 3600})
+		json.NewEncoder(w).Encode(wire.Entry{Room: "sale", State: "waiting", RoomState: "open", Position: 1500, Ahead: 1499, ETASeconds: 36, PollAfterMS: 3600})
 	})
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

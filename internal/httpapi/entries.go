@@ -10,54 +10,13 @@ import (
 	"usher/internal/gate"
 	"usher/internal/queue"
 	"usher/internal/token"
+	"usher/internal/wire"
 )
-
-// Cookies set for browser visitors.
-const (
-	// VisitorCookie holds the signed anonymous visitor id, for all rooms.
-	VisitorCookie = "usher_vid"
-	// TicketCookie holds the ticket; its path is the room's entries path,
-	// so each room has its own.
-	TicketCookie     = "usher_ticket"
-	visitorCookieAge = 30 * 24 * time.Hour
-)
-
-// Visitor states in entry responses.
-const (
-	StateWaiting  = "waiting"
-	StateAdmitted = "admitted"
-	StateExpired  = "expired"
-	StateClosed   = "closed"
-	StateSoldOut  = "sold_out"
-)
-
-// EntryResponse is the body of enter and status responses.
-type EntryResponse struct {
-	Room   string `json:"room"`
-	Ticket string `json:"ticket,omitempty"`
-	// State is waiting, admitted, expired (the place or slot was lost),
-	// closed (the room is closed and will admit nobody) or sold_out (the
-	// same, because the sale sold out).
-	State string `json:"state"`
-	// RoomState is open, paused or closed.
-	RoomState  string `json:"room_state"`
-	Position   int64  `json:"position"`
-	Ahead      int64  `json:"ahead"`
-	ETASeconds int64  `json:"eta_seconds"`
-	// PollAfterMS is when to poll again, with jitter already applied.
-	PollAfterMS   int64      `json:"poll_after_ms"`
-	Pass          string     `json:"pass,omitempty"`
-	PassExpiresAt *time.Time `json:"pass_expires_at,omitempty"`
-}
-
-type enterRequest struct {
-	VisitorID string `json:"visitor_id"`
-}
 
 func (s *server) enter() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		room := r.PathValue("room")
-		req, err := decode[enterRequest](w, r)
+		req, err := decode[wire.EnterRequest](w, r)
 		if err != nil {
 			s.errs.Write(w, r, err)
 			return
@@ -68,7 +27,10 @@ func (s *server) enter() http.Handler {
 			s.errs.Write(w, r, fmt.Errorf("%w: visitor_id is accepted only with the admin key", apierror.ErrAdminOnly))
 			return
 		case visitor == "":
-			visitor = s.browserVisitor(w, r)
+			var set *http.Cookie
+			if visitor, set = gate.BrowserVisitor(r, s.Keys, s.secure); set != nil {
+				http.SetCookie(w, set)
+			}
 		}
 		e, created, err := s.Queue.Enter(r.Context(), room, visitor)
 		if err != nil {
@@ -77,7 +39,7 @@ func (s *server) enter() http.Handler {
 		}
 		ticket := s.Keys.SignTicket(token.Ticket{Room: room, Visitor: visitor, Seq: e.Seq, IssuedAt: s.Queue.Now()})
 		http.SetCookie(w, &http.Cookie{
-			Name: TicketCookie, Value: ticket, Path: "/api/v1/rooms/" + room + "/",
+			Name: wire.TicketCookie, Value: ticket, Path: "/api/v1/rooms/" + room + "/",
 			MaxAge: int(token.TicketTTL.Seconds()), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
 		})
 		status := http.StatusOK
@@ -88,28 +50,12 @@ func (s *server) enter() http.Handler {
 	})
 }
 
-// browserVisitor returns the visitor id from the signed cookie, or a new
-// random one set in a new cookie.
-func (s *server) browserVisitor(w http.ResponseWriter, r *http.Request) string {
-	if c, err := r.Cookie(VisitorCookie); err == nil {
-		if id, err := s.Keys.ParseVisitor(c.Value); err == nil {
-			return id
-		}
-	}
-	id := token.NewVisitorID()
-	http.SetCookie(w, &http.Cookie{
-		Name: VisitorCookie, Value: s.Keys.SignVisitor(id), Path: "/",
-		MaxAge: int(visitorCookieAge.Seconds()), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
-	})
-	return id
-}
-
 // ticket returns the request's ticket for room: Bearer header, else cookie.
 func ticketFrom(r *http.Request) (string, error) {
 	if tok, ok := gate.Bearer(r); ok {
 		return tok, nil
 	}
-	if c, err := r.Cookie(TicketCookie); err == nil {
+	if c, err := r.Cookie(wire.TicketCookie); err == nil {
 		return c.Value, nil
 	}
 	return "", apierror.ErrTokenMissing
@@ -137,23 +83,13 @@ func (s *server) status() http.Handler {
 	})
 }
 
-// respond writes an EntryResponse for e.
+// respond writes the entry answer for e.
 func (s *server) respond(w http.ResponseWriter, r *http.Request, status int, room, ticket string, e queue.Entry) {
-	v, ok := s.Queue.View(room)
-	if !ok {
-		v = queue.View{Stats: queue.Stats{Settings: queue.DefaultSettings()}, Rate: queue.DefaultSettings().AdmitRate}
-	}
-	resp := EntryResponse{Room: room, Ticket: ticket, RoomState: string(v.Settings.State)}
+	v := s.Queue.ViewOrDefault(room)
+	p := wire.Place{Room: room, Ticket: ticket, RoomState: string(v.Settings.State), Status: string(e.Status), Position: e.Position}
 	switch e.Status {
 	case queue.Waiting:
-		resp.State = StateWaiting
-		if v.Settings.State.Refuses() {
-			resp.State = string(v.Settings.State)
-		}
-		resp.Position, resp.Ahead = e.Position, e.Position-1
-		eta := queue.ETA(v, resp.Ahead)
-		resp.ETASeconds = int64(eta.Round(time.Second) / time.Second)
-		resp.PollAfterMS = queue.PollAfter(eta, e.Position <= queue.ExactWithin(v)).Milliseconds()
+		p.ETA, p.PollAfter = v.Wait(e.Position)
 	case queue.Active:
 		exp := e.ExpiresAt.Truncate(time.Second).UTC() // a pass's exp is whole seconds
 		pass, err := s.Keys.SignPass(token.Pass{Room: room, Visitor: e.Visitor, ExpiresAt: exp})
@@ -161,14 +97,10 @@ func (s *server) respond(w http.ResponseWriter, r *http.Request, status int, roo
 			s.errs.Write(w, r, err)
 			return
 		}
-		resp.State, resp.Pass, resp.PassExpiresAt = StateAdmitted, pass, &exp
+		p.Pass, p.PassExpiresAt = pass, exp
 		http.SetCookie(w, gate.PassCookieFor(pass, exp, s.secure))
-	default:
-		resp.State = StateExpired
-		if v.Settings.State.Refuses() {
-			resp.State = string(v.Settings.State)
-		}
 	}
+	resp := wire.EntryFor(p)
 	w.Header()["Content-Type"] = jsonContentType
 	w.Header()["Cache-Control"] = noStore
 	w.WriteHeader(status)
@@ -200,8 +132,8 @@ func (s *server) leave() http.Handler {
 			return
 		}
 		for _, c := range []*http.Cookie{
-			{Name: TicketCookie, Path: "/api/v1/rooms/" + room + "/"},
-			{Name: gate.PassCookie, Path: "/"},
+			{Name: wire.TicketCookie, Path: "/api/v1/rooms/" + room + "/"},
+			{Name: wire.PassCookie, Path: "/"},
 		} {
 			c.MaxAge, c.HttpOnly, c.Secure, c.SameSite = -1, true, s.secure, http.SameSiteLaxMode
 			http.SetCookie(w, c)
@@ -218,7 +150,7 @@ func (s *server) visitorOf(r *http.Request, room string) (string, error) {
 	if tok, ok := gate.Bearer(r); ok {
 		candidates = append(candidates, tok)
 	}
-	for _, name := range []string{TicketCookie, gate.PassCookie} {
+	for _, name := range []string{wire.TicketCookie, wire.PassCookie} {
 		if c, err := r.Cookie(name); err == nil {
 			candidates = append(candidates, c.Value)
 		}
@@ -243,18 +175,9 @@ func (s *server) visitorOf(r *http.Request, room string) (string, error) {
 	return "", firstErr
 }
 
-// PassResponse is the body of GET /api/v1/rooms/{room}/pass.
-type PassResponse struct {
-	Room      string    `json:"room"`
-	Visitor   string    `json:"visitor"`
-	ExpiresAt time.Time `json:"expires_at"`
-	// Pass is the pass to use from now on (renewed when half used).
-	Pass string `json:"pass"`
-}
-
 func (s *server) pass() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a, _ := gate.FromContext(r.Context())
-		encode(w, http.StatusOK, PassResponse{Room: a.Room, Visitor: a.Visitor, ExpiresAt: a.ExpiresAt.Truncate(time.Second).UTC(), Pass: a.Pass})
+		encode(w, http.StatusOK, wire.Pass{Room: a.Room, Visitor: a.Visitor, ExpiresAt: a.ExpiresAt.Truncate(time.Second).UTC(), Pass: a.Pass})
 	})
 }

@@ -20,6 +20,7 @@ import (
 	"usher/internal/queue"
 	"usher/internal/queue/memqueue"
 	"usher/internal/token"
+	"usher/internal/wire"
 )
 
 const adminKey = "test-admin-key"
@@ -98,9 +99,9 @@ type resp struct {
 	body   []byte
 }
 
-func (r resp) entry(t *testing.T) httpapi.EntryResponse {
+func (r resp) entry(t *testing.T) wire.Entry {
 	t.Helper()
-	var e httpapi.EntryResponse
+	var e wire.Entry
 	if err := json.Unmarshal(r.body, &e); err != nil {
 		t.Fatalf("decode %s: %v", r.body, err)
 	}
@@ -193,7 +194,7 @@ func TestEnterStatusAdmit(t *testing.T) {
 	}
 	// The pass opens the gated pass check.
 	r = e.do(nil, "GET", "/api/v1/rooms/sale/pass", got.Pass, "")
-	var pr httpapi.PassResponse
+	var pr wire.Pass
 	if json.Unmarshal(r.body, &pr); r.status != 200 || pr.Room != "sale" || pr.Visitor != pass.Visitor {
 		t.Errorf("pass check: %d %s", r.status, r.body)
 	}
@@ -202,7 +203,7 @@ func TestEnterStatusAdmit(t *testing.T) {
 func TestAdminRooms(t *testing.T) {
 	e := newEnv(t, false)
 	r := e.do(nil, "PUT", "/api/v1/rooms/a", adminKey, `{"max_active":7,"state":"paused"}`)
-	var room httpapi.RoomResponse
+	var room wire.Room
 	if json.Unmarshal(r.body, &room); r.status != 201 || *room.MaxActive != 7 || *room.State != "paused" || *room.AdmitRate != queue.DefaultSettings().AdmitRate {
 		t.Fatalf("create: %d %s", r.status, r.body)
 	}
@@ -219,7 +220,7 @@ func TestAdminRooms(t *testing.T) {
 	}
 	e.putRoom("b", "{}")
 	r = e.do(nil, "GET", "/api/v1/rooms", adminKey, "")
-	var list struct{ Rooms []httpapi.RoomResponse }
+	var list struct{ Rooms []wire.Room }
 	if json.Unmarshal(r.body, &list); r.status != 200 || len(list.Rooms) != 2 || list.Rooms[1].Room != "b" {
 		t.Fatalf("list: %d %s", r.status, r.body)
 	}
@@ -375,24 +376,6 @@ func TestJWKSAndMetrics(t *testing.T) {
 	} {
 		if !strings.Contains(string(r.body), want) {
 			t.Errorf("metrics lack %s", want)
-		}
-	}
-}
-
-func TestEntryResponseJSON(t *testing.T) {
-	exp := time.Date(2026, 11, 29, 10, 0, 0, 123456789, time.UTC)
-	for _, e := range []httpapi.EntryResponse{
-		{},
-		{Room: "sale", Ticket: "t1.abc.def.ghi", State: "waiting", RoomState: "open", Position: 1500, Ahead: 1499, ETASeconds: 36, PollAfterMS: 7300},
-		{Room: "r", State: "admitted", RoomState: "paused", Pass: "eyJ.x.y", PassExpiresAt: &exp, Position: -1},
-		{Room: "quote\"back\\slash<>&\u00e9\u2028\x01", State: "expired"},
-	} {
-		want, err := json.Marshal(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := e.AppendJSON(nil); string(got) != string(want) {
-			t.Errorf("AppendJSON = %s\nencoding/json = %s", got, want)
 		}
 	}
 }

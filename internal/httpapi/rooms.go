@@ -6,35 +6,11 @@ import (
 	"time"
 
 	"usher/internal/queue"
+	"usher/internal/wire"
 )
 
-// RoomSettings is the JSON form of queue.Settings. In a PUT, omitted fields
-// keep their current value (or the default, for a new room).
-type RoomSettings struct {
-	State              *string  `json:"state,omitempty"`
-	MaxActive          *int64   `json:"max_active,omitempty"`
-	AdmitRate          *float64 `json:"admit_rate,omitempty"`
-	IntervalMS         *int64   `json:"interval_ms,omitempty"`
-	ActiveTTLSeconds   *float64 `json:"active_ttl_seconds,omitempty"`
-	ClaimWindowSeconds *float64 `json:"claim_window_seconds,omitempty"`
-}
-
-// RoomStats are a room's live counters.
-type RoomStats struct {
-	Waiting           int64   `json:"waiting"`
-	Active            int64   `json:"active"`
-	AdmittedTotal     int64   `json:"admitted_total"`
-	AdmitRateMeasured float64 `json:"admit_rate_measured"`
-}
-
-// RoomResponse is a room's settings and stats.
-type RoomResponse struct {
-	Room string `json:"room"`
-	RoomSettings
-	Stats RoomStats `json:"stats"`
-}
-
-func (rs RoomSettings) apply(s queue.Settings) queue.Settings {
+// applySettings returns s with the fields rs sets.
+func applySettings(rs wire.RoomSettings, s queue.Settings) queue.Settings {
 	if rs.State != nil {
 		s.State = queue.RoomState(*rs.State)
 	}
@@ -64,25 +40,25 @@ func seconds(f float64) time.Duration {
 	return time.Duration(f * float64(time.Second))
 }
 
-func roomResponse(room string, v queue.View) RoomResponse {
+func roomResponse(room string, v queue.View) wire.Room {
 	s := v.Settings
 	state := string(s.State)
 	interval := s.Interval.Milliseconds()
 	ttl, claim := s.ActiveTTL.Seconds(), s.ClaimWindow.Seconds()
-	return RoomResponse{
+	return wire.Room{
 		Room: room,
-		RoomSettings: RoomSettings{
+		RoomSettings: wire.RoomSettings{
 			State: &state, MaxActive: &s.MaxActive, AdmitRate: &s.AdmitRate, IntervalMS: &interval,
 			ActiveTTLSeconds: &ttl, ClaimWindowSeconds: &claim,
 		},
-		Stats: RoomStats{Waiting: v.Waiting, Active: v.Active, AdmittedTotal: v.AdmittedTotal, AdmitRateMeasured: v.Rate},
+		Stats: wire.RoomStats{Waiting: v.Waiting, Active: v.Active, AdmittedTotal: v.AdmittedTotal, AdmitRateMeasured: v.Rate},
 	}
 }
 
 func (s *server) putRoom() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		room := r.PathValue("room")
-		req, err := decode[RoomSettings](w, r)
+		req, err := decode[wire.RoomSettings](w, r)
 		if err != nil {
 			s.errs.Write(w, r, err)
 			return
@@ -98,7 +74,7 @@ func (s *server) putRoom() http.Handler {
 		default:
 			current = v.Settings
 		}
-		if err := s.Queue.PutRoom(r.Context(), room, req.apply(current)); err != nil {
+		if err := s.Queue.PutRoom(r.Context(), room, applySettings(req, current)); err != nil {
 			s.errs.Write(w, r, err)
 			return
 		}
@@ -130,9 +106,7 @@ func (s *server) listRooms() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
-		out := struct {
-			Rooms []RoomResponse `json:"rooms"`
-		}{Rooms: make([]RoomResponse, 0, len(rooms))}
+		out := wire.RoomList{Rooms: make([]wire.Room, 0, len(rooms))}
 		for _, room := range rooms {
 			v, err := s.Queue.Room(r.Context(), room)
 			if err != nil {

@@ -37,7 +37,10 @@ type Queue struct {
 	metrics *Metrics
 	log     *slog.Logger
 	views   atomic.Pointer[map[string]View]
-	mu      sync.Mutex // serializes refreshes
+	mu      sync.Mutex // serializes refreshes; guards changed
+	// changed is closed, and replaced, when the set of rooms in views
+	// changes (see ViewRooms).
+	changed chan struct{}
 }
 
 // View is a room's stats as last read by this instance, with the measured
@@ -63,7 +66,7 @@ func New(store Store, o Options) *Queue {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	q := &Queue{store: store, now: o.Now, refresh: o.Refresh, metrics: o.Metrics, log: o.Logger}
+	q := &Queue{store: store, now: o.Now, refresh: o.Refresh, metrics: o.Metrics, log: o.Logger, changed: make(chan struct{})}
 	q.views.Store(&map[string]View{})
 	return q
 }
@@ -248,6 +251,9 @@ func PollAfter(eta time.Duration, exact bool) time.Duration {
 
 // Run refreshes the view of every room every Refresh until ctx ends. A failed
 // refresh is logged and retried; views older than two seconds are not used.
+// It is usher's one room-discovery loop: a room the store lists joins the
+// view, a room it no longer has leaves it, and ViewRooms' subscribers (the
+// admission scheduler) learn of both.
 func (q *Queue) Run(ctx context.Context) error {
 	t := time.NewTicker(q.refresh)
 	defer t.Stop()
@@ -322,6 +328,10 @@ func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string) {
 		q.metrics.observed(room, st)
 	}
 	q.views.Store(&next)
+	if !sameRooms(old, next) {
+		close(q.changed)
+		q.changed = make(chan struct{})
+	}
 }
 
 // rateTimeConstant is the EWMA's time constant in seconds.

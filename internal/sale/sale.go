@@ -401,12 +401,20 @@ const provisionEvery = 5 * time.Second
 // every schedule that has none: a memory store starts empty at each start,
 // and `usher seed` may add schedules beside a running server. Existing rooms
 // are never changed.
+//
+// It is a loop of its own because its source is SQL (the schedules), which
+// the queue's room discovery (queue.Queue.Run) does not read. It asks the
+// store only about rooms missing from the queue's view, so a pass over
+// provisioned schedules costs one SQL query and no store round trip.
 func (s *Service) provisionRooms(ctx context.Context) {
 	t := time.NewTicker(provisionEvery)
 	defer t.Stop()
 	for {
 		schedules, err := s.cfg.Catalog.Schedules(ctx)
 		for _, sch := range schedules {
+			if _, ok := s.cfg.Queue.View(sch.Room); ok {
+				continue
+			}
 			var created bool
 			if created, err = s.cfg.Queue.EnsureRoom(ctx, sch.Room); err != nil {
 				break

@@ -10,23 +10,16 @@ import (
 	"log"
 	"net/http"
 	"time"
+
+	"usher/internal/wire"
 )
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:18090", "listen address")
 	flag.Parse()
-	type status struct {
-		Room        string `json:"room"`
-		State       string `json:"state"`
-		RoomState   string `json:"room_state"`
-		Position    int64  `json:"position"`
-		Ahead       int64  `json:"ahead"`
-		ETASeconds  int64  `json:"eta_seconds"`
-		PollAfterMS int64  `json:"poll_after_ms"`
-	}
 	http.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(status{"sale", "waiting", "open", 1500, 1499, 36, 3600})
+		json.NewEncoder(w).Encode(wire.Entry{Room: "sale", State: "waiting", RoomState: "open", Position: 1500, Ahead: 1499, ETASeconds: 36, PollAfterMS: 3600})
 	})
 	// The same server settings as usher serve, so that only the handlers differ.
 	srv := &http.Server{

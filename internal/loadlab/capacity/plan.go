@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"usher/internal/wire"
 )
 
 // ErrInvalid reports an input out of range.
@@ -96,16 +97,6 @@ func (in Input) Validate() error {
 	return nil
 }
 
-// Room is the body of PUT /api/v1/rooms/{room}.
-type Room struct {
-	State              string  `json:"state"`
-	MaxActive          int64   `json:"max_active"`
-	AdmitRate          float64 `json:"admit_rate"`
-	IntervalMS         int64   `json:"interval_ms"`
-	ActiveTTLSeconds   float64 `json:"active_ttl_seconds"`
-	ClaimWindowSeconds float64 `json:"claim_window_seconds"`
-}
-
 // Step is one line of the reasoning.
 type Step struct {
 	Title  string `json:"title"`
@@ -131,9 +122,9 @@ type Plan struct {
 	RoundedInterval time.Duration `json:"-"`
 	// Room is the configuration for usher, whose step admits at most
 	// ceil(admit_rate × interval) visitors (its batch); RoomBatch is that.
-	Room      Room   `json:"room"`
-	RoomBatch int64  `json:"room_batch"`
-	Steps     []Step `json:"steps"`
+	Room      wire.RoomSettings `json:"room"`
+	RoomBatch int64             `json:"room_batch"`
+	Steps     []Step            `json:"steps"`
 	// Notes warn about clamped values.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -222,11 +213,9 @@ func Make(in Input) (Plan, error) {
 
 	// 5. The room: usher admits at most ceil(admit_rate × interval) per step
 	// from a token bucket refilled at admit_rate.
-	p.Room = Room{
-		State: "open", MaxActive: p.MaxActive,
-		ActiveTTLSeconds:   in.TTL.Seconds(),
-		ClaimWindowSeconds: min(claimWindow, in.TTL).Seconds(),
-	}
+	state, maxActive := wire.RoomOpen, p.MaxActive
+	ttl, claim := in.TTL.Seconds(), min(claimWindow, in.TTL).Seconds()
+	p.Room = wire.RoomSettings{State: &state, MaxActive: &maxActive, ActiveTTLSeconds: &ttl, ClaimWindowSeconds: &claim}
 	var interval time.Duration
 	rate := p.AdmitRate
 	switch {
@@ -258,9 +247,9 @@ func Make(in Input) (Plan, error) {
 	if rate > maxRate {
 		rate = maxRate
 	}
-	p.Room.AdmitRate = roundTo(rate, 3)
-	p.Room.IntervalMS = interval.Milliseconds()
-	p.RoomBatch = usherBatch(p.Room.AdmitRate, interval)
+	admitRate, intervalMS := roundTo(rate, 3), interval.Milliseconds()
+	p.Room.AdmitRate, p.Room.IntervalMS = &admitRate, &intervalMS
+	p.RoomBatch = usherBatch(admitRate, interval)
 	if p.RoomBatch > p.Batch {
 		p.Notes = append(p.Notes, fmt.Sprintf("usher's shortest interval (%v) admits up to %d per step, above the batch %d", minInterval, p.RoomBatch, p.Batch))
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"usher/internal/wire"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -48,8 +49,8 @@ func TestSeed002(t *testing.T) {
 	}
 	// The room keeps 90/s with the longest interval whose usher batch,
 	// ceil(rate × interval), is the preferred 35.
-	want := Room{State: "open", MaxActive: 16_200, AdmitRate: 90, IntervalMS: 388, ActiveTTLSeconds: 180, ClaimWindowSeconds: 30}
-	if diff := cmp.Diff(want, p.Room); diff != "" {
+	want := room{State: "open", MaxActive: 16_200, AdmitRate: 90, IntervalMS: 388, ActiveTTLSeconds: 180, ClaimWindowSeconds: 30}
+	if diff := cmp.Diff(want, plain(p.Room)); diff != "" {
 		t.Errorf("Room mismatch (-want +got):\n%s", diff)
 	}
 	if p.RoomBatch != 35 {
@@ -68,8 +69,8 @@ func TestSeed002RoundedInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Seed 002's final settings: 35 every 500 ms, which is 70 visitors/s.
-	if p.Room.IntervalMS != 500 || p.Room.AdmitRate != 70 || p.RoomBatch != 35 {
-		t.Errorf("room interval %d ms, rate %v, batch %d, want 500 ms, 70/s, 35", p.Room.IntervalMS, p.Room.AdmitRate, p.RoomBatch)
+	if *p.Room.IntervalMS != 500 || *p.Room.AdmitRate != 70 || p.RoomBatch != 35 {
+		t.Errorf("room interval %d ms, rate %v, batch %d, want 500 ms, 70/s, 35", *p.Room.IntervalMS, *p.Room.AdmitRate, p.RoomBatch)
 	}
 	if p.MaxActive != 16_200 {
 		t.Errorf("MaxActive = %d, want 16200 (from the TPS)", p.MaxActive)
@@ -94,12 +95,12 @@ func TestRoomBatchNeverExceedsPreferred(t *testing.T) {
 		if p.RoomBatch > int64(tc.batch) && len(p.Notes) == 0 {
 			t.Errorf("%+v: room batch %d above the preferred %d without a note", tc, p.RoomBatch, tc.batch)
 		}
-		longer := time.Duration(p.Room.IntervalMS+1) * time.Millisecond
-		if p.RoomBatch < int64(tc.batch) && p.Room.IntervalMS < 60_000 && usherBatch(p.Room.AdmitRate, longer) <= int64(tc.batch) {
-			t.Errorf("%+v: room batch %d below the preferred %d: the interval %d ms could be longer", tc, p.RoomBatch, tc.batch, p.Room.IntervalMS)
+		longer := time.Duration(*p.Room.IntervalMS+1) * time.Millisecond
+		if p.RoomBatch < int64(tc.batch) && *p.Room.IntervalMS < 60_000 && usherBatch(*p.Room.AdmitRate, longer) <= int64(tc.batch) {
+			t.Errorf("%+v: room batch %d below the preferred %d: the interval %d ms could be longer", tc, p.RoomBatch, tc.batch, *p.Room.IntervalMS)
 		}
-		if p.Room.AdmitRate != p.AdmitRate {
-			t.Errorf("%+v: room rate %v, want the planned %v", tc, p.Room.AdmitRate, p.AdmitRate)
+		if *p.Room.AdmitRate != p.AdmitRate {
+			t.Errorf("%+v: room rate %v, want the planned %v", tc, *p.Room.AdmitRate, p.AdmitRate)
 		}
 	}
 }
@@ -129,8 +130,8 @@ func TestIntervalGiven(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Batch != 45 || p.RoomBatch != 45 || p.Room.IntervalMS != 500 || p.Room.AdmitRate != 90 {
-		t.Errorf("batch %d, room batch %d, interval %d, rate %v; want 45, 45, 500, 90", p.Batch, p.RoomBatch, p.Room.IntervalMS, p.Room.AdmitRate)
+	if p.Batch != 45 || p.RoomBatch != 45 || *p.Room.IntervalMS != 500 || *p.Room.AdmitRate != 90 {
+		t.Errorf("batch %d, room batch %d, interval %d, rate %v; want 45, 45, 500, 90", p.Batch, p.RoomBatch, *p.Room.IntervalMS, *p.Room.AdmitRate)
 	}
 }
 
@@ -226,19 +227,30 @@ func TestJSON(t *testing.T) {
 			ServiceTimeMS float64 `json:"service_time_ms"`
 			TTLSeconds    float64 `json:"ttl_s"`
 		} `json:"input"`
-		TPS           float64 `json:"tps"`
-		MaxActive     int64   `json:"max_active"`
-		RawIntervalMS float64 `json:"raw_interval_ms"`
-		RoundedMS     float64 `json:"rounded_interval_ms"`
-		Room          Room    `json:"room"`
-		Steps         []Step  `json:"steps"`
+		TPS           float64           `json:"tps"`
+		MaxActive     int64             `json:"max_active"`
+		RawIntervalMS float64           `json:"raw_interval_ms"`
+		RoundedMS     float64           `json:"rounded_interval_ms"`
+		Room          wire.RoomSettings `json:"room"`
+		Steps         []Step            `json:"steps"`
 	}
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
 	if got.Input.Pool != 10 || got.Input.ServiceTimeMS != 76 || got.Input.TTLSeconds != 180 || got.TPS != 90 ||
 		got.MaxActive != 16200 || !near(got.RawIntervalMS, 388.9, 0.1) || got.RoundedMS != 500 ||
-		got.Room != p.Room || len(got.Steps) != len(p.Steps) {
+		!cmp.Equal(got.Room, p.Room) || len(got.Steps) != len(p.Steps) {
 		t.Errorf("JSON round trip lost something:\n%s", b)
 	}
+}
+
+// room is a plan's room settings as plain values, for comparisons.
+type room struct {
+	State                                           string
+	MaxActive, IntervalMS                           int64
+	AdmitRate, ActiveTTLSeconds, ClaimWindowSeconds float64
+}
+
+func plain(rs wire.RoomSettings) room {
+	return room{*rs.State, *rs.MaxActive, *rs.IntervalMS, *rs.AdmitRate, *rs.ActiveTTLSeconds, *rs.ClaimWindowSeconds}
 }

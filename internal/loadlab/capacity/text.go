@@ -36,7 +36,7 @@ func (p Plan) WriteText(w io.Writer, base, room string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(&b, "\nRoom configuration (usher admits up to %d per step, %s/s on average):\n%s\n\n", p.RoomBatch, fmtNum(p.Room.AdmitRate), body)
+	fmt.Fprintf(&b, "\nRoom configuration (usher admits up to %d per step, %s/s on average):\n%s\n\n", p.RoomBatch, fmtNum(*p.Room.AdmitRate), body)
 	fmt.Fprintf(&b, "  curl -X PUT -H \"Authorization: Bearer $USHER_ADMIN_KEY\" %s/api/v1/rooms/%s -d '%s'\n", base, room, body)
 	_, err = io.WriteString(w, b.String())
 	return err

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"usher/internal/loadlab/simorigin"
+	"usher/internal/wire"
 )
 
 func TestSchedule(t *testing.T) {
@@ -217,9 +218,9 @@ func (f *fakeRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.admitted[pick] = true
 	}
 	answer := func(seq int64, ticket string) {
-		e := entry{Ticket: ticket, State: stateWaiting, PollAfterMS: 20}
+		e := wire.Entry{Ticket: ticket, State: wire.StateWaiting, PollAfterMS: 20}
 		if f.admitted[seq] {
-			e.State, e.Pass = stateAdmitted, "p"+strconv.FormatInt(seq, 10)
+			e.State, e.Pass = wire.StateAdmitted, "p"+strconv.FormatInt(seq, 10)
 		} else {
 			for s := range f.waiting {
 				if s <= seq {

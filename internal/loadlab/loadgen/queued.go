@@ -7,23 +7,9 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-)
 
-// Usher's visitor states (httpapi.EntryResponse).
-const (
-	stateWaiting  = "waiting"
-	stateAdmitted = "admitted"
+	"usher/internal/wire"
 )
-
-// entry is the part of usher's entry response a visitor reads.
-type entry struct {
-	Ticket      string `json:"ticket"`
-	State       string `json:"state"`
-	Position    int64  `json:"position"`
-	ETASeconds  int64  `json:"eta_seconds"`
-	PollAfterMS int64  `json:"poll_after_ms"`
-	Pass        string `json:"pass"`
-}
 
 // visit is one visitor's journey, kept for the order and ETA analyses.
 type visit struct {
@@ -46,13 +32,13 @@ func (r *runner) visit(due time.Time) bool {
 		return false
 	}
 	v.enterRecv = res.recv
-	v.etaSeconds, v.waitedAtEntry = e.ETASeconds, e.State == stateWaiting
+	v.etaSeconds, v.waitedAtEntry = e.ETASeconds, e.State == wire.StateWaiting
 	ticket := e.Ticket
 	if v.waitedAtEntry {
 		r.waiting.Add(1)
 	}
 	send := v.enterSend
-	for e.State == stateWaiting {
+	for e.State == wire.StateWaiting {
 		v.lastWaiting = send
 		wait := time.Duration(e.PollAfterMS) * time.Millisecond
 		if wait <= 0 {
@@ -66,7 +52,7 @@ func (r *runner) visit(due time.Time) bool {
 			return true
 		}
 		send = time.Now()
-		var next entry
+		var next wire.Entry
 		res, next = r.queueCall(http.MethodGet, r.meURL, ticket, nil, due)
 		switch {
 		case res.ok:
@@ -84,7 +70,7 @@ func (r *runner) visit(due time.Time) bool {
 	if v.waitedAtEntry {
 		r.waiting.Add(-1)
 	}
-	if e.State != stateAdmitted {
+	if e.State != wire.StateAdmitted {
 		r.failed.add(e.State) // expired or closed
 		r.record(v)
 		return true
@@ -112,7 +98,7 @@ func (r *runner) visit(due time.Time) bool {
 		if res.counted {
 			calls++
 		}
-		if renewed := res.header.Get("Usher-Pass"); renewed != "" {
+		if renewed := res.header.Get(wire.PassHeader); renewed != "" {
 			pass = renewed
 		}
 	}
@@ -132,7 +118,7 @@ func (r *runner) visit(due time.Time) bool {
 }
 
 // queueCall calls usher and decodes the entry it answers.
-func (r *runner) queueCall(method, url, token string, body []byte, due time.Time) (result, entry) {
+func (r *runner) queueCall(method, url, token string, body []byte, due time.Time) (result, wire.Entry) {
 	req, err := http.NewRequest(method, url, bodyReader(body))
 	if err != nil {
 		panic(err) // validated
@@ -143,7 +129,7 @@ func (r *runner) queueCall(method, url, token string, body []byte, due time.Time
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	var e entry
+	var e wire.Entry
 	check := func(b []byte) bool { return json.Unmarshal(b, &e) == nil && e.State != "" }
 	if method == http.MethodDelete {
 		check = func([]byte) bool { return true }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+
+	"usher/internal/wire"
 )
 
 // RemoteGate asks an usher server whether a request's visitor is admitted:
@@ -36,7 +38,7 @@ func (g *RemoteGate) Check(ctx context.Context, r *http.Request) (string, error)
 	if v := r.Header.Get("Authorization"); v != "" {
 		req.Header.Set("Authorization", v)
 	}
-	if c, err := r.Cookie("usher_pass"); err == nil {
+	if c, err := r.Cookie(wire.PassCookie); err == nil {
 		req.AddCookie(c)
 	}
 	res, err := g.Client.Do(req)
@@ -55,13 +57,11 @@ func (g *RemoteGate) Check(ctx context.Context, r *http.Request) (string, error)
 	default:
 		return "", fmt.Errorf("remote gate: usher answered %s", res.Status)
 	}
-	var pass struct {
-		Pass string `json:"pass"`
-	}
+	var pass wire.Pass
 	if err := json.Unmarshal(body, &pass); err != nil {
 		return "", fmt.Errorf("remote gate: %w", err)
 	}
-	if renewed := res.Header.Get("Usher-Pass"); renewed != "" {
+	if renewed := res.Header.Get(wire.PassHeader); renewed != "" {
 		return renewed, nil
 	}
 	return "", nil

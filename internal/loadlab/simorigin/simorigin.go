@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"usher/internal/loadlab/hist"
+	"usher/internal/wire"
 )
 
 // Config configures an Origin. Zero values take the defaults noted.
@@ -161,7 +162,7 @@ func (o *Origin) pooled(serve func(w http.ResponseWriter, r *http.Request)) http
 				return
 			}
 			if renewed != "" {
-				w.Header().Set("Usher-Pass", renewed)
+				w.Header().Set(wire.PassHeader, renewed)
 			}
 		}
 

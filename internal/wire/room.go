@@ -1,0 +1,51 @@
+package wire
+
+import "time"
+
+// EnterRequest is the body of POST /api/v1/rooms/{room}/entries. Only a
+// caller with the admin key may name the visitor; a browser sends no body.
+type EnterRequest struct {
+	VisitorID string `json:"visitor_id"`
+}
+
+// RoomSettings is the JSON form of a room's settings. In a PUT
+// /api/v1/rooms/{room}, omitted fields keep their current value (or the
+// default, for a new room); answers set every field.
+type RoomSettings struct {
+	State              *string  `json:"state,omitempty"`
+	MaxActive          *int64   `json:"max_active,omitempty"`
+	AdmitRate          *float64 `json:"admit_rate,omitempty"`
+	IntervalMS         *int64   `json:"interval_ms,omitempty"`
+	ActiveTTLSeconds   *float64 `json:"active_ttl_seconds,omitempty"`
+	ClaimWindowSeconds *float64 `json:"claim_window_seconds,omitempty"`
+}
+
+// RoomStats are a room's live counters.
+type RoomStats struct {
+	Waiting           int64   `json:"waiting"`
+	Active            int64   `json:"active"`
+	AdmittedTotal     int64   `json:"admitted_total"`
+	AdmitRateMeasured float64 `json:"admit_rate_measured"`
+}
+
+// Room is a room's settings and stats: the answer of GET and PUT
+// /api/v1/rooms/{room}.
+type Room struct {
+	Room string `json:"room"`
+	RoomSettings
+	Stats RoomStats `json:"stats"`
+}
+
+// RoomList is the answer of GET /api/v1/rooms.
+type RoomList struct {
+	Rooms []Room `json:"rooms"`
+}
+
+// Pass is the answer of GET /api/v1/rooms/{room}/pass.
+type Pass struct {
+	Room      string    `json:"room"`
+	Visitor   string    `json:"visitor"`
+	ExpiresAt time.Time `json:"expires_at"`
+	// Pass is the pass to use from now on (renewed when half used).
+	Pass string `json:"pass"`
+}

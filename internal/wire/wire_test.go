@@ -1,0 +1,72 @@
+package wire_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"usher/internal/wire"
+)
+
+// TestEntryJSON pins that the hand-written encoder agrees with encoding/json.
+func TestEntryJSON(t *testing.T) {
+	exp := time.Date(2026, 11, 29, 10, 0, 0, 123456789, time.UTC)
+	for _, e := range []wire.Entry{
+		{},
+		{Room: "sale", Ticket: "t1.abc.def.ghi", State: "waiting", RoomState: "open", Position: 1500, Ahead: 1499, ETASeconds: 36, PollAfterMS: 7300},
+		{Room: "r", State: "admitted", RoomState: "paused", Pass: "eyJ.x.y", PassExpiresAt: &exp, Position: -1},
+		{Room: "quote\"back\\slash<>&\u00e9\u2028\x01", State: "expired"},
+	} {
+		want, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.AppendJSON(nil); string(got) != string(want) {
+			t.Errorf("AppendJSON = %s\nencoding/json = %s", got, want)
+		}
+	}
+}
+
+func TestEntryFor(t *testing.T) {
+	exp := time.Date(2026, 11, 29, 10, 0, 7, 997771640, time.FixedZone("KST", 9*3600))
+	expUTC := time.Date(2026, 11, 29, 1, 0, 7, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		in   wire.Place
+		want wire.Entry
+	}{
+		{"waiting", wire.Place{Room: "r", Ticket: "t", RoomState: "open", Status: "waiting", Position: 4, ETA: 2600 * time.Millisecond, PollAfter: 1522 * time.Millisecond},
+			wire.Entry{Room: "r", Ticket: "t", State: "waiting", RoomState: "open", Position: 4, Ahead: 3, ETASeconds: 3, PollAfterMS: 1522}},
+		{"waiting, paused", wire.Place{Room: "r", RoomState: "paused", Status: "waiting", Position: 1, PollAfter: time.Second},
+			wire.Entry{Room: "r", State: "waiting", RoomState: "paused", Position: 1, PollAfterMS: 1000}},
+		{"waiting, closed", wire.Place{Room: "r", RoomState: "closed", Status: "waiting", Position: 2, PollAfter: time.Second},
+			wire.Entry{Room: "r", State: "closed", RoomState: "closed", Position: 2, Ahead: 1, PollAfterMS: 1000}},
+		{"waiting, sold out", wire.Place{Room: "r", RoomState: "sold_out", Status: "waiting", Position: 2, PollAfter: time.Second},
+			wire.Entry{Room: "r", State: "sold_out", RoomState: "sold_out", Position: 2, Ahead: 1, PollAfterMS: 1000}},
+		{"active", wire.Place{Room: "r", RoomState: "open", Status: "active", Position: 9, PollAfter: time.Second, Pass: "p", PassExpiresAt: exp},
+			wire.Entry{Room: "r", State: "admitted", RoomState: "open", Pass: "p", PassExpiresAt: &expUTC}},
+		{"active, sold out", wire.Place{Room: "r", RoomState: "sold_out", Status: "active", Pass: "p", PassExpiresAt: exp},
+			wire.Entry{Room: "r", State: "admitted", RoomState: "sold_out", Pass: "p", PassExpiresAt: &expUTC}},
+		{"gone: nothing to poll for", wire.Place{Room: "r", RoomState: "open", Status: "gone", Position: 3, PollAfter: time.Second},
+			wire.Entry{Room: "r", State: "expired", RoomState: "open"}},
+		{"gone, sold out", wire.Place{Room: "r", RoomState: "sold_out", Status: "gone", PollAfter: time.Second},
+			wire.Entry{Room: "r", State: "sold_out", RoomState: "sold_out"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := wire.EntryFor(tc.in)
+			gotJSON, wantJSON := got.AppendJSON(nil), tc.want.AppendJSON(nil)
+			if string(gotJSON) != string(wantJSON) {
+				t.Errorf("EntryFor(%+v)\n got %s\nwant %s", tc.in, gotJSON, wantJSON)
+			}
+		})
+	}
+}
+
+func TestRoomCookies(t *testing.T) {
+	if got := wire.RoomTicketCookie("sale"); got == wire.TicketCookie || got != "usher_ticket_sale" {
+		t.Errorf("RoomTicketCookie(sale) = %q, want usher_ticket_sale, distinct from the API's %q", got, wire.TicketCookie)
+	}
+	if got := wire.RoomStartCookie("sale"); got != "usher_start_sale" {
+		t.Errorf("RoomStartCookie(sale) = %q", got)
+	}
+}

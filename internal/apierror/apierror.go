@@ -1,6 +1,13 @@
-// Package apierror is usher's one table from errors to HTTP statuses and
-// stable JSON error codes, and the writer that answers every error as
-// {"error":{"code":"…","message":"…"}}. The API server and the gate share it.
+// Package apierror is usher's one table from error codes to HTTP statuses,
+// and the writer that answers every error as
+// {"error":{"code":"…","message":"…"[,"seats":[…]]}}. The API server, the gate
+// and the proxy share it.
+//
+// It imports no domain package: errors carry their code and client message
+// (package fault), and the table maps codes to statuses. The client sees the
+// code's fixed message (or the safe detail a validator chose), never the
+// wrapped chain; the Writer logs the whole chain of every 5xx, and of 4xx at
+// debug level.
 package apierror
 
 import (
@@ -12,73 +19,64 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"usher/internal/booking"
-	"usher/internal/hold"
-	"usher/internal/mq"
-	"usher/internal/queue"
-	"usher/internal/sale"
-	"usher/internal/token"
+	"usher/internal/fault"
 )
 
 // Errors raised by the HTTP layer itself.
 var (
-	ErrNotFound         = errors.New("no such route")
-	ErrMethodNotAllowed = errors.New("method not allowed")
-	ErrBadJSON          = errors.New("malformed JSON body")
-	ErrBodyTooLarge     = errors.New("body too large")
-	ErrTokenMissing     = errors.New("token missing")
-	ErrAdminOnly        = errors.New("admin key required")
+	ErrNotFound         = fault.New(fault.NotFound, "no such route")
+	ErrMethodNotAllowed = fault.New(fault.MethodNotAllowed, "method not allowed")
+	ErrBadJSON          = fault.New(fault.BadJSON, "malformed JSON body")
+	ErrBodyTooLarge     = fault.New(fault.BodyTooLarge, "body too large")
+	ErrTokenMissing     = fault.New(fault.TokenMissing, "token missing")
+	ErrAdminOnly        = fault.New(fault.AdminOnly, "admin key required")
 )
 
 // RetryAfter is the Retry-After (seconds) sent with every 503.
 const RetryAfter = "2"
 
-// codes is the table: the first entry that errors.Is matches wins. Messages
-// of 4xx errors are shown to the client; 5xx clients see a fixed message.
-var codes = []struct {
-	err    error
-	status int
-	code   string
-}{
-	{queue.ErrInvalid, http.StatusBadRequest, "invalid_request"},
-	{booking.ErrInvalid, http.StatusBadRequest, "invalid_request"},
-	{sale.ErrInvalid, http.StatusBadRequest, "invalid_request"},
-	{ErrBadJSON, http.StatusBadRequest, "bad_json"},
-	{ErrBodyTooLarge, http.StatusRequestEntityTooLarge, "body_too_large"},
-	{ErrTokenMissing, http.StatusUnauthorized, "token_missing"},
-	{token.ErrExpired, http.StatusUnauthorized, "token_expired"},
-	{token.ErrWrongRoom, http.StatusUnauthorized, "token_wrong_room"},
-	{token.ErrInvalid, http.StatusUnauthorized, "token_invalid"},
-	{ErrAdminOnly, http.StatusUnauthorized, "admin_unauthorized"},
-	{queue.ErrNotAdmitted, http.StatusForbidden, "not_admitted"},
-	{ErrNotFound, http.StatusNotFound, "not_found"},
-	{queue.ErrRoomNotFound, http.StatusNotFound, "room_not_found"},
-	{booking.ErrNotFound, http.StatusNotFound, "not_found"},
-	{sale.ErrSeatUnknown, http.StatusNotFound, "seat_unknown"},
-	{hold.ErrNotFound, http.StatusNotFound, "hold_not_found"},
-	{mq.ErrNotFound, http.StatusNotFound, "reservation_not_found"},
-	{ErrMethodNotAllowed, http.StatusMethodNotAllowed, "method_not_allowed"},
-	{queue.ErrRoomClosed, http.StatusConflict, "room_closed"},
-	{hold.ErrTaken, http.StatusConflict, "seats_taken"},
-	{sale.ErrNotHeld, http.StatusConflict, "seats_not_held"},
-	{hold.ErrLimit, http.StatusConflict, "hold_limit"},
-	{hold.ErrSoldOut, http.StatusConflict, "sold_out"},
-	{queue.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
-	{booking.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
-	{hold.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
-	{mq.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
-	{context.DeadlineExceeded, http.StatusServiceUnavailable, "unavailable"},
+// UnavailableMessage is the client message of every 503: which backend
+// failed, and how, is only logged.
+const UnavailableMessage = "a backend is unavailable; retry later"
+
+// statuses is the table: every code a fault.Error may carry, and its status.
+// A code missing here is a bug: Status answers 500 internal.
+var statuses = map[string]int{
+	fault.Invalid:          http.StatusBadRequest,
+	fault.BadJSON:          http.StatusBadRequest,
+	fault.BodyTooLarge:     http.StatusRequestEntityTooLarge,
+	fault.TokenMissing:     http.StatusUnauthorized,
+	fault.TokenExpired:     http.StatusUnauthorized,
+	fault.TokenWrongRoom:   http.StatusUnauthorized,
+	fault.TokenInvalid:     http.StatusUnauthorized,
+	fault.AdminOnly:        http.StatusUnauthorized,
+	fault.NotAdmitted:      http.StatusForbidden,
+	fault.NotFound:         http.StatusNotFound,
+	fault.RoomNotFound:     http.StatusNotFound,
+	fault.SeatUnknown:      http.StatusNotFound,
+	fault.HoldNotFound:     http.StatusNotFound,
+	fault.ReservationGone:  http.StatusNotFound,
+	fault.MethodNotAllowed: http.StatusMethodNotAllowed,
+	fault.RoomClosed:       http.StatusConflict,
+	fault.SeatsTaken:       http.StatusConflict,
+	fault.SeatsNotHeld:     http.StatusConflict,
+	fault.HoldLimit:        http.StatusConflict,
+	fault.SoldOut:          http.StatusConflict,
+	fault.Unavailable:      http.StatusServiceUnavailable,
 }
 
-// Status returns the HTTP status and code for err: 500 "internal" when the
-// table has no entry.
+// Status returns the HTTP status and code for err: the code of the outermost
+// fault.Error in its chain; 503 "unavailable" for a missed deadline without
+// one; 500 "internal" otherwise.
 func Status(err error) (int, string) {
-	for _, c := range codes {
-		if errors.Is(err, c.err) {
-			return c.status, c.code
-		}
+	code := fault.Code(err)
+	if code == "" && errors.Is(err, context.DeadlineExceeded) {
+		code = fault.Unavailable
 	}
-	return http.StatusInternalServerError, "internal"
+	if status, ok := statuses[code]; ok {
+		return status, code
+	}
+	return http.StatusInternalServerError, fault.Internal
 }
 
 // Writer answers errors. Its zero value logs nothing and counts nothing.
@@ -106,32 +104,42 @@ type Body struct {
 	} `json:"error"`
 }
 
-// Write answers err with its status and code. 5xx errors are logged and
-// their details hidden; 503 carries Retry-After.
-func (wr Writer) Write(w http.ResponseWriter, r *http.Request, err error) {
+// bodyFor returns the answer to err and its status: the code's fixed
+// message (or the safe detail of a fault.Error), the seats of a fault.Seats
+// error; 5xx answers show only a fixed text.
+func bodyFor(err error) (int, Body) {
 	status, code := Status(err)
 	var b Body
-	b.Error.Code, b.Error.Message = code, err.Error()
-	var taken *hold.TakenError
-	var notHeld *sale.NotHeldError
-	switch {
-	case errors.As(err, &taken):
-		b.Error.Seats = taken.Seats
-	case errors.As(err, &notHeld):
-		b.Error.Seats = notHeld.Seats
+	b.Error.Code, b.Error.Message = code, fault.Message(err)
+	if s, ok := errors.AsType[fault.Seats](err); ok {
+		b.Error.Seats = s.FaultSeats()
 	}
-	if status >= 500 {
-		if wr.Log != nil {
-			wr.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "code", code, "err", err)
+	switch {
+	case status == http.StatusServiceUnavailable:
+		b.Error.Message = UnavailableMessage
+	case status >= 500:
+		b.Error.Message, b.Error.Seats = http.StatusText(status), nil
+	}
+	return status, b
+}
+
+// Write answers err with its status, code and client message. It logs the
+// whole error chain: 5xx at error level, 4xx at debug level. 503 carries
+// Retry-After.
+func (wr Writer) Write(w http.ResponseWriter, r *http.Request, err error) {
+	status, b := bodyFor(err)
+	if wr.Log != nil {
+		level := slog.LevelDebug
+		if status >= 500 {
+			level = slog.LevelError
 		}
-		b.Error.Message = http.StatusText(status)
-		if status == http.StatusServiceUnavailable {
-			w.Header().Set("Retry-After", RetryAfter)
-			b.Error.Message = "a backend is unavailable; retry later"
-		}
+		wr.Log.Log(r.Context(), level, "request failed", "method", r.Method, "path", r.URL.Path, "code", b.Error.Code, "err", err)
+	}
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", RetryAfter)
 	}
 	if wr.Counts != nil {
-		wr.Counts.WithLabelValues(code).Inc()
+		wr.Counts.WithLabelValues(b.Error.Code).Inc()
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")

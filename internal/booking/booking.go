@@ -10,18 +10,20 @@ package booking
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 	"time"
+
+	"usher/internal/fault"
 )
 
 // Errors every Store returns (wrapped with operation context).
 var (
-	ErrNotFound = errors.New("not found")
-	ErrInvalid  = errors.New("invalid input")
+	ErrNotFound = fault.New(fault.NotFound, "not found")
+	// ErrInvalid: input the database refuses (a constraint); the client sees
+	// only this fixed text, never the constraint.
+	ErrInvalid = fault.New(fault.Invalid, "invalid input")
 	// ErrUnavailable wraps any failure to reach the database.
-	ErrUnavailable = errors.New("database unavailable")
+	ErrUnavailable = fault.New(fault.Unavailable, "database unavailable")
 )
 
 // SeatStatus is a seat's state in SQL. Holds live in the hold store; SQL
@@ -173,7 +175,7 @@ func CheckSeatSpecs(seats []SeatSpec) error {
 	for _, seat := range seats {
 		k := key{seat.Section, seat.Row, seat.Number}
 		if seen[k] {
-			return fmt.Errorf("seat %s/%s/%d twice: %w", seat.Section, seat.Row, seat.Number, ErrInvalid)
+			return ErrInvalid.Detail("seat %q row %q number %d: listed twice", seat.Section, seat.Row, seat.Number)
 		}
 		seen[k] = true
 	}

@@ -10,22 +10,24 @@ package hold
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"usher/internal/fault"
 )
 
 // Errors every Store returns (wrapped with operation context).
 var (
-	ErrNotFound = errors.New("hold not found")
+	ErrNotFound = fault.New(fault.HoldNotFound, "hold not found")
 	// ErrTaken: some seats are held by another hold; see *TakenError.
-	ErrTaken = errors.New("seats already held")
+	ErrTaken = fault.New(fault.SeatsTaken, "seats already held")
 	// ErrLimit: the holder would hold more than the limit.
-	ErrLimit   = errors.New("hold limit reached")
-	ErrSoldOut = errors.New("sold out")
-	// ErrUnavailable wraps any failure to reach the backend.
-	ErrUnavailable = errors.New("hold store unavailable")
+	ErrLimit   = fault.New(fault.HoldLimit, "hold limit reached")
+	ErrSoldOut = fault.New(fault.SoldOut, "sold out")
+	// ErrUnavailable wraps any failure to reach the backend, a missed
+	// deadline included.
+	ErrUnavailable = fault.New(fault.Unavailable, "hold store unavailable")
 )
 
 // TakenError lists the seats that another hold already has.
@@ -35,7 +37,11 @@ func (e *TakenError) Error() string {
 	return fmt.Sprintf("%v: %s", ErrTaken, strings.Join(e.Seats, ","))
 }
 
-func (e *TakenError) Is(target error) bool { return target == ErrTaken }
+// Unwrap makes errors.Is(err, ErrTaken) true and gives the error its code.
+func (e *TakenError) Unwrap() error { return ErrTaken }
+
+// FaultSeats shows the client the seats at fault (fault.Seats).
+func (e *TakenError) FaultSeats() []string { return e.Seats }
 
 // Hold is a set of seats (or a quantity of stock) held by one holder in one
 // scope (a schedule) until ExpiresAt.

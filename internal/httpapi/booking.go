@@ -18,7 +18,7 @@ import (
 func scheduleID(r *http.Request) (int64, error) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
-		return 0, fmt.Errorf("%w: schedule id %q: want a positive integer", sale.ErrInvalid, r.PathValue("id"))
+		return 0, sale.ErrInvalid.Detail("schedule id %q: want a positive integer", r.PathValue("id"))
 	}
 	return id, nil
 }
@@ -91,7 +91,7 @@ func (s *server) hold() http.Handler {
 			return
 		}
 		if req.Quantity != nil && req.SeatIDs != nil {
-			s.errs.Write(w, r, fmt.Errorf("%w: want seat_ids or quantity, not both", sale.ErrInvalid))
+			s.errs.Write(w, r, sale.ErrInvalid.Detail("want seat_ids or quantity, not both"))
 			return
 		}
 		a, ok := s.gated(w, r, id)
@@ -167,11 +167,11 @@ func (s *server) reserve() http.Handler {
 			return
 		}
 		if req.ScheduleID <= 0 {
-			s.errs.Write(w, r, fmt.Errorf("%w: schedule_id: want a positive integer", sale.ErrInvalid))
+			s.errs.Write(w, r, sale.ErrInvalid.Detail("schedule_id: want a positive integer"))
 			return
 		}
 		if req.HoldID != "" && req.SeatIDs != nil {
-			s.errs.Write(w, r, fmt.Errorf("%w: want seat_ids or hold_id, not both", sale.ErrInvalid))
+			s.errs.Write(w, r, sale.ErrInvalid.Detail("want seat_ids or hold_id, not both"))
 			return
 		}
 		// A retry of a reservation already made answers without the gate: the
@@ -208,7 +208,7 @@ func (s *server) reserve() http.Handler {
 func (s *server) reservationFor(r *http.Request) (booking.Reservation, error) {
 	id := r.PathValue("id")
 	if !queue.ValidVisitorID(id) {
-		return booking.Reservation{}, fmt.Errorf("%w: reservation id", sale.ErrInvalid)
+		return booking.Reservation{}, sale.ErrInvalid.Detail("reservation id: want 1 to %d printable ASCII bytes without spaces", queue.MaxVisitorID)
 	}
 	// Read the owner first: the token is bound to the reservation's room.
 	owner, err := s.Sale.Owner(r.Context(), id)
@@ -311,7 +311,7 @@ func (s *server) createSchedule() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		concert, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 		if err != nil || concert <= 0 {
-			s.errs.Write(w, r, fmt.Errorf("%w: concert id: want a positive integer", sale.ErrInvalid))
+			s.errs.Write(w, r, sale.ErrInvalid.Detail("concert id: want a positive integer"))
 			return
 		}
 		req, err := decode[scheduleRequest](w, r)
@@ -367,7 +367,7 @@ func (s *server) setStock() http.Handler {
 			return
 		}
 		if req.Total == nil {
-			s.errs.Write(w, r, fmt.Errorf("%w: total: required", sale.ErrInvalid))
+			s.errs.Write(w, r, sale.ErrInvalid.Detail("total: required"))
 			return
 		}
 		lvl, err := s.Sale.SetStock(r.Context(), id, *req.Total)

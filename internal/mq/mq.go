@@ -11,17 +11,17 @@ package mq
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"usher/internal/booking"
+	"usher/internal/fault"
 )
 
 // Errors a Broker returns (wrapped with operation context).
 var (
-	ErrNotFound = errors.New("reservation not found")
+	ErrNotFound = fault.New(fault.ReservationGone, "reservation not found")
 	// ErrUnavailable wraps any failure to reach the broker.
-	ErrUnavailable = errors.New("broker unavailable")
+	ErrUnavailable = fault.New(fault.Unavailable, "broker unavailable")
 )
 
 // Handler decides a batch of pending reservations (booking.Store.Decide)

@@ -15,25 +15,27 @@ package queue
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math"
 	"regexp"
 	"time"
+
+	"usher/internal/fault"
 )
 
 // Errors that every Store returns (wrapped with operation context). The HTTP
 // layer maps them to statuses in one table.
 var (
-	ErrRoomNotFound = errors.New("room not found")
-	ErrRoomClosed   = errors.New("room closed")
-	ErrInvalid      = errors.New("invalid input")
+	ErrRoomNotFound = fault.New(fault.RoomNotFound, "room not found")
+	ErrRoomClosed   = fault.New(fault.RoomClosed, "room closed")
+	// ErrInvalid: input out of range; validators return ErrInvalid.Detail
+	// naming the field.
+	ErrInvalid = fault.New(fault.Invalid, "invalid input")
 	// ErrUnavailable wraps any failure to reach the backend (network, timeout,
 	// server down). Callers answer 503 and retry later. Nothing was
 	// half-written, but a call that timed out may have run in full: retrying
 	// Enter is safe (idempotent), and visitors admitted by a step whose
 	// answer was lost lose their slot after ClaimWindow unless they poll.
-	ErrUnavailable = errors.New("store unavailable")
+	ErrUnavailable = fault.New(fault.Unavailable, "store unavailable")
 )
 
 // RoomState says what a room does with arriving and waiting visitors.
@@ -101,9 +103,7 @@ func (s Settings) BucketCapacity() float64 { return float64(s.Batch() + 1) }
 
 // Validate reports the first setting out of range, wrapped in ErrInvalid.
 func (s Settings) Validate() error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
-	}
+	bad := ErrInvalid.Detail
 	switch {
 	case s.State != Open && s.State != Paused && !s.State.Refuses():
 		return bad("state %q: want open, paused, closed or sold_out", s.State)

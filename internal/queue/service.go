@@ -11,10 +11,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"usher/internal/fault"
 )
 
 // ErrNotAdmitted is returned by Renew for a visitor without an active slot.
-var ErrNotAdmitted = errors.New("visitor not admitted")
+var ErrNotAdmitted = fault.New(fault.NotAdmitted, "visitor not admitted")
 
 // Options configure a Queue. Zero values take the defaults noted.
 type Options struct {
@@ -76,7 +78,7 @@ func (q *Queue) Now() time.Time { return q.now() }
 
 func checkRoom(room string) error {
 	if !ValidRoomID(room) {
-		return fmt.Errorf("%w: room id %q: want [a-z0-9][a-z0-9-]{0,63}", ErrInvalid, room)
+		return ErrInvalid.Detail("room id %q: want [a-z0-9][a-z0-9-]{0,63}", room)
 	}
 	return nil
 }
@@ -86,7 +88,7 @@ func checkVisitor(room, visitor string) error {
 		return err
 	}
 	if !ValidVisitorID(visitor) {
-		return fmt.Errorf("%w: visitor id: want 1 to %d printable ASCII bytes without spaces", ErrInvalid, MaxVisitorID)
+		return ErrInvalid.Detail("visitor id: want 1 to %d printable ASCII bytes without spaces", MaxVisitorID)
 	}
 	return nil
 }

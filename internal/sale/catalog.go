@@ -14,7 +14,7 @@ import (
 // CreateConcert creates a concert.
 func (s *Service) CreateConcert(ctx context.Context, title string) (booking.Concert, error) {
 	if title == "" || len(title) > 200 {
-		return booking.Concert{}, fmt.Errorf("%w: title: want 1 to 200 bytes", ErrInvalid)
+		return booking.Concert{}, ErrInvalid.Detail("title: want 1 to 200 bytes")
 	}
 	return s.cfg.Catalog.CreateConcert(ctx, title)
 }
@@ -23,7 +23,7 @@ func (s *Service) CreateConcert(ctx context.Context, title string) (booking.Conc
 // the default settings (the operator tunes it with PUT /api/v1/rooms/{room}).
 func (s *Service) CreateSchedule(ctx context.Context, sch booking.Schedule) (booking.Schedule, error) {
 	if sch.Room != "" && !queue.ValidRoomID(sch.Room) {
-		return booking.Schedule{}, fmt.Errorf("%w: room %q: want [a-z0-9][a-z0-9-]{0,63}", ErrInvalid, sch.Room)
+		return booking.Schedule{}, ErrInvalid.Detail("room %q: want [a-z0-9][a-z0-9-]{0,63}", sch.Room)
 	}
 	sch, err := s.cfg.Catalog.CreateSchedule(ctx, sch)
 	if err != nil {
@@ -52,16 +52,16 @@ func (l SeatLayout) Specs() ([]booking.SeatSpec, error) {
 	n := len(l.Sections) * l.Rows * l.SeatsPerRow
 	switch {
 	case len(l.Sections) == 0 || l.Rows <= 0 || l.SeatsPerRow <= 0:
-		return nil, fmt.Errorf("%w: seat layout: want sections, rows and seats_per_row", ErrInvalid)
+		return nil, ErrInvalid.Detail("seat layout: want sections, rows and seats_per_row")
 	case l.Rows > maxSeatsPerCall || l.SeatsPerRow > maxSeatsPerCall || n > maxSeatsPerCall:
-		return nil, fmt.Errorf("%w: seat layout: at most %d seats per call", ErrInvalid, maxSeatsPerCall)
+		return nil, ErrInvalid.Detail("seat layout: at most %d seats per call", maxSeatsPerCall)
 	case l.Price < 0:
-		return nil, fmt.Errorf("%w: price: want 0 or more", ErrInvalid)
+		return nil, ErrInvalid.Detail("price: want 0 or more")
 	}
 	specs := make([]booking.SeatSpec, 0, n)
 	for _, sec := range l.Sections {
 		if sec == "" || len(sec) > 16 {
-			return nil, fmt.Errorf("%w: section %q: want 1 to 16 bytes", ErrInvalid, sec)
+			return nil, ErrInvalid.Detail("section %q: want 1 to 16 bytes", sec)
 		}
 		for row := 1; row <= l.Rows; row++ {
 			for num := 1; num <= l.SeatsPerRow; num++ {

@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"usher/internal/booking"
+	"usher/internal/fault"
 	"usher/internal/hold"
 	"usher/internal/mq"
 	"usher/internal/queue"
@@ -34,12 +35,13 @@ import (
 // Errors of the booking flow (the backends' errors pass through wrapped).
 var (
 	// ErrSeatUnknown: a seat id that the schedule does not have.
-	ErrSeatUnknown = errors.New("unknown seat")
+	ErrSeatUnknown = fault.New(fault.SeatUnknown, "unknown seat")
 	// ErrNotHeld: the caller does not hold every seat it wants to reserve;
 	// see *NotHeldError.
-	ErrNotHeld = errors.New("seats not held by the caller")
-	// ErrInvalid: malformed input (the message says which).
-	ErrInvalid = errors.New("invalid input")
+	ErrNotHeld = fault.New(fault.SeatsNotHeld, "seats not held by the caller")
+	// ErrInvalid: malformed input; validators return ErrInvalid.Detail
+	// naming the field.
+	ErrInvalid = fault.New(fault.Invalid, "invalid input")
 )
 
 // NotHeldError lists the seats the caller does not hold.
@@ -47,8 +49,11 @@ type NotHeldError struct{ Seats []string }
 
 func (e *NotHeldError) Error() string { return fmt.Sprintf("%v: %v", ErrNotHeld, e.Seats) }
 
-// Is makes errors.Is(err, ErrNotHeld) true.
-func (e *NotHeldError) Is(target error) bool { return target == ErrNotHeld }
+// Unwrap makes errors.Is(err, ErrNotHeld) true and gives the error its code.
+func (e *NotHeldError) Unwrap() error { return ErrNotHeld }
+
+// FaultSeats shows the client the seats at fault (fault.Seats).
+func (e *NotHeldError) FaultSeats() []string { return e.Seats }
 
 // Config wires a Service. Catalog, Holds, Broker and Queue are required.
 type Config struct {
@@ -236,10 +241,10 @@ func (s *Service) buildSeatMap(ctx context.Context, scheduleID int64, now time.T
 // duplicates, all in the schedule.
 func (s *Service) checkSeats(ctx context.Context, scheduleID int64, seats []int64) (*SeatMap, error) {
 	if len(seats) == 0 || len(seats) > s.cfg.SeatLimit {
-		return nil, fmt.Errorf("%w: want 1 to %d seat ids", ErrInvalid, s.cfg.SeatLimit)
+		return nil, ErrInvalid.Detail("seat_ids: want 1 to %d seat ids", s.cfg.SeatLimit)
 	}
 	if len(uniq(seats)) != len(seats) {
-		return nil, fmt.Errorf("%w: duplicate seat ids", ErrInvalid)
+		return nil, ErrInvalid.Detail("seat_ids: a seat id twice")
 	}
 	m, err := s.SeatMap(ctx, scheduleID)
 	if err != nil {
@@ -348,7 +353,7 @@ func (s *Service) Reserve(ctx context.Context, visitor string, scheduleID int64,
 // checkKey validates an idempotency key.
 func checkKey(key string) error {
 	if len(key) == 0 || len(key) > maxIdempotencyKey || !queue.ValidVisitorID(key) {
-		return fmt.Errorf("%w: idempotency_key: want 1 to %d printable ASCII bytes without spaces", ErrInvalid, maxIdempotencyKey)
+		return ErrInvalid.Detail("idempotency_key: want 1 to %d printable ASCII bytes without spaces", maxIdempotencyKey)
 	}
 	return nil
 }

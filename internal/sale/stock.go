@@ -42,7 +42,7 @@ type StockLevel struct {
 // the units already sold), then gives the hold store the units not sold.
 func (s *Service) SetStock(ctx context.Context, scheduleID, total int64) (StockLevel, error) {
 	if total < 0 {
-		return StockLevel{}, fmt.Errorf("%w: total: want 0 or more", ErrInvalid)
+		return StockLevel{}, ErrInvalid.Detail("total: want 0 or more")
 	}
 	if err := s.cfg.Catalog.SetStock(ctx, scheduleID, total); err != nil {
 		return StockLevel{}, err
@@ -70,7 +70,7 @@ func (s *Service) Stock(ctx context.Context, scheduleID int64) (int64, error) {
 // StockLimit units.
 func (s *Service) HoldStock(ctx context.Context, scheduleID int64, visitor string, n int64) (hold.Hold, error) {
 	if n < 1 {
-		return hold.Hold{}, fmt.Errorf("%w: quantity: want 1 to %d", ErrInvalid, s.cfg.StockLimit)
+		return hold.Hold{}, ErrInvalid.Detail("quantity: want 1 to %d", s.cfg.StockLimit)
 	}
 	if n > int64(s.cfg.StockLimit) {
 		return hold.Hold{}, fmt.Errorf("sale: hold %d units, limit %d: %w", n, s.cfg.StockLimit, hold.ErrLimit)
@@ -96,7 +96,7 @@ func (s *Service) ReserveStock(ctx context.Context, visitor string, scheduleID i
 		return booking.Reservation{}, false, err
 	}
 	if !queue.ValidVisitorID(holdID) {
-		return booking.Reservation{}, false, fmt.Errorf("%w: hold_id: want 1 to %d printable ASCII bytes without spaces", ErrInvalid, queue.MaxVisitorID)
+		return booking.Reservation{}, false, ErrInvalid.Detail("hold_id: want 1 to %d printable ASCII bytes without spaces", queue.MaxVisitorID)
 	}
 	if _, err := s.Schedule(ctx, scheduleID); err != nil {
 		return booking.Reservation{}, false, err
@@ -110,7 +110,7 @@ func (s *Service) ReserveStock(ctx context.Context, visitor string, scheduleID i
 		return booking.Reservation{}, false, fmt.Errorf("sale: reserve stock hold %s: %w", holdID, hold.ErrNotFound)
 	}
 	if h.Quantity <= 0 {
-		return booking.Reservation{}, false, fmt.Errorf("%w: hold %s holds seats: reserve them with seat_ids", ErrInvalid, holdID)
+		return booking.Reservation{}, false, ErrInvalid.Detail("hold_id: the hold has seats; reserve them with seat_ids")
 	}
 	// The reservation's id comes from the hold: reserving one hold under two
 	// idempotency keys makes one reservation, not two sales of its units.

@@ -58,8 +58,9 @@ package token
 
 import (
 	"encoding/base64"
-	"errors"
 	"time"
+
+	"usher/internal/fault"
 )
 
 // Errors returned by the Parse methods. Signing errors and key-file errors are
@@ -67,9 +68,9 @@ import (
 var (
 	// ErrInvalid: malformed, forged, signed by an unknown key id, or a token
 	// of another kind.
-	ErrInvalid   = errors.New("token invalid")
-	ErrExpired   = errors.New("token expired")
-	ErrWrongRoom = errors.New("token for another room")
+	ErrInvalid   = fault.New(fault.TokenInvalid, "token invalid")
+	ErrExpired   = fault.New(fault.TokenExpired, "token expired")
+	ErrWrongRoom = fault.New(fault.TokenWrongRoom, "token for another room")
 )
 
 // TicketTTL is how long a ticket (proof of a queue place) stays valid after it

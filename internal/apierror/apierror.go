@@ -63,6 +63,10 @@ var statuses = map[string]int{
 	fault.HoldLimit:        http.StatusConflict,
 	fault.SoldOut:          http.StatusConflict,
 	fault.Unavailable:      http.StatusServiceUnavailable,
+	fault.BadPath:          http.StatusBadRequest,
+	fault.RateLimited:      http.StatusTooManyRequests,
+	fault.ChallengeNeeded:  http.StatusPreconditionRequired,
+	fault.ChallengeInvalid: http.StatusUnauthorized,
 }
 
 // Status returns the HTTP status and code for err: the code of the outermost

@@ -197,3 +197,35 @@ func TestRedirectsStayOnSite(t *testing.T) {
 		}
 	}
 }
+
+// TestGatedAnswersNotShared: a gated answer is marked private and varies by
+// cookie, unless the origin chose its own caching; an open one is left alone;
+// a client's X-Forwarded-Host never reaches the origin.
+func TestGatedAnswersNotShared(t *testing.T) {
+	origin := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/shop/own" {
+			w.Header().Set("Cache-Control", "no-store")
+		}
+		w.Header().Set("Echo-X-Forwarded-Host", r.Header.Get("X-Forwarded-Host"))
+		fmt.Fprint(w, "ok")
+	})
+	e := newEnv(t, origin, Rules{Gate: []string{"/shop"}})
+	pass := e.admit("sale", "v1", time.Time{})
+	auth := map[string]string{"Authorization": "Bearer " + pass, "X-Forwarded-Host": "evil.example"}
+	res := do(t, http.DefaultClient, "GET", e.url+"/shop/item", auth)
+	if cc := res.header.Get("Cache-Control"); res.status != 200 || cc != "private" {
+		t.Errorf("gated answer: %d, Cache-Control %q, want 200 private", res.status, cc)
+	}
+	if v := strings.Join(res.header.Values("Vary"), ","); !strings.Contains(v, "Cookie") {
+		t.Errorf("gated answer: Vary %q lacks Cookie", v)
+	}
+	if h := res.header.Get("Echo-X-Forwarded-Host"); h == "evil.example" {
+		t.Errorf("the client's X-Forwarded-Host reached the origin")
+	}
+	if res := do(t, http.DefaultClient, "GET", e.url+"/shop/own", auth); res.header.Get("Cache-Control") != "no-store" {
+		t.Errorf("origin's own Cache-Control replaced: %q", res.header.Get("Cache-Control"))
+	}
+	if res := do(t, http.DefaultClient, "GET", e.url+"/about", nil); res.header.Get("Cache-Control") != "" {
+		t.Errorf("open answer got Cache-Control %q", res.header.Get("Cache-Control"))
+	}
+}

@@ -270,10 +270,20 @@ func flightOf(r *http.Request) *flight {
 }
 
 // modifyResponse observes the origin's answer, honours Usher-Release and
-// adds the visitor's renewed pass.
+// adds the visitor's renewed pass. A gated answer is marked for this visitor
+// only (Cache-Control: private unless the origin chose, Vary: Cookie and
+// Authorization), so that no shared cache serves it to someone without a
+// pass.
 func (p *Proxy) modifyResponse(res *http.Response) error {
 	f := flightOf(res.Request)
 	p.metrics.observe(f.room, res.StatusCode, time.Since(f.start))
+	if f.visitor != "" { // a gated answer, for this visitor only
+		if res.Header.Get("Cache-Control") == "" {
+			res.Header.Set("Cache-Control", "private")
+		}
+		res.Header.Add("Vary", "Cookie")
+		res.Header.Add("Vary", "Authorization")
+	}
 	release := res.Header.Get(wire.ReleaseHeader)
 	res.Header.Del(wire.ReleaseHeader)
 	if release == "1" || strings.EqualFold(release, "true") {

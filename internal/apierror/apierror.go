@@ -63,6 +63,10 @@ var statuses = map[string]int{
 	fault.HoldLimit:        http.StatusConflict,
 	fault.SoldOut:          http.StatusConflict,
 	fault.Unavailable:      http.StatusServiceUnavailable,
+	fault.BadPath:          http.StatusBadRequest,
+	fault.RateLimited:      http.StatusTooManyRequests,
+	fault.ChallengeNeeded:  http.StatusPreconditionRequired,
+	fault.ChallengeInvalid: http.StatusUnauthorized,
 }
 
 // Status returns the HTTP status and code for err: the code of the outermost
@@ -124,8 +128,8 @@ func bodyFor(err error) (int, Body) {
 }
 
 // Write answers err with its status, code and client message. It logs the
-// whole error chain: 5xx at error level, 4xx at debug level. 503 carries
-// Retry-After.
+// whole error chain: 5xx at error level, 4xx at debug level. 503 and 429
+// carry Retry-After: the caller's, if it set one, else RetryAfter.
 func (wr Writer) Write(w http.ResponseWriter, r *http.Request, err error) {
 	status, b := bodyFor(err)
 	if wr.Log != nil {
@@ -135,7 +139,7 @@ func (wr Writer) Write(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		wr.Log.Log(r.Context(), level, "request failed", "method", r.Method, "path", r.URL.Path, "code", b.Error.Code, "err", err)
 	}
-	if status == http.StatusServiceUnavailable {
+	if (status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests) && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", RetryAfter)
 	}
 	if wr.Counts != nil {

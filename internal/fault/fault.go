@@ -45,6 +45,10 @@ const (
 	HoldLimit           = "hold_limit"
 	SoldOut             = "sold_out"
 	Unavailable         = "unavailable"
+	BadPath             = "bad_path"
+	RateLimited         = "rate_limited"
+	ChallengeNeeded     = "challenge_required"
+	ChallengeInvalid    = "challenge_invalid"
 	Internal            = "internal"
 )
 

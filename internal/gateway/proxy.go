@@ -44,6 +44,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"usher/internal/apierror"
+	"usher/internal/canon"
+	"usher/internal/fault"
 	"usher/internal/gate"
 	"usher/internal/queue"
 	"usher/internal/token"
@@ -142,6 +144,9 @@ func New(c Config) (*Proxy, error) {
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(c.Origin)
 			pr.SetXForwarded()
+			for _, h := range overrideHeaders {
+				pr.Out.Header.Del(h)
+			}
 		},
 		Transport: c.Transport,
 		// Flush every 100ms; server-sent events and bodies of unknown length
@@ -156,11 +161,23 @@ func New(c Config) (*Proxy, error) {
 
 // ServeHTTP routes the request: usher's API, an open path, or the gate.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == strings.TrimSuffix(Prefix, "/") || strings.HasPrefix(r.URL.Path, Prefix) {
+	if r.Method == http.MethodConnect || r.Method == http.MethodTrace {
+		p.errs.Write(w, r, apierror.ErrMethodNotAllowed)
+		return
+	}
+	path, ok := p.canonical(w, r)
+	if !ok {
+		return
+	}
+	if path == strings.TrimSuffix(Prefix, "/") || strings.HasPrefix(path, Prefix) {
 		p.api.ServeHTTP(w, r)
 		return
 	}
-	room, gated := p.c.Rules.Match(r.URL.Path)
+	room, gated, err := p.c.Rules.Resolve(path)
+	if err != nil {
+		p.errs.Write(w, r, ErrBadPath.Detail("the case of this path is ambiguous; use the site's own links"))
+		return
+	}
 	if !gated {
 		p.forward(w, r, &flight{room: room})
 		return
@@ -181,6 +198,49 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.wait(w, r, room)
+}
+
+// overrideHeaders are request headers with which some origins (IIS URL
+// Rewrite, Symfony, some nginx set-ups) route by another URL or method than
+// the request line's: the proxy matched the request line, so they are
+// dropped before the origin sees them.
+var overrideHeaders = []string{
+	"X-Original-URL", "X-Rewrite-URL", "X-Original-URI", "X-Override-URL",
+	"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override",
+}
+
+// ErrBadPath answers a request path that the proxy will not interpret: see
+// package canon for what is refused.
+var ErrBadPath = fault.New(fault.BadPath, "request path refused")
+
+// canonical replaces r's path with its canonical form (package canon): the
+// one the rules match and the origin receives. A path that is refused is
+// answered 400; one that is only not canonical in structure (dot segments,
+// repeated slashes) is redirected to the canonical form for GET and HEAD
+// (308) and refused for other methods, so no request reaches a rule under
+// one spelling and the origin under another.
+func (p *Proxy) canonical(w http.ResponseWriter, r *http.Request) (string, bool) {
+	target := r.RequestURI
+	if target == "" { // a request made in-process rather than read off the wire
+		target = r.URL.EscapedPath()
+	}
+	path, changed, err := canon.Target(target)
+	if err == nil && changed && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		loc := (&url.URL{Path: path}).EscapedPath()
+		if r.URL.RawQuery != "" {
+			loc += "?" + r.URL.RawQuery
+		}
+		w.Header().Set("Location", canon.Return(loc))
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusPermanentRedirect)
+		return "", false
+	}
+	if err != nil || changed {
+		p.errs.Write(w, r, ErrBadPath)
+		return "", false
+	}
+	r.URL.Path, r.URL.RawPath = path, ""
+	return path, true
 }
 
 // flight is what the proxy knows about one request to the origin.
@@ -210,10 +270,20 @@ func flightOf(r *http.Request) *flight {
 }
 
 // modifyResponse observes the origin's answer, honours Usher-Release and
-// adds the visitor's renewed pass.
+// adds the visitor's renewed pass. A gated answer is marked for this visitor
+// only (Cache-Control: private unless the origin chose, Vary: Cookie and
+// Authorization), so that no shared cache serves it to someone without a
+// pass.
 func (p *Proxy) modifyResponse(res *http.Response) error {
 	f := flightOf(res.Request)
 	p.metrics.observe(f.room, res.StatusCode, time.Since(f.start))
+	if f.visitor != "" { // a gated answer, for this visitor only
+		if res.Header.Get("Cache-Control") == "" {
+			res.Header.Set("Cache-Control", "private")
+		}
+		res.Header.Add("Vary", "Cookie")
+		res.Header.Add("Vary", "Authorization")
+	}
 	release := res.Header.Get(wire.ReleaseHeader)
 	res.Header.Del(wire.ReleaseHeader)
 	if release == "1" || strings.EqualFold(release, "true") {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -40,6 +41,11 @@ type Rules struct {
 	// Open lists patterns that always pass without a pass.
 	Open   []string
 	Routes []Route
+	// FoldCase matches patterns without regard to case, for origins that
+	// ignore case (IIS, most Windows servers): "/SHOP/x" is gated by
+	// "/shop/". Without it patterns match case-sensitively and Resolve
+	// refuses a path whose case changes the decision (see Resolve).
+	FoldCase bool
 }
 
 // Validate reports the first bad pattern or room id.
@@ -94,6 +100,18 @@ func (rs Rules) Rooms() []string {
 
 // Match returns the room for path and whether the path is gated.
 func (rs Rules) Match(path string) (room string, gated bool) {
+	return rs.match(path, false)
+}
+
+// match is Match; with fold, every pattern is lower-cased before it is
+// compared (path is expected lower-cased already).
+func (rs Rules) match(path string, fold bool) (room string, gated bool) {
+	matches := func(pattern, path string) bool {
+		if fold {
+			pattern = strings.ToLower(pattern)
+		}
+		return matches(pattern, path)
+	}
 	room, best := rs.DefaultRoom, -1
 	for _, r := range rs.Routes {
 		if matches(r.Prefix, path) && len(r.Prefix) > best {
@@ -116,6 +134,34 @@ func (rs Rules) Match(path string) (room string, gated bool) {
 		}
 	}
 	return room, gated
+}
+
+// ErrCaseAmbiguous is Resolve's answer for a path that the rules would gate
+// differently, or give to another room, if its case were folded.
+var ErrCaseAmbiguous = errors.New("path case changes the rule that applies")
+
+// Resolve is Match for a canonical path (canon.Path) as the proxy uses it.
+// With FoldCase it matches the lower-cased path against lower-cased
+// patterns. Without it, it matches exactly, and refuses with
+// ErrCaseAmbiguous a path that would be decided differently with its case
+// folded: "/SHOP/x" under Gate "/shop" reaches an origin that ignores case
+// as "/shop/x", so it may neither pass ungated nor be served as another
+// room's page, whichever way the origin treats case. Honest links use the
+// rules' own case and never meet the refusal.
+func (rs Rules) Resolve(path string) (room string, gated bool, err error) {
+	lower := strings.ToLower(path)
+	if rs.FoldCase {
+		room, gated = rs.match(lower, true)
+		return room, gated, nil
+	}
+	room, gated = rs.match(path, false)
+	if lower == path {
+		return room, gated, nil
+	}
+	if r2, g2 := rs.match(lower, true); g2 != gated || r2 != room {
+		return "", false, ErrCaseAmbiguous
+	}
+	return room, gated, nil
 }
 
 func matches(pattern, path string) bool {

@@ -70,3 +70,42 @@ func TestRulesValidate(t *testing.T) {
 		t.Errorf("ParseRoute = %+v, %v", r, err)
 	}
 }
+
+func TestRulesResolveCase(t *testing.T) {
+	rs := Rules{
+		DefaultRoom: "main",
+		Gate:        []string{"/shop"},
+		Open:        []string{"/static/"},
+		Routes:      []Route{{Prefix: "/concert-a/", Room: "room-a"}},
+	}
+	type want struct {
+		room  string
+		gated bool
+		err   bool
+	}
+	for _, tc := range []struct {
+		path        string
+		exact, fold want
+	}{
+		{"/shop/x", want{"main", true, false}, want{"main", true, false}},
+		{"/SHOP/x", want{err: true}, want{"main", true, false}},
+		{"/Shop", want{err: true}, want{"main", true, false}},
+		{"/static/app.css", want{"main", false, false}, want{"main", false, false}},
+		{"/STATIC/app.css", want{"main", false, false}, want{"main", false, false}},
+		{"/Concert-A/x", want{err: true}, want{"room-a", false, false}},
+		{"/About", want{"main", false, false}, want{"main", false, false}},
+	} {
+		for _, fold := range []bool{false, true} {
+			r := rs
+			r.FoldCase = fold
+			w := tc.exact
+			if fold {
+				w = tc.fold
+			}
+			room, gated, err := r.Resolve(tc.path)
+			if (err != nil) != w.err || room != w.room || gated != w.gated {
+				t.Errorf("FoldCase=%v Resolve(%q) = %q, %v, %v; want %q, %v, err %v", fold, tc.path, room, gated, err, w.room, w.gated, w.err)
+			}
+		}
+	}
+}

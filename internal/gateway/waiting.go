@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"usher/internal/apierror"
+	"usher/internal/canon"
 	"usher/internal/gate"
 	"usher/internal/queue"
 	"usher/internal/token"
@@ -62,7 +63,7 @@ func (p *Proxy) wait(w http.ResponseWriter, r *http.Request, room string) {
 		}
 		http.SetCookie(w, cookie)
 		w.Header().Set("Cache-Control", "no-store")
-		http.Redirect(w, r, r.URL.RequestURI(), http.StatusSeeOther)
+		http.Redirect(w, r, canon.Return(r.URL.RequestURI()), http.StatusSeeOther)
 		return
 	}
 
@@ -116,7 +117,7 @@ func (p *Proxy) waitingPage(w http.ResponseWriter, r *http.Request, room, ticket
 func (p *Proxy) renderPage(w http.ResponseWriter, r *http.Request, status int, pg Page) {
 	pg.T = p.text
 	pg.UpdatedAt = p.c.Queue.Now()
-	pg.URL = r.URL.RequestURI()
+	pg.URL = canon.Return(r.URL.RequestURI())
 	pg.CSS, pg.Script = waitingCSS, waitingJS
 	pg.Client = clientState{
 		State: pg.State, Position: pg.Position, StartPosition: pg.StartPosition,

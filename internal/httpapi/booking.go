@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"usher/internal/gate"
 	"usher/internal/queue"
 	"usher/internal/sale"
+	"usher/internal/token"
 	"usher/internal/wire"
 )
 
@@ -173,7 +175,13 @@ func (s *server) reservationFor(r *http.Request) (booking.Reservation, error) {
 	if !queue.ValidVisitorID(id) {
 		return booking.Reservation{}, sale.ErrInvalid.Detail("reservation id: want 1 to %d printable ASCII bytes without spaces", queue.MaxVisitorID)
 	}
-	// Read the owner first: the token is bound to the reservation's room.
+	// The token is bound to the reservation's room, which only the
+	// reservation tells; so first check that the request carries a token
+	// this server signed (for any room), so that a stranger learns nothing,
+	// not even whether the id exists.
+	if _, err := s.visitorOf(r, ""); err != nil && !errors.Is(err, token.ErrWrongRoom) {
+		return booking.Reservation{}, err
+	}
 	owner, err := s.Sale.Owner(r.Context(), id)
 	if err != nil {
 		return booking.Reservation{}, err
@@ -210,6 +218,12 @@ func (s *server) reservationEvents() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
+		release, err := s.streams.acquire(res.Visitor)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		defer release()
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		states, err := s.Sale.Watch(ctx, res.Visitor, res.ID)

@@ -187,6 +187,16 @@ func TestBookingFlow(t *testing.T) {
 	if r := e.do(nil, "GET", "/api/v1/reservations/"+res.ReservationID, bob.Ticket, ""); r.status != 404 {
 		t.Errorf("bob reads alice's reservation: %d, want 404", r.status)
 	}
+	// Without a token, or with a forged one, an existing and an unknown id
+	// get the same answer: the token is checked first.
+	for _, tok := range []string{"", "t1.nope.nope.nope"} {
+		want := 401
+		known := e.do(nil, "GET", "/api/v1/reservations/"+res.ReservationID, tok, "")
+		unknown := e.do(nil, "GET", "/api/v1/reservations/r-unknown-id", tok, "")
+		if known.status != want || unknown.status != want || known.errorCode(t) != unknown.errorCode(t) {
+			t.Errorf("token %q: existing id %d %s, unknown id %d %s; want the same 401", tok, known.status, known.body, unknown.status, unknown.body)
+		}
+	}
 	r = e.do(nil, "GET", seatsPath, bob.Pass, "")
 	if !strings.Contains(string(r.body), `"status":"SOLD"`) {
 		t.Errorf("seat map after the sale lacks SOLD: %s", r.body)

@@ -48,6 +48,8 @@ type server struct {
 	gate   *gate.Gate
 	secure bool
 	bufs   sync.Pool // *[]byte: entry responses' JSON
+	// streams bounds the open reservation event streams.
+	streams *streams
 }
 
 // NewServer returns the API handler. It starts nothing.
@@ -56,9 +58,10 @@ func NewServer(c Config) http.Handler {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &server{
-		Config: c,
-		errs:   apierror.Writer{Log: c.Logger, Counts: apierror.NewCounts(c.Registry)},
-		secure: !c.InsecureCookies,
+		Config:  c,
+		errs:    apierror.Writer{Log: c.Logger, Counts: apierror.NewCounts(c.Registry)},
+		secure:  !c.InsecureCookies,
+		streams: newStreams(StreamsPerVisitor, StreamsTotal),
 	}
 	s.gate = gate.New(c.Queue, c.Keys, gate.Options{
 		Room:         func(r *http.Request) string { return r.PathValue("room") },

@@ -20,8 +20,9 @@ import (
 
 // Labels that domain-separate the HMAC secrets derived from a key's seed.
 const (
-	ticketLabel  = "usher ticket v1"
-	visitorLabel = "usher visitor v1"
+	ticketLabel    = "usher ticket v1"
+	visitorLabel   = "usher visitor v1"
+	challengeLabel = "usher challenge v1"
 )
 
 // kidBytes is the number of random bytes in a key id (11 base64url characters).
@@ -46,10 +47,11 @@ type KeyInfo struct {
 
 type key struct {
 	KeyInfo
-	priv    ed25519.PrivateKey
-	pub     ed25519.PublicKey
-	ticket  *macKey
-	visitor *macKey
+	priv      ed25519.PrivateKey
+	pub       ed25519.PublicKey
+	ticket    *macKey
+	visitor   *macKey
+	challenge *macKey
 }
 
 // keyFile is the JSON form of a key, one file <kid>.json per key.
@@ -131,11 +133,12 @@ func newKeyring(files []keyFile, now func() time.Time) (*Keyring, error) {
 		seed, _ := b64.DecodeString(kf.Seed) // checked by parseKeyFile
 		priv := ed25519.NewKeyFromSeed(seed)
 		ky := &key{
-			KeyInfo: KeyInfo{ID: kf.KID, Created: kf.Created, ActivateAt: kf.ActivateAt},
-			priv:    priv,
-			pub:     priv.Public().(ed25519.PublicKey),
-			ticket:  newMACKey(derive(seed, ticketLabel)),
-			visitor: newMACKey(derive(seed, visitorLabel)),
+			KeyInfo:   KeyInfo{ID: kf.KID, Created: kf.Created, ActivateAt: kf.ActivateAt},
+			priv:      priv,
+			pub:       priv.Public().(ed25519.PublicKey),
+			ticket:    newMACKey(derive(seed, ticketLabel)),
+			visitor:   newMACKey(derive(seed, visitorLabel)),
+			challenge: newMACKey(derive(seed, challengeLabel)),
 		}
 		k.keys = append(k.keys, ky)
 		k.byID[kf.KID] = ky

@@ -13,16 +13,17 @@ package limit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
+
+	"usher/internal/fault"
 )
 
 var (
 	// ErrInvalid is a rate or key out of range.
-	ErrInvalid = errors.New("invalid limit")
+	ErrInvalid = fault.New(fault.Invalid, "invalid limit")
 	// ErrUnavailable wraps any failure to reach the backend.
-	ErrUnavailable = errors.New("limit store unavailable")
+	ErrUnavailable = fault.New(fault.Unavailable, "limit store unavailable")
 )
 
 // Rate is Events per Per: a burst of Events, refilled evenly over Per.

@@ -23,12 +23,12 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"math/bits"
 	"strings"
 	"time"
 
+	"usher/internal/fault"
 	"usher/internal/limit"
 	"usher/internal/token"
 )
@@ -47,10 +47,10 @@ const MaxNonce = 64
 
 var (
 	// ErrRequired: the request carries no solution.
-	ErrRequired = errors.New("proof of work required")
+	ErrRequired = fault.New(fault.ChallengeNeeded, "proof of work required: solve the challenge")
 	// ErrInvalid: the solution is malformed, wrong, expired, for another
 	// room, or used before.
-	ErrInvalid = errors.New("proof of work invalid")
+	ErrInvalid = fault.New(fault.ChallengeInvalid, "proof of work invalid: ask for a new challenge")
 )
 
 // Challenge is what a client is asked to solve.

@@ -6,21 +6,25 @@
 #     2,000 waiting, next to a trivial net/http JSON handler
 #     (scripts/trivialjson) answering the same request;
 #  2. enters (browser enters: POST without a body, a new visitor each) into
-#     a paused room that keeps filling (hundreds of thousands waiting by the
-#     last round): enters/s and wrk's p99 latency.
+#     a paused room "crowd" that keeps filling (hundreds of thousands waiting
+#     by the last round): enters/s and wrk's p99 latency with 64 connections
+#     (a closed loop: the faster store also serves more enters), then the
+#     p99 at the same arrival rate on both (usher loadtest, open model,
+#     [rate] enters/s). The enters run first, so that the polls run with
+#     the crowd waiting.
 #
-#   scripts/bench-http.sh [duration=10s] [connections=64] [redis=redis://127.0.0.1:6379/0] [rounds=2]
+#   scripts/bench-http.sh [duration=10s] [connections=64] [redis=redis://127.0.0.1:6379/0] [rounds=4] [rate=2000]
 #
 # redis "none" measures the memory store alone. The stores are measured in
-# interleaved rounds (memory, Redis, trivial; memory, Redis, …) so that
-# other load on the machine hits both alike; the script prints every round
+# interleaved rounds (memory, Redis; Redis, memory; …) so that other load on
+# the machine hits both alike; the script prints every round
 # and the ratios of the sums: memory ÷ Redis for polls/s, Redis ÷ memory
 # for the enter p99 (above 1.0: the memory store is the faster). Needs wrk
-# (Debian package wrk), curl and, with Redis, redis-cli (to delete the keys
+# (Debian package wrk), curl, jq and, with Redis, redis-cli (to delete the keys
 # it made). USHER_BIN=path uses a prebuilt usher.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dur=${1:-10s} conns=${2:-64} redis=${3:-redis://127.0.0.1:6379/0} rounds=${4:-2}
+dur=${1:-10s} conns=${2:-64} redis=${3:-redis://127.0.0.1:6379/0} rounds=${4:-4} rate=${5:-2000}
 tmp=$(mktemp -d)
 prefix="bench-http-$$:"
 pids=()
@@ -68,10 +72,11 @@ for s in "${stores[@]}"; do
     curl -sf -XPUT -H "Authorization: Bearer $admin" "$base/$room" -d '{"state":"paused","admit_rate":50}' >/dev/null
   done
   for i in $(seq 2000); do # one curl for all 2,000 (a process each is slow)
-    printf 'url = "%s"\nrequest = "POST"\nheader = "Authorization: Bearer %s"\ndata = "{\\"visitor_id\\":\\"bench-%d\\"}"\noutput = "/dev/null"\nnext\n' \
+    [ "$i" = 1 ] || echo next
+    printf 'url = "%s"\nrequest = "POST"\nheader = "Authorization: Bearer %s"\ndata = "{\\"visitor_id\\":\\"bench-%d\\"}"\noutput = "/dev/null"\n' \
       "$base/sale/entries" "$admin" "$i"
   done >"$tmp/fill.conf"
-  curl -sf --parallel --parallel-max 8 -K "$tmp/fill.conf"
+  curl -sf --no-progress-meter --parallel --parallel-max 8 -K "$tmp/fill.conf"
   ticket[$s]=$(curl -sf -XPOST -H "Authorization: Bearer $admin" "$base/sale/entries" \
     -d '{"visitor_id":"bench-last"}' | sed 's/.*"ticket":"\([^"]*\)".*/\1/')
 done
@@ -94,18 +99,37 @@ enter_run() {
          /Requests\/sec/ { rate = $2 }
          END { printf "%s %.2f %d\n", rate, p99, bad }'
 }
+# open_run STORE: "p50_ms p99_ms failed" of enters arriving at $rate/s.
+open_run() {
+  "$usher" loadtest --scenario direct --method POST --target "http://127.0.0.1:${port[$1]}/api/v1/rooms/crowd/entries" \
+    --start-rate "$rate" --stages "$dur:$rate" --origin-stats none --progress=false --json |
+    jq -r '.[0].origin | "\(.latency.p50_ms) \(.latency.p99_ms) \(.requests - .successes)"'
+}
 
-declare -A polls enters p99s
-for r in $(seq "$rounds"); do
-  for s in "${stores[@]}"; do polls[$s]+="$(poll_store "$s") "; done
-  polls[trivial]+="$(poll_rate http://127.0.0.1:18090/status) "
+# Enters first, so that the polls run with the crowd room full (on the
+# memory store, in the same heap). Each server gets a short warm-up of
+# each kind first; the order of the stores alternates from round to round.
+order() { if (($1 % 2)); then echo "${stores[@]}"; else printf '%s ' "${stores[@]}" | awk '{ for (i = NF; i > 0; i--) printf "%s ", $i }'; fi; }
+declare -A polls enters p99s op50s op99s
+for s in "${stores[@]}"; do
+  dur=1s enter_run "$s" >/dev/null
+  dur=1s poll_store "$s" >/dev/null
 done
 for r in $(seq "$rounds"); do
-  for s in "${stores[@]}"; do
-    read -r rate p99 bad < <(enter_run "$s")
+  for s in $(order "$r"); do
+    read -r got p99 bad < <(enter_run "$s")
     if [ "$bad" != 0 ]; then echo "$s: $bad enters failed" >&2; exit 1; fi
-    enters[$s]+="$rate " p99s[$s]+="$p99 "
+    enters[$s]+="$got " p99s[$s]+="$p99 "
   done
+  for s in $(order "$r"); do
+    read -r p50 p99 bad < <(open_run "$s")
+    if [ "$bad" != 0 ]; then echo "$s: $bad enters failed at $rate/s" >&2; exit 1; fi
+    op50s[$s]+="$p50 " op99s[$s]+="$p99 "
+  done
+done
+for r in $(seq "$rounds"); do
+  for s in $(order "$r"); do polls[$s]+="$(poll_store "$s") "; done
+  polls[trivial]+="$(poll_rate http://127.0.0.1:18090/status) "
 done
 
 sum() { awk '{ s = 0; for (i = 1; i <= NF; i++) s += $i; print s }' <<<"$1"; }
@@ -118,13 +142,24 @@ done
 echo "enter, paused room (req/s; p99 ms) per round:"
 for s in "${stores[@]}"; do
   waiting=$(curl -sf -H "Authorization: Bearer $(cat "$tmp/$s/admin.key")" "localhost:${port[$s]}/api/v1/rooms/crowd" | sed 's/.*"waiting":\([0-9]*\).*/\1/')
-  printf '  %-8s %s;  p99 %s (%s waiting at the end)\n' "$s" "${enters[$s]}" "${p99s[$s]}" "$waiting"
+  printf '  %-8s %s;  p99 %s;  at %s/s: p50 %s p99 %s (%s waiting at the end)\n' \
+    "$s" "${enters[$s]}" "${p99s[$s]}" "$rate" "${op50s[$s]}" "${op99s[$s]}" "$waiting"
 done
 curl -sf localhost:18089/metrics | awk '/^usher_status_polls_total/ {print "  memory " $0}'
 if [ "$redis" != none ]; then
-  awk -v pm="$(sum "${polls[memory]}")" -v pr="$(sum "${polls[redis]}")" \
-    -v em="$(sum "${enters[memory]}")" -v er="$(sum "${enters[redis]}")" \
-    -v qm="$(sum "${p99s[memory]}")" -v qr="$(sum "${p99s[redis]}")" 'BEGIN {
-    printf "memory vs Redis: polls/s %.2fx, enters/s %.2fx, enter p99 Redis/memory %.2fx (>= 1.0: memory is not the slow one)\n",
-      pm / pr, em / er, qr / qm }'
+  # ratios a/b of the sums, and per round (the median of the rounds too).
+  ratios() {
+    awk -v a="$2" -v b="$3" -v what="$1" 'BEGIN {
+      n = split(a, x, " "); split(b, y, " ")
+      for (i = 1; i <= n; i++) { sa += x[i]; sb += y[i]; r[i] = x[i] / y[i] }
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
+      med = n % 2 ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
+      printf "  %-34s %.2fx (sums), median of rounds %.2fx, rounds:", what, sa / sb, med
+      split(a, x, " "); for (i = 1; i <= n; i++) printf " %.2f", x[i] / y[i]; printf "\n" }'
+  }
+  echo "memory vs Redis (>= 1.0: the memory store is not the slow one):"
+  ratios "polls/s memory/Redis" "${polls[memory]}" "${polls[redis]}"
+  ratios "enters/s memory/Redis" "${enters[memory]}" "${enters[redis]}"
+  ratios "enter p99 Redis/memory (wrk)" "${p99s[redis]}" "${p99s[memory]}"
+  ratios "enter p99 Redis/memory at $rate/s" "${op99s[redis]}" "${op99s[memory]}"
 fi

@@ -1,43 +1,165 @@
 #!/usr/bin/env bash
-# Status polls/s through HTTP for a visitor far from the front of the queue,
-# against a trivial net/http JSON handler (scripts/trivialjson), measured in
-# the same run with wrk on this machine. Prints both rates and the ratio.
+# usher over HTTP on the memory store and on the Redis store, side by side,
+# measured with wrk on this machine:
 #
-#   scripts/bench-http.sh [duration=10s] [connections=64] [store=memory]
+#  1. status polls/s for a visitor far from the front of a paused room with
+#     2,000 waiting, next to a trivial net/http JSON handler
+#     (scripts/trivialjson) answering the same request;
+#  2. enters (browser enters: POST without a body, a new visitor each) into
+#     a paused room "crowd" that keeps filling (hundreds of thousands waiting
+#     by the last round): enters/s and wrk's p99 latency with 64 connections
+#     (a closed loop: the faster store also serves more enters), then the
+#     p99 at the same arrival rate on both (usher loadtest, open model,
+#     [rate] enters/s). The enters run first, so that the polls run with
+#     the crowd waiting.
 #
-# Both servers get the same request (the same Authorization header), so the
-# difference is what usher does with it. Needs wrk (Debian package wrk) and
-# curl. Runs A/B/A/B and reports the sums.
+#   scripts/bench-http.sh [duration=10s] [connections=64] [redis=redis://127.0.0.1:6379/0] [rounds=4] [rate=2000]
+#
+# redis "none" measures the memory store alone. The stores are measured in
+# interleaved rounds (memory, Redis; Redis, memory; …) so that other load on
+# the machine hits both alike; the script prints every round
+# and the ratios of the sums: memory ÷ Redis for polls/s, Redis ÷ memory
+# for the enter p99 (above 1.0: the memory store is the faster). Needs wrk
+# (Debian package wrk), curl, jq and, with Redis, redis-cli (to delete the keys
+# it made). USHER_BIN=path uses a prebuilt usher.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dur=${1:-10s} conns=${2:-64} store=${3:-memory}
+dur=${1:-10s} conns=${2:-64} redis=${3:-redis://127.0.0.1:6379/0} rounds=${4:-4} rate=${5:-2000}
 tmp=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+prefix="bench-http-$$:"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  if [ "$redis" != none ]; then
+    redis-cli -u "$redis" --scan --pattern "$prefix*" | xargs -r -n 1000 redis-cli -u "$redis" del >/dev/null || true
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
 
-go build -o "$tmp/usher" ./cmd/usher
+usher=${USHER_BIN:-}
+if [ -z "$usher" ]; then
+  go build -o "$tmp/usher" ./cmd/usher
+  usher=$tmp/usher
+fi
 go build -o "$tmp/trivialjson" ./scripts/trivialjson
-"$tmp/usher" serve --addr 127.0.0.1:18089 --data-dir "$tmp/data" --store "$store" \
-  --redis-prefix "bench-http-$$:" >"$tmp/usher.log" 2>&1 &
+
+# Servers: memory on :18089, Redis on :18091, the trivial handler on :18090.
+declare -A port=([memory]=18089 [redis]=18091)
+stores=(memory)
+"$usher" serve --addr 127.0.0.1:18089 --data-dir "$tmp/memory" --store memory >"$tmp/memory.log" 2>&1 &
+pids+=($!)
+if [ "$redis" != none ]; then
+  stores+=(redis)
+  "$usher" serve --addr 127.0.0.1:18091 --data-dir "$tmp/redis" --store "$redis" \
+    --redis-prefix "$prefix" >"$tmp/redis.log" 2>&1 &
+  pids+=($!)
+fi
 "$tmp/trivialjson" --addr 127.0.0.1:18090 &
-for _ in $(seq 50); do curl -sf localhost:18089/healthz >/dev/null && curl -sf localhost:18090/status >/dev/null && break; sleep 0.2; done
-admin=$(cat "$tmp/data/admin.key")
+pids+=($!)
+for s in "${stores[@]}"; do
+  for _ in $(seq 100); do curl -sf "localhost:${port[$s]}/healthz" >/dev/null && break; sleep 0.1; done
+done
+for _ in $(seq 50); do curl -sf localhost:18090/status >/dev/null && break; sleep 0.1; done
 
-# A paused room with 2,000 waiting visitors; poll as the last one (far back).
-curl -sf -XPUT -H "Authorization: Bearer $admin" localhost:18089/api/v1/rooms/sale \
-  -d '{"state":"paused","admit_rate":50}' >/dev/null
-seq 1 2000 | xargs -P 8 -I{} curl -sf -o /dev/null -XPOST -H "Authorization: Bearer $admin" \
-  localhost:18089/api/v1/rooms/sale/entries -d '{"visitor_id":"bench-{}"}'
-ticket=$(curl -sf -XPOST -H "Authorization: Bearer $admin" localhost:18089/api/v1/rooms/sale/entries \
-  -d '{"visitor_id":"bench-last"}' | sed 's/.*"ticket":"\([^"]*\)".*/\1/')
-curl -sf -H "Authorization: Bearer $ticket" localhost:18089/api/v1/rooms/sale/entries/me; echo
+# Per store: a paused room "sale" with 2,000 waiting visitors, the last one's
+# ticket (polled far back), and a paused room "crowd" for the enters.
+declare -A ticket
+for s in "${stores[@]}"; do
+  base=localhost:${port[$s]}/api/v1/rooms
+  admin=$(cat "$tmp/$s/admin.key")
+  for room in sale crowd; do
+    curl -sf -XPUT -H "Authorization: Bearer $admin" "$base/$room" -d '{"state":"paused","admit_rate":50}' >/dev/null
+  done
+  for i in $(seq 2000); do # one curl for all 2,000 (a process each is slow)
+    [ "$i" = 1 ] || echo next
+    printf 'url = "%s"\nrequest = "POST"\nheader = "Authorization: Bearer %s"\ndata = "{\\"visitor_id\\":\\"bench-%d\\"}"\noutput = "/dev/null"\n' \
+      "$base/sale/entries" "$admin" "$i"
+  done >"$tmp/fill.conf"
+  curl -sf --no-progress-meter --parallel --parallel-max 8 -K "$tmp/fill.conf"
+  ticket[$s]=$(curl -sf -XPOST -H "Authorization: Bearer $admin" "$base/sale/entries" \
+    -d '{"visitor_id":"bench-last"}' | sed 's/.*"ticket":"\([^"]*\)".*/\1/')
+done
+printf 'wrk.method = "POST"\n' >"$tmp/enter.lua"
 
-rate() { wrk -t2 -c"$conns" -d"$dur" "$@" | awk '/Requests\/sec/ {print $2}'; }
-u1=$(rate -H "Authorization: Bearer $ticket" http://127.0.0.1:18089/api/v1/rooms/sale/entries/me)
-t1=$(rate -H "Authorization: Bearer $ticket" http://127.0.0.1:18090/status)
-u2=$(rate -H "Authorization: Bearer $ticket" http://127.0.0.1:18089/api/v1/rooms/sale/entries/me)
-t2=$(rate -H "Authorization: Bearer $ticket" http://127.0.0.1:18090/status)
-polls=$(curl -sf localhost:18089/metrics | awk '/^usher_status_polls_total/ {print}')
-echo "usher status poll (req/s): $u1 $u2"
-echo "trivial JSON handler (req/s): $t1 $t2"
-echo "$polls"
-awk -v a="$u1" -v b="$u2" -v c="$t1" -v d="$t2" 'BEGIN { printf "ratio usher/trivial = %.2f\n", (a+b)/(c+d) }'
+# poll_rate URL: requests/s; enter_run URL: "requests/s p99_ms".
+poll_rate() {
+  wrk -t2 -c"$conns" -d"$dur" -H "Authorization: Bearer ${ticket[memory]}" "$1" | awk '/Requests\/sec/ {print $2}'
+}
+poll_store() {
+  wrk -t2 -c"$conns" -d"$dur" -H "Authorization: Bearer ${ticket[$1]}" \
+    "http://127.0.0.1:${port[$1]}/api/v1/rooms/sale/entries/me" | awk '/Requests\/sec/ {print $2}'
+}
+enter_run() {
+  wrk -t2 -c"$conns" -d"$dur" --latency -s "$tmp/enter.lua" "http://127.0.0.1:${port[$1]}/api/v1/rooms/crowd/entries" |
+    awk '/^ +99%/ { v = $2; u = 1
+                    if (v ~ /us$/) u = 0.001; else if (v ~ /ms$/) u = 1; else if (v ~ /s$/) u = 1000
+                    sub(/[a-z]+$/, "", v); p99 = v * u }
+         /Non-2xx/ { bad = $NF }
+         /Requests\/sec/ { rate = $2 }
+         END { printf "%s %.2f %d\n", rate, p99, bad }'
+}
+# open_run STORE: "p50_ms p99_ms failed" of enters arriving at $rate/s.
+open_run() {
+  "$usher" loadtest --scenario direct --method POST --target "http://127.0.0.1:${port[$1]}/api/v1/rooms/crowd/entries" \
+    --start-rate "$rate" --stages "$dur:$rate" --origin-stats none --progress=false --json |
+    jq -r '.[0].origin | "\(.latency.p50_ms) \(.latency.p99_ms) \(.requests - .successes)"'
+}
+
+# Enters first, so that the polls run with the crowd room full (on the
+# memory store, in the same heap). Each server gets a short warm-up of
+# each kind first; the order of the stores alternates from round to round.
+order() { if (($1 % 2)); then echo "${stores[@]}"; else printf '%s ' "${stores[@]}" | awk '{ for (i = NF; i > 0; i--) printf "%s ", $i }'; fi; }
+declare -A polls enters p99s op50s op99s
+for s in "${stores[@]}"; do
+  dur=1s enter_run "$s" >/dev/null
+  dur=1s poll_store "$s" >/dev/null
+done
+for r in $(seq "$rounds"); do
+  for s in $(order "$r"); do
+    read -r got p99 bad < <(enter_run "$s")
+    if [ "$bad" != 0 ]; then echo "$s: $bad enters failed" >&2; exit 1; fi
+    enters[$s]+="$got " p99s[$s]+="$p99 "
+  done
+  for s in $(order "$r"); do
+    read -r p50 p99 bad < <(open_run "$s")
+    if [ "$bad" != 0 ]; then echo "$s: $bad enters failed at $rate/s" >&2; exit 1; fi
+    op50s[$s]+="$p50 " op99s[$s]+="$p99 "
+  done
+done
+for r in $(seq "$rounds"); do
+  for s in $(order "$r"); do polls[$s]+="$(poll_store "$s") "; done
+  polls[trivial]+="$(poll_rate http://127.0.0.1:18090/status) "
+done
+
+sum() { awk '{ s = 0; for (i = 1; i <= NF; i++) s += $i; print s }' <<<"$1"; }
+echo "status poll, far back (req/s per round):"
+for s in "${stores[@]}" trivial; do printf '  %-8s %s\n' "$s" "${polls[$s]}"; done
+for s in "${stores[@]}"; do
+  awk -v a="$(sum "${polls[$s]}")" -v b="$(sum "${polls[trivial]}")" -v s="$s" \
+    'BEGIN { printf "  ratio usher(%s)/trivial = %.2f\n", s, a / b }'
+done
+echo "enter, paused room (req/s; p99 ms) per round:"
+for s in "${stores[@]}"; do
+  waiting=$(curl -sf -H "Authorization: Bearer $(cat "$tmp/$s/admin.key")" "localhost:${port[$s]}/api/v1/rooms/crowd" | sed 's/.*"waiting":\([0-9]*\).*/\1/')
+  printf '  %-8s %s;  p99 %s;  at %s/s: p50 %s p99 %s (%s waiting at the end)\n' \
+    "$s" "${enters[$s]}" "${p99s[$s]}" "$rate" "${op50s[$s]}" "${op99s[$s]}" "$waiting"
+done
+curl -sf localhost:18089/metrics | awk '/^usher_status_polls_total/ {print "  memory " $0}'
+if [ "$redis" != none ]; then
+  # ratios a/b of the sums, and per round (the median of the rounds too).
+  ratios() {
+    awk -v a="$2" -v b="$3" -v what="$1" 'BEGIN {
+      n = split(a, x, " "); split(b, y, " ")
+      for (i = 1; i <= n; i++) { sa += x[i]; sb += y[i]; r[i] = x[i] / y[i] }
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
+      med = n % 2 ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
+      printf "  %-34s %.2fx (sums), median of rounds %.2fx, rounds:", what, sa / sb, med
+      split(a, x, " "); for (i = 1; i <= n; i++) printf " %.2f", x[i] / y[i]; printf "\n" }'
+  }
+  echo "memory vs Redis (>= 1.0: the memory store is not the slow one):"
+  ratios "polls/s memory/Redis" "${polls[memory]}" "${polls[redis]}"
+  ratios "enters/s memory/Redis" "${enters[memory]}" "${enters[redis]}"
+  ratios "enter p99 Redis/memory (wrk)" "${p99s[redis]}" "${p99s[memory]}"
+  ratios "enter p99 Redis/memory at $rate/s" "${op99s[redis]}" "${op99s[memory]}"
+fi

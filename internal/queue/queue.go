@@ -57,7 +57,8 @@ const (
 func (s RoomState) Refuses() bool { return s == Closed || s == SoldOut }
 
 // Settings are a room's configuration, kept in the store so that every
-// instance sees the same.
+// instance sees the same. Every field is listed in SettingFields
+// (settings.go), with its name, encoding and limits.
 type Settings struct {
 	State RoomState
 	// MaxActive caps the number of admitted visitors at any moment.
@@ -100,26 +101,6 @@ func (s Settings) Batch() int64 {
 // step that runs a little late, still admits at AdmitRate on average; a
 // step admits at most Batch + 1.
 func (s Settings) BucketCapacity() float64 { return float64(s.Batch() + 1) }
-
-// Validate reports the first setting out of range, wrapped in ErrInvalid.
-func (s Settings) Validate() error {
-	bad := ErrInvalid.Detail
-	switch {
-	case s.State != Open && s.State != Paused && !s.State.Refuses():
-		return bad("state %q: want open, paused, closed or sold_out", s.State)
-	case s.MaxActive < 1 || s.MaxActive > 10_000_000:
-		return bad("max_active %d: want 1 to 10000000", s.MaxActive)
-	case !(s.AdmitRate > 0) || s.AdmitRate > 1_000_000:
-		return bad("admit_rate %v: want more than 0 and at most 1000000 per second", s.AdmitRate)
-	case s.Interval < 10*time.Millisecond || s.Interval > time.Minute:
-		return bad("interval %v: want 10ms to 1m", s.Interval)
-	case s.ActiveTTL < time.Second || s.ActiveTTL > 24*time.Hour:
-		return bad("active_ttl %v: want 1s to 24h", s.ActiveTTL)
-	case s.ClaimWindow < time.Second || s.ClaimWindow > s.ActiveTTL:
-		return bad("claim_window %v: want 1s to active_ttl", s.ClaimWindow)
-	}
-	return nil
-}
 
 var roomIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 

@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"usher/internal/queue"
 	"usher/internal/wire"
 )
 
@@ -60,15 +62,6 @@ func DefaultInput() Input {
 	return Input{Margin: 0.7, TTL: 3 * time.Minute, BurstTarget: 500 * time.Millisecond, RequestsPerVisitor: 1, Round: true}
 }
 
-// usher's room limits (queue.Settings.Validate).
-const (
-	minInterval  = 10 * time.Millisecond
-	maxInterval  = time.Minute
-	maxMaxActive = 10_000_000
-	maxRate      = 1_000_000
-	claimWindow  = 30 * time.Second
-)
-
 // Validate reports the first input out of range.
 func (in Input) Validate() error {
 	bad := func(format string, args ...any) error {
@@ -81,14 +74,14 @@ func (in Input) Validate() error {
 		return bad("service time %v: want more than 0", in.ServiceTime)
 	case !(in.Margin > 0 && in.Margin <= 1):
 		return bad("margin %v: want more than 0 and at most 1", in.Margin)
-	case in.TTL < time.Second || in.TTL > 24*time.Hour:
-		return bad("ttl %v: want 1s to 24h", in.TTL)
+	case in.TTL < queue.MinActiveTTL || in.TTL > queue.MaxActiveTTL:
+		return bad("ttl %v: want %v to %v", in.TTL, queue.MinActiveTTL, queue.MaxActiveTTL)
 	case in.Batch < 0:
 		return bad("batch %d: want at least 1", in.Batch)
 	case in.Batch > 0 && in.Interval > 0:
 		return bad("give a batch or an interval, not both")
-	case in.Interval != 0 && (in.Interval < minInterval || in.Interval > maxInterval):
-		return bad("interval %v: want %v to %v", in.Interval, minInterval, maxInterval)
+	case in.Interval != 0 && (in.Interval < queue.MinInterval || in.Interval > queue.MaxInterval):
+		return bad("interval %v: want %v to %v", in.Interval, queue.MinInterval, queue.MaxInterval)
 	case in.Batch == 0 && in.Interval == 0 && in.BurstTarget < in.ServiceTime:
 		return bad("burst target %v: want at least the service time %v", in.BurstTarget, in.ServiceTime)
 	case !(in.RequestsPerVisitor >= 1):
@@ -161,9 +154,9 @@ func Make(in Input) (Plan, error) {
 		step("Admission rate", "each admitted visitor makes %s requests: %s ÷ %s = %s visitors/s",
 			fmtNum(in.RequestsPerVisitor), fmtNum(p.TPS), fmtNum(in.RequestsPerVisitor), fmtNum(p.AdmitRate))
 	}
-	if p.AdmitRate > maxRate {
-		p.Notes = append(p.Notes, fmt.Sprintf("admission rate %s capped at usher's %d/s", fmtNum(p.AdmitRate), maxRate))
-		p.AdmitRate = maxRate
+	if p.AdmitRate > queue.MaxAdmitRate {
+		p.Notes = append(p.Notes, fmt.Sprintf("admission rate %s capped at usher's %d/s", fmtNum(p.AdmitRate), queue.MaxAdmitRate))
+		p.AdmitRate = queue.MaxAdmitRate
 	}
 
 	// 3. Active set: L = λ × W with W the TTL.
@@ -175,9 +168,9 @@ func Make(in Input) (Plan, error) {
 		p.MaxActive = 1
 		p.Notes = append(p.Notes, "max_active raised to 1")
 	}
-	if p.MaxActive > maxMaxActive {
-		p.Notes = append(p.Notes, fmt.Sprintf("max_active %s capped at usher's %s", fmtInt(p.MaxActive), fmtInt(maxMaxActive)))
-		p.MaxActive = maxMaxActive
+	if p.MaxActive > queue.MaxMaxActive {
+		p.Notes = append(p.Notes, fmt.Sprintf("max_active %s capped at usher's %s", fmtInt(p.MaxActive), fmtInt(queue.MaxMaxActive)))
+		p.MaxActive = queue.MaxMaxActive
 	}
 
 	// 4. Batch and interval: batch = λ × interval.
@@ -217,7 +210,7 @@ func Make(in Input) (Plan, error) {
 	// 5. The room: usher admits at most ceil(admit_rate × interval) per step
 	// from a token bucket refilled at admit_rate.
 	state, maxActive := wire.RoomOpen, p.MaxActive
-	ttl, claim := in.TTL.Seconds(), min(claimWindow, in.TTL).Seconds()
+	ttl, claim := in.TTL.Seconds(), min(queue.DefaultSettings().ClaimWindow, in.TTL).Seconds()
 	p.Room = wire.RoomSettings{State: &state, MaxActive: &maxActive, ActiveTTLSeconds: &ttl, ClaimWindowSeconds: &claim}
 	var interval time.Duration
 	rate := p.AdmitRate
@@ -235,7 +228,7 @@ func Make(in Input) (Plan, error) {
 	default:
 		// The longest whole-millisecond interval whose batch is at most Batch.
 		interval = clampInterval(time.Duration(math.Floor(float64(p.Batch)/rate*1000+1e-9)) * time.Millisecond)
-		for interval > minInterval && usherBatch(rate, interval) > p.Batch {
+		for interval > queue.MinInterval && usherBatch(rate, interval) > p.Batch {
 			interval -= time.Millisecond
 		}
 		step("Room", "usher admits up to ceil(admit_rate × interval) per step, admit_rate per second on average: "+
@@ -256,28 +249,28 @@ func Make(in Input) (Plan, error) {
 			}
 		}
 	}
-	if interval != p.RoundedInterval && (p.RoundedInterval < minInterval || p.RoundedInterval > maxInterval) {
-		p.Notes = append(p.Notes, fmt.Sprintf("interval kept within usher's %v to %v", minInterval, maxInterval))
+	if interval != p.RoundedInterval && (p.RoundedInterval < queue.MinInterval || p.RoundedInterval > queue.MaxInterval) {
+		p.Notes = append(p.Notes, fmt.Sprintf("interval kept within usher's %v to %v", queue.MinInterval, queue.MaxInterval))
 	}
-	if rate > maxRate {
-		rate = maxRate
+	if rate > queue.MaxAdmitRate {
+		rate = queue.MaxAdmitRate
 	}
 	admitRate, intervalMS := roundTo(rate, 3), interval.Milliseconds()
 	p.Room.AdmitRate, p.Room.IntervalMS = &admitRate, &intervalMS
 	p.RoomBatch = usherBatch(admitRate, interval)
 	if p.RoomBatch > p.Batch {
-		p.Notes = append(p.Notes, fmt.Sprintf("usher's shortest interval (%v) admits up to %d per step, above the batch %d", minInterval, p.RoomBatch, p.Batch))
+		p.Notes = append(p.Notes, fmt.Sprintf("usher's shortest interval (%v) admits up to %d per step, above the batch %d", queue.MinInterval, p.RoomBatch, p.Batch))
 	}
 	return p, nil
 }
 
-// usherBatch is queue.Settings.Batch: ceil(rate × interval), at least 1.
+// usherBatch is what a room with this rate and interval admits per step.
 func usherBatch(rate float64, interval time.Duration) int64 {
-	return max(1, int64(math.Ceil(rate*interval.Seconds()-1e-9)))
+	return queue.Settings{AdmitRate: rate, Interval: interval}.Batch()
 }
 
 func clampInterval(d time.Duration) time.Duration {
-	return min(max(d, minInterval), maxInterval)
+	return min(max(d, queue.MinInterval), queue.MaxInterval)
 }
 
 // FloorRound rounds x down to a multiple of the largest 1, 2 or 5 × 10ⁿ

@@ -4,7 +4,9 @@
 // It serves one process only: several instances each get their own rooms, and
 // all state is lost on restart (visitors must enter again). Operations on one
 // room are serialized by a mutex; rank lookups are O(log n) through a Fenwick
-// tree, so a status poll stays cheap with a million visitors waiting.
+// tree, so a status poll stays cheap with a million visitors waiting, and a
+// waiting line holds no Go pointer per visitor, so that a long line costs
+// the garbage collector nothing to scan.
 package memqueue
 
 import (
@@ -46,7 +48,7 @@ func newRoom(set queue.Settings) *room {
 	return &room{
 		active:   make(map[string]time.Time),
 		tokens:   float64(set.Batch()),
-		waiting:  fifo{index: make(map[string]int64)},
+		waiting:  newFIFO(),
 		settings: set,
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -119,6 +120,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"RefillIgnoresEarlierNow", testRefillIgnoresEarlierNow},
 		{"FractionalRate", testFractionalRate},
 		{"StatusNeverShortensExpiry", testStatusNeverShortensExpiry},
+		{"SettingsRoundTrip", testSettingsRoundTrip},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
@@ -615,4 +617,62 @@ func testFractionalRate(t *testing.T, s queue.Store) {
 	if got := float64(st.AdmittedTotal); got < want-1 || got > want {
 		t.Errorf("admitted %v in %v at 17/s, want %.2f (-1)", got, elapsed, want)
 	}
+}
+
+// testSettingsRoundTrip: every field of queue.Settings, set to a value other
+// than its default, reads back unchanged after PutRoom (new and existing
+// room) and CreateRoom. The values are made by reflection over the struct,
+// not from queue.SettingFields, so a field added to Settings but forgotten in
+// the table or in a store's protocol fails here.
+func testSettingsRoundTrip(t *testing.T, s queue.Store) {
+	ctx := context.Background()
+	def := queue.DefaultSettings()
+	want := nonDefault(t, def)
+	if err := want.Validate(); err != nil {
+		t.Fatalf("queuetest: the non-default settings %+v are invalid (%v): change nonDefault", want, err)
+	}
+	mustPut(t, s, "put", want)
+	mustPut(t, s, "replaced", def)
+	mustPut(t, s, "replaced", want)
+	if created, err := s.CreateRoom(ctx, "created", want); err != nil || !created {
+		t.Fatalf("CreateRoom = %v, %v; want created", created, err)
+	}
+	wantV := reflect.ValueOf(want)
+	for _, room := range []string{"put", "replaced", "created"} {
+		got := reflect.ValueOf(mustStats(t, s, room, t0).Settings)
+		for i := range wantV.NumField() {
+			if g, w := got.Field(i).Interface(), wantV.Field(i).Interface(); g != w {
+				t.Errorf("room %s: Settings.%s = %v, want %v", room, wantV.Type().Field(i).Name, g, w)
+			}
+		}
+	}
+}
+
+// nonDefault returns def with every field changed to another valid value
+// (a new kind of field needs a case here).
+func nonDefault(t *testing.T, def queue.Settings) queue.Settings {
+	t.Helper()
+	set := def
+	v := reflect.ValueOf(&set).Elem()
+	for i := range v.NumField() {
+		f, name := v.Field(i), v.Type().Field(i).Name
+		switch {
+		case f.Type() == reflect.TypeFor[queue.RoomState]():
+			f.Set(reflect.ValueOf(queue.Paused))
+		case f.Type() == reflect.TypeFor[time.Duration]():
+			f.SetInt(f.Int() + int64(1234567*time.Nanosecond)) // not whole milliseconds
+		case f.CanInt():
+			f.SetInt(f.Int()*3 + 7)
+		case f.CanFloat():
+			f.SetFloat(f.Float()*1.5 + 0.1) // not a whole number
+		case f.Kind() == reflect.Bool:
+			f.SetBool(!f.Bool())
+		default:
+			t.Fatalf("queuetest: no non-default value for Settings.%s of type %s: add a case to nonDefault", name, f.Type())
+		}
+		if f.Interface() == reflect.ValueOf(def).Field(i).Interface() {
+			t.Fatalf("queuetest: Settings.%s = %v is its default: change nonDefault", name, f.Interface())
+		}
+	}
+	return set
 }

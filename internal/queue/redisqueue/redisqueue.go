@@ -4,9 +4,15 @@
 // One room is three keys under one hash tag, so that it lives on one Redis
 // Cluster slot and a Lua script may touch all of them:
 //
-//	<prefix>{<room>}:meta    hash: settings, seq, admitted_total, tokens, refilled_ms
+//	<prefix>{<room>}:meta    hash: settings, batch, seq, admitted_total, tokens, refilled_ms
 //	<prefix>{<room>}:wait    sorted set: visitor id → arrival sequence number
 //	<prefix>{<room>}:active  sorted set: visitor id → expiry (unix milliseconds)
+//
+// The settings are hash fields named as in queue.SettingFields and encoded
+// by it (durations in nanoseconds); put_room.lua takes them as name/value
+// pairs and stats.lua returns the hash by name, so a new setting needs no
+// change here. A setting missing from an older room's hash reads as its
+// default.
 //
 // A fourth key, the set <prefix>rooms, lists the room ids for Rooms. It lives
 // outside every room's slot, so PutRoom writes it in a second command after
@@ -179,15 +185,11 @@ func (s *Store) CreateRoom(ctx context.Context, room string, set queue.Settings)
 // putRoom runs put_room.lua, then lists the room (a separate command: the
 // rooms set is outside the room's slot; a retry repairs a failure between).
 func (s *Store) putRoom(ctx context.Context, op, room string, set queue.Settings, onlyCreate string) (bool, error) {
-	args := []string{
-		string(set.State),
-		strconv.FormatInt(set.MaxActive, 10),
-		strconv.FormatFloat(set.AdmitRate, 'g', -1, 64),
-		strconv.FormatInt(int64(set.Interval), 10),
-		strconv.FormatInt(int64(set.ActiveTTL), 10),
-		strconv.FormatInt(int64(set.ClaimWindow), 10),
-		strconv.FormatInt(set.Batch(), 10),
-		onlyCreate,
+	fields := queue.SettingFields()
+	args := make([]string, 0, 2+2*len(fields))
+	args = append(args, onlyCreate, strconv.FormatInt(set.Batch(), 10))
+	for _, f := range fields {
+		args = append(args, f.Name, f.Encode(set))
 	}
 	created, err := s.putRoomScript.Exec(ctx, s.c, s.keys(room)[:1], args).AsInt64()
 	if err != nil {
@@ -318,42 +320,56 @@ func (s *Store) Stats(ctx context.Context, room string, now time.Time) (queue.St
 	return st, nil
 }
 
-// parseStats decodes stats.lua's reply.
+// parseStats decodes stats.lua's reply: name/value pairs. Settings are read
+// by their queue.SettingFields names; one missing from the hash (a room
+// written before the setting existed) keeps its default.
 func parseStats(arr []rueidis.RedisMessage) (queue.Stats, error) {
-	if len(arr) != 11 {
+	if len(arr)%2 != 0 {
 		return queue.Stats{}, fmt.Errorf("unexpected reply of %d values", len(arr))
 	}
-	state, err := arr[0].ToString()
-	if err != nil {
-		return queue.Stats{}, err
-	}
-	rate, err := arr[2].AsFloat64()
-	if err != nil {
-		return queue.Stats{}, err
-	}
-	var n [11]int64
-	for _, i := range []int{1, 3, 4, 5, 6, 7, 8, 9, 10} {
-		if n[i], err = arr[i].AsInt64(); err != nil {
+	named := make(map[string]string, len(arr)/2)
+	for i := 0; i < len(arr); i += 2 {
+		name, err := arr[i].ToString()
+		if err != nil {
 			return queue.Stats{}, err
 		}
+		if named[name], err = str(arr[i+1]); err != nil {
+			return queue.Stats{}, fmt.Errorf("%s: %w", name, err)
+		}
 	}
-	st := queue.Stats{
-		Settings: queue.Settings{
-			State:       queue.RoomState(state),
-			MaxActive:   n[1],
-			AdmitRate:   rate,
-			Interval:    time.Duration(n[3]),
-			ActiveTTL:   time.Duration(n[4]),
-			ClaimWindow: time.Duration(n[5]),
-		},
-		LastSeq:       n[6],
-		AdmittedTotal: n[7],
-		Waiting:       n[8],
-		Active:        n[9],
-		HeadSeq:       n[10],
+	st := queue.Stats{Settings: queue.DefaultSettings()}
+	for _, f := range queue.SettingFields() {
+		if v, ok := named[f.Name]; ok {
+			if err := f.Decode(&st.Settings, v); err != nil {
+				return queue.Stats{}, fmt.Errorf("setting %s: %w", f.Name, err)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name string
+		n    *int64
+	}{
+		{"seq", &st.LastSeq},
+		{"admitted_total", &st.AdmittedTotal},
+		{"waiting", &st.Waiting},
+		{"active", &st.Active},
+		{"head_seq", &st.HeadSeq},
+	} {
+		var err error
+		if *c.n, err = strconv.ParseInt(named[c.name], 10, 64); err != nil {
+			return queue.Stats{}, fmt.Errorf("%s: %w", c.name, err)
+		}
 	}
 	if st.HeadSeq < 0 {
 		st.HeadSeq = st.LastSeq + 1
 	}
 	return st, nil
+}
+
+// str reads a string or integer reply as a string.
+func str(m rueidis.RedisMessage) (string, error) {
+	if n, err := m.ToInt64(); err == nil {
+		return strconv.FormatInt(n, 10), nil
+	}
+	return m.ToString()
 }

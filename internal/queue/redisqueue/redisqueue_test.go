@@ -319,3 +319,42 @@ func TestQueueStoreTimeoutOnHungRedis(t *testing.T) {
 		}
 	}
 }
+
+// TestRoomFromOldVersion: a room written by the version that passed settings
+// to put_room.lua by position (the same hash field names, written here by
+// hand) reads back, admits, and takes new settings.
+func TestRoomFromOldVersion(t *testing.T) {
+	c := openClient(t)
+	ctx := context.Background()
+	prefix := testenv.RedisPrefix(t, c)
+	meta := prefix + "{old}:meta"
+	err := c.Do(ctx, c.B().Hset().Key(meta).FieldValue().
+		FieldValue("state", "open").FieldValue("max_active", "7").FieldValue("admit_rate", "2.5").
+		FieldValue("interval", "200000000").FieldValue("active_ttl", "60000000000").
+		FieldValue("claim_window", "10000000000").FieldValue("batch", "1").FieldValue("tokens", "1").
+		FieldValue("seq", "0").FieldValue("admitted_total", "0").Build()).Error()
+	if err == nil {
+		err = c.Do(ctx, c.B().Sadd().Key(prefix+"rooms").Member("old").Build()).Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := redisqueue.New(c, prefix)
+	now := time.UnixMilli(1_800_000_000_000)
+	want := queue.Settings{State: queue.Open, MaxActive: 7, AdmitRate: 2.5, Interval: 200 * time.Millisecond,
+		ActiveTTL: time.Minute, ClaimWindow: 10 * time.Second}
+	st, err := s.Stats(ctx, "old", now)
+	if err != nil || st.Settings != want || st.LastSeq != 0 || st.HeadSeq != 1 {
+		t.Fatalf("Stats of an old room = %+v, %v; want settings %+v, last seq 0, head 1", st, err, want)
+	}
+	if e, _, err := s.Enter(ctx, "old", "a", now); err != nil || e.Status != queue.Active {
+		t.Fatalf("Enter = %+v, %v; want active (passthrough)", e, err)
+	}
+	want.MaxActive = 9
+	if err := s.PutRoom(ctx, "old", want); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.Stats(ctx, "old", now); err != nil || st.Settings != want || st.Active != 1 || st.LastSeq != 1 {
+		t.Errorf("Stats after PutRoom = %+v, %v; want settings %+v, 1 active, last seq 1", st, err, want)
+	}
+}

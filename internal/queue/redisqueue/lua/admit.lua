@@ -6,25 +6,26 @@
 local meta, wait, active = KEYS[1], KEYS[2], KEYS[3]
 local now = tonumber(ARGV[1])
 
-local m = redis.call('HMGET', meta, 'state', 'max_active', 'claim_window',
-  'batch', 'admit_rate', 'tokens', 'refilled_ms')
-if not m[1] then
+local state, max_active, claim_window, batch, admit_rate, tokens, refilled =
+  unpack(redis.call('HMGET', meta, 'state', 'max_active', 'claim_window',
+    'batch', 'admit_rate', 'tokens', 'refilled_ms'))
+if not state then
   return {}
 end
 local expired = redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
 
-local tokens, refilled = refill(m[6], m[7], tonumber(m[5]), tonumber(m[4]), now)
+tokens, refilled = refill(tokens, refilled, tonumber(admit_rate), tonumber(batch), now)
 
 local res = {expired}
 local n = 0
-if m[1] == 'open' then
-  n = math.min(tonumber(m[2]) - redis.call('ZCARD', active), math.floor(tokens),
+if state == 'open' then
+  n = math.min(tonumber(max_active) - redis.call('ZCARD', active), math.floor(tokens),
     redis.call('ZCARD', wait))
 end
 if n > 0 then
   tokens = tokens - n
   redis.call('HINCRBY', meta, 'admitted_total', n)
-  local exp = now + math.floor(tonumber(m[3]) / 1e6)
+  local exp = now + math.floor(tonumber(claim_window) / 1e6)
   local popped = redis.call('ZPOPMIN', wait, n)
   -- ZADD in chunks: unpack is limited by Lua's C stack (8000 slots).
   local args = {}

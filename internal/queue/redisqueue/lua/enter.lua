@@ -33,18 +33,19 @@ seq = redis.call('HINCRBY', meta, 'seq', 1)
 -- Passthrough: nobody waits, the room is open, a slot is free and the token
 -- bucket (the same one admit.lua uses) holds a token.
 if state == 'open' and redis.call('ZCARD', wait) == 0 then
-  local m = redis.call('HMGET', meta, 'max_active', 'active_ttl', 'batch',
-    'admit_rate', 'tokens', 'refilled_ms')
+  local max_active, active_ttl, batch, admit_rate, tokens, refilled =
+    unpack(redis.call('HMGET', meta, 'max_active', 'active_ttl', 'batch',
+      'admit_rate', 'tokens', 'refilled_ms'))
   redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
-  local tokens, refilled = refill(m[5], m[6], tonumber(m[4]), tonumber(m[3]), now)
-  local admit = redis.call('ZCARD', active) < tonumber(m[1]) and tokens >= 1
+  tokens, refilled = refill(tokens, refilled, tonumber(admit_rate), tonumber(batch), now)
+  local admit = redis.call('ZCARD', active) < tonumber(max_active) and tokens >= 1
   if admit then
     tokens = tokens - 1
   end
   redis.call('HSET', meta, 'tokens', string.format('%.17g', tokens), 'refilled_ms', refilled)
   if admit then
     redis.call('HINCRBY', meta, 'admitted_total', 1)
-    exp = now + math.floor(tonumber(m[2]) / 1e6)
+    exp = now + math.floor(tonumber(active_ttl) / 1e6)
     redis.call('ZADD', active, exp, visitor)
     return {3, seq, 0, exp, 1}
   end

@@ -1,0 +1,135 @@
+package queue
+
+import (
+	"strconv"
+	"time"
+)
+
+// The limits of a room's settings: Validate enforces them, and the capacity
+// planner (internal/loadlab/capacity) plans within them.
+const (
+	MinMaxActive   = 1
+	MaxMaxActive   = 10_000_000
+	MaxAdmitRate   = 1_000_000 // visitors per second; the least is anything above 0
+	MinInterval    = 10 * time.Millisecond
+	MaxInterval    = time.Minute
+	MinActiveTTL   = time.Second
+	MaxActiveTTL   = 24 * time.Hour
+	MinClaimWindow = time.Second // the most is the room's ActiveTTL
+)
+
+// A Field is one setting of Settings, listed once in SettingFields: its name
+// (the JSON API's name without unit suffix, and the name a store keeps it
+// under), its encoding as a string, and its check.
+//
+// Contract: Decode(s, Encode(x)) sets exactly the field that Encode reads,
+// to the value it had in x; Check(s) returns nil or an error wrapping
+// ErrInvalid that names the field.
+type Field struct {
+	Name   string
+	Encode func(Settings) string
+	Decode func(s *Settings, v string) error
+	Check  func(Settings) error
+}
+
+// SettingFields lists every field of Settings, in the order Validate checks
+// them. Stores that keep settings as named values (redisqueue's hash) encode
+// and decode them through this list, so a setting added here reaches every
+// store. Durations are encoded as integer nanoseconds, AdmitRate in the
+// shortest decimal form that reads back exactly.
+//
+// To add a plain numeric setting: add the struct field and its default
+// (queue.go), one line here, and the JSON field in the API.
+func SettingFields() []Field {
+	return []Field{
+		{
+			Name:   "state",
+			Encode: func(s Settings) string { return string(s.State) },
+			Decode: func(s *Settings, v string) error { s.State = RoomState(v); return nil },
+			Check: func(s Settings) error {
+				if s.State != Open && s.State != Paused && !s.State.Refuses() {
+					return invalid("state %q: want open, paused, closed or sold_out", s.State)
+				}
+				return nil
+			},
+		},
+		intField("max_active", func(s *Settings) *int64 { return &s.MaxActive }, MinMaxActive, MaxMaxActive),
+		{
+			Name:   "admit_rate",
+			Encode: func(s Settings) string { return strconv.FormatFloat(s.AdmitRate, 'g', -1, 64) },
+			Decode: func(s *Settings, v string) (err error) {
+				s.AdmitRate, err = strconv.ParseFloat(v, 64)
+				return err
+			},
+			Check: func(s Settings) error {
+				if !(s.AdmitRate > 0) || s.AdmitRate > MaxAdmitRate {
+					return invalid("admit_rate %v: want more than 0 and at most %d per second", s.AdmitRate, MaxAdmitRate)
+				}
+				return nil
+			},
+		},
+		durationField("interval", func(s *Settings) *time.Duration { return &s.Interval },
+			func(Settings) (time.Duration, time.Duration, string) { return MinInterval, MaxInterval, "1m" }),
+		durationField("active_ttl", func(s *Settings) *time.Duration { return &s.ActiveTTL },
+			func(Settings) (time.Duration, time.Duration, string) { return MinActiveTTL, MaxActiveTTL, "24h" }),
+		durationField("claim_window", func(s *Settings) *time.Duration { return &s.ClaimWindow },
+			func(s Settings) (time.Duration, time.Duration, string) {
+				return MinClaimWindow, s.ActiveTTL, "active_ttl"
+			}),
+	}
+}
+
+// Validate reports the first setting out of range, wrapped in ErrInvalid.
+func (s Settings) Validate() error {
+	for _, f := range SettingFields() {
+		if err := f.Check(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// invalid is ErrInvalid with a detail the client sees: the field and its
+// range.
+func invalid(format string, args ...any) error {
+	return ErrInvalid.Detail(format, args...)
+}
+
+func intField(name string, field func(*Settings) *int64, lo, hi int64) Field {
+	return Field{
+		Name:   name,
+		Encode: func(s Settings) string { return strconv.FormatInt(*field(&s), 10) },
+		Decode: func(s *Settings, v string) (err error) {
+			*field(s), err = strconv.ParseInt(v, 10, 64)
+			return err
+		},
+		Check: func(s Settings) error {
+			if n := *field(&s); n < lo || n > hi {
+				return invalid("%s %d: want %d to %d", name, n, lo, hi)
+			}
+			return nil
+		},
+	}
+}
+
+// durationField is a duration kept as integer nanoseconds. limits returns
+// the range and how to name its upper end (a constant or another setting).
+func durationField(name string, field func(*Settings) *time.Duration,
+	limits func(Settings) (lo, hi time.Duration, hiName string)) Field {
+	return Field{
+		Name:   name,
+		Encode: func(s Settings) string { return strconv.FormatInt(int64(*field(&s)), 10) },
+		Decode: func(s *Settings, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			*field(s) = time.Duration(n)
+			return err
+		},
+		Check: func(s Settings) error {
+			lo, hi, hiName := limits(s)
+			if d := *field(&s); d < lo || d > hi {
+				return invalid("%s %v: want %v to %s", name, d, lo, hiName)
+			}
+			return nil
+		},
+	}
+}

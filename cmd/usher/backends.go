@@ -17,6 +17,9 @@ import (
 	"usher/internal/hold"
 	"usher/internal/hold/memhold"
 	"usher/internal/hold/redishold"
+	"usher/internal/limit"
+	"usher/internal/limit/memlimit"
+	"usher/internal/limit/redislimit"
 	"usher/internal/mq"
 	"usher/internal/mq/natsmq"
 	"usher/internal/queue"
@@ -72,21 +75,21 @@ func checkBroker(spec string, replicas int) error {
 	return nil
 }
 
-// openStores is the switch that picks the fast store: the queue and the
-// holds live in the same backend.
-func openStores(ctx context.Context, spec, prefix string, cl *closers) (queue.Store, hold.Store, error) {
+// openStores is the switch that picks the fast store: the queue, the holds
+// and the per-client limits live in the same backend.
+func openStores(ctx context.Context, spec, prefix string, cl *closers) (queue.Store, hold.Store, limit.Store, error) {
 	switch {
 	case spec == "memory":
-		return memqueue.New(), memhold.New(), nil
+		return memqueue.New(), memhold.New(), memlimit.New(), nil
 	case strings.HasPrefix(spec, "redis://"), strings.HasPrefix(spec, "rediss://"):
 		c, err := redisqueue.Open(ctx, spec)
 		if err != nil {
-			return nil, nil, fmt.Errorf("store %s: %w", redactURL(spec), err)
+			return nil, nil, nil, fmt.Errorf("store %s: %w", redactURL(spec), err)
 		}
 		cl.add(c.Close)
-		return redisqueue.New(c, prefix), redishold.New(c, prefix+"hold:"), nil
+		return redisqueue.New(c, prefix), redishold.New(c, prefix+"hold:"), redislimit.New(c, prefix), nil
 	default:
-		return nil, nil, checkStore(spec)
+		return nil, nil, nil, checkStore(spec)
 	}
 }
 

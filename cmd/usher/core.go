@@ -14,8 +14,11 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"usher/internal/admission"
+	"usher/internal/clientip"
+	"usher/internal/flood"
 	"usher/internal/hold"
 	"usher/internal/httpapi"
+	"usher/internal/pow"
 	"usher/internal/queue"
 	"usher/internal/token"
 )
@@ -26,6 +29,7 @@ type coreFlags struct {
 	failOpen, insecure                                   *bool
 	logs                                                 logFlags
 	storeTimeout                                         *time.Duration
+	trustedProxies                                       *string
 }
 
 func addCoreFlags(f *flags, dataDirUse string) coreFlags {
@@ -41,6 +45,8 @@ func addCoreFlags(f *flags, dataDirUse string) coreFlags {
 		logs:        addLogFlags(f),
 		storeTimeout: f.duration("store-timeout", queue.DefaultStoreTimeout,
 			"deadline of each queue and hold store call on request paths; a call that misses it is a store outage (503, or --fail-open); 0: none"),
+		trustedProxies: f.string("trusted-proxies", "",
+			"comma-separated CIDRs of proxies in front of usher whose X-Forwarded-For names the client (per-client limits); empty: the peer address is the client"),
 	}
 }
 
@@ -50,6 +56,9 @@ func (c coreFlags) check(f *flags) {
 	c.logs.check(f)
 	if err := checkStore(*c.store); err != nil {
 		f.errs = append(f.errs, err.Error())
+	}
+	if _, err := clientip.ParseTrusted(*c.trustedProxies); err != nil {
+		f.errs = append(f.errs, fmt.Sprintf("bad setting --trusted-proxies/%sTRUSTED_PROXIES: %v", sharedPrefix, err))
 	}
 }
 
@@ -64,12 +73,13 @@ type core struct {
 	reg      *prometheus.Registry
 	q        *queue.Queue
 	sched    *admission.Scheduler
+	flood    *flood.Guard
 }
 
 // openCore builds the core, logging to log; cl releases what it opened.
 func openCore(ctx context.Context, c coreFlags, log *slog.Logger, cl *closers) (*core, error) {
 	k := &core{log: log, adminKey: *c.adminKey}
-	qs, hs, err := openStores(ctx, *c.store, *c.redisPrefix, cl)
+	qs, hs, ls, err := openStores(ctx, *c.store, *c.redisPrefix, cl)
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +96,8 @@ func openCore(ctx context.Context, c coreFlags, log *slog.Logger, cl *closers) (
 	k.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	k.q = queue.New(qs, queue.Options{Metrics: queue.NewMetrics(k.reg), Logger: k.log.With("component", "queue"), StoreTimeout: *c.storeTimeout})
 	k.sched = admission.New(k.q, k.log.With("component", "admission"))
+	trusted, _ := clientip.ParseTrusted(*c.trustedProxies) // checked before
+	k.flood = flood.New(ls, pow.New(k.keys, ls, time.Now), trusted, time.Now)
 	return k, nil
 }
 
@@ -93,6 +105,7 @@ func openCore(ctx context.Context, c coreFlags, log *slog.Logger, cl *closers) (
 func (k *core) api(c coreFlags, cfg httpapi.Config) http.Handler {
 	cfg.Queue, cfg.Keys, cfg.AdminKey, cfg.Registry = k.q, k.keys, k.adminKey, k.reg
 	cfg.Logger, cfg.InsecureCookies, cfg.FailOpen = k.log.With("component", "http"), *c.insecure, *c.failOpen
+	cfg.Flood = k.flood
 	return httpapi.NewServer(cfg)
 }
 

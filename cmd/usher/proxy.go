@@ -27,6 +27,7 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 	lang := f.string("lang", "en", "waiting page language: en or ko")
 	waitingTemplate := f.string("waiting-template", "", "operator's html/template for the waiting page (see docs/proxy.md)")
 	routes := f.stringList("route", "path prefix → room, repeatable, such as /concert-a/=room-a; longest prefix wins")
+	foldCase := f.bool("fold-case", false, "match path rules without regard to case, for origins that ignore case (IIS); otherwise a path whose case changes the rule is refused")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -39,7 +40,7 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil || (origin.Scheme != "http" && origin.Scheme != "https") || origin.Host == "" {
 		return fmt.Errorf("bad setting --origin/%s=%q: want http://host:port or https://…", f.envName("origin"), *originFlag)
 	}
-	rules := gateway.Rules{DefaultRoom: *room, Gate: *gates, Open: *opens}
+	rules := gateway.Rules{DefaultRoom: *room, Gate: *gates, Open: *opens, FoldCase: *foldCase}
 	for _, s := range *routes {
 		r, err := gateway.ParseRoute(s)
 		if err != nil {
@@ -66,7 +67,7 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 		Origin: origin, Queue: k.q, Keys: k.keys, Rules: rules, Registry: k.reg,
 		API:           k.api(c, httpapi.Config{}),
 		Logger:        k.log.With("component", "proxy"),
-		OriginTimeout: *originTimeout, InsecureCookies: *c.insecure, FailOpen: *c.failOpen,
+		OriginTimeout: *originTimeout, InsecureCookies: *c.insecure, FailOpen: *c.failOpen, Flood: k.flood,
 		Lang: *lang, WaitingTemplate: *waitingTemplate,
 	})
 	if err != nil {

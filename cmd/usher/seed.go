@@ -40,7 +40,7 @@ func seed(ctx context.Context, args []string, getenv func(string) string, stdout
 	}
 	var cl closers
 	defer cl.Close()
-	qs, _, err := openStores(ctx, *store, *redisPrefix, &cl)
+	qs, _, _, err := openStores(ctx, *store, *redisPrefix, &cl)
 	if err != nil {
 		return err
 	}

@@ -106,6 +106,8 @@ type Body struct {
 		Message string   `json:"message"`
 		Seats   []string `json:"seats,omitempty"`
 	} `json:"error"`
+	// Challenge is the proof-of-work challenge of challenge_required.
+	Challenge any `json:"challenge,omitempty"`
 }
 
 // bodyFor returns the answer to err and its status: the code's fixed
@@ -117,6 +119,9 @@ func bodyFor(err error) (int, Body) {
 	b.Error.Code, b.Error.Message = code, fault.Message(err)
 	if s, ok := errors.AsType[fault.Seats](err); ok {
 		b.Error.Seats = s.FaultSeats()
+	}
+	if c, ok := errors.AsType[fault.Challenged](err); ok {
+		b.Challenge = c.FaultChallenge()
 	}
 	switch {
 	case status == http.StatusServiceUnavailable:

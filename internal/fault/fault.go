@@ -114,3 +114,11 @@ type Seats interface {
 	error
 	FaultSeats() []string
 }
+
+// Challenged is implemented by errors that hand the client a challenge to
+// solve before it retries (challenge_required): the answer carries it as
+// the top-level "challenge" field.
+type Challenged interface {
+	error
+	FaultChallenge() any
+}

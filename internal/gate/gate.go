@@ -193,13 +193,22 @@ func PassCookieFor(pass string, exp time.Time, secure bool) *http.Cookie {
 	}
 }
 
+// VisitorFrom returns the visitor id of the request's valid usher_vid
+// cookie: a request without one would be a new visitor.
+func VisitorFrom(r *http.Request, keys *token.Keyring) (string, bool) {
+	if c, err := r.Cookie(wire.VisitorCookie); err == nil {
+		if id, err := keys.ParseVisitor(c.Value); err == nil {
+			return id, true
+		}
+	}
+	return "", false
+}
+
 // BrowserVisitor returns the visitor id of the request's signed usher_vid
 // cookie; without a valid one it returns a new id and the cookie to set.
 func BrowserVisitor(r *http.Request, keys *token.Keyring, secure bool) (id string, set *http.Cookie) {
-	if c, err := r.Cookie(wire.VisitorCookie); err == nil {
-		if id, err := keys.ParseVisitor(c.Value); err == nil {
-			return id, nil
-		}
+	if id, ok := VisitorFrom(r, keys); ok {
+		return id, nil
 	}
 	id = token.NewVisitorID()
 	return id, &http.Cookie{

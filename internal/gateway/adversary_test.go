@@ -12,6 +12,11 @@ import (
 	"time"
 
 	"usher/internal/canon"
+	"usher/internal/clientip"
+	"usher/internal/flood"
+	"usher/internal/limit/memlimit"
+	"usher/internal/pow"
+	"usher/internal/queue"
 )
 
 // recorder is an origin that records the request target of every request it
@@ -227,5 +232,46 @@ func TestGatedAnswersNotShared(t *testing.T) {
 	}
 	if res := do(t, http.DefaultClient, "GET", e.url+"/about", nil); res.header.Get("Cache-Control") != "" {
 		t.Errorf("open answer got Cache-Control %q", res.header.Get("Cache-Control"))
+	}
+}
+
+// TestOnlyPageViewsEnter: HEAD, OPTIONS and other methods without a place
+// never take one; cookie-less GETs take at most the room's per-client limit.
+func TestOnlyPageViewsEnter(t *testing.T) {
+	var guard *flood.Guard
+	e := newEnv(t, newOrigin(t, helloOrigin), Rules{}, func(c *Config) {
+		limits := memlimit.New()
+		guard = flood.New(limits, pow.New(c.Keys, limits, time.Now), clientip.Trusted{}, time.Now)
+		c.Flood = guard
+	})
+	s := queue.DefaultSettings()
+	s.MaxActive, s.AdmitRate, s.ClientEntersPerMinute = 1, queue.MinAdmitRate, 3
+	if err := e.q.PutRoom(t.Context(), "sale", s); err != nil {
+		t.Fatal(err)
+	}
+	places := func() int64 {
+		v, err := e.q.Room(t.Context(), "sale")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.Waiting + v.Active
+	}
+	for _, m := range []string{"HEAD", "OPTIONS", "PUT", "DELETE", "PATCH"} {
+		res := do(t, http.DefaultClient, m, e.url+"/shop", map[string]string{"Accept": "application/json"})
+		if res.status != http.StatusMethodNotAllowed {
+			t.Errorf("%s without a place: %d, want 405", m, res.status)
+		}
+	}
+	if n := places(); n != 0 {
+		t.Fatalf("%d places after HEAD/OPTIONS/PUT/DELETE/PATCH, want 0", n)
+	}
+	for i := range 5 {
+		res := do(t, http.DefaultClient, "GET", e.url+"/shop", map[string]string{"Accept": "application/json"})
+		if i >= 3 && (res.status != http.StatusTooManyRequests || !strings.Contains(res.body, "rate_limited") || res.header.Get("Retry-After") == "") {
+			t.Errorf("cookie-less GET %d over the limit: %d %s", i+1, res.status, res.body)
+		}
+	}
+	if n := places(); n != 3 {
+		t.Fatalf("%d places after 5 cookie-less GETs, want the limit 3", n)
 	}
 }

@@ -46,6 +46,7 @@ import (
 	"usher/internal/apierror"
 	"usher/internal/canon"
 	"usher/internal/fault"
+	"usher/internal/flood"
 	"usher/internal/gate"
 	"usher/internal/queue"
 	"usher/internal/token"
@@ -74,6 +75,9 @@ type Config struct {
 	InsecureCookies bool
 	// FailOpen lets signed passes through when the store is down.
 	FailOpen bool
+	// Flood bounds the new places one client takes (the room's
+	// client_enters_per_minute); nil lets every one in.
+	Flood *flood.Guard
 	// Lang picks the waiting page's shipped text set: en (default) or ko.
 	Lang string
 	// WaitingTemplate is the path of an operator's html/template for the

@@ -15,6 +15,8 @@ import (
 
 	"usher/internal/apierror"
 	"usher/internal/canon"
+	"usher/internal/fault"
+	"usher/internal/flood"
 	"usher/internal/gate"
 	"usher/internal/queue"
 	"usher/internal/token"
@@ -37,12 +39,19 @@ func (p *Proxy) wait(w http.ResponseWriter, r *http.Request, room string) {
 		return
 	}
 	if err != nil {
-		if asJSON {
+		retry := apierror.RetryAfter
+		if n := flood.RetryAfter(err); n > 0 {
+			retry = strconv.Itoa(n)
+		}
+		w.Header().Set("Retry-After", retry)
+		if errors.Is(err, ErrNoPlace) {
+			w.Header().Set("Allow", "GET, POST")
+		}
+		if asJSON || errors.Is(err, ErrNoPlace) {
 			p.errs.Write(w, r, err)
 			return
 		}
 		status, _ := apierror.Status(err)
-		w.Header().Set("Retry-After", apierror.RetryAfter)
 		p.renderPage(w, r, status, Page{State: StateError, Room: room, Refresh: 2, PollAfterMS: 2000})
 		return
 	}
@@ -150,6 +159,9 @@ func (p *Proxy) place(ctx context.Context, w http.ResponseWriter, r *http.Reques
 		}
 		visitor = t.Visitor
 	} else {
+		if err := p.mayMint(r, room); err != nil {
+			return "", "", queue.Entry{}, err
+		}
 		var set *http.Cookie
 		if visitor, set = gate.BrowserVisitor(r, p.c.Keys, p.secure); set != nil {
 			http.SetCookie(w, set)
@@ -165,6 +177,28 @@ func (p *Proxy) place(ctx context.Context, w http.ResponseWriter, r *http.Reques
 		MaxAge: int(token.TicketTTL.Seconds()), HttpOnly: true, Secure: p.secure, SameSite: http.SameSiteLaxMode,
 	})
 	return visitor, ticket, e, nil
+}
+
+// ErrNoPlace answers a request of another method than GET or POST that
+// would take a new place: only a page view (or the JSON protocol's POST)
+// enters the queue, never a HEAD, an OPTIONS preflight or a PUT.
+var ErrNoPlace = fault.New(fault.MethodNotAllowed, "only GET and POST take a place in the queue")
+
+// mayMint decides, for a request without a visitor cookie, whether it may
+// become a new visitor with a new place: the method, then the room's
+// per-client limit (Config.Flood). Unknown rooms are left to Enter.
+func (p *Proxy) mayMint(r *http.Request, room string) error {
+	if _, ok := gate.VisitorFrom(r, p.c.Keys); ok {
+		return nil
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodPost {
+		return ErrNoPlace
+	}
+	v, ok := p.c.Queue.View(room)
+	if p.c.Flood == nil || !ok {
+		return nil
+	}
+	return p.c.Flood.NewPlace(r.Context(), r, room, v.Settings, false)
 }
 
 func (p *Proxy) ticketOf(r *http.Request, room string) (token.Ticket, bool) {

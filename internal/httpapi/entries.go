@@ -3,9 +3,11 @@ package httpapi
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"usher/internal/apierror"
+	"usher/internal/flood"
 	"usher/internal/gate"
 	"usher/internal/queue"
 	"usher/internal/token"
@@ -26,6 +28,13 @@ func (s *server) enter() http.Handler {
 			s.errs.Write(w, r, apierror.ErrAdminOnly.Detail("visitor_id: accepted only with the admin key"))
 			return
 		case visitor == "":
+			if err := s.newPlace(r, room); err != nil {
+				if n := flood.RetryAfter(err); n > 0 {
+					w.Header().Set("Retry-After", strconv.Itoa(n))
+				}
+				s.errs.Write(w, r, err)
+				return
+			}
 			var set *http.Cookie
 			if visitor, set = gate.BrowserVisitor(r, s.Keys, s.secure); set != nil {
 				http.SetCookie(w, set)
@@ -47,6 +56,24 @@ func (s *server) enter() http.Handler {
 		}
 		s.respond(w, r, status, room, ticket, e)
 	})
+}
+
+// newPlace asks the flood guard whether a request without a visitor
+// cookie (a new visitor) may take a place in room. Rooms this instance does
+// not know yet are left to Enter, which refuses unknown ones, so that a
+// stranger cannot make the guard count under made-up room names.
+func (s *server) newPlace(r *http.Request, room string) error {
+	if s.Flood == nil {
+		return nil
+	}
+	if _, ok := gate.VisitorFrom(r, s.Keys); ok {
+		return nil
+	}
+	v, ok := s.Queue.View(room)
+	if !ok {
+		return nil
+	}
+	return s.Flood.NewPlace(r.Context(), r, room, v.Settings, true)
 }
 
 // ticket returns the request's ticket for room: Bearer header, else cookie.

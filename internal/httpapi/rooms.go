@@ -21,7 +21,7 @@ func applySettings(rs wire.RoomSettings, s queue.Settings) queue.Settings {
 		s.AdmitRate = *rs.AdmitRate
 	}
 	if rs.IntervalMS != nil {
-		s.Interval = time.Duration(*rs.IntervalMS) * time.Millisecond
+		s.Interval = millis(*rs.IntervalMS)
 	}
 	if rs.ActiveTTLSeconds != nil {
 		s.ActiveTTL = seconds(*rs.ActiveTTLSeconds)
@@ -29,7 +29,22 @@ func applySettings(rs wire.RoomSettings, s queue.Settings) queue.Settings {
 	if rs.ClaimWindowSeconds != nil {
 		s.ClaimWindow = seconds(*rs.ClaimWindowSeconds)
 	}
+	if rs.ClientEntersPerMinute != nil {
+		s.ClientEntersPerMinute = *rs.ClientEntersPerMinute
+	}
+	if rs.PowBits != nil {
+		s.PowBits = *rs.PowBits
+	}
 	return s
+}
+
+// millis converts, saturating instead of overflowing (Validate rejects it):
+// 18446744073720 ms must not wrap to a valid interval.
+func millis(n int64) time.Duration {
+	if n > 1e12 || n < -1e12 {
+		return time.Duration(1 << 62)
+	}
+	return time.Duration(n) * time.Millisecond
 }
 
 // seconds converts, saturating instead of overflowing (Validate rejects it).
@@ -50,6 +65,7 @@ func roomResponse(room string, v queue.View) wire.Room {
 		RoomSettings: wire.RoomSettings{
 			State: &state, MaxActive: &s.MaxActive, AdmitRate: &s.AdmitRate, IntervalMS: &interval,
 			ActiveTTLSeconds: &ttl, ClaimWindowSeconds: &claim,
+			ClientEntersPerMinute: &s.ClientEntersPerMinute, PowBits: &s.PowBits,
 		},
 		Stats: wire.RoomStats{Waiting: v.Waiting, Active: v.Active, AdmittedTotal: v.AdmittedTotal, AdmitRateMeasured: v.Rate},
 	}

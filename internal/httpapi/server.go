@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"usher/internal/apierror"
+	"usher/internal/flood"
 	"usher/internal/gate"
 	"usher/internal/queue"
 	"usher/internal/sale"
@@ -37,6 +38,9 @@ type Config struct {
 	InsecureCookies bool
 	// FailOpen lets the gate pass signed passes when the store is down.
 	FailOpen bool
+	// Flood guards anonymous entries that would mint a new visitor
+	// (per-client limit, proof of work); nil lets every one in.
+	Flood *flood.Guard
 	// Sale serves the booking routes (seats, holds, reservations, catalog
 	// admin); nil leaves them out.
 	Sale *sale.Service

@@ -53,6 +53,17 @@ var (
 	ErrInvalid = fault.New(fault.ChallengeInvalid, "proof of work invalid: ask for a new challenge")
 )
 
+// RequiredError is ErrRequired with the challenge to solve.
+type RequiredError struct{ Challenge Challenge }
+
+func (e *RequiredError) Error() string { return ErrRequired.Error() }
+
+// Unwrap makes errors.Is(err, ErrRequired) hold.
+func (e *RequiredError) Unwrap() error { return ErrRequired }
+
+// FaultChallenge puts the challenge in the error answer (fault.Challenged).
+func (e *RequiredError) FaultChallenge() any { return e.Challenge }
+
 // Challenge is what a client is asked to solve.
 type Challenge struct {
 	Token string `json:"token"`

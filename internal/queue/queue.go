@@ -74,6 +74,13 @@ type Settings struct {
 	// ClaimWindow is how long an admitted visitor has to pick up the pass
 	// before the slot goes to the next one.
 	ClaimWindow time.Duration
+	// ClientEntersPerMinute bounds the new queue places one client (an
+	// address, an IPv6 /64) may take in the room: a burst of this many,
+	// refilled over a minute. 0 turns the limit off.
+	ClientEntersPerMinute int64
+	// PowBits is the proof of work an anonymous entry must bring (leading
+	// zero bits of SHA-256; 0 turns it off).
+	PowBits int64
 }
 
 // DefaultSettings are used for a new room's omitted fields.
@@ -85,6 +92,11 @@ func DefaultSettings() Settings {
 		Interval:    time.Second,
 		ActiveTTL:   5 * time.Minute,
 		ClaimWindow: 30 * time.Second,
+		// Mobile carriers put thousands of users behind one address: 600
+		// lets that many newcomers of one address in at the opening and
+		// ten a second after, while one bot on one address takes at most
+		// 600 places in its first minute and 10/s after.
+		ClientEntersPerMinute: 600,
 	}
 }
 

@@ -8,14 +8,17 @@ import (
 // The limits of a room's settings: Validate enforces them, and the capacity
 // planner (internal/loadlab/capacity) plans within them.
 const (
-	MinMaxActive   = 1
-	MaxMaxActive   = 10_000_000
-	MaxAdmitRate   = 1_000_000 // visitors per second; the least is anything above 0
-	MinInterval    = 10 * time.Millisecond
-	MaxInterval    = time.Minute
-	MinActiveTTL   = time.Second
-	MaxActiveTTL   = 24 * time.Hour
-	MinClaimWindow = time.Second // the most is the room's ActiveTTL
+	MinMaxActive    = 1
+	MaxMaxActive    = 10_000_000
+	MinAdmitRate    = 0.001     // visitors per second: one in about 17 minutes
+	MaxAdmitRate    = 1_000_000 // visitors per second
+	MinInterval     = 10 * time.Millisecond
+	MaxInterval     = time.Minute
+	MinActiveTTL    = time.Second
+	MaxActiveTTL    = 24 * time.Hour
+	MinClaimWindow  = time.Second // the most is the room's ActiveTTL
+	MaxClientEnters = 1_000_000   // new places per client per minute; 0 is off
+	MaxPowBits      = 32
 )
 
 // A Field is one setting of Settings, listed once in SettingFields: its name
@@ -62,8 +65,8 @@ func SettingFields() []Field {
 				return err
 			},
 			Check: func(s Settings) error {
-				if !(s.AdmitRate > 0) || s.AdmitRate > MaxAdmitRate {
-					return invalid("admit_rate %v: want more than 0 and at most %d per second", s.AdmitRate, MaxAdmitRate)
+				if !(s.AdmitRate >= MinAdmitRate) || s.AdmitRate > MaxAdmitRate {
+					return invalid("admit_rate %v: want %v to %d per second", s.AdmitRate, MinAdmitRate, MaxAdmitRate)
 				}
 				return nil
 			},
@@ -76,6 +79,8 @@ func SettingFields() []Field {
 			func(s Settings) (time.Duration, time.Duration, string) {
 				return MinClaimWindow, s.ActiveTTL, "active_ttl"
 			}),
+		intField("client_enters_per_minute", func(s *Settings) *int64 { return &s.ClientEntersPerMinute }, 0, MaxClientEnters),
+		intField("pow_bits", func(s *Settings) *int64 { return &s.PowBits }, 0, MaxPowBits),
 	}
 }
 

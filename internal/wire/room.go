@@ -18,6 +18,10 @@ type RoomSettings struct {
 	IntervalMS         *int64   `json:"interval_ms,omitempty"`
 	ActiveTTLSeconds   *float64 `json:"active_ttl_seconds,omitempty"`
 	ClaimWindowSeconds *float64 `json:"claim_window_seconds,omitempty"`
+	// ClientEntersPerMinute bounds the new places one client takes (0: off).
+	ClientEntersPerMinute *int64 `json:"client_enters_per_minute,omitempty"`
+	// PowBits is the proof of work an anonymous API entry brings (0: off).
+	PowBits *int64 `json:"pow_bits,omitempty"`
 }
 
 // RoomStats are a room's live counters.

@@ -1,0 +1,92 @@
+// Package flood decides whether a stranger may take a new queue place: the
+// one thing a waiting room gives away for free, and so the thing a bot
+// floods. The API's anonymous entries and the proxy's cookie-less page views
+// ask it before they mint a visitor id.
+//
+// Layers, each a room setting (queue.Settings):
+//   - ClientEntersPerMinute: a per-client rate of new places (package limit,
+//     keyed by room and clientip key), held across instances by the store;
+//     over it, ErrRateLimited with a retry time, and no place is made.
+//   - PowBits: a proof of work (package pow) for anonymous API entries.
+//
+// A request that carries a valid visitor cookie re-enters as the same
+// visitor, one place per room however often it comes, so only requests
+// that would mint a new visitor are asked.
+package flood
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"usher/internal/clientip"
+	"usher/internal/fault"
+	"usher/internal/limit"
+	"usher/internal/pow"
+	"usher/internal/queue"
+)
+
+// ErrRateLimited is the answer to a client over its room's
+// ClientEntersPerMinute.
+var ErrRateLimited = fault.New(fault.RateLimited, "too many new places for this network; retry later")
+
+// LimitedError is ErrRateLimited with the time until a new place would be
+// allowed.
+type LimitedError struct{ RetryAfter time.Duration }
+
+func (e *LimitedError) Error() string { return ErrRateLimited.Error() }
+
+// Unwrap makes errors.Is(err, ErrRateLimited) hold.
+func (e *LimitedError) Unwrap() error { return ErrRateLimited }
+
+// RetryAfter returns the wait a LimitedError in err's chain names, rounded
+// up to whole seconds, or 0.
+func RetryAfter(err error) int {
+	var le *LimitedError
+	if !errors.As(err, &le) {
+		return 0
+	}
+	return int((le.RetryAfter + time.Second - 1) / time.Second)
+}
+
+// Guard asks the layers. Its zero value is not usable; use New.
+type Guard struct {
+	limits  limit.Store
+	pow     *pow.Guard
+	trusted clientip.Trusted
+	now     func() time.Time
+}
+
+// New returns a guard that counts in limits, checks proofs of work with p,
+// and keys clients through trusted proxies.
+func New(limits limit.Store, p *pow.Guard, trusted clientip.Trusted, now func() time.Time) *Guard {
+	return &Guard{limits: limits, pow: p, trusted: trusted, now: now}
+}
+
+// NewPlace reports whether the client of r may take a new place in room
+// with settings s. askWork applies the proof of work (the solution comes in
+// the Usher-Challenge header); the proxy's page views do not ask it yet,
+// since the waiting page does not solve challenges. Errors:
+// a *pow.RequiredError carrying a new challenge, pow.ErrInvalid,
+// a *LimitedError, or limit.ErrUnavailable when the store cannot count.
+func (g *Guard) NewPlace(ctx context.Context, r *http.Request, room string, s queue.Settings, askWork bool) error {
+	solution := r.Header.Get(pow.Header)
+	if askWork && s.PowBits > 0 && solution == "" {
+		return &pow.RequiredError{Challenge: g.pow.Issue(room, int(s.PowBits))}
+	}
+	if s.ClientEntersPerMinute > 0 {
+		ok, retry, err := g.limits.Allow(ctx, "enter:"+room+":"+g.trusted.Key(r),
+			limit.Rate{Events: s.ClientEntersPerMinute, Per: time.Minute}, g.now())
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return &LimitedError{RetryAfter: retry}
+		}
+	}
+	if askWork && s.PowBits > 0 {
+		return g.pow.Check(ctx, room, int(s.PowBits), solution)
+	}
+	return nil
+}

@@ -1,0 +1,136 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"usher/internal/clientip"
+	"usher/internal/flood"
+	"usher/internal/httpapi"
+	"usher/internal/limit/memlimit"
+	"usher/internal/pow"
+	"usher/internal/queue"
+	"usher/internal/queue/memqueue"
+	"usher/internal/token"
+)
+
+// newFloodEnv serves the API with the flood guard on.
+func newFloodEnv(t *testing.T) *env {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	store := &flakyStore{Store: memqueue.New()}
+	q := queue.New(store, queue.Options{Metrics: queue.NewMetrics(reg)})
+	keys, err := token.LoadDir(t.TempDir(), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits := memlimit.New()
+	guard := flood.New(limits, pow.New(keys, limits, time.Now), clientip.Trusted{}, time.Now)
+	srv := httptest.NewTLSServer(httpapi.NewServer(httpapi.Config{
+		Queue: q, Keys: keys, AdminKey: adminKey, Registry: reg, Flood: guard,
+	}))
+	t.Cleanup(srv.Close)
+	return &env{t: t, srv: srv, store: store, q: q, keys: keys}
+}
+
+// places counts the room's waiting and active visitors.
+func (e *env) places(room string) int64 {
+	e.t.Helper()
+	v, err := e.q.Room(e.t.Context(), room)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return v.Waiting + v.Active
+}
+
+// TestClientEntersPerMinute: one client without cookies takes at most the
+// room's limit of new places; over it, 429 rate_limited with Retry-After
+// and no place. A visitor named with the admin key is not counted.
+func TestClientEntersPerMinute(t *testing.T) {
+	e := newFloodEnv(t)
+	e.putRoom("sale", `{"max_active":1,"admit_rate":0.001,"client_enters_per_minute":3}`)
+	for i := range 6 {
+		r := e.do(nil, "POST", "/api/v1/rooms/sale/entries", "", "")
+		want := http.StatusCreated
+		if i >= 3 {
+			want = http.StatusTooManyRequests
+		}
+		if r.status != want {
+			t.Fatalf("cookie-less entry %d: %d %s, want %d", i+1, r.status, r.body, want)
+		}
+		if want == http.StatusTooManyRequests {
+			if code := r.errorCode(t); code != "rate_limited" || r.header.Get("Retry-After") == "" {
+				t.Fatalf("over the limit: code %q, Retry-After %q", code, r.header.Get("Retry-After"))
+			}
+		}
+	}
+	if n := e.places("sale"); n != 3 {
+		t.Fatalf("%d places, want the limit 3", n)
+	}
+	if r := e.do(nil, "POST", "/api/v1/rooms/sale/entries", adminKey, `{"visitor_id":"trusted"}`); r.status != http.StatusCreated {
+		t.Errorf("admin-named visitor over the client limit: %d %s", r.status, r.body)
+	}
+}
+
+// TestProofOfWork: an anonymous entry to a room with pow_bits gets 428 and
+// a challenge; the solved challenge enters once; a replay, another room's
+// challenge and a wrong nonce are 401 challenge_invalid; no place is made
+// without a valid solution.
+func TestProofOfWork(t *testing.T) {
+	e := newFloodEnv(t)
+	e.putRoom("sale", `{"max_active":1,"admit_rate":0.001,"pow_bits":8,"client_enters_per_minute":0}`)
+	e.putRoom("other", `{"pow_bits":8}`)
+	challenge := func(room string) pow.Challenge {
+		r := e.do(nil, "POST", "/api/v1/rooms/"+room+"/entries", "", "")
+		var body struct {
+			Error     struct{ Code string }
+			Challenge pow.Challenge
+		}
+		if err := json.Unmarshal(r.body, &body); err != nil || r.status != http.StatusPreconditionRequired ||
+			body.Error.Code != "challenge_required" || body.Challenge.Bits != 8 || body.Challenge.Token == "" {
+			t.Fatalf("entry without a solution: %d %s, want 428 challenge_required with a challenge of 8 bits", r.status, r.body)
+		}
+		return body.Challenge
+	}
+	enter := func(room, solution string) resp {
+		req, _ := http.NewRequest("POST", e.srv.URL+"/api/v1/rooms/"+room+"/entries", strings.NewReader(""))
+		req.Header.Set(pow.Header, solution)
+		res, err := e.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return resp{status: res.StatusCode, header: res.Header, body: body}
+	}
+	c := challenge("sale")
+	sol := c.Token + ":" + pow.Solve(c)
+	if r := enter("sale", sol); r.status != http.StatusCreated && r.status != http.StatusOK {
+		t.Fatalf("solved entry: %d %s", r.status, r.body)
+	}
+	if r := enter("sale", sol); r.status != http.StatusUnauthorized || r.errorCode(t) != "challenge_invalid" {
+		t.Errorf("replayed solution: %d %s, want 401 challenge_invalid", r.status, r.body)
+	}
+	o := challenge("other")
+	if r := enter("sale", o.Token+":"+pow.Solve(o)); r.status != http.StatusUnauthorized {
+		t.Errorf("other room's solution: %d %s, want 401", r.status, r.body)
+	}
+	c2 := challenge("sale")
+	wrong := "x"
+	for pow.Solves(c2.Token, wrong, 8) {
+		wrong += "x"
+	}
+	if r := enter("sale", c2.Token+":"+wrong); r.status != http.StatusUnauthorized {
+		t.Errorf("wrong nonce: %d %s, want 401", r.status, r.body)
+	}
+	if n := e.places("sale"); n != 1 {
+		t.Errorf("%d places, want exactly the one solved entry", n)
+	}
+}

@@ -27,11 +27,15 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 	lang := f.string("lang", "en", "waiting page language: en or ko")
 	waitingTemplate := f.string("waiting-template", "", "operator's html/template for the waiting page (see docs/proxy.md)")
 	routes := f.stringList("route", "path prefix → room, repeatable, such as /concert-a/=room-a; longest prefix wins")
+	maxConns := f.int("max-conns", 10_000, "most client connections open at once; more wait to be accepted")
+	bodyTimeout := f.duration("body-timeout", time.Minute, "most time to read a request's body (websockets exempt)")
 	foldCase := f.bool("fold-case", false, "match path rules without regard to case, for origins that ignore case (IIS); otherwise a path whose case changes the rule is refused")
 	if err := f.parse(args); err != nil {
 		return err
 	}
 	f.positive("origin-timeout", originTimeout.Seconds())
+	f.positive("max-conns", float64(*maxConns))
+	f.positive("body-timeout", bodyTimeout.Seconds())
 	c.check(f)
 	if err := f.check(); err != nil {
 		return err
@@ -68,15 +72,17 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 		API:           k.api(c, httpapi.Config{}),
 		Logger:        k.log.With("component", "proxy"),
 		OriginTimeout: *originTimeout, InsecureCookies: *c.insecure, FailOpen: *c.failOpen, Flood: k.flood,
-		Lang: *lang, WaitingTemplate: *waitingTemplate,
+		BodyTimeout: *bodyTimeout,
+		Lang:        *lang, WaitingTemplate: *waitingTemplate,
 	})
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
 		Handler: c.logs.accessLog(log.With("component", "access"), p),
-		// No ReadTimeout or WriteTimeout: uploads, server-sent events and
-		// websockets stream through for as long as they last.
+		// No ReadTimeout or WriteTimeout: server-sent events and websockets
+		// stream through for as long as they last; the proxy bounds reading
+		// a request body itself (--body-timeout).
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
@@ -84,6 +90,7 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	ln = capConns(ln, *maxConns)
 	fmt.Fprintf(stdout, "usher proxy serving on %s for %s (store %s, rooms %s)\n",
 		baseURL(ln.Addr()), redactURL(origin.String()), redactURL(*c.store), strings.Join(rules.Rooms(), ","))
 	return stopped(log, k.run(ctx, srv, ln))

@@ -275,3 +275,30 @@ func TestOnlyPageViewsEnter(t *testing.T) {
 		t.Fatalf("%d places after 5 cookie-less GETs, want the limit 3", n)
 	}
 }
+
+// TestSlowBodyCut: a client that sends a body slower than BodyTimeout loses
+// the connection instead of holding it; the test's own deadline only bounds
+// a failure.
+func TestSlowBodyCut(t *testing.T) {
+	e := newEnv(t, newOrigin(t, helloOrigin), Rules{Open: []string{"/upload"}}, func(c *Config) {
+		c.BodyTimeout = 100 * time.Millisecond
+	})
+	u, _ := url.Parse(e.url)
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	fmt.Fprintf(conn, "POST /upload HTTP/1.1\r\nHost: %s\r\nContent-Length: 1000\r\n\r\nonly a little", u.Host)
+	// Never send the rest: the proxy must answer or close, not wait.
+	buf := make([]byte, 4096)
+	for {
+		if _, err := conn.Read(buf); err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatal("the proxy still held the connection with a body outstanding")
+			}
+			return // closed: the connection was cut
+		}
+	}
+}

@@ -75,6 +75,10 @@ type Config struct {
 	InsecureCookies bool
 	// FailOpen lets signed passes through when the store is down.
 	FailOpen bool
+	// BodyTimeout bounds reading a request's body (default 60s), so that a
+	// client that sends it slowly cannot hold a connection for ever;
+	// upgraded connections (websockets) are exempt.
+	BodyTimeout time.Duration
 	// Flood bounds the new places one client takes (the room's
 	// client_enters_per_minute); nil lets every one in.
 	Flood *flood.Guard
@@ -121,6 +125,9 @@ func New(c Config) (*Proxy, error) {
 	if c.OriginTimeout <= 0 {
 		c.OriginTimeout = 30 * time.Second
 	}
+	if c.BodyTimeout <= 0 {
+		c.BodyTimeout = time.Minute
+	}
 	if c.Transport == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.DialContext = (&net.Dialer{Timeout: c.OriginTimeout, KeepAlive: 30 * time.Second}).DialContext
@@ -165,6 +172,10 @@ func New(c Config) (*Proxy, error) {
 
 // ServeHTTP routes the request: usher's API, an open path, or the gate.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Upgrade") == "" && r.Body != nil && r.Body != http.NoBody {
+		// The server sets the next request's own deadline when it reads it.
+		http.NewResponseController(w).SetReadDeadline(time.Now().Add(p.c.BodyTimeout))
+	}
 	if r.Method == http.MethodConnect || r.Method == http.MethodTrace {
 		p.errs.Write(w, r, apierror.ErrMethodNotAllowed)
 		return

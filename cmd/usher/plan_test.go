@@ -40,7 +40,7 @@ func TestPlanSeed002(t *testing.T) {
 func TestPlanMeasure(t *testing.T) {
 	base := startOrigin(t, "--addr", "127.0.0.1:0", "--conns", "4", "--service", "constant:5ms")
 	out := runPlan(t, "--pool", "4", "--measure", base+"/seats", "--measure-requests", "20", "--measure-warmup", "2", "--batch", "4")
-	for _, want := range []string{"Service time: 20 requests", "at concurrency 2", "p95", "Little's law predicts", "(pool) ÷ 0.00"} {
+	for _, want := range []string{"Service time: 20 requests", "at concurrency 2", "p95", "Little's law predicts", "(pool) ÷ "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("plan --measure output lacks %q:\n%s", want, out)
 		}

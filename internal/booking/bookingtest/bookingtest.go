@@ -326,14 +326,14 @@ func testAddSeatsDuplicate(t *testing.T, s booking.Store) {
 	}
 }
 
-// testAddSeatsLarge adds a stadium in one call. The deadline is a guard
-// against a backend committing (or round-tripping) once per seat, which
-// takes minutes; speed itself is measured by Bench.
+// testAddSeatsLarge adds a stadium in one call. It sets no deadline: a
+// loaded machine under -race once took more than a minute here, and speed
+// (a backend must not commit once per seat) is measured by Bench, not by a
+// test.
 func testAddSeatsLarge(t *testing.T, s booking.Store) {
 	const n = 50_000
 	sch, _ := catalog(t, s, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := context.Background()
 	in := specs("S", n)
 	ids, err := s.AddSeats(ctx, sch.ID, in)
 	if err != nil {

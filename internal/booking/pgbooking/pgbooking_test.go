@@ -93,11 +93,15 @@ func open(tb testing.TB, url string, poolSize int) *pgbooking.Store {
 
 func newStore(tb testing.TB) booking.Store { return open(tb, freshSchema(tb), 8) }
 
-func TestConformance(t *testing.T) { bookingtest.Run(t, newStore) }
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	bookingtest.Run(t, newStore)
+}
 
 // TestConformancePipeline runs the suite with the set path off: every batch
 // takes the pipeline path (and the careful path where it must).
 func TestConformancePipeline(t *testing.T) {
+	t.Parallel()
 	bookingtest.Run(t, func(tb testing.TB) booking.Store {
 		s := open(tb, freshSchema(tb), 8)
 		pgbooking.PipelineOnly(s)

@@ -120,6 +120,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestServeEmbeddedDefaults(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	base := startServe(t, map[string]string{"USHER_DATA_DIR": dir}, "--addr", "127.0.0.1:0")
 	key, err := os.ReadFile(filepath.Join(dir, "admin.key"))
@@ -162,6 +163,7 @@ func TestServeEmbeddedDefaults(t *testing.T) {
 }
 
 func TestServeBadSettings(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		env  map[string]string
@@ -189,6 +191,7 @@ func TestServeBadSettings(t *testing.T) {
 }
 
 func TestKeysRotate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	env := func(k string) string { return map[string]string{"USHER_DATA_DIR": dir}[k] }
 	var out bytes.Buffer
@@ -209,6 +212,7 @@ func TestKeysRotate(t *testing.T) {
 // then recovers when Redis is back. It needs redis-server; under CI it must
 // run.
 func TestServeRedisOutage(t *testing.T) {
+	t.Parallel()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		testenv.Skip(t, "redis-server", "install redis-server (apt-get install redis-server)")
@@ -283,6 +287,7 @@ func freePort(t *testing.T) string {
 // TestProductionStack runs `usher seed` and `usher serve` on the real
 // services (Redis, PostgreSQL, NATS) and books seats end to end.
 func TestProductionStack(t *testing.T) {
+	t.Parallel()
 	redisURL := testenv.URL(t, "USHER_TEST_REDIS")
 	pgURL := testenv.URL(t, "USHER_TEST_POSTGRES")
 	natsURL := testenv.URL(t, "USHER_TEST_NATS")
@@ -393,6 +398,7 @@ func pgSchemaURL(t *testing.T, base, schema string) string {
 // `usher serve` on the embedded defaults; the schedule's room appears in the
 // server's memory store and the seats can be browsed.
 func TestSeedThenServeEmbedded(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	env := map[string]string{"USHER_DATA_DIR": dir}
 	getenv := func(k string) string { return env[k] }

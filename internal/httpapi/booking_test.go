@@ -102,6 +102,7 @@ func decodeInto[T any](t *testing.T, r resp) T {
 }
 
 func TestBookingFlow(t *testing.T) {
+	t.Parallel()
 	e := newBookingEnv(t)
 	// The catalog, by the operator.
 	sch := e.newSchedule(t, "Spring concert", `{"starts_at":"2026-12-24T19:00:00Z"}`)
@@ -210,6 +211,7 @@ func readEvents(t *testing.T, e *env, path, bearer string) httpapi.ReservationRe
 }
 
 func TestBookingErrors(t *testing.T) {
+	t.Parallel()
 	e := newBookingEnv(t)
 	sch := e.newSchedule(t, "c", `{}`)
 	e.do(nil, "POST", fmt.Sprintf("/api/v1/schedules/%d/seats", sch.ID), adminKey, `{"sections":["A"],"rows":1,"seats_per_row":3}`)
@@ -255,6 +257,7 @@ func TestBookingErrors(t *testing.T) {
 }
 
 func TestStockFlow(t *testing.T) {
+	t.Parallel()
 	e := newBookingEnv(t)
 	sch := e.newSchedule(t, "Flash sale", `{}`)
 	e.putRoom(sch.Room, `{"max_active":10,"admit_rate":100}`)

@@ -147,6 +147,7 @@ func (e *env) putRoom(room, body string) {
 }
 
 func TestEnterStatusAdmit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.putRoom("sale", `{"max_active":1,"admit_rate":10,"interval_ms":1000}`)
 	alice, bob := e.client(), e.client()
@@ -200,6 +201,7 @@ func TestEnterStatusAdmit(t *testing.T) {
 }
 
 func TestAdminRooms(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	r := e.do(nil, "PUT", "/api/v1/rooms/a", adminKey, `{"max_active":7,"state":"paused"}`)
 	var room httpapi.RoomResponse
@@ -226,6 +228,7 @@ func TestAdminRooms(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.putRoom("sale", `{"max_active":1}`)
 	e.putRoom("other", `{}`)
@@ -275,6 +278,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestGateNotAdmittedAfterLeave(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.putRoom("sale", `{}`)
 	pass := e.do(nil, "POST", "/api/v1/rooms/sale/entries", adminKey, `{"visitor_id":"a"}`).entry(t).Pass
@@ -291,6 +295,7 @@ func TestGateNotAdmittedAfterLeave(t *testing.T) {
 }
 
 func TestStoreOutage(t *testing.T) {
+	t.Parallel()
 	for _, failOpen := range []bool{false, true} {
 		t.Run(fmt.Sprintf("failOpen=%v", failOpen), func(t *testing.T) {
 			e := newEnv(t, failOpen)
@@ -329,6 +334,7 @@ func TestStoreOutage(t *testing.T) {
 // TestConcurrentEnterOneVisitor: 200 simultaneous enters of one browser
 // (same visitor cookie) make one queue place.
 func TestConcurrentEnterOneVisitor(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.putRoom("sale", `{"max_active":1}`)
 	e.do(nil, "POST", "/api/v1/rooms/sale/entries", adminKey, `{"visitor_id":"first"}`)
@@ -356,6 +362,7 @@ func TestConcurrentEnterOneVisitor(t *testing.T) {
 }
 
 func TestJWKSAndMetrics(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	r := e.do(nil, "GET", "/.well-known/jwks.json", "", "")
 	var jwks struct {
@@ -380,6 +387,7 @@ func TestJWKSAndMetrics(t *testing.T) {
 }
 
 func TestEntryResponseJSON(t *testing.T) {
+	t.Parallel()
 	exp := time.Date(2026, 11, 29, 10, 0, 0, 123456789, time.UTC)
 	for _, e := range []httpapi.EntryResponse{
 		{},
@@ -398,6 +406,7 @@ func TestEntryResponseJSON(t *testing.T) {
 }
 
 func TestSoldOutRoom(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.putRoom("sale", `{"max_active":1}`)
 	e.do(nil, "POST", "/api/v1/rooms/sale/entries", adminKey, `{"visitor_id":"first"}`) // takes the slot

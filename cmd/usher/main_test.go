@@ -61,23 +61,26 @@ func startCommand(t *testing.T, command, healthPath string, env map[string]strin
 			t.Errorf("usher %s returned %v after shutdown, want nil", command, err)
 		}
 	})
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	var base string
+	testenv.Eventually(t, time.Minute, "usher "+command+" to answer "+healthPath, func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("usher %s exited early: %v\n%s", command, err, stderr)
 		default:
 		}
-		if m := servingRE.FindStringSubmatch(stdout.String()); m != nil {
-			if res, err := http.Get(m[1] + healthPath); err == nil {
-				res.Body.Close()
-				if res.StatusCode == 200 {
-					return m[1]
-				}
-			}
+		m := servingRE.FindStringSubmatch(stdout.String())
+		if m == nil {
+			return false
 		}
-	}
-	t.Fatalf("usher %s did not become healthy\nstdout: %s\nstderr: %s", command, stdout, stderr)
-	return ""
+		res, err := http.Get(m[1] + healthPath)
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		base = m[1]
+		return res.StatusCode == 200
+	})
+	return base
 }
 
 // startServe runs `usher serve` until the test ends.
@@ -111,12 +114,7 @@ func (c client) do(method, path, bearer, body string) (int, http.Header, map[str
 // waitFor polls cond until it holds (the scheduler runs in real time).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
+	testenv.Eventually(t, time.Minute, what, cond)
 }
 
 func TestServeEmbeddedDefaults(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -176,20 +177,15 @@ func run(t *testing.T, b *natsmq.Broker, h mq.Handler) {
 // waitStatus polls Get until id has status want.
 func waitStatus(t *testing.T, b *natsmq.Broker, id string, want booking.ReservationStatus) booking.Reservation {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r, err := b.Get(context.Background(), id)
-		if err != nil {
+	var r booking.Reservation
+	testenv.Eventually(t, time.Minute, fmt.Sprintf("Get(%s).Status = %s", id, want), func() bool {
+		var err error
+		if r, err = b.Get(context.Background(), id); err != nil {
 			t.Fatalf("Get(%s): %v", id, err)
 		}
-		if r.Status == want {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Get(%s).Status = %s after 30s, want %s", id, r.Status, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return r.Status == want
+	})
+	return r
 }
 
 // TestRestart: the embedded server's file storage keeps the backlog, the
@@ -309,18 +305,13 @@ func TestLayout(t *testing.T) {
 			sc.Retention, sc.Storage, sc.Duplicates, sc.Subjects)
 	}
 	var cc jetstream.ConsumerConfig
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(t, time.Minute, "the consumer deciders", func() bool {
 		c, err := st.Consumer(ctx, "deciders")
 		if err == nil {
 			cc = c.CachedInfo().Config
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("consumer deciders: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil
+	})
 	if cc.AckPolicy != jetstream.AckExplicitPolicy || cc.AckWait != o.AckWait ||
 		cc.MaxAckPending != 2*10 || cc.MaxDeliver != -1 {
 		t.Errorf("consumer config = ack %v, ack wait %v, max ack pending %d, max deliver %d",
@@ -389,20 +380,13 @@ func TestMalformed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(t, time.Minute, "the stream empty", func() bool {
 		info, err := st.Info(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.State.Msgs == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stream still holds %d messages", info.State.Msgs)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return info.State.Msgs == 0
+	})
 }
 
 // TestHandlerPanic: a panicking handler does not take Consume down; the
@@ -528,13 +512,7 @@ func TestUnavailableServerDown(t *testing.T) {
 	nc := connectEmbedded(t, s)
 	b := open(t, nc, testOptions())
 	stopServer(s)
-	deadline := time.Now().Add(10 * time.Second)
-	for nc.IsConnected() {
-		if time.Now().After(deadline) {
-			t.Fatal("connection still up 10s after the server stopped")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Eventually(t, time.Minute, "the connection down after the server stopped", func() bool { return !nc.IsConnected() })
 	checkUnavailable(t, b)
 }
 

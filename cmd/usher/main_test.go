@@ -50,8 +50,16 @@ var servingRE = regexp.MustCompile(`serving on (http://\S+)`)
 // ends and returns its base URL once healthPath answers 200.
 func startCommand(t *testing.T, command, healthPath string, env map[string]string, args ...string) string {
 	t.Helper()
+	base, _, _ := startCommandOutput(t, command, healthPath, env, args...)
+	return base
+}
+
+// startCommandOutput is startCommand that also returns what the command
+// writes to stdout and stderr, as it writes it.
+func startCommandOutput(t *testing.T, command, healthPath string, env map[string]string, args ...string) (base string, stdout, stderr *syncBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout, stderr = &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
 	getenv := func(k string) string { return env[k] }
 	go func() { done <- run(ctx, append([]string{command}, args...), getenv, stdout, stderr) }()
@@ -61,7 +69,6 @@ func startCommand(t *testing.T, command, healthPath string, env map[string]strin
 			t.Errorf("usher %s returned %v after shutdown, want nil", command, err)
 		}
 	})
-	var base string
 	testenv.Eventually(t, time.Minute, "usher "+command+" to answer "+healthPath, func() bool {
 		select {
 		case err := <-done:
@@ -80,7 +87,7 @@ func startCommand(t *testing.T, command, healthPath string, env map[string]strin
 		base = m[1]
 		return res.StatusCode == 200
 	})
-	return base
+	return base, stdout, stderr
 }
 
 // startServe runs `usher serve` until the test ends.

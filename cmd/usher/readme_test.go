@@ -140,17 +140,11 @@ type shell struct {
 	t     *testing.T
 	vars  map[string]string
 	hosts map[string]string // documented host:port → the test server's
-	serve *server           // the server the curls reach
 	want  []string          // the current block's documented output, left
 	cur   mdBlock
 	retry bool // a sleep came before: retry the next GET until it matches
 	// dataDir stands for the Quick start's ./data, when that server runs.
 	dataDir string
-}
-
-type server struct {
-	base   string
-	stderr *syncBuffer
 }
 
 func (sh *shell) block(b mdBlock, want []string) {
@@ -372,40 +366,9 @@ func (sh *shell) startServe(args []string) string {
 	if !strings.Contains(strings.Join(args, " "), "--addr") {
 		args = append(args, "--addr", "127.0.0.1:0")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, append([]string{"serve"}, args...), func(string) string { return "" }, stdout, stderr)
-	}()
-	sh.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			sh.t.Errorf("usher serve returned %v after shutdown, want nil", err)
-		}
-	})
-	var base string
-	testenv.Eventually(sh.t, readmePatience, "usher serve to answer /healthz", func() bool {
-		select {
-		case err := <-done:
-			sh.t.Fatalf("usher serve exited early: %v\n%s", err, stderr)
-		default:
-		}
-		m := servingRE.FindStringSubmatch(stdout.String())
-		if m == nil {
-			return false
-		}
-		res, err := http.Get(m[1] + "/healthz")
-		if err != nil {
-			return false
-		}
-		res.Body.Close()
-		base = m[1]
-		return res.StatusCode == http.StatusOK
-	})
+	base, stdout, stderr := startCommandOutput(sh.t, "serve", "/healthz", map[string]string{}, args...)
 	u, _ := url.Parse(base)
 	sh.hosts[documented] = u.Host
-	sh.serve = &server{base: base, stderr: stderr}
 	// What serve logs comes after its first line; the README shows some of
 	// it: each documented log line must appear (by its msg), in time.
 	var logs []string

@@ -131,20 +131,3 @@ func Eventually(tb testing.TB, timeout time.Duration, what string, cond func() b
 		time.Sleep(pause)
 	}
 }
-
-// Returns waits for f to return, failing the test (naming what) if it has
-// not returned after timeout: a guard that a call does not hang, not a speed
-// requirement. f runs on another goroutine, so it must not call t.Fatal.
-func Returns[T any](tb testing.TB, timeout time.Duration, what string, f func() T) T {
-	tb.Helper()
-	done := make(chan T, 1)
-	go func() { done <- f() }()
-	select {
-	case v := <-done:
-		return v
-	case <-time.After(timeout):
-		tb.Fatalf("%s has not returned after %v", what, timeout)
-		var zero T
-		return zero
-	}
-}

@@ -41,7 +41,9 @@ func newBookingEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	broker, err := natsmq.Open(ctx, nc, natsmq.Options{})
+	// A loaded machine once took more than the default 5 s to answer a
+	// watch on the embedded server; the bound here only guards a hang.
+	broker, err := natsmq.Open(ctx, nc, natsmq.Options{Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,6 +55,7 @@ func checkInvariants(t *testing.T, rep *loadgen.Report) {
 // TestLoadtestBothScenarios runs seed 000's two scenarios in small against
 // an in-process origin and an in-process usher configured by usher plan.
 func TestLoadtestBothScenarios(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	usherURL := startServe(t, map[string]string{"USHER_DATA_DIR": dir}, "--addr", "127.0.0.1:0")
 	key, err := os.ReadFile(filepath.Join(dir, "admin.key"))
@@ -134,6 +135,7 @@ func TestLoadtestBothScenarios(t *testing.T) {
 // TestLoadtestGatedOrigin puts the origin behind usher's gate: direct users
 // are refused, queued users get through with their passes.
 func TestLoadtestGatedOrigin(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	usherURL := startServe(t, map[string]string{"USHER_DATA_DIR": dir}, "--addr", "127.0.0.1:0")
 	key, err := os.ReadFile(filepath.Join(dir, "admin.key"))
@@ -158,6 +160,7 @@ func TestLoadtestGatedOrigin(t *testing.T) {
 }
 
 func TestLoadtestBadSettings(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"--scenario", "both"},
 		{"--think", "x"},

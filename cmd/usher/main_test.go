@@ -50,8 +50,16 @@ var servingRE = regexp.MustCompile(`serving on (http://\S+)`)
 // ends and returns its base URL once healthPath answers 200.
 func startCommand(t *testing.T, command, healthPath string, env map[string]string, args ...string) string {
 	t.Helper()
+	base, _, _ := startCommandOutput(t, command, healthPath, env, args...)
+	return base
+}
+
+// startCommandOutput is startCommand that also returns what the command
+// writes to stdout and stderr, as it writes it.
+func startCommandOutput(t *testing.T, command, healthPath string, env map[string]string, args ...string) (base string, stdout, stderr *syncBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout, stderr = &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
 	getenv := func(k string) string { return env[k] }
 	go func() { done <- run(ctx, append([]string{command}, args...), getenv, stdout, stderr) }()
@@ -61,23 +69,25 @@ func startCommand(t *testing.T, command, healthPath string, env map[string]strin
 			t.Errorf("usher %s returned %v after shutdown, want nil", command, err)
 		}
 	})
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	testenv.Eventually(t, time.Minute, "usher "+command+" to answer "+healthPath, func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("usher %s exited early: %v\n%s", command, err, stderr)
 		default:
 		}
-		if m := servingRE.FindStringSubmatch(stdout.String()); m != nil {
-			if res, err := http.Get(m[1] + healthPath); err == nil {
-				res.Body.Close()
-				if res.StatusCode == 200 {
-					return m[1]
-				}
-			}
+		m := servingRE.FindStringSubmatch(stdout.String())
+		if m == nil {
+			return false
 		}
-	}
-	t.Fatalf("usher %s did not become healthy\nstdout: %s\nstderr: %s", command, stdout, stderr)
-	return ""
+		res, err := http.Get(m[1] + healthPath)
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		base = m[1]
+		return res.StatusCode == 200
+	})
+	return base, stdout, stderr
 }
 
 // startServe runs `usher serve` until the test ends.
@@ -111,15 +121,11 @@ func (c client) do(method, path, bearer, body string) (int, http.Header, map[str
 // waitFor polls cond until it holds (the scheduler runs in real time).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
+	testenv.Eventually(t, time.Minute, what, cond)
 }
 
 func TestServeEmbeddedDefaults(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	base := startServe(t, map[string]string{"USHER_DATA_DIR": dir}, "--addr", "127.0.0.1:0")
 	key, err := os.ReadFile(filepath.Join(dir, "admin.key"))
@@ -162,6 +168,7 @@ func TestServeEmbeddedDefaults(t *testing.T) {
 }
 
 func TestServeBadSettings(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		env  map[string]string
@@ -190,6 +197,7 @@ func TestServeBadSettings(t *testing.T) {
 }
 
 func TestKeysRotate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	env := func(k string) string { return map[string]string{"USHER_DATA_DIR": dir}[k] }
 	var out bytes.Buffer
@@ -205,10 +213,6 @@ func TestKeysRotate(t *testing.T) {
 	}
 }
 
-// TestServeRedisOutage runs usher against a Redis server of its own, stops
-// that server, and checks that usher fails closed with 503 + Retry-After,
-// then recovers when Redis is back. It needs redis-server; under CI it must
-// run.
 // redisServer returns a function that starts a redis-server of its own on a
 // free port (the same port each time), without persistence, and that port.
 // It skips without redis-server, but fails under CI.
@@ -216,10 +220,7 @@ func redisServer(t *testing.T) (start func() *exec.Cmd, port string) {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("redis-server not found under CI: %v", err)
-		}
-		t.Skip("redis-server not installed")
+		testenv.Skip(t, "redis-server", "install redis-server (apt-get install redis-server)")
 	}
 	port = freePort(t)
 	return func() *exec.Cmd {
@@ -238,7 +239,12 @@ func redisServer(t *testing.T) (start func() *exec.Cmd, port string) {
 	}, port
 }
 
+// TestServeRedisOutage runs usher against a Redis server of its own, stops
+// that server, and checks that usher fails closed with 503 + Retry-After,
+// then recovers when Redis is back. It needs redis-server; under CI it must
+// run.
 func TestServeRedisOutage(t *testing.T) {
+	t.Parallel()
 	startRedis, port := redisServer(t)
 	redis := startRedis()
 	t.Cleanup(func() { redis.Process.Kill(); redis.Wait() })
@@ -295,6 +301,7 @@ func freePort(t *testing.T) string {
 // TestProductionStack runs `usher seed` and `usher serve` on the real
 // services (Redis, PostgreSQL, NATS) and books seats end to end.
 func TestProductionStack(t *testing.T) {
+	t.Parallel()
 	redisURL := testenv.URL(t, "USHER_TEST_REDIS")
 	pgURL := testenv.URL(t, "USHER_TEST_POSTGRES")
 	natsURL := testenv.URL(t, "USHER_TEST_NATS")
@@ -405,6 +412,7 @@ func pgSchemaURL(t *testing.T, base, schema string) string {
 // `usher serve` on the embedded defaults; the schedule's room appears in the
 // server's memory store and the seats can be browsed.
 func TestSeedThenServeEmbedded(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	env := map[string]string{"USHER_DATA_DIR": dir}
 	getenv := func(k string) string { return env[k] }

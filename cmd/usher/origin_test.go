@@ -18,6 +18,7 @@ func startOrigin(t *testing.T, args ...string) string {
 }
 
 func TestOriginServes(t *testing.T) {
+	t.Parallel()
 	base := startOrigin(t, "--addr", "127.0.0.1:0", "--conns", "3", "--workers", "7", "--service", "constant:1ms")
 	res, err := http.Get(base + "/seats")
 	if err != nil || res.StatusCode != 200 {
@@ -39,6 +40,7 @@ func TestOriginServes(t *testing.T) {
 }
 
 func TestOriginBadSettings(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"--conns", "0"},
 		{"--service", "gamma:1s"},

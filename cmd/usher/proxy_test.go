@@ -41,6 +41,7 @@ func newBrowser(t *testing.T) *http.Client {
 }
 
 func TestProxyEndToEnd(t *testing.T) {
+	t.Parallel()
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/done" {
 			w.Header().Set("Usher-Release", "1")
@@ -94,6 +95,7 @@ func TestProxyEndToEnd(t *testing.T) {
 }
 
 func TestProxyBadSettings(t *testing.T) {
+	t.Parallel()
 	for name, args := range map[string][]string{
 		"no origin":     {"--addr", "127.0.0.1:0"},
 		"bad origin":    {"--origin", "ftp://x"},
@@ -114,6 +116,7 @@ func TestProxyBadSettings(t *testing.T) {
 }
 
 func TestProxyWaitingPageLanguageAndTemplate(t *testing.T) {
+	t.Parallel()
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "origin") }))
 	defer origin.Close()
 	run := func(env map[string]string, args ...string) string {

@@ -10,6 +10,7 @@ import (
 	"usher/internal/admission"
 	"usher/internal/queue"
 	"usher/internal/queue/memqueue"
+	"usher/internal/testenv"
 )
 
 // TestSchedulerAdmits runs a real scheduler until it has admitted the whole
@@ -41,13 +42,13 @@ func TestSchedulerAdmits(t *testing.T) {
 	// which they reach the front must be arrival order.
 	for i := range 20 {
 		v := fmt.Sprintf("v%02d", i)
-		for {
+		testenv.Eventually(t, 30*time.Second, v+" admitted", func() bool {
 			e, err := store.Status(ctx, "r", v, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
 			if e.Status == queue.Active {
-				break
+				return true
 			}
 			st, _ := store.Stats(ctx, "r", time.Now())
 			if st.Active > s.MaxActive {
@@ -56,8 +57,8 @@ func TestSchedulerAdmits(t *testing.T) {
 			if e.Status == queue.Gone {
 				t.Fatalf("%s is gone before it was admitted", v)
 			}
-			time.Sleep(time.Millisecond)
-		}
+			return false
+		})
 		// FIFO: with v00…v(i-1) gone, only v(i)…v(i+4) may be active.
 		if later := fmt.Sprintf("v%02d", i+int(s.MaxActive)); i+int(s.MaxActive) < 20 {
 			if e, _ := store.Status(ctx, "r", later, time.Now()); e.Status == queue.Active {

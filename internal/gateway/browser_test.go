@@ -22,10 +22,13 @@ import (
 
 	"usher/internal/admission"
 	"usher/internal/queue"
+	"usher/internal/testenv"
 )
 
-// browserDeadline bounds each browser test.
-const browserDeadline = 30 * time.Second
+// browserDeadline bounds each browser test: a guard against a hang, not a
+// speed requirement. 30 s was once too short for a whole test on a loaded
+// 2-core machine (load average 23).
+const browserDeadline = 3 * time.Minute
 
 // chromiumPath returns the chromium binary, skipping the test when there is
 // none, or failing it under CI.
@@ -36,10 +39,7 @@ func chromiumPath(t *testing.T) string {
 			return p
 		}
 	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is not installed; CI must install it (apt-get install chromium)")
-	}
-	t.Skip("chromium is not installed")
+	testenv.Skip(t, "chromium", "install chromium (apt-get install chromium)")
 	return ""
 }
 

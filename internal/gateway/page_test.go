@@ -31,6 +31,7 @@ func setState(t *testing.T, q *queue.Queue, room string, state queue.RoomState) 
 }
 
 func TestWaitingPageStates(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, newOrigin(t, helloOrigin), Rules{})
 	e.admit("sale", "occupant", time.Time{})
 	c := browser(t)
@@ -69,6 +70,7 @@ func TestWaitingPageStates(t *testing.T) {
 }
 
 func TestWaitingPageError(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, newOrigin(t, helloOrigin), Rules{})
 	p, err := New(Config{Origin: mustURL(t, e.url), Queue: e.q, Keys: e.keys, Registry: prometheus.NewRegistry(), Rules: Rules{DefaultRoom: "sale"}})
 	if err != nil {
@@ -83,6 +85,7 @@ func TestWaitingPageError(t *testing.T) {
 }
 
 func TestWaitingPageKorean(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, newOrigin(t, helloOrigin), Rules{}, func(c *Config) { c.Lang = "ko" })
 	e.admit("sale", "occupant", time.Time{})
 	do(t, browser(t), "GET", e.url+"/shop", nil)
@@ -98,6 +101,7 @@ func TestWaitingPageKorean(t *testing.T) {
 }
 
 func TestOperatorTemplate(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "waiting.html")
 	tmpl := `<p>{{.State}} #{{.Position}} of {{.StartPosition}} ({{.Progress}}%) {{.ETA}} {{.AheadText}} {{.URL}}</p><script>{{.Script}}</script>`
 	if err := os.WriteFile(path, []byte(tmpl), 0o600); err != nil {
@@ -118,6 +122,7 @@ func TestOperatorTemplate(t *testing.T) {
 
 // Progress counts from the position at entry, kept in a cookie.
 func TestWaitingPageProgress(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, newOrigin(t, helloOrigin), Rules{})
 	e.admit("sale", "occupant", time.Time{})
 	first, second := browser(t), browser(t)
@@ -141,6 +146,7 @@ func TestWaitingPageProgress(t *testing.T) {
 // A second tab carries the same cookies: it shows the same place and takes
 // no second one, whatever gated URL it opens.
 func TestSecondTabSamePlace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, newOrigin(t, helloOrigin), Rules{})
 	e.admit("sale", "occupant", time.Time{})
 	tabs := browser(t) // one browser: its tabs share the cookie jar

@@ -147,6 +147,7 @@ func do(t *testing.T, c *http.Client, method, u string, header map[string]string
 }
 
 func TestWaitingPageHTML(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, newOrigin(t, helloOrigin), Rules{})
 	e.admit("sale", "occupant", time.Time{}) // takes the only slot
 
@@ -207,6 +208,7 @@ func cookieNamed(h http.Header, name string) *http.Cookie {
 }
 
 func TestSecureCookiesByDefault(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, newOrigin(t, helloOrigin), Rules{}, func(c *Config) { c.InsecureCookies = false })
 	e.admit("sale", "occupant", time.Time{})
 	res := do(t, http.DefaultClient, "GET", e.url+"/", nil)
@@ -221,6 +223,7 @@ func TestSecureCookiesByDefault(t *testing.T) {
 }
 
 func TestWaitingJSON(t *testing.T) {
+	t.Parallel()
 	var got http.Header
 	e := newEnv(t, newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
 		got = r.Header.Clone()
@@ -272,6 +275,7 @@ func TestWaitingJSON(t *testing.T) {
 }
 
 func TestAdmittedReachesOriginAndRenews(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, newOrigin(t, helloOrigin), Rules{})
 	// A pass with little life left against a fresh slot: half used, so renewed.
 	pass := e.admit("sale", "v1", time.Now().Add(10*time.Second))
@@ -306,6 +310,7 @@ func TestAdmittedReachesOriginAndRenews(t *testing.T) {
 }
 
 func TestOpenPaths(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, newOrigin(t, helloOrigin), Rules{Open: []string{"/static/", "/healthz"}})
 	e.admit("sale", "occupant", time.Time{})
 	for path, wantOrigin := range map[string]bool{"/static/app.css": true, "/healthz": true, "/healthzx": false, "/": false} {
@@ -317,6 +322,7 @@ func TestOpenPaths(t *testing.T) {
 }
 
 func TestRouteMapping(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, newOrigin(t, helloOrigin), Rules{Routes: []Route{{"/b/", "room-b"}}})
 	passB := e.admit("room-b", "vb", time.Time{})
 	passSale := e.admit("sale", "vs", time.Time{})
@@ -337,6 +343,7 @@ func TestRouteMapping(t *testing.T) {
 }
 
 func TestUsherReleaseFreesTheSlot(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/done" {
 			w.Header().Set(wire.ReleaseHeader, "1")
@@ -362,6 +369,7 @@ func TestUsherReleaseFreesTheSlot(t *testing.T) {
 }
 
 func TestOriginDown(t *testing.T) {
+	t.Parallel()
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
 	e := newEnv(t, dead.URL, Rules{Open: []string{"/"}})
@@ -399,6 +407,7 @@ func (e *env) counter(name string, labels map[string]string) float64 {
 }
 
 func TestOriginTimeout(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	origin := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -415,6 +424,7 @@ func TestOriginTimeout(t *testing.T) {
 }
 
 func TestServerSentEventsStream(t *testing.T) {
+	t.Parallel()
 	done := make(chan struct{})
 	origin := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -443,6 +453,7 @@ func TestServerSentEventsStream(t *testing.T) {
 }
 
 func TestWebSocketUpgrade(t *testing.T) {
+	t.Parallel()
 	origin := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Upgrade") != "websocket" {
 			http.Error(w, "want an upgrade", http.StatusBadRequest)
@@ -485,6 +496,7 @@ func TestWebSocketUpgrade(t *testing.T) {
 }
 
 func TestAPIUnderPrefix(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, newOrigin(t, helloOrigin), Rules{})
 	res := do(t, http.DefaultClient, "GET", e.url+"/_usher/healthz", nil)
 	if res.status != 200 || !strings.Contains(res.body, "ok") {
@@ -497,6 +509,7 @@ func TestAPIUnderPrefix(t *testing.T) {
 }
 
 func TestETARange(t *testing.T) {
+	t.Parallel()
 	en, err := loadText("en")
 	if err != nil {
 		t.Fatal(err)
@@ -522,6 +535,7 @@ func TestETARange(t *testing.T) {
 // TestLargeUpload streams a 32 MiB body through the proxy to the origin:
 // every byte arrives, and the proxy does not buffer or cut it.
 func TestLargeUpload(t *testing.T) {
+	t.Parallel()
 	const size = 32 << 20
 	e := newEnv(t, newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
 		n, err := io.Copy(io.Discard, r.Body)

@@ -3,6 +3,7 @@ package gateway
 import "testing"
 
 func TestRulesMatch(t *testing.T) {
+	t.Parallel()
 	rs := Rules{
 		DefaultRoom: "sale",
 		Gate:        []string{"/", "/static/private/"},
@@ -37,6 +38,7 @@ func TestRulesMatch(t *testing.T) {
 }
 
 func TestRulesDefaultsAndTies(t *testing.T) {
+	t.Parallel()
 	rs := Rules{DefaultRoom: "sale"}
 	if _, gated := rs.Match("/anything"); !gated {
 		t.Error("no gate patterns: want everything gated")
@@ -52,6 +54,7 @@ func TestRulesDefaultsAndTies(t *testing.T) {
 }
 
 func TestRulesValidate(t *testing.T) {
+	t.Parallel()
 	for _, rs := range []Rules{
 		{DefaultRoom: "Bad Room"},
 		{DefaultRoom: "sale", Gate: []string{"shop"}},

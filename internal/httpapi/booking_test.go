@@ -52,7 +52,9 @@ func newBookingEnvOn(t *testing.T, qs queue.Store, holds hold.Store, catalog boo
 	if err != nil {
 		t.Fatal(err)
 	}
-	broker, err := natsmq.Open(ctx, nc, natsmq.Options{})
+	// A loaded machine once took more than the default 5 s to answer a
+	// watch on the embedded server; the bound here only guards a hang.
+	broker, err := natsmq.Open(ctx, nc, natsmq.Options{Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +114,7 @@ func decodeInto[T any](t *testing.T, r resp) T {
 }
 
 func TestBookingFlow(t *testing.T) {
+	t.Parallel()
 	e := newBookingEnv(t)
 	// The catalog, by the operator.
 	sch := e.newSchedule(t, "Spring concert", `{"starts_at":"2026-12-24T19:00:00Z"}`)
@@ -229,7 +232,10 @@ func readEvents(t *testing.T, e *env, path, bearer string) wire.Reservation {
 	return last
 }
 
-func TestBookingErrors(t *testing.T) { testBookingErrors(t, newBookingEnv(t)) }
+func TestBookingErrors(t *testing.T) {
+	t.Parallel()
+	testBookingErrors(t, newBookingEnv(t))
+}
 
 // testBookingErrors sends every error case of the booking API to e; every
 // answer passes errorCode's leak check.
@@ -277,7 +283,10 @@ func testBookingErrors(t *testing.T, e *env) {
 	}
 }
 
-func TestStockFlow(t *testing.T) { testStockFlow(t, newBookingEnv(t)) }
+func TestStockFlow(t *testing.T) {
+	t.Parallel()
+	testStockFlow(t, newBookingEnv(t))
+}
 
 func testStockFlow(t *testing.T, e *env) {
 	sch := e.newSchedule(t, "Flash sale", `{}`)

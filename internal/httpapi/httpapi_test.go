@@ -158,6 +158,7 @@ func (e *env) putRoom(room, body string) {
 }
 
 func TestEnterStatusAdmit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.putRoom("sale", `{"max_active":1,"admit_rate":10,"interval_ms":1000}`)
 	alice, bob := e.client(), e.client()
@@ -211,6 +212,7 @@ func TestEnterStatusAdmit(t *testing.T) {
 }
 
 func TestAdminRooms(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	r := e.do(nil, "PUT", "/api/v1/rooms/a", adminKey, `{"max_active":7,"state":"paused"}`)
 	var room wire.Room
@@ -236,7 +238,10 @@ func TestAdminRooms(t *testing.T) {
 	}
 }
 
-func TestErrors(t *testing.T) { testErrors(t, newEnv(t, false)) }
+func TestErrors(t *testing.T) {
+	t.Parallel()
+	testErrors(t, newEnv(t, false))
+}
 
 // testErrors sends every error case of the waiting-room API to e; every
 // answer passes errorCode's leak check.
@@ -289,6 +294,7 @@ func testErrors(t *testing.T, e *env) {
 }
 
 func TestGateNotAdmittedAfterLeave(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.putRoom("sale", `{}`)
 	pass := e.do(nil, "POST", "/api/v1/rooms/sale/entries", adminKey, `{"visitor_id":"a"}`).entry(t).Pass
@@ -305,6 +311,7 @@ func TestGateNotAdmittedAfterLeave(t *testing.T) {
 }
 
 func TestStoreOutage(t *testing.T) {
+	t.Parallel()
 	for _, failOpen := range []bool{false, true} {
 		t.Run(fmt.Sprintf("failOpen=%v", failOpen), func(t *testing.T) {
 			e := newEnv(t, failOpen)
@@ -343,6 +350,7 @@ func TestStoreOutage(t *testing.T) {
 // TestConcurrentEnterOneVisitor: 200 simultaneous enters of one browser
 // (same visitor cookie) make one queue place.
 func TestConcurrentEnterOneVisitor(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.putRoom("sale", `{"max_active":1}`)
 	e.do(nil, "POST", "/api/v1/rooms/sale/entries", adminKey, `{"visitor_id":"first"}`)
@@ -370,6 +378,7 @@ func TestConcurrentEnterOneVisitor(t *testing.T) {
 }
 
 func TestJWKSAndMetrics(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	r := e.do(nil, "GET", "/.well-known/jwks.json", "", "")
 	var jwks struct {
@@ -394,6 +403,7 @@ func TestJWKSAndMetrics(t *testing.T) {
 }
 
 func TestSoldOutRoom(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.putRoom("sale", `{"max_active":1}`)
 	e.do(nil, "POST", "/api/v1/rooms/sale/entries", adminKey, `{"visitor_id":"first"}`) // takes the slot

@@ -55,13 +55,15 @@ func TestDatabaseDown(t *testing.T) {
 	cutAt := time.Now()
 	proxy.Cut()
 	second := reserve(t, r, "b", r.seats[1]) // the broker takes it
-	for range 20 {                           // the consumer retries meanwhile
+	// The consumer retries meanwhile: the reservation stays pending while
+	// the database turns away at least three connections.
+	testenv.Eventually(t, time.Minute, "three connections refused while the database is down", func() bool {
 		got, err := r.svc.Reservation(ctx, "b", second.ID)
 		if err != nil || got.Status != booking.Pending {
 			t.Fatalf("with the database down: %+v, %v; want pending", got, err)
 		}
-		time.Sleep(25 * time.Millisecond)
-	}
+		return proxy.Refused() >= 3
+	})
 	if m, err := r.svc.SeatMap(ctx, r.sched.ID); err != nil || !m.BuiltAt.Before(cutAt) {
 		t.Errorf("seat map with the database down: %v; want the last one, built before the cut", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"usher/internal/queue"
 	"usher/internal/queue/memqueue"
 	"usher/internal/sale"
+	"usher/internal/testenv"
 )
 
 // rig is the embedded stack: memory queue and holds, SQLite, in-process
@@ -58,7 +59,9 @@ func newRigWith(t *testing.T, seats int, catalog booking.Store) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	broker, err := natsmq.Open(ctx, nc, natsmq.Options{})
+	// A loaded machine once took more than the default 5 s to answer a
+	// watch on the embedded server; the bound here only guards a hang.
+	broker, err := natsmq.Open(ctx, nc, natsmq.Options{Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,17 +103,15 @@ func newRigWith(t *testing.T, seats int, catalog booking.Store) *rig {
 // wait polls the reservation until it is decided.
 func (r *rig) wait(t *testing.T, visitor, id string) booking.Reservation {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		res, err := r.svc.Reservation(context.Background(), visitor, id)
-		if err != nil {
+	var res booking.Reservation
+	testenv.Eventually(t, time.Minute, "reservation "+id+" decided", func() bool {
+		var err error
+		if res, err = r.svc.Reservation(context.Background(), visitor, id); err != nil {
 			t.Fatal(err)
 		}
-		if res.Status != booking.Pending {
-			return res
-		}
-	}
-	t.Fatalf("reservation %s still pending", id)
-	return booking.Reservation{}
+		return res.Status != booking.Pending
+	})
+	return res
 }
 
 func TestReserveFlow(t *testing.T) {
@@ -308,10 +309,5 @@ func TestNoSeatSoldTwice(t *testing.T) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
+	testenv.Eventually(t, time.Minute, what, cond)
 }

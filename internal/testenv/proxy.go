@@ -15,15 +15,19 @@ import (
 )
 
 // Proxy is a TCP proxy in front of a real service, so that a test can take
-// the service "down" (Cut: every connection closed, new ones refused) and
-// bring it back (Restore) without stopping a server that other tests share.
+// the service "down" (Cut: every connection closed, new ones closed as soon
+// as they open) and bring it back (Restore) without stopping a server that
+// other tests share. Refused counts the connections turned away while cut,
+// so a test can wait until a client has retried instead of sleeping.
 type Proxy struct {
-	target string
-	mu     sync.Mutex
-	ln     net.Listener
-	addr   string
-	conns  map[net.Conn]bool
-	wg     sync.WaitGroup
+	target  string
+	mu      sync.Mutex
+	ln      net.Listener
+	addr    string
+	cut     bool
+	refused int
+	conns   map[net.Conn]bool
+	wg      sync.WaitGroup
 }
 
 // NewProxy listens on a free loopback port and forwards to target
@@ -34,7 +38,7 @@ func NewProxy(tb testing.TB, target string) *Proxy {
 	if err := p.listen("127.0.0.1:0"); err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { p.Cut(); p.wg.Wait() })
+	tb.Cleanup(func() { p.close(); p.wg.Wait() })
 	return p
 }
 
@@ -68,13 +72,23 @@ func (p *Proxy) listen(addr string) error {
 }
 
 func (p *Proxy) serve(c net.Conn) {
+	p.mu.Lock()
+	cut := p.cut
+	if cut {
+		p.refused++
+	}
+	p.mu.Unlock()
+	if cut {
+		c.Close()
+		return
+	}
 	up, err := net.Dial("tcp", p.target)
 	if err != nil {
 		c.Close()
 		return
 	}
 	p.mu.Lock()
-	if p.ln == nil { // cut meanwhile
+	if p.cut || p.ln == nil { // cut meanwhile
 		p.mu.Unlock()
 		c.Close()
 		up.Close()
@@ -95,24 +109,44 @@ func (p *Proxy) serve(c net.Conn) {
 	p.mu.Unlock()
 }
 
-// Cut closes the listener and every connection: the service looks down.
+// Cut closes every connection and closes each new one as soon as it is
+// accepted: the service looks down.
 func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.cut = true
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// Restore forwards new connections again.
+func (p *Proxy) Restore(tb testing.TB) {
+	tb.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = false
+}
+
+// Refused is the number of connections closed at once because the proxy
+// was cut.
+func (p *Proxy) Refused() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refused
+}
+
+// close stops listening and closes every connection, when the test ends.
+func (p *Proxy) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
 	if p.ln != nil {
 		p.ln.Close()
 		p.ln = nil
 	}
 	for c := range p.conns {
 		c.Close()
-	}
-}
-
-// Restore listens again on the same address.
-func (p *Proxy) Restore(tb testing.TB) {
-	tb.Helper()
-	if err := p.listen(p.addr); err != nil {
-		tb.Fatalf("proxy restore: %v", err)
 	}
 }
 

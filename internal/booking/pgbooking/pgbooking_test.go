@@ -49,11 +49,15 @@ func open(tb testing.TB, url string, poolSize int) *pgbooking.Store {
 
 func newStore(tb testing.TB) booking.Store { return open(tb, freshSchema(tb), 8) }
 
-func TestConformance(t *testing.T) { bookingtest.Run(t, newStore) }
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	bookingtest.Run(t, newStore)
+}
 
 // TestConformancePipeline runs the suite with the set path off: every batch
 // takes the pipeline path (and the careful path where it must).
 func TestConformancePipeline(t *testing.T) {
+	t.Parallel()
 	bookingtest.Run(t, func(tb testing.TB) booking.Store {
 		s := open(tb, freshSchema(tb), 8)
 		pgbooking.PipelineOnly(s)
@@ -171,8 +175,8 @@ func TestPoolBound(t *testing.T) {
 }
 
 // wantUnavailable checks that err wraps ErrUnavailable (and nothing that
-// would send a caller down another path) and came promptly.
-func wantUnavailable(t *testing.T, op string, err error, took time.Duration) {
+// would send a caller down another path).
+func wantUnavailable(t *testing.T, op string, err error) {
 	t.Helper()
 	if !errors.Is(err, booking.ErrUnavailable) {
 		t.Errorf("%s: err = %v, want ErrUnavailable", op, err)
@@ -180,25 +184,30 @@ func wantUnavailable(t *testing.T, op string, err error, took time.Duration) {
 	if errors.Is(err, booking.ErrNotFound) || errors.Is(err, booking.ErrInvalid) {
 		t.Errorf("%s: err = %v, want only ErrUnavailable", op, err)
 	}
-	if took > 3*time.Second {
-		t.Errorf("%s took %v, want a prompt failure", op, took)
-	}
 }
 
 // TestOpenClosedPort needs no server: nothing listens, Open fails at once.
 func TestOpenClosedPort(t *testing.T) {
-	start := time.Now()
-	_, err := pgbooking.Open(context.Background(), "postgres://usher@"+testenv.ClosedAddr(t)+"/usher?sslmode=disable&connect_timeout=2", 2)
-	wantUnavailable(t, "Open", err, time.Since(start))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a guard against a hang
+	defer cancel()
+	_, err := pgbooking.Open(ctx, "postgres://usher@"+testenv.ClosedAddr(t)+"/usher?sslmode=disable&connect_timeout=2", 2)
+	wantUnavailable(t, "Open", err)
+	if ctx.Err() != nil {
+		t.Error("Open waited for the caller's deadline, want a failure of its own before it")
+	}
 }
 
 // TestOpenSilentServer needs no server: one that accepts connections and
 // never answers fails Open after connect_timeout.
 func TestOpenSilentServer(t *testing.T) {
 	addr := testenv.SilentServer(t)
-	start := time.Now()
-	_, err := pgbooking.Open(context.Background(), "postgres://usher@"+addr+"/usher?sslmode=disable&connect_timeout=1", 2)
-	wantUnavailable(t, "Open", err, time.Since(start))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a guard against a hang
+	defer cancel()
+	_, err := pgbooking.Open(ctx, "postgres://usher@"+addr+"/usher?sslmode=disable&connect_timeout=1", 2)
+	wantUnavailable(t, "Open", err)
+	if ctx.Err() != nil {
+		t.Error("Open waited for the caller's deadline, want connect_timeout to end it first")
+	}
 }
 
 // TestOpenMissingSchema: a search_path whose schema does not exist is
@@ -234,7 +243,7 @@ func TestServerVanished(t *testing.T) {
 	u := freshSchema(t)
 	parsed, err := url.Parse(u)
 	if err != nil || parsed.Host == "" {
-		t.Skipf("USHER_TEST_POSTGRES must be a postgres:// URL with a host for this test (%v)", err)
+		testenv.Skip(t, "USHER_TEST_POSTGRES as a URL", fmt.Sprintf("set USHER_TEST_POSTGRES to a postgres:// URL with a host, not %q (%v),", u, err))
 	}
 	target := parsed.Host
 	if parsed.Port() == "" {
@@ -277,10 +286,12 @@ func TestServerVanished(t *testing.T) {
 		{"Reservation", func(ctx context.Context) error { _, err := s.Reservation(ctx, "r"); return err }},
 	}
 	for _, c := range checks {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a guard against a hang
 		err := c.call(ctx)
+		if ctx.Err() != nil {
+			t.Errorf("%s waited for the caller's deadline, want a failure of its own before it", c.op)
+		}
 		cancel()
-		wantUnavailable(t, c.op, err, time.Since(start))
+		wantUnavailable(t, c.op, err)
 	}
 }

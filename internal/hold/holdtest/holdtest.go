@@ -60,7 +60,10 @@ var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 // ttl is the hold duration the suite uses unless a test says otherwise.
 const ttl = 10 * time.Minute
 
-// Run runs the conformance suite against stores made by newStore.
+// Run runs the conformance suite against stores made by newStore. The
+// tests run in parallel, each on a store of its own: newStore must make
+// independent stores, and release them with tb.Cleanup, not after Run
+// returns (parallel subtests run after it).
 func Run(t *testing.T, newStore NewStore) {
 	tests := []struct {
 		name string
@@ -90,7 +93,10 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ConcurrentEnd", testConcurrentEnd},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each test has a store of its own
+			tt.fn(t, newStore(t))
+		})
 	}
 }
 

@@ -193,9 +193,12 @@ func TestOpenModelHasNoCoordinatedOmission(t *testing.T) {
 }
 
 // fakeRoom is a stand-in for usher's visitor API: FIFO (or, to test the
-// detector, LIFO) admission at rate per second, passes "p<seq>".
+// detector, LIFO) admission at rate per second, passes "p<seq>". Admission
+// starts once gather visitors have entered, so that the order among them
+// is the room's choice whatever the machine's load.
 type fakeRoom struct {
 	mu       sync.Mutex
+	gather   int64
 	start    time.Time
 	rate     float64
 	lifo     bool
@@ -207,7 +210,10 @@ type fakeRoom struct {
 func (f *fakeRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for due := int(f.rate * time.Since(f.start).Seconds()); len(f.admitted) < due && len(f.waiting) > 0; {
+	if f.start.IsZero() && f.next >= f.gather {
+		f.start = time.Now()
+	}
+	for due := int(f.rate * time.Since(f.start).Seconds()); !f.start.IsZero() && len(f.admitted) < due && len(f.waiting) > 0; {
 		var pick int64 = -1
 		for s := range f.waiting {
 			if pick < 0 || (s < pick) != f.lifo {
@@ -248,7 +254,7 @@ func (f *fakeRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func runQueued(t *testing.T, lifo bool) (*Report, *simorigin.Origin) {
 	t.Helper()
-	room := &fakeRoom{start: time.Now(), rate: 40, lifo: lifo, waiting: map[int64]bool{}, admitted: map[int64]bool{}}
+	room := &fakeRoom{gather: 30, rate: 40, lifo: lifo, waiting: map[int64]bool{}, admitted: map[int64]bool{}}
 	usher := httptest.NewServer(room)
 	t.Cleanup(usher.Close)
 	o := simorigin.New(simorigin.Config{Conns: 2, Service: simorigin.Constant(2 * time.Millisecond)})

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -176,20 +177,15 @@ func run(t *testing.T, b *natsmq.Broker, h mq.Handler) {
 // waitStatus polls Get until id has status want.
 func waitStatus(t *testing.T, b *natsmq.Broker, id string, want booking.ReservationStatus) booking.Reservation {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r, err := b.Get(context.Background(), id)
-		if err != nil {
+	var r booking.Reservation
+	testenv.Eventually(t, time.Minute, fmt.Sprintf("Get(%s).Status = %s", id, want), func() bool {
+		var err error
+		if r, err = b.Get(context.Background(), id); err != nil {
 			t.Fatalf("Get(%s): %v", id, err)
 		}
-		if r.Status == want {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Get(%s).Status = %s after 30s, want %s", id, r.Status, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return r.Status == want
+	})
+	return r
 }
 
 // TestRestart: the embedded server's file storage keeps the backlog, the
@@ -309,18 +305,13 @@ func TestLayout(t *testing.T) {
 			sc.Retention, sc.Storage, sc.Duplicates, sc.Subjects)
 	}
 	var cc jetstream.ConsumerConfig
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(t, time.Minute, "the consumer deciders", func() bool {
 		c, err := st.Consumer(ctx, "deciders")
 		if err == nil {
 			cc = c.CachedInfo().Config
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("consumer deciders: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil
+	})
 	if cc.AckPolicy != jetstream.AckExplicitPolicy || cc.AckWait != o.AckWait ||
 		cc.MaxAckPending != 2*10 || cc.MaxDeliver != -1 {
 		t.Errorf("consumer config = ack %v, ack wait %v, max ack pending %d, max deliver %d",
@@ -389,20 +380,13 @@ func TestMalformed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(t, time.Minute, "the stream empty", func() bool {
 		info, err := st.Info(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.State.Msgs == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stream still holds %d messages", info.State.Msgs)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return info.State.Msgs == 0
+	})
 }
 
 // TestHandlerPanic: a panicking handler does not take Consume down; the
@@ -462,18 +446,19 @@ func checkUnavailable(t *testing.T, b *natsmq.Broker) {
 	}
 	for op, call := range checks {
 		t.Run(op, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			// The deadline only guards against a hang: a prompt failure is
+			// one that does not wait for it.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			start := time.Now()
 			err := call(ctx)
+			if ctx.Err() != nil {
+				t.Errorf("err = %v after the caller's deadline, want a failure of its own before it", err)
+			}
 			if !errors.Is(err, mq.ErrUnavailable) {
 				t.Errorf("err = %v, want ErrUnavailable", err)
 			}
 			if errors.Is(err, mq.ErrNotFound) {
 				t.Errorf("err = %v, want only ErrUnavailable", err)
-			}
-			if d := time.Since(start); d > 2*time.Second {
-				t.Errorf("took %v, want a prompt failure", d)
 			}
 		})
 	}
@@ -493,12 +478,23 @@ func TestUnavailableClosedConn(t *testing.T) {
 // connection is closed for good, rather than retrying forever.
 func TestConsumeConnClosed(t *testing.T) {
 	nc := connectEmbedded(t, startEmbedded(t, t.TempDir()))
-	b := open(t, nc, testOptions())
+	o := testOptions()
+	b := open(t, nc, o)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- b.Consume(ctx, mq.ConsumeOptions{Workers: 2, MaxBatch: 1}, confirm) }()
-	time.Sleep(50 * time.Millisecond) // let it start; the outcome is the same either way
+	// Close once Consume has made its durable consumer, so that the
+	// connection goes away under a running Consume, not before it starts.
+	js, _ := jetstream.New(nc)
+	testenv.Eventually(t, 30*time.Second, "Consume to create its consumer", func() bool {
+		st, err := js.Stream(ctx, streamName(o.Name))
+		if err != nil {
+			return false
+		}
+		_, err = st.Consumer(ctx, "deciders")
+		return err == nil
+	})
 	nc.Close()
 	if err := <-done; !errors.Is(err, mq.ErrUnavailable) {
 		t.Errorf("Consume after the connection closed = %v, want ErrUnavailable", err)
@@ -516,13 +512,7 @@ func TestUnavailableServerDown(t *testing.T) {
 	nc := connectEmbedded(t, s)
 	b := open(t, nc, testOptions())
 	stopServer(s)
-	deadline := time.Now().Add(10 * time.Second)
-	for nc.IsConnected() {
-		if time.Now().After(deadline) {
-			t.Fatal("connection still up 10s after the server stopped")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Eventually(t, time.Minute, "the connection down after the server stopped", func() bool { return !nc.IsConnected() })
 	checkUnavailable(t, b)
 }
 
@@ -540,13 +530,12 @@ func TestOpenUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a guard against a hang
 	defer cancel()
-	start := time.Now()
 	if _, err := natsmq.Open(ctx, nc, testOptions()); !errors.Is(err, mq.ErrUnavailable) {
 		t.Errorf("Open err = %v, want ErrUnavailable", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("Open took %v, want a prompt failure", d)
+	if ctx.Err() != nil {
+		t.Error("Open waited for the caller's deadline, want a failure of its own before it")
 	}
 }

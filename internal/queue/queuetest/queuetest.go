@@ -95,7 +95,10 @@ func fill(t testing.TB, s queue.Store, room string, want queue.Settings, n int) 
 	return vs
 }
 
-// Run runs the conformance suite against stores made by newStore.
+// Run runs the conformance suite against stores made by newStore. The
+// tests run in parallel, each on a store of its own: newStore must make
+// independent stores, and release them with tb.Cleanup, not after Run
+// returns (parallel subtests run after it).
 func Run(t *testing.T, newStore NewStore) {
 	tests := []struct {
 		name string
@@ -123,7 +126,10 @@ func Run(t *testing.T, newStore NewStore) {
 		{"SettingsRoundTrip", testSettingsRoundTrip},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each test has a store of its own
+			tt.fn(t, newStore(t))
+		})
 	}
 }
 

@@ -325,17 +325,25 @@ func (q *Queue) Run(ctx context.Context) error {
 	}
 }
 
+// refreshAll re-reads every room's view. Each store call has the store
+// deadline, so a hung store leaves the views stale (and logged) instead of
+// stopping the loop.
 func (q *Queue) refreshAll(ctx context.Context) error {
-	rooms, err := q.store.Rooms(ctx)
+	bctx, cancel := q.bound(ctx)
+	rooms, err := q.store.Rooms(bctx)
+	cancel()
 	if err != nil {
-		return err
+		return missed(bctx, "rooms", err)
 	}
 	stats := make(map[string]Stats, len(rooms))
 	var errs []error
 	now := q.now()
 	for _, room := range rooms {
-		st, err := q.store.Stats(ctx, room, now)
+		bctx, cancel := q.bound(ctx)
+		st, err := q.store.Stats(bctx, room, now)
+		cancel()
 		if err != nil {
+			err = missed(bctx, "stats", err)
 			errs = append(errs, err)
 			continue
 		}

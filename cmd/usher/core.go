@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
 	"usher/internal/admission"
@@ -29,7 +30,7 @@ type coreFlags struct {
 	failOpen, insecure                                   *bool
 	logs                                                 logFlags
 	storeTimeout                                         *time.Duration
-	trustedProxies                                       *string
+	trustedProxies, metricsAddr                          *string
 }
 
 func addCoreFlags(f *flags, dataDirUse string) coreFlags {
@@ -45,6 +46,8 @@ func addCoreFlags(f *flags, dataDirUse string) coreFlags {
 		logs:        addLogFlags(f),
 		storeTimeout: f.duration("store-timeout", queue.DefaultStoreTimeout,
 			"deadline of each queue and hold store call on request paths; a call that misses it is a store outage (503, or --fail-open); 0: none"),
+		metricsAddr: f.string("metrics-addr", "",
+			"a second listen address that serves /metrics without the admin key (for Prometheus on an internal network); the main address serves it to the admin key only"),
 		trustedProxies: f.string("trusted-proxies", "",
 			"comma-separated CIDRs of proxies in front of usher whose X-Forwarded-For names the client (per-client limits); empty: the peer address is the client"),
 	}
@@ -57,10 +60,17 @@ func (c coreFlags) check(f *flags) {
 	if err := checkStore(*c.store); err != nil {
 		f.errs = append(f.errs, err.Error())
 	}
+	if k := *c.adminKey; k != "" && len(k) < minAdminKey {
+		f.errs = append(f.errs, fmt.Sprintf("bad setting --admin-key/%sADMIN_KEY: %d characters, want at least %d (the generated key has 32)", sharedPrefix, len(k), minAdminKey))
+	}
 	if _, err := clientip.ParseTrusted(*c.trustedProxies); err != nil {
 		f.errs = append(f.errs, fmt.Sprintf("bad setting --trusted-proxies/%sTRUSTED_PROXIES: %v", sharedPrefix, err))
 	}
 }
+
+// minAdminKey is the shortest admin key accepted: 24 characters of
+// base64url carry 144 bits; the generated key has 32 (192 bits).
+const minAdminKey = 24
 
 // core is the waiting room that serve and proxy both run: the fast store,
 // the signing keys, the admin key, the metrics registry, the queue and its
@@ -74,11 +84,13 @@ type core struct {
 	q        *queue.Queue
 	sched    *admission.Scheduler
 	flood    *flood.Guard
+	// metricsAddr is the listen address of the public /metrics, or "".
+	metricsAddr string
 }
 
 // openCore builds the core, logging to log; cl releases what it opened.
 func openCore(ctx context.Context, c coreFlags, log *slog.Logger, cl *closers) (*core, error) {
-	k := &core{log: log, adminKey: *c.adminKey}
+	k := &core{log: log, adminKey: *c.adminKey, metricsAddr: *c.metricsAddr}
 	qs, hs, ls, err := openStores(ctx, *c.store, *c.redisPrefix, cl)
 	if err != nil {
 		return nil, err
@@ -129,6 +141,9 @@ func (k *core) run(ctx context.Context, srv *http.Server, ln net.Listener, parts
 	for _, part := range parts {
 		g.Go(func() error { return part(gctx) })
 	}
+	if k.metricsAddr != "" {
+		g.Go(func() error { return k.serveMetrics(gctx) })
+	}
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return err
@@ -145,4 +160,25 @@ func (k *core) run(ctx context.Context, srv *http.Server, ln net.Listener, parts
 		return nil
 	})
 	return g.Wait()
+}
+
+// serveMetrics serves /metrics without the admin key on --metrics-addr
+// until ctx ends.
+func (k *core) serveMetrics(ctx context.Context) error {
+	ln, err := net.Listen("tcp", k.metricsAddr)
+	if err != nil {
+		return fmt.Errorf("bad setting --metrics-addr/%sMETRICS_ADDR=%q: %w", sharedPrefix, k.metricsAddr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(k.reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}
+	k.log.Info("metrics serving", "url", baseURL(ln.Addr())+"/metrics")
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }

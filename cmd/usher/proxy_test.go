@@ -20,6 +20,10 @@ func startProxy(t *testing.T, env map[string]string, args ...string) string {
 	return startCommand(t, "proxy", "/_usher/healthz", env, args...)
 }
 
+// proxyAdminKey is the proxy tests' admin key (usher refuses keys shorter
+// than 24 characters).
+const proxyAdminKey = "proxy-test-admin-key-0123456789"
+
 func get(t *testing.T, c *http.Client, url string) (int, string) {
 	t.Helper()
 	res, err := c.Get(url)
@@ -51,10 +55,10 @@ func TestProxyEndToEnd(t *testing.T) {
 	defer origin.Close()
 	base := startProxy(t, map[string]string{"USHER_PROXY_ROUTE": "/b/=room-b", "USHER_PROXY_OPEN": "/static/"},
 		"--addr", "127.0.0.1:0", "--origin", origin.URL, "--room", "sale", "--data-dir", t.TempDir(),
-		"--admin-key", "admin", "--insecure-cookies")
+		"--admin-key", proxyAdminKey, "--insecure-cookies")
 	c := client{t, base}
 	for _, room := range []string{"sale", "room-b"} { // both created at start
-		if st, _, body := c.do("PUT", "/_usher/api/v1/rooms/"+room, "admin", `{"max_active":1,"admit_rate":20,"interval_ms":50}`); st != 200 && st != 201 {
+		if st, _, body := c.do("PUT", "/_usher/api/v1/rooms/"+room, proxyAdminKey, `{"max_active":1,"admit_rate":20,"interval_ms":50}`); st != 200 && st != 201 {
 			t.Fatalf("room %s: %d %v", room, st, body)
 		}
 	}
@@ -86,7 +90,18 @@ func TestProxyEndToEnd(t *testing.T) {
 		t.Errorf("released visitor: %d, want 429 (the slot is taken)", st)
 	}
 
-	_, metrics := get(t, http.DefaultClient, base+"/_usher/metrics")
+	if st, _ := get(t, http.DefaultClient, base+"/_usher/metrics"); st != http.StatusUnauthorized {
+		t.Errorf("metrics without the admin key: %d, want 401", st)
+	}
+	req, _ := http.NewRequest("GET", base+"/_usher/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+proxyAdminKey)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	metrics := string(mb)
 	for _, want := range []string{`usher_proxy_origin_responses_total{class="2xx",room="sale"}`, "usher_proxy_origin_seconds_bucket", "usher_proxy_origin_inflight"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)
@@ -121,9 +136,9 @@ func TestProxyWaitingPageLanguageAndTemplate(t *testing.T) {
 	defer origin.Close()
 	run := func(env map[string]string, args ...string) string {
 		base := startProxy(t, env, append([]string{"--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", t.TempDir(),
-			"--admin-key", "admin", "--insecure-cookies"}, args...)...)
+			"--admin-key", proxyAdminKey, "--insecure-cookies"}, args...)...)
 		c := client{t, base}
-		if st, _, body := c.do("PUT", "/_usher/api/v1/rooms/sale", "admin", `{"state":"paused"}`); st != 200 && st != 201 {
+		if st, _, body := c.do("PUT", "/_usher/api/v1/rooms/sale", proxyAdminKey, `{"state":"paused"}`); st != 200 && st != 201 {
 			t.Fatalf("pause: %d %v", st, body)
 		}
 		_, body := get(t, newBrowser(t), base+"/shop")

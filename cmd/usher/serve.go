@@ -96,10 +96,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 func loadOrCreateAdminKey(dataDir string, log *slog.Logger) (string, error) {
 	path := filepath.Join(dataDir, "admin.key")
 	if b, err := os.ReadFile(path); err == nil {
-		if key := strings.TrimSpace(string(b)); key != "" {
-			return key, nil
+		key := strings.TrimSpace(string(b))
+		if len(key) < minAdminKey {
+			return "", fmt.Errorf("admin key file %s: %d characters, want at least %d (delete it to generate one)", path, len(key), minAdminKey)
 		}
-		return "", fmt.Errorf("admin key file %s is empty", path)
+		return key, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("admin key: %w", err)
 	}

@@ -390,10 +390,14 @@ func TestJWKSAndMetrics(t *testing.T) {
 	e.putRoom("sale", `{}`)
 	e.do(nil, "POST", "/api/v1/rooms/sale/entries", "", "")
 	e.do(nil, "GET", "/nope", "", "")
-	r = e.do(nil, "GET", "/metrics", "", "")
+	if r := e.do(nil, "GET", "/metrics", "", ""); r.status != 401 || r.errorCode(t) != "admin_unauthorized" {
+		t.Errorf("metrics without the admin key: %d %s, want 401 admin_unauthorized", r.status, r.body)
+	}
+	r = e.do(nil, "GET", "/metrics", adminKey, "")
 	for _, want := range []string{
 		`usher_enters_total{result="passthrough",room="sale"} 1`,
 		`usher_http_errors_total{code="not_found"} 1`,
+		`usher_http_errors_total{code="admin_unauthorized"} 1`,
 		`usher_http_requests_total{route="POST /api/v1/rooms/{room}/entries",status="201"} 1`,
 	} {
 		if !strings.Contains(string(r.body), want) {

@@ -116,8 +116,18 @@ func (r *statusRecorder) WriteHeader(code int) {
 
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
+// metrics serves the registry to the admin key only: the metrics name
+// every room and count its visitors. Prometheus sends the key as a bearer
+// token, or scrapes the separate listener of --metrics-addr.
 func (s *server) metrics() http.Handler {
-	return promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{})
+	h := promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.isAdmin(r) {
+			s.errs.Write(w, r, apierror.ErrAdminOnly)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func (s *server) healthz() http.Handler {

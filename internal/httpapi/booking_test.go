@@ -351,6 +351,8 @@ func testStockFlow(t *testing.T, e *env) {
 		{"set stock without admin key", "PUT", stockPath, carol.Pass, `{"total":9}`, 401, "admin_unauthorized"},
 		{"set stock below sold", "PUT", stockPath, adminKey, `{"total":1}`, 400, "invalid_request"},
 		{"set stock without total", "PUT", stockPath, adminKey, `{}`, 400, "invalid_request"},
+		{"set stock above 2^53", "PUT", stockPath, adminKey, `{"total":9007199254740993}`, 400, "invalid_request"},
+		{"set stock above the most", "PUT", stockPath, adminKey, `{"total":1000000001}`, 400, "invalid_request"},
 		{"set stock of unknown schedule", "PUT", "/api/v1/schedules/999/stock", adminKey, `{"total":1}`, 404, "not_found"},
 		{"stock method", "DELETE", stockPath, adminKey, "", 405, "method_not_allowed"},
 	} {

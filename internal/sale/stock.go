@@ -39,11 +39,17 @@ type StockLevel struct {
 	Available int64 `json:"available"`
 }
 
+// MaxStock is the most units a schedule's stock holds: far beyond any sale,
+// and far below 2^53, so that every store (Lua numbers are doubles) counts
+// it exactly.
+const MaxStock = 1_000_000_000
+
 // SetStock creates a schedule's stock or sets its total (ErrInvalid below
-// the units already sold), then gives the hold store the units not sold.
+// the units already sold or above MaxStock), then gives the hold store the
+// units not sold.
 func (s *Service) SetStock(ctx context.Context, scheduleID, total int64) (StockLevel, error) {
-	if total < 0 {
-		return StockLevel{}, ErrInvalid.Detail("total: want 0 or more")
+	if total < 0 || total > MaxStock {
+		return StockLevel{}, ErrInvalid.Detail("total: want 0 to %d", MaxStock)
 	}
 	if err := s.cfg.Catalog.SetStock(ctx, scheduleID, total); err != nil {
 		return StockLevel{}, err

@@ -11,6 +11,7 @@ import (
 // TestCapConns: with a cap of 3, concurrent clients never have more than 3
 // connections accepted and open, and a closed one makes room for the next.
 func TestCapConns(t *testing.T) {
+	const clients = 20
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -19,8 +20,9 @@ func TestCapConns(t *testing.T) {
 	defer ln.Close()
 	var open, most atomic.Int64
 	var served sync.WaitGroup
+	served.Add(clients)
 	go func() {
-		for {
+		for range clients {
 			c, err := ln.Accept()
 			if err != nil {
 				return
@@ -28,33 +30,34 @@ func TestCapConns(t *testing.T) {
 			n := open.Add(1)
 			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 			}
-			served.Add(1)
 			go func() {
 				defer served.Done()
-				buf := make([]byte, 1)
-				c.Read(buf) // until the client closes
+				c.Read(make([]byte, 1)) // the client's one byte
 				open.Add(-1)
 				c.Close()
 			}()
 		}
 	}()
-	var clients sync.WaitGroup
-	for range 20 {
-		clients.Add(1)
+	errs := make(chan error, clients)
+	for range clients {
 		go func() {
-			defer clients.Done()
 			c, err := net.Dial("tcp", raw.Addr().String())
 			if err != nil {
-				t.Error(err)
+				errs <- err
 				return
 			}
-			c.Write([]byte("x")) // the server reads one byte, then the client closes
-			c.SetReadDeadline(time.Now().Add(20 * time.Second))
-			c.Read(make([]byte, 1)) // ends when the server closes
-			c.Close()
+			defer c.Close()
+			c.Write([]byte("x"))
+			c.SetReadDeadline(time.Now().Add(20 * time.Second)) // bounds a failure
+			c.Read(make([]byte, 1))                             // ends when the server closes
+			errs <- nil
 		}()
 	}
-	clients.Wait()
+	for range clients {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
 	served.Wait()
 	if m := most.Load(); m > 3 || m < 1 {
 		t.Fatalf("at most %d connections were open at once, want 1 to 3", m)

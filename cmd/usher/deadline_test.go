@@ -31,16 +31,7 @@ func TestServeHungRedis(t *testing.T) {
 	key, _ := os.ReadFile(filepath.Join(dir, "admin.key"))
 	admin := strings.TrimSpace(string(key))
 	c := client{t, base}
-	if st, _, body := c.do("PUT", "/api/v1/rooms/sale", admin, `{"max_active":1}`); st != 201 {
-		t.Fatalf("create room: %d %v", st, body)
-	}
-	_, _, body := c.do("POST", "/api/v1/rooms/sale/entries", admin, `{"visitor_id":"a"}`)
-	pass, _ := body["pass"].(string)
-	_, _, body = c.do("POST", "/api/v1/rooms/sale/entries", admin, `{"visitor_id":"b"}`)
-	ticket, _ := body["ticket"].(string)
-	if pass == "" || ticket == "" {
-		t.Fatalf("setup: pass %q ticket %q", pass, ticket)
-	}
+	pass, ticket := c.oneSlotSale(admin)
 
 	if err := redis.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)

@@ -255,16 +255,7 @@ func TestServeRedisOutage(t *testing.T) {
 	key, _ := os.ReadFile(filepath.Join(dir, "admin.key"))
 	admin := strings.TrimSpace(string(key))
 	c := client{t, base}
-	if st, _, body := c.do("PUT", "/api/v1/rooms/sale", admin, `{"max_active":1}`); st != 201 {
-		t.Fatalf("create room: %d %v", st, body)
-	}
-	_, _, body := c.do("POST", "/api/v1/rooms/sale/entries", admin, `{"visitor_id":"a"}`)
-	pass, _ := body["pass"].(string)
-	_, _, body = c.do("POST", "/api/v1/rooms/sale/entries", admin, `{"visitor_id":"b"}`)
-	ticket, _ := body["ticket"].(string)
-	if pass == "" || ticket == "" {
-		t.Fatalf("setup: pass %q ticket %q", pass, ticket)
-	}
+	pass, ticket := c.oneSlotSale(admin)
 
 	redis.Process.Kill()
 	redis.Wait()
@@ -290,6 +281,23 @@ func TestServeRedisOutage(t *testing.T) {
 	if st, _, body := c.do("POST", "/api/v1/rooms/sale/entries", admin, `{"visitor_id":"c"}`); st != 404 {
 		t.Errorf("enter after Redis lost its data = %d %v, want 404 room_not_found (the operator re-creates rooms)", st, body)
 	}
+}
+
+// oneSlotSale creates the room sale with one slot, admits visitor a and
+// queues visitor b; it returns a's pass and b's ticket.
+func (c client) oneSlotSale(admin string) (pass, ticket string) {
+	c.t.Helper()
+	if st, _, body := c.do("PUT", "/api/v1/rooms/sale", admin, `{"max_active":1}`); st != 201 {
+		c.t.Fatalf("create room: %d %v", st, body)
+	}
+	_, _, body := c.do("POST", "/api/v1/rooms/sale/entries", admin, `{"visitor_id":"a"}`)
+	pass, _ = body["pass"].(string)
+	_, _, body = c.do("POST", "/api/v1/rooms/sale/entries", admin, `{"visitor_id":"b"}`)
+	ticket, _ = body["ticket"].(string)
+	if pass == "" || ticket == "" {
+		c.t.Fatalf("setup: pass %q ticket %q", pass, ticket)
+	}
+	return pass, ticket
 }
 
 func freePort(t *testing.T) string {

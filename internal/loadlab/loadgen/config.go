@@ -59,6 +59,11 @@ type Config struct {
 	// Leave makes a visitor leave the room after its calls (DELETE), freeing
 	// its slot at once instead of at the active TTL.
 	Leave bool
+	// ForwardedFor gives each visit's entry an X-Forwarded-For address of its
+	// own (in 198.18.0.0/16, the benchmarking range), so that a usher that
+	// trusts this machine as a proxy (--trusted-proxies) counts every visitor
+	// as its own client, as real visitors on their own networks are.
+	ForwardedFor bool
 
 	// Timeout bounds each HTTP call (default 60 s). Grace is how long calls
 	// in flight when the run ends may finish (default 5 s); later they are

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -24,9 +25,13 @@ type visit struct {
 // visit runs one visitor: enter, poll until admitted, call the origin, leave.
 // It returns false when the visitor could not enter.
 func (r *runner) visit(due time.Time) bool {
-	r.started.Add(1)
+	n := r.started.Add(1)
 	v := visit{enterSend: time.Now()}
-	res, e := r.queueCall(http.MethodPost, r.entriesURL, "", []byte("{}"), due)
+	var xff string
+	if r.cfg.ForwardedFor {
+		xff = fmt.Sprintf("198.18.%d.%d", (n>>8)&0xff, n&0xff)
+	}
+	res, e := r.queueCall(http.MethodPost, r.entriesURL, "", []byte("{}"), due, xff)
 	if !res.ok {
 		r.failed.add("enter " + describe(res))
 		return false
@@ -118,7 +123,9 @@ func (r *runner) visit(due time.Time) bool {
 }
 
 // queueCall calls usher and decodes the entry it answers.
-func (r *runner) queueCall(method, url, token string, body []byte, due time.Time) (result, wire.Entry) {
+// queueCall makes one call to usher's queue API; xff, if set, is sent as
+// X-Forwarded-For.
+func (r *runner) queueCall(method, url, token string, body []byte, due time.Time, xff ...string) (result, wire.Entry) {
 	req, err := http.NewRequest(method, url, bodyReader(body))
 	if err != nil {
 		panic(err) // validated
@@ -128,6 +135,9 @@ func (r *runner) queueCall(method, url, token string, body []byte, due time.Time
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if len(xff) > 0 && xff[0] != "" {
+		req.Header.Set("X-Forwarded-For", xff[0])
 	}
 	var e wire.Entry
 	check := func(b []byte) bool { return json.Unmarshal(b, &e) == nil && e.State != "" }

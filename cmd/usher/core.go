@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"usher/internal/flood"
 	"usher/internal/hold"
 	"usher/internal/httpapi"
+	"usher/internal/identity"
 	"usher/internal/pow"
 	"usher/internal/queue"
 	"usher/internal/token"
@@ -31,6 +33,7 @@ type coreFlags struct {
 	logs                                                 logFlags
 	storeTimeout                                         *time.Duration
 	trustedProxies, metricsAddr                          *string
+	identitySecret, identityKey                          *string
 }
 
 func addCoreFlags(f *flags, dataDirUse string) coreFlags {
@@ -48,6 +51,10 @@ func addCoreFlags(f *flags, dataDirUse string) coreFlags {
 			"deadline of each queue and hold store call on request paths; a call that misses it is a store outage (503, or --fail-open); 0: none"),
 		metricsAddr: f.string("metrics-addr", "",
 			"a second listen address that serves /metrics without the admin key (for Prometheus on an internal network); the main address serves it to the admin key only"),
+		identitySecret: f.string("identity-secret", "",
+			"shared secret (at least 32 bytes) with which the site signs identity assertions (HS256 JWTs); empty: none"),
+		identityKey: f.string("identity-public-key", "",
+			"PEM file of the Ed25519 public key with which identity assertions (EdDSA JWTs) are checked; empty: none"),
 		trustedProxies: f.string("trusted-proxies", "",
 			"comma-separated CIDRs of proxies in front of usher whose X-Forwarded-For names the client (per-client limits); empty: the peer address is the client"),
 	}
@@ -62,6 +69,14 @@ func (c coreFlags) check(f *flags) {
 	}
 	if k := *c.adminKey; k != "" && len(k) < minAdminKey {
 		f.errs = append(f.errs, fmt.Sprintf("bad setting --admin-key/%sADMIN_KEY: %d characters, want at least %d (the generated key has 32)", sharedPrefix, len(k), minAdminKey))
+	}
+	if n := len(*c.identitySecret); n > 0 && n < 32 {
+		f.errs = append(f.errs, fmt.Sprintf("bad setting --identity-secret/%sIDENTITY_SECRET: %d bytes, want at least 32", sharedPrefix, n))
+	}
+	if p := *c.identityKey; p != "" {
+		if _, err := identity.LoadPublicKey(p); err != nil {
+			f.errs = append(f.errs, fmt.Sprintf("bad setting --identity-public-key/%sIDENTITY_PUBLIC_KEY: %v", sharedPrefix, err))
+		}
 	}
 	if _, err := clientip.ParseTrusted(*c.trustedProxies); err != nil {
 		f.errs = append(f.errs, fmt.Sprintf("bad setting --trusted-proxies/%sTRUSTED_PROXIES: %v", sharedPrefix, err))
@@ -84,6 +99,7 @@ type core struct {
 	q        *queue.Queue
 	sched    *admission.Scheduler
 	flood    *flood.Guard
+	identity *identity.Verifier
 	// metricsAddr is the listen address of the public /metrics, or "".
 	metricsAddr string
 }
@@ -110,6 +126,15 @@ func openCore(ctx context.Context, c coreFlags, log *slog.Logger, cl *closers) (
 	k.sched = admission.New(k.q, k.log.With("component", "admission"))
 	trusted, _ := clientip.ParseTrusted(*c.trustedProxies) // checked before
 	k.flood = flood.New(ls, pow.New(k.keys, ls, time.Now), trusted, time.Now)
+	var pub ed25519.PublicKey
+	if *c.identityKey != "" {
+		if pub, err = identity.LoadPublicKey(*c.identityKey); err != nil {
+			return nil, err
+		}
+	}
+	if k.identity, err = identity.New([]byte(*c.identitySecret), pub, time.Now); err != nil {
+		return nil, err
+	}
 	return k, nil
 }
 
@@ -117,7 +142,7 @@ func openCore(ctx context.Context, c coreFlags, log *slog.Logger, cl *closers) (
 func (k *core) api(c coreFlags, cfg httpapi.Config) http.Handler {
 	cfg.Queue, cfg.Keys, cfg.AdminKey, cfg.Registry = k.q, k.keys, k.adminKey, k.reg
 	cfg.Logger, cfg.InsecureCookies, cfg.FailOpen = k.log.With("component", "http"), *c.insecure, *c.failOpen
-	cfg.Flood = k.flood
+	cfg.Flood, cfg.Identity = k.flood, k.identity
 	return httpapi.NewServer(cfg)
 }
 

@@ -67,6 +67,8 @@ var statuses = map[string]int{
 	fault.RateLimited:         http.StatusTooManyRequests,
 	fault.ChallengeNeeded:     http.StatusPreconditionRequired,
 	fault.ChallengeInvalid:    http.StatusUnauthorized,
+	fault.IdentityRequired:    http.StatusUnauthorized,
+	fault.IdentityInvalid:     http.StatusUnauthorized,
 }
 
 // Status returns the HTTP status and code for err: the code of the outermost

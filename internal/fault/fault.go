@@ -49,6 +49,8 @@ const (
 	RateLimited         = "rate_limited"
 	ChallengeNeeded     = "challenge_required"
 	ChallengeInvalid    = "challenge_invalid"
+	IdentityRequired    = "identity_required"
+	IdentityInvalid     = "identity_invalid"
 	Internal            = "internal"
 )
 

@@ -9,6 +9,7 @@ import (
 	"usher/internal/apierror"
 	"usher/internal/flood"
 	"usher/internal/gate"
+	"usher/internal/identity"
 	"usher/internal/queue"
 	"usher/internal/token"
 	"usher/internal/wire"
@@ -24,8 +25,19 @@ func (s *server) enter() http.Handler {
 		}
 		visitor := req.VisitorID
 		switch {
+		case req.Identity != "" && visitor != "":
+			s.errs.Write(w, r, queue.ErrInvalid.Detail("identity and visitor_id: send one of them"))
+			return
+		case req.Identity != "":
+			if visitor, err = s.Identity.Visitor(req.Identity); err != nil {
+				s.errs.Write(w, r, err)
+				return
+			}
 		case visitor != "" && !s.isAdmin(r):
 			s.errs.Write(w, r, apierror.ErrAdminOnly.Detail("visitor_id: accepted only with the admin key"))
+			return
+		case visitor == "" && s.requiresIdentity(room):
+			s.errs.Write(w, r, identity.ErrRequired)
 			return
 		case visitor == "":
 			if err := s.newPlace(r, room); err != nil {
@@ -56,6 +68,13 @@ func (s *server) enter() http.Handler {
 		}
 		s.respond(w, r, status, room, ticket, e)
 	})
+}
+
+// requiresIdentity reports whether room, as this instance knows it, admits
+// signed-in visitors only.
+func (s *server) requiresIdentity(room string) bool {
+	v, ok := s.Queue.View(room)
+	return ok && v.Settings.RequireIdentity
 }
 
 // newPlace asks the flood guard whether a request without a visitor

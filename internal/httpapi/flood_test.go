@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"usher/internal/clientip"
 	"usher/internal/flood"
 	"usher/internal/httpapi"
+	"usher/internal/identity"
 	"usher/internal/limit/memlimit"
 	"usher/internal/pow"
 	"usher/internal/queue"
@@ -21,7 +23,10 @@ import (
 	"usher/internal/token"
 )
 
-// newFloodEnv serves the API with the flood guard on.
+var identitySecret = []byte("the site's identity secret, 32+ bytes")
+
+// newFloodEnv serves the API with the flood guard and identity assertions
+// (HS256 with identitySecret) on.
 func newFloodEnv(t *testing.T) *env {
 	t.Helper()
 	reg := prometheus.NewRegistry()
@@ -33,8 +38,12 @@ func newFloodEnv(t *testing.T) *env {
 	}
 	limits := memlimit.New()
 	guard := flood.New(limits, pow.New(keys, limits, time.Now), clientip.Trusted{}, time.Now)
+	ids, err := identity.New(identitySecret, nil, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewTLSServer(httpapi.NewServer(httpapi.Config{
-		Queue: q, Keys: keys, AdminKey: adminKey, Registry: reg, Flood: guard,
+		Queue: q, Keys: keys, AdminKey: adminKey, Registry: reg, Flood: guard, Identity: ids,
 	}))
 	t.Cleanup(srv.Close)
 	return &env{t: t, srv: srv, store: store, q: q, keys: keys}
@@ -132,5 +141,47 @@ func TestProofOfWork(t *testing.T) {
 	}
 	if n := e.places("sale"); n != 1 {
 		t.Errorf("%d places, want exactly the one solved entry", n)
+	}
+}
+
+// TestIdentity: a room with require_identity refuses anonymous entries; an
+// assertion signed by the site makes the account the visitor, so the same
+// account on two devices (two cookie jars) holds one place; a forged or
+// expired assertion is refused and makes no place.
+func TestIdentity(t *testing.T) {
+	e := newFloodEnv(t)
+	e.putRoom("sale", `{"max_active":1,"admit_rate":0.001,"require_identity":true}`)
+	e.do(nil, "POST", "/api/v1/rooms/sale/entries", adminKey, `{"visitor_id":"first"}`) // takes the slot
+	assert := func(secret []byte, sub string, exp time.Time) string {
+		s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": sub, "exp": exp.Unix()}).SignedString(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if r := e.do(nil, "POST", "/api/v1/rooms/sale/entries", "", ""); r.status != 401 || r.errorCode(t) != "identity_required" {
+		t.Errorf("anonymous entry: %d %s, want 401 identity_required", r.status, r.body)
+	}
+	good := assert(identitySecret, "alice", time.Now().Add(time.Minute))
+	body := `{"identity":"` + good + `"}`
+	phone, laptop := e.client(), e.client()
+	first := e.do(phone, "POST", "/api/v1/rooms/sale/entries", "", body)
+	second := e.do(laptop, "POST", "/api/v1/rooms/sale/entries", "", body)
+	if first.status != 201 || second.status != 200 {
+		t.Fatalf("alice on two devices: %d then %d, want 201 then 200 (one place)", first.status, second.status)
+	}
+	if a, b := first.entry(t), second.entry(t); a.Position != b.Position || a.Position != 1 {
+		t.Errorf("positions %d and %d, want the same place 1", a.Position, b.Position)
+	}
+	for name, tok := range map[string]string{
+		"forged":  assert([]byte("not the site's secret, but 32+ bytes"), "mallory", time.Now().Add(time.Minute)),
+		"expired": assert(identitySecret, "bob", time.Now().Add(-time.Minute)),
+	} {
+		if r := e.do(nil, "POST", "/api/v1/rooms/sale/entries", "", `{"identity":"`+tok+`"}`); r.status != 401 || r.errorCode(t) != "identity_invalid" {
+			t.Errorf("%s assertion: %d %s, want 401 identity_invalid", name, r.status, r.body)
+		}
+	}
+	if n := e.places("sale"); n != 2 {
+		t.Errorf("%d places, want first and alice", n)
 	}
 }

@@ -35,6 +35,9 @@ func applySettings(rs wire.RoomSettings, s queue.Settings) queue.Settings {
 	if rs.PowBits != nil {
 		s.PowBits = *rs.PowBits
 	}
+	if rs.RequireIdentity != nil {
+		s.RequireIdentity = *rs.RequireIdentity
+	}
 	return s
 }
 
@@ -65,7 +68,7 @@ func roomResponse(room string, v queue.View) wire.Room {
 		RoomSettings: wire.RoomSettings{
 			State: &state, MaxActive: &s.MaxActive, AdmitRate: &s.AdmitRate, IntervalMS: &interval,
 			ActiveTTLSeconds: &ttl, ClaimWindowSeconds: &claim,
-			ClientEntersPerMinute: &s.ClientEntersPerMinute, PowBits: &s.PowBits,
+			ClientEntersPerMinute: &s.ClientEntersPerMinute, PowBits: &s.PowBits, RequireIdentity: &s.RequireIdentity,
 		},
 		Stats: wire.RoomStats{Waiting: v.Waiting, Active: v.Active, AdmittedTotal: v.AdmittedTotal, AdmitRateMeasured: v.Rate},
 	}

@@ -19,6 +19,7 @@ import (
 	"usher/internal/apierror"
 	"usher/internal/flood"
 	"usher/internal/gate"
+	"usher/internal/identity"
 	"usher/internal/queue"
 	"usher/internal/sale"
 	"usher/internal/token"
@@ -38,6 +39,9 @@ type Config struct {
 	InsecureCookies bool
 	// FailOpen lets the gate pass signed passes when the store is down.
 	FailOpen bool
+	// Identity verifies the identity assertions of entries (the body's
+	// "identity"); nil refuses every assertion.
+	Identity *identity.Verifier
 	// Flood guards anonymous entries that would mint a new visitor
 	// (per-client limit, proof of work); nil lets every one in.
 	Flood *flood.Guard

@@ -81,6 +81,9 @@ type Settings struct {
 	// PowBits is the proof of work an anonymous entry must bring (leading
 	// zero bits of SHA-256; 0 turns it off).
 	PowBits int64
+	// RequireIdentity refuses entries without a signed identity assertion
+	// (package identity) or an admin-named visitor: one account, one place.
+	RequireIdentity bool
 }
 
 // DefaultSettings are used for a new room's omitted fields.

@@ -81,6 +81,7 @@ func SettingFields() []Field {
 			}),
 		intField("client_enters_per_minute", func(s *Settings) *int64 { return &s.ClientEntersPerMinute }, 0, MaxClientEnters),
 		intField("pow_bits", func(s *Settings) *int64 { return &s.PowBits }, 0, MaxPowBits),
+		boolField("require_identity", func(s *Settings) *bool { return &s.RequireIdentity }),
 	}
 }
 
@@ -114,6 +115,25 @@ func intField(name string, field func(*Settings) *int64, lo, hi int64) Field {
 			}
 			return nil
 		},
+	}
+}
+
+// boolField is a flag kept as "1" or "0".
+func boolField(name string, field func(*Settings) *bool) Field {
+	return Field{
+		Name: name,
+		Encode: func(s Settings) string {
+			if *field(&s) {
+				return "1"
+			}
+			return "0"
+		},
+		Decode: func(s *Settings, v string) error {
+			b, err := strconv.ParseBool(v)
+			*field(s) = b
+			return err
+		},
+		Check: func(Settings) error { return nil },
 	}
 }
 

@@ -6,6 +6,9 @@ import "time"
 // caller with the admin key may name the visitor; a browser sends no body.
 type EnterRequest struct {
 	VisitorID string `json:"visitor_id"`
+	// Identity is a signed identity assertion from the site (a JWT; see
+	// package identity): the visitor is the account it names.
+	Identity string `json:"identity"`
 }
 
 // RoomSettings is the JSON form of a room's settings. In a PUT
@@ -22,6 +25,8 @@ type RoomSettings struct {
 	ClientEntersPerMinute *int64 `json:"client_enters_per_minute,omitempty"`
 	// PowBits is the proof of work an anonymous API entry brings (0: off).
 	PowBits *int64 `json:"pow_bits,omitempty"`
+	// RequireIdentity admits only entries with a signed identity assertion.
+	RequireIdentity *bool `json:"require_identity,omitempty"`
 }
 
 // RoomStats are a room's live counters.

@@ -33,6 +33,7 @@ commands:
   proxy     gate any website: a reverse proxy that queues visitors in front of an origin
   seed      create a demo concert with one schedule of N seats (default 50,000)
   keys      list or rotate the signing keys (usher keys list|rotate)
+  invites   print invite codes for a presale room (room setting require_invite)
   plan      size a room from the origin's capacity (Little's law, seed 002)
   origin    run a simulated origin (worker pool, connection pool, service time)
   loadtest  run a load test: direct to the origin, or queued through usher
@@ -60,6 +61,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return helpIsNotAnError(seed(ctx, rest, getenv, stdout, stderr))
 	case "keys":
 		return helpIsNotAnError(keys(rest, getenv, stdout, stderr))
+	case "invites":
+		return helpIsNotAnError(invites(rest, getenv, stdout, stderr))
 	case "plan":
 		return helpIsNotAnError(plan(ctx, rest, getenv, stdout, stderr))
 	case "origin":

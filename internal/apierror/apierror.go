@@ -69,6 +69,7 @@ var statuses = map[string]int{
 	fault.ChallengeInvalid:    http.StatusUnauthorized,
 	fault.IdentityRequired:    http.StatusUnauthorized,
 	fault.IdentityInvalid:     http.StatusUnauthorized,
+	fault.InviteRequired:      http.StatusForbidden,
 }
 
 // Status returns the HTTP status and code for err: the code of the outermost

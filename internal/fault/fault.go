@@ -51,6 +51,7 @@ const (
 	ChallengeInvalid    = "challenge_invalid"
 	IdentityRequired    = "identity_required"
 	IdentityInvalid     = "identity_invalid"
+	InviteRequired      = "invite_required"
 	Internal            = "internal"
 )
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"usher/internal/apierror"
+	"usher/internal/fault"
 	"usher/internal/flood"
 	"usher/internal/gate"
 	"usher/internal/identity"
@@ -25,8 +26,18 @@ func (s *server) enter() http.Handler {
 		}
 		visitor := req.VisitorID
 		switch {
-		case req.Identity != "" && visitor != "":
-			s.errs.Write(w, r, queue.ErrInvalid.Detail("identity and visitor_id: send one of them"))
+		case countSet(req.VisitorID, req.Identity, req.Invite) > 1:
+			s.errs.Write(w, r, queue.ErrInvalid.Detail("visitor_id, identity and invite: send one of them"))
+			return
+		case req.Invite != "":
+			inv, err := s.Keys.ParseInvite(req.Invite, room)
+			if err != nil {
+				s.errs.Write(w, r, err)
+				return
+			}
+			visitor = "inv:" + inv.ID
+		case visitor == "" && s.room(room).RequireInvite:
+			s.errs.Write(w, r, ErrInviteRequired)
 			return
 		case req.Identity != "":
 			if visitor, err = s.Identity.Visitor(req.Identity); err != nil {
@@ -36,7 +47,7 @@ func (s *server) enter() http.Handler {
 		case visitor != "" && !s.isAdmin(r):
 			s.errs.Write(w, r, apierror.ErrAdminOnly.Detail("visitor_id: accepted only with the admin key"))
 			return
-		case visitor == "" && s.requiresIdentity(room):
+		case visitor == "" && s.room(room).RequireIdentity:
 			s.errs.Write(w, r, identity.ErrRequired)
 			return
 		case visitor == "":
@@ -70,11 +81,24 @@ func (s *server) enter() http.Handler {
 	})
 }
 
-// requiresIdentity reports whether room, as this instance knows it, admits
-// signed-in visitors only.
-func (s *server) requiresIdentity(room string) bool {
-	v, ok := s.Queue.View(room)
-	return ok && v.Settings.RequireIdentity
+// room returns room's settings as this instance knows them (zero for an
+// unknown room: Enter refuses it).
+func (s *server) room(room string) queue.Settings {
+	v, _ := s.Queue.View(room)
+	return v.Settings
+}
+
+// ErrInviteRequired answers an entry without an invite into a presale room.
+var ErrInviteRequired = fault.New(fault.InviteRequired, "this room admits visitors with an invite only")
+
+func countSet(ss ...string) int {
+	n := 0
+	for _, s := range ss {
+		if s != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // newPlace asks the flood guard whether a request without a visitor

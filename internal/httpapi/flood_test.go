@@ -185,3 +185,53 @@ func TestIdentity(t *testing.T) {
 		t.Errorf("%d places, want first and alice", n)
 	}
 }
+
+// TestInvites: a presale room refuses entries without an invite; an invite
+// from the admin endpoint is one place, from any device; another room's
+// invite is refused; an admin-named visitor still enters.
+func TestInvites(t *testing.T) {
+	e := newFloodEnv(t)
+	e.putRoom("presale", `{"max_active":1,"admit_rate":0.001,"require_invite":true}`)
+	e.putRoom("other", `{}`)
+	if r := e.do(nil, "POST", "/api/v1/rooms/presale/invites", "", `{"count":2}`); r.status != 401 {
+		t.Errorf("invites without the admin key: %d, want 401", r.status)
+	}
+	for _, body := range []string{`{"count":0}`, `{"count":10001}`, `{"count":1,"valid_seconds":5}`} {
+		if r := e.do(nil, "POST", "/api/v1/rooms/presale/invites", adminKey, body); r.status != 400 {
+			t.Errorf("invites %s: %d %s, want 400", body, r.status, r.body)
+		}
+	}
+	r := e.do(nil, "POST", "/api/v1/rooms/presale/invites", adminKey, `{"count":2}`)
+	var inv struct{ Invites []string }
+	if err := json.Unmarshal(r.body, &inv); err != nil || r.status != 201 || len(inv.Invites) != 2 {
+		t.Fatalf("invites: %d %s", r.status, r.body)
+	}
+	otherInv := e.do(nil, "POST", "/api/v1/rooms/other/invites", adminKey, `{"count":1}`)
+	var oi struct{ Invites []string }
+	json.Unmarshal(otherInv.body, &oi)
+
+	if r := e.do(nil, "POST", "/api/v1/rooms/presale/entries", "", ""); r.status != 403 || r.errorCode(t) != "invite_required" {
+		t.Errorf("entry without an invite: %d %s, want 403 invite_required", r.status, r.body)
+	}
+	if r := e.do(nil, "POST", "/api/v1/rooms/presale/entries", "", `{"invite":"`+oi.Invites[0]+`"}`); r.status != 401 || r.errorCode(t) != "token_wrong_room" {
+		t.Errorf("another room's invite: %d %s, want 401 token_wrong_room", r.status, r.body)
+	}
+	body := `{"invite":"` + inv.Invites[0] + `"}`
+	first := e.do(e.client(), "POST", "/api/v1/rooms/presale/entries", "", body)
+	again := e.do(e.client(), "POST", "/api/v1/rooms/presale/entries", "", body)
+	if first.status != 201 || again.status != 200 {
+		t.Errorf("one invite on two devices: %d then %d, want 201 then 200 (one place)", first.status, again.status)
+	}
+	if r := e.do(nil, "POST", "/api/v1/rooms/presale/entries", "", `{"invite":"`+inv.Invites[1]+`"}`); r.status != 201 {
+		t.Errorf("second invite: %d %s, want 201", r.status, r.body)
+	}
+	if r := e.do(nil, "POST", "/api/v1/rooms/presale/entries", adminKey, `{"visitor_id":"vip"}`); r.status != 201 {
+		t.Errorf("admin-named visitor in a presale room: %d %s, want 201", r.status, r.body)
+	}
+	if r := e.do(nil, "POST", "/api/v1/rooms/presale/entries", "", `{"invite":"`+inv.Invites[0]+`","identity":"x"}`); r.status != 400 {
+		t.Errorf("invite and identity together: %d, want 400", r.status)
+	}
+	if n := e.places("presale"); n != 3 {
+		t.Errorf("%d places, want the two invites and the admin's visitor", n)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"usher/internal/queue"
+	"usher/internal/token"
 	"usher/internal/wire"
 )
 
@@ -38,6 +39,9 @@ func applySettings(rs wire.RoomSettings, s queue.Settings) queue.Settings {
 	if rs.RequireIdentity != nil {
 		s.RequireIdentity = *rs.RequireIdentity
 	}
+	if rs.RequireInvite != nil {
+		s.RequireInvite = *rs.RequireInvite
+	}
 	return s
 }
 
@@ -69,6 +73,7 @@ func roomResponse(room string, v queue.View) wire.Room {
 			State: &state, MaxActive: &s.MaxActive, AdmitRate: &s.AdmitRate, IntervalMS: &interval,
 			ActiveTTLSeconds: &ttl, ClaimWindowSeconds: &claim,
 			ClientEntersPerMinute: &s.ClientEntersPerMinute, PowBits: &s.PowBits, RequireIdentity: &s.RequireIdentity,
+			RequireInvite: &s.RequireInvite,
 		},
 		Stats: wire.RoomStats{Waiting: v.Waiting, Active: v.Active, AdmittedTotal: v.AdmittedTotal, AdmitRateMeasured: v.Rate},
 	}
@@ -135,5 +140,46 @@ func (s *server) listRooms() http.Handler {
 			out.Rooms = append(out.Rooms, roomResponse(room, v))
 		}
 		encode(w, http.StatusOK, out)
+	})
+}
+
+// Invite limits: codes per request and their longest validity.
+const (
+	MaxInvites       = 10_000
+	DefaultInviteTTL = 30 * 24 * time.Hour
+	MaxInviteTTL     = 365 * 24 * time.Hour
+)
+
+// createInvites signs count invite codes for an existing room.
+func (s *server) createInvites() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		room := r.PathValue("room")
+		req, err := decode[wire.InvitesRequest](w, r)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		ttl := DefaultInviteTTL
+		if req.ValidSeconds != 0 {
+			ttl = time.Duration(req.ValidSeconds) * time.Second
+		}
+		switch {
+		case req.Count < 1 || req.Count > MaxInvites:
+			s.errs.Write(w, r, queue.ErrInvalid.Detail("count %d: want 1 to %d", req.Count, MaxInvites))
+			return
+		case req.ValidSeconds < 0 || req.ValidSeconds > int64(MaxInviteTTL/time.Second) || ttl < time.Minute:
+			s.errs.Write(w, r, queue.ErrInvalid.Detail("valid_seconds %d: want 60 to %d", req.ValidSeconds, int64(MaxInviteTTL/time.Second)))
+			return
+		}
+		if _, err := s.Queue.Room(r.Context(), room); err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		exp := s.Queue.Now().Add(ttl).Truncate(time.Second).UTC()
+		out := wire.Invites{Room: room, ExpiresAt: exp, Invites: make([]string, req.Count)}
+		for i := range out.Invites {
+			out.Invites[i] = s.Keys.SignInvite(token.Invite{Room: room, ID: token.NewInviteID(), ExpiresAt: exp})
+		}
+		encode(w, http.StatusCreated, out)
 	})
 }

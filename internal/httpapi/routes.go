@@ -22,11 +22,12 @@ func (s *server) routes(mux *http.ServeMux) {
 	mux.Handle("GET /api/v1/rooms", s.admin(s.listRooms()))
 	mux.Handle("GET /api/v1/rooms/{room}", s.admin(s.getRoom()))
 	mux.Handle("PUT /api/v1/rooms/{room}", s.admin(s.putRoom()))
+	mux.Handle("POST /api/v1/rooms/{room}/invites", s.admin(s.createInvites()))
 
 	paths := []string{
 		"/healthz", "/readyz", "/metrics", "/.well-known/jwks.json",
 		"/api/v1/rooms/{room}/entries", "/api/v1/rooms/{room}/entries/me",
-		"/api/v1/rooms/{room}/pass", "/api/v1/rooms", "/api/v1/rooms/{room}",
+		"/api/v1/rooms/{room}/pass", "/api/v1/rooms", "/api/v1/rooms/{room}", "/api/v1/rooms/{room}/invites",
 	}
 	if s.Sale != nil {
 		mux.Handle("GET /api/v1/schedules/{id}/seats", s.seats())

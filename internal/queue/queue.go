@@ -84,6 +84,9 @@ type Settings struct {
 	// RequireIdentity refuses entries without a signed identity assertion
 	// (package identity) or an admin-named visitor: one account, one place.
 	RequireIdentity bool
+	// RequireInvite refuses entries without an invite code of the room (a
+	// presale), unless the admin names the visitor.
+	RequireInvite bool
 }
 
 // DefaultSettings are used for a new room's omitted fields.

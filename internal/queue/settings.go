@@ -82,6 +82,7 @@ func SettingFields() []Field {
 		intField("client_enters_per_minute", func(s *Settings) *int64 { return &s.ClientEntersPerMinute }, 0, MaxClientEnters),
 		intField("pow_bits", func(s *Settings) *int64 { return &s.PowBits }, 0, MaxPowBits),
 		boolField("require_identity", func(s *Settings) *bool { return &s.RequireIdentity }),
+		boolField("require_invite", func(s *Settings) *bool { return &s.RequireInvite }),
 	}
 }
 

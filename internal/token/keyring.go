@@ -23,6 +23,7 @@ const (
 	ticketLabel    = "usher ticket v1"
 	visitorLabel   = "usher visitor v1"
 	challengeLabel = "usher challenge v1"
+	inviteLabel    = "usher invite v1"
 )
 
 // kidBytes is the number of random bytes in a key id (11 base64url characters).
@@ -52,6 +53,7 @@ type key struct {
 	ticket    *macKey
 	visitor   *macKey
 	challenge *macKey
+	invite    *macKey
 }
 
 // keyFile is the JSON form of a key, one file <kid>.json per key.
@@ -139,6 +141,7 @@ func newKeyring(files []keyFile, now func() time.Time) (*Keyring, error) {
 			ticket:    newMACKey(derive(seed, ticketLabel)),
 			visitor:   newMACKey(derive(seed, visitorLabel)),
 			challenge: newMACKey(derive(seed, challengeLabel)),
+			invite:    newMACKey(derive(seed, inviteLabel)),
 		}
 		k.keys = append(k.keys, ky)
 		k.byID[kf.KID] = ky

@@ -9,6 +9,9 @@ type EnterRequest struct {
 	// Identity is a signed identity assertion from the site (a JWT; see
 	// package identity): the visitor is the account it names.
 	Identity string `json:"identity"`
+	// Invite is an invite code of the room (a presale): the visitor is the
+	// invite, one place per code.
+	Invite string `json:"invite"`
 }
 
 // RoomSettings is the JSON form of a room's settings. In a PUT
@@ -27,6 +30,22 @@ type RoomSettings struct {
 	PowBits *int64 `json:"pow_bits,omitempty"`
 	// RequireIdentity admits only entries with a signed identity assertion.
 	RequireIdentity *bool `json:"require_identity,omitempty"`
+	// RequireInvite admits only entries with an invite code of the room.
+	RequireInvite *bool `json:"require_invite,omitempty"`
+}
+
+// InvitesRequest is the body of POST /api/v1/rooms/{room}/invites.
+type InvitesRequest struct {
+	Count int `json:"count"`
+	// ValidSeconds is how long the codes are valid (default 30 days).
+	ValidSeconds int64 `json:"valid_seconds,omitempty"`
+}
+
+// Invites is the answer of POST /api/v1/rooms/{room}/invites.
+type Invites struct {
+	Room      string    `json:"room"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Invites   []string  `json:"invites"`
 }
 
 // RoomStats are a room's live counters.

@@ -71,7 +71,7 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 		Origin: origin, Queue: k.q, Keys: k.keys, Rules: rules, Registry: k.reg,
 		API:           k.api(c, httpapi.Config{}),
 		Logger:        k.log.With("component", "proxy"),
-		OriginTimeout: *originTimeout, InsecureCookies: *c.insecure, FailOpen: *c.failOpen, Flood: k.flood,
+		OriginTimeout: *originTimeout, InsecureCookies: *c.insecure, FailOpen: *c.failOpen, Flood: k.flood, Identity: k.identity,
 		BodyTimeout: *bodyTimeout,
 		Lang:        *lang, WaitingTemplate: *waitingTemplate,
 	})

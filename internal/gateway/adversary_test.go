@@ -17,6 +17,7 @@ import (
 	"usher/internal/limit/memlimit"
 	"usher/internal/pow"
 	"usher/internal/queue"
+	"usher/internal/token"
 )
 
 // recorder is an origin that records the request target of every request it
@@ -300,5 +301,41 @@ func TestSlowBodyCut(t *testing.T) {
 			}
 			return // closed: the connection was cut
 		}
+	}
+}
+
+// TestPresaleThroughProxy: a room with require_invite never mints an
+// anonymous visitor behind the proxy; ?usher_invite= enters as the invite
+// (one code, one place, from any browser) and the visitor is sent back
+// without the code in the URL.
+func TestPresaleThroughProxy(t *testing.T) {
+	e := newEnv(t, newOrigin(t, helloOrigin), Rules{})
+	s := queue.DefaultSettings()
+	s.MaxActive, s.AdmitRate, s.RequireInvite = 1, queue.MinAdmitRate, true
+	if err := e.q.PutRoom(t.Context(), "sale", s); err != nil {
+		t.Fatal(err)
+	}
+	e.admit("sale", "holder", time.Time{}) // takes the one slot
+	exp := time.Now().Add(time.Hour)
+	code := e.keys.SignInvite(token.Invite{Room: "sale", ID: token.NewInviteID(), ExpiresAt: exp})
+	json := map[string]string{"Accept": "application/json"}
+	if res := do(t, http.DefaultClient, "GET", e.url+"/shop", json); res.status != http.StatusForbidden || !strings.Contains(res.body, "invite_required") {
+		t.Errorf("no invite: %d %s, want 403 invite_required", res.status, res.body)
+	}
+	if res := do(t, http.DefaultClient, "GET", e.url+"/shop?usher_invite=forged", json); res.status != http.StatusUnauthorized {
+		t.Errorf("forged invite: %d %s, want 401", res.status, res.body)
+	}
+	a := do(t, http.DefaultClient, "GET", e.url+"/shop?usher_invite="+url.QueryEscape(code), json)
+	b := do(t, http.DefaultClient, "GET", e.url+"/shop?x=1&usher_invite="+url.QueryEscape(code), json)
+	if a.status != http.StatusTooManyRequests || b.status != http.StatusTooManyRequests || !strings.Contains(a.body, `"position":1`) || !strings.Contains(b.body, `"position":1`) {
+		t.Errorf("one invite from two browsers: %d %s / %d %s, want both waiting at position 1", a.status, a.body, b.status, b.body)
+	}
+	v, err := e.q.Room(t.Context(), "sale")
+	if err != nil || v.Waiting != 1 {
+		t.Errorf("waiting %d, %v; want the invite's one place", v.Waiting, err)
+	}
+	page := do(t, http.DefaultClient, "GET", e.url+"/shop?x=1&usher_invite="+url.QueryEscape(code), nil)
+	if strings.Contains(page.body, "usher_invite") || !strings.Contains(page.body, "/shop?x=1") {
+		t.Errorf("the waiting page keeps the invite in its URL, or lost the rest:\n%.300s", page.body)
 	}
 }

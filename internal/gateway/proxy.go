@@ -48,6 +48,7 @@ import (
 	"usher/internal/fault"
 	"usher/internal/flood"
 	"usher/internal/gate"
+	"usher/internal/identity"
 	"usher/internal/queue"
 	"usher/internal/token"
 	"usher/internal/wire"
@@ -79,6 +80,9 @@ type Config struct {
 	// client that sends it slowly cannot hold a connection for ever;
 	// upgraded connections (websockets) are exempt.
 	BodyTimeout time.Duration
+	// Identity verifies identity assertions in IdentityParam; nil refuses
+	// them.
+	Identity *identity.Verifier
 	// Flood bounds the new places one client takes (the room's
 	// client_enters_per_minute); nil lets every one in.
 	Flood *flood.Guard

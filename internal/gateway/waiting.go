@@ -18,6 +18,7 @@ import (
 	"usher/internal/fault"
 	"usher/internal/flood"
 	"usher/internal/gate"
+	"usher/internal/identity"
 	"usher/internal/queue"
 	"usher/internal/token"
 	"usher/internal/wire"
@@ -72,7 +73,7 @@ func (p *Proxy) wait(w http.ResponseWriter, r *http.Request, room string) {
 		}
 		http.SetCookie(w, cookie)
 		w.Header().Set("Cache-Control", "no-store")
-		http.Redirect(w, r, canon.Return(r.URL.RequestURI()), http.StatusSeeOther)
+		http.Redirect(w, r, backURL(r), http.StatusSeeOther)
 		return
 	}
 
@@ -126,7 +127,7 @@ func (p *Proxy) waitingPage(w http.ResponseWriter, r *http.Request, room, ticket
 func (p *Proxy) renderPage(w http.ResponseWriter, r *http.Request, status int, pg Page) {
 	pg.T = p.text
 	pg.UpdatedAt = p.c.Queue.Now()
-	pg.URL = canon.Return(r.URL.RequestURI())
+	pg.URL = backURL(r)
 	pg.CSS, pg.Script = waitingCSS, waitingJS
 	pg.Client = clientState{
 		State: pg.State, Position: pg.Position, StartPosition: pg.StartPosition,
@@ -159,12 +160,17 @@ func (p *Proxy) place(ctx context.Context, w http.ResponseWriter, r *http.Reques
 		}
 		visitor = t.Visitor
 	} else {
-		if err := p.mayMint(r, room); err != nil {
+		if visitor, err = p.credentialed(r, room); err != nil {
 			return "", "", queue.Entry{}, err
 		}
-		var set *http.Cookie
-		if visitor, set = gate.BrowserVisitor(r, p.c.Keys, p.secure); set != nil {
-			http.SetCookie(w, set)
+		if visitor == "" {
+			if err := p.mayMint(r, room); err != nil {
+				return "", "", queue.Entry{}, err
+			}
+			var set *http.Cookie
+			if visitor, set = gate.BrowserVisitor(r, p.c.Keys, p.secure); set != nil {
+				http.SetCookie(w, set)
+			}
 		}
 	}
 	e, _, err = p.c.Queue.Enter(ctx, room, visitor)
@@ -177,6 +183,51 @@ func (p *Proxy) place(ctx context.Context, w http.ResponseWriter, r *http.Reques
 		MaxAge: int(token.TicketTTL.Seconds()), HttpOnly: true, Secure: p.secure, SameSite: http.SameSiteLaxMode,
 	})
 	return visitor, ticket, e, nil
+}
+
+// Query parameters that carry a visitor's credential to the proxy: a site
+// links to a gated page as /shop/?usher_invite=<code> or
+// ?usher_identity=<assertion>. The proxy enters the visitor as the invite
+// or the account and sends browsers on to the same URL without them.
+const (
+	InviteParam   = "usher_invite"
+	IdentityParam = "usher_identity"
+)
+
+// credentialed returns the visitor a request's invite or identity names, ""
+// when it carries neither, or the refusal of a room that requires one
+// (fail closed: a presale room never mints anonymous visitors).
+func (p *Proxy) credentialed(r *http.Request, room string) (string, error) {
+	q := r.URL.Query()
+	s := p.c.Queue.ViewOrDefault(room).Settings
+	switch {
+	case q.Get(InviteParam) != "":
+		inv, err := p.c.Keys.ParseInvite(q.Get(InviteParam), room)
+		if err != nil {
+			return "", err
+		}
+		return "inv:" + inv.ID, nil
+	case q.Get(IdentityParam) != "":
+		return p.c.Identity.Visitor(q.Get(IdentityParam))
+	case s.RequireInvite:
+		return "", token.ErrInviteRequired
+	case s.RequireIdentity:
+		return "", identity.ErrRequired
+	}
+	return "", nil
+}
+
+// backURL is where a visitor is sent back to: the request's own URL without
+// credential parameters, as a same-origin path.
+func backURL(r *http.Request) string {
+	u := *r.URL
+	q := u.Query()
+	if q.Has(InviteParam) || q.Has(IdentityParam) {
+		q.Del(InviteParam)
+		q.Del(IdentityParam)
+		u.RawQuery = q.Encode()
+	}
+	return canon.Return(u.RequestURI())
 }
 
 // ErrNoPlace answers a request of another method than GET or POST that

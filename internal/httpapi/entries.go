@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"usher/internal/apierror"
-	"usher/internal/fault"
 	"usher/internal/flood"
 	"usher/internal/gate"
 	"usher/internal/identity"
@@ -37,7 +36,7 @@ func (s *server) enter() http.Handler {
 			}
 			visitor = "inv:" + inv.ID
 		case visitor == "" && s.room(room).RequireInvite:
-			s.errs.Write(w, r, ErrInviteRequired)
+			s.errs.Write(w, r, token.ErrInviteRequired)
 			return
 		case req.Identity != "":
 			if visitor, err = s.Identity.Visitor(req.Identity); err != nil {
@@ -87,9 +86,6 @@ func (s *server) room(room string) queue.Settings {
 	v, _ := s.Queue.View(room)
 	return v.Settings
 }
-
-// ErrInviteRequired answers an entry without an invite into a presale room.
-var ErrInviteRequired = fault.New(fault.InviteRequired, "this room admits visitors with an invite only")
 
 func countSet(ss ...string) int {
 	n := 0

@@ -5,9 +5,14 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"time"
+
+	"usher/internal/fault"
 )
 
 const invitePrefix = "n1."
+
+// ErrInviteRequired answers an entry without an invite into a presale room.
+var ErrInviteRequired = fault.New(fault.InviteRequired, "this room admits visitors with an invite only")
 
 // Invite admits one visitor to a presale room: the visitor entering with it
 // is "inv:" + ID, so one invite is one place, from any device, however often

@@ -16,6 +16,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -135,9 +137,18 @@ func bodyFor(err error) (int, Body) {
 	return status, b
 }
 
+// RetryAfterFor is the Retry-After (whole seconds, at least 1) to send
+// with err: the delay a fault.Delayed error names, else RetryAfter.
+func RetryAfterFor(err error) string {
+	if d, ok := errors.AsType[fault.Delayed](err); ok {
+		return strconv.Itoa(max(1, int((d.FaultRetryAfter()+time.Second-1)/time.Second)))
+	}
+	return RetryAfter
+}
+
 // Write answers err with its status, code and client message. It logs the
 // whole error chain: 5xx at error level, 4xx at debug level. 503 and 429
-// carry Retry-After: the caller's, if it set one, else RetryAfter.
+// carry Retry-After: the caller's, if it set one, else RetryAfterFor(err).
 func (wr Writer) Write(w http.ResponseWriter, r *http.Request, err error) {
 	status, b := bodyFor(err)
 	if wr.Log != nil {
@@ -148,7 +159,7 @@ func (wr Writer) Write(w http.ResponseWriter, r *http.Request, err error) {
 		wr.Log.Log(r.Context(), level, "request failed", "method", r.Method, "path", r.URL.Path, "code", b.Error.Code, "err", err)
 	}
 	if (status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests) && w.Header().Get("Retry-After") == "" {
-		w.Header().Set("Retry-After", RetryAfter)
+		w.Header().Set("Retry-After", RetryAfterFor(err))
 	}
 	if wr.Counts != nil {
 		wr.Counts.WithLabelValues(b.Error.Code).Inc()

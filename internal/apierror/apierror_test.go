@@ -9,9 +9,11 @@ import (
 	"net/http/httptest"
 	"slices"
 	"testing"
+	"time"
 
 	"usher/internal/apierror"
 	"usher/internal/booking"
+	"usher/internal/fault"
 	"usher/internal/hold"
 	"usher/internal/mq"
 	"usher/internal/queue"
@@ -97,5 +99,36 @@ func TestWriteShowsNoInternals(t *testing.T) {
 		if got := rec.Header().Get("Retry-After"); (rec.Code == http.StatusServiceUnavailable) != (got != "") {
 			t.Errorf("%v: status %d with Retry-After %q", tc.err, rec.Code, got)
 		}
+	}
+}
+
+type delayed struct{ d time.Duration }
+
+func (e delayed) Error() string                  { return "slow down" }
+func (e delayed) Unwrap() error                  { return errLimited }
+func (e delayed) FaultRetryAfter() time.Duration { return e.d }
+
+var errLimited = fault.New(fault.RateLimited, "slow down")
+
+// TestRetryAfterFor: a fault.Delayed error's own wait, rounded up to whole
+// seconds and at least 1, else the fixed RetryAfter; Write sends it with
+// a 429.
+func TestRetryAfterFor(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{delayed{6200 * time.Millisecond}, "7"},
+		{fmt.Errorf("wrapped: %w", delayed{time.Millisecond}), "1"},
+		{errLimited, apierror.RetryAfter},
+	} {
+		if got := apierror.RetryAfterFor(tc.err); got != tc.want {
+			t.Errorf("RetryAfterFor(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+	w := httptest.NewRecorder()
+	apierror.Writer{}.Write(w, httptest.NewRequest("POST", "/", nil), delayed{30 * time.Second})
+	if w.Code != 429 || w.Header().Get("Retry-After") != "30" {
+		t.Errorf("Write: %d, Retry-After %q; want 429 and 30", w.Code, w.Header().Get("Retry-After"))
 	}
 }

@@ -20,6 +20,7 @@ package fault
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Codes are the stable JSON error codes clients depend on; never rename one.
@@ -124,4 +125,11 @@ type Seats interface {
 type Challenged interface {
 	error
 	FaultChallenge() any
+}
+
+// Delayed is implemented by errors that know when a retry may succeed
+// (rate_limited): the answer's Retry-After says so.
+type Delayed interface {
+	error
+	FaultRetryAfter() time.Duration
 }

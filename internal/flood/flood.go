@@ -16,7 +16,6 @@ package flood
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -40,15 +39,8 @@ func (e *LimitedError) Error() string { return ErrRateLimited.Error() }
 // Unwrap makes errors.Is(err, ErrRateLimited) hold.
 func (e *LimitedError) Unwrap() error { return ErrRateLimited }
 
-// RetryAfter returns the wait a LimitedError in err's chain names, rounded
-// up to whole seconds, or 0.
-func RetryAfter(err error) int {
-	var le *LimitedError
-	if !errors.As(err, &le) {
-		return 0
-	}
-	return int((le.RetryAfter + time.Second - 1) / time.Second)
-}
+// FaultRetryAfter puts the wait in the answer's Retry-After (fault.Delayed).
+func (e *LimitedError) FaultRetryAfter() time.Duration { return e.RetryAfter }
 
 // Guard asks the layers. Its zero value is not usable; use New.
 type Guard struct {

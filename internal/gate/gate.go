@@ -204,12 +204,11 @@ func VisitorFrom(r *http.Request, keys *token.Keyring) (string, bool) {
 	return "", false
 }
 
-// BrowserVisitor returns the visitor id of the request's signed usher_vid
-// cookie; without a valid one it returns a new id and the cookie to set.
-func BrowserVisitor(r *http.Request, keys *token.Keyring, secure bool) (id string, set *http.Cookie) {
-	if id, ok := VisitorFrom(r, keys); ok {
-		return id, nil
-	}
+// NewVisitor returns a new anonymous visitor id and the signed usher_vid
+// cookie that keeps it in the browser. Callers mint only after
+// VisitorFrom found no valid cookie (and, for strangers, after asking the
+// flood guard).
+func NewVisitor(keys *token.Keyring, secure bool) (id string, set *http.Cookie) {
 	id = token.NewVisitorID()
 	return id, &http.Cookie{
 		Name: wire.VisitorCookie, Value: keys.SignVisitor(id), Path: "/",

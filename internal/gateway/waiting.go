@@ -16,7 +16,6 @@ import (
 	"usher/internal/apierror"
 	"usher/internal/canon"
 	"usher/internal/fault"
-	"usher/internal/flood"
 	"usher/internal/gate"
 	"usher/internal/identity"
 	"usher/internal/queue"
@@ -40,11 +39,7 @@ func (p *Proxy) wait(w http.ResponseWriter, r *http.Request, room string) {
 		return
 	}
 	if err != nil {
-		retry := apierror.RetryAfter
-		if n := flood.RetryAfter(err); n > 0 {
-			retry = strconv.Itoa(n)
-		}
-		w.Header().Set("Retry-After", retry)
+		w.Header().Set("Retry-After", apierror.RetryAfterFor(err))
 		if errors.Is(err, ErrNoPlace) {
 			w.Header().Set("Allow", "GET, POST")
 		}
@@ -164,11 +159,13 @@ func (p *Proxy) place(ctx context.Context, w http.ResponseWriter, r *http.Reques
 			return "", "", queue.Entry{}, err
 		}
 		if visitor == "" {
-			if err := p.mayMint(r, room); err != nil {
-				return "", "", queue.Entry{}, err
-			}
-			var set *http.Cookie
-			if visitor, set = gate.BrowserVisitor(r, p.c.Keys, p.secure); set != nil {
+			var known bool
+			if visitor, known = gate.VisitorFrom(r, p.c.Keys); !known {
+				if err := p.mayMint(r, room); err != nil {
+					return "", "", queue.Entry{}, err
+				}
+				var set *http.Cookie
+				visitor, set = gate.NewVisitor(p.c.Keys, p.secure)
 				http.SetCookie(w, set)
 			}
 		}
@@ -239,9 +236,6 @@ var ErrNoPlace = fault.New(fault.MethodNotAllowed, "only GET and POST take a pla
 // become a new visitor with a new place: the method, then the room's
 // per-client limit (Config.Flood). Unknown rooms are left to Enter.
 func (p *Proxy) mayMint(r *http.Request, room string) error {
-	if _, ok := gate.VisitorFrom(r, p.c.Keys); ok {
-		return nil
-	}
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {
 		return ErrNoPlace
 	}

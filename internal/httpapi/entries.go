@@ -3,11 +3,9 @@ package httpapi
 import (
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"usher/internal/apierror"
-	"usher/internal/flood"
 	"usher/internal/gate"
 	"usher/internal/identity"
 	"usher/internal/queue"
@@ -50,15 +48,14 @@ func (s *server) enter() http.Handler {
 			s.errs.Write(w, r, identity.ErrRequired)
 			return
 		case visitor == "":
-			if err := s.newPlace(r, room); err != nil {
-				if n := flood.RetryAfter(err); n > 0 {
-					w.Header().Set("Retry-After", strconv.Itoa(n))
+			var known bool
+			if visitor, known = gate.VisitorFrom(r, s.Keys); !known {
+				if err := s.newPlace(r, room); err != nil {
+					s.errs.Write(w, r, err)
+					return
 				}
-				s.errs.Write(w, r, err)
-				return
-			}
-			var set *http.Cookie
-			if visitor, set = gate.BrowserVisitor(r, s.Keys, s.secure); set != nil {
+				var set *http.Cookie
+				visitor, set = gate.NewVisitor(s.Keys, s.secure)
 				http.SetCookie(w, set)
 			}
 		}
@@ -103,9 +100,6 @@ func countSet(ss ...string) int {
 // stranger cannot make the guard count under made-up room names.
 func (s *server) newPlace(r *http.Request, room string) error {
 	if s.Flood == nil {
-		return nil
-	}
-	if _, ok := gate.VisitorFrom(r, s.Keys); ok {
 		return nil
 	}
 	v, ok := s.Queue.View(room)

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"strconv"
 	"sync"
 
 	"usher/internal/fault"
@@ -39,7 +38,7 @@ func (s *streams) acquire(visitor string) (release func(), err error) {
 	defer s.mu.Unlock()
 	n := s.byVisitor[visitor]
 	if n >= s.perVisitor {
-		return nil, ErrTooManyStreams.Detail("at most %s event streams per visitor", strconv.Itoa(s.perVisitor))
+		return nil, ErrTooManyStreams.Detail("at most %d event streams per visitor", s.perVisitor)
 	}
 	if s.total >= s.max {
 		return nil, ErrTooManyStreams.Detail("this server holds the most event streams it allows")

@@ -2,10 +2,8 @@ package httpapi_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -109,15 +107,7 @@ func TestProofOfWork(t *testing.T) {
 		return body.Challenge
 	}
 	enter := func(room, solution string) resp {
-		req, _ := http.NewRequest("POST", e.srv.URL+"/api/v1/rooms/"+room+"/entries", strings.NewReader(""))
-		req.Header.Set(pow.Header, solution)
-		res, err := e.srv.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		body, _ := io.ReadAll(res.Body)
-		return resp{status: res.StatusCode, header: res.Header, body: body}
+		return e.doHeader(nil, "POST", "/api/v1/rooms/"+room+"/entries", "", "", map[string]string{pow.Header: solution})
 	}
 	c := challenge("sale")
 	sol := c.Token + ":" + pow.Solve(c)

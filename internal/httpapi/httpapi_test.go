@@ -131,6 +131,12 @@ func (r resp) errorCode(t *testing.T) string {
 
 func (e *env) do(c *http.Client, method, path, bearer, body string) resp {
 	e.t.Helper()
+	return e.doHeader(c, method, path, bearer, body, nil)
+}
+
+// doHeader is do with extra request headers.
+func (e *env) doHeader(c *http.Client, method, path, bearer, body string, header map[string]string) resp {
+	e.t.Helper()
 	if c == nil {
 		c = e.srv.Client()
 	}
@@ -140,6 +146,9 @@ func (e *env) do(c *http.Client, method, path, bearer, body string) resp {
 	}
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
 	}
 	res, err := c.Do(req)
 	if err != nil {

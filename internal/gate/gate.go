@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"usher/internal/apierror"
+	"usher/internal/identity"
 	"usher/internal/queue"
 	"usher/internal/token"
 	"usher/internal/wire"
@@ -202,6 +203,31 @@ func VisitorFrom(r *http.Request, keys *token.Keyring) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// EntryVisitor returns the visitor an entry names with its credentials in
+// a room with settings s: the invite's holder, else the asserted account;
+// "" for an entry that names none and may be a new anonymous visitor.
+// A presale room (RequireInvite) refuses an entry without an invite, an
+// identity assertion included; a RequireIdentity room refuses one with
+// neither. The API and the proxy both ask it, so that the two agree.
+// Admin-named visitors are the caller's business.
+func EntryVisitor(keys *token.Keyring, ids *identity.Verifier, room string, s queue.Settings, invite, assertion string) (string, error) {
+	switch {
+	case invite != "":
+		inv, err := keys.ParseInvite(invite, room)
+		if err != nil {
+			return "", err
+		}
+		return inv.Visitor(), nil
+	case s.RequireInvite:
+		return "", token.ErrInviteRequired
+	case assertion != "":
+		return ids.Visitor(assertion)
+	case s.RequireIdentity:
+		return "", identity.ErrRequired
+	}
+	return "", nil
 }
 
 // NewVisitor returns a new anonymous visitor id and the signed usher_vid

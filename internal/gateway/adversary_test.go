@@ -322,6 +322,9 @@ func TestPresaleThroughProxy(t *testing.T) {
 	if res := do(t, http.DefaultClient, "GET", e.url+"/shop", json); res.status != http.StatusForbidden || !strings.Contains(res.body, "invite_required") {
 		t.Errorf("no invite: %d %s, want 403 invite_required", res.status, res.body)
 	}
+	if res := do(t, http.DefaultClient, "GET", e.url+"/shop?usher_identity=any.signed.assertion", json); res.status != http.StatusForbidden || !strings.Contains(res.body, "invite_required") {
+		t.Errorf("an identity without an invite: %d %s, want 403 invite_required", res.status, res.body)
+	}
 	if res := do(t, http.DefaultClient, "GET", e.url+"/shop?usher_invite=forged", json); res.status != http.StatusUnauthorized {
 		t.Errorf("forged invite: %d %s, want 401", res.status, res.body)
 	}
@@ -333,6 +336,9 @@ func TestPresaleThroughProxy(t *testing.T) {
 	v, err := e.q.Room(t.Context(), "sale")
 	if err != nil || v.Waiting != 1 {
 		t.Errorf("waiting %d, %v; want the invite's one place", v.Waiting, err)
+	}
+	if res := do(t, http.DefaultClient, "GET", e.url+"/shop", nil); res.status != http.StatusForbidden || strings.Contains(res.body, "refresh") || res.header.Get("Retry-After") != "" {
+		t.Errorf("browser without an invite: %d, Retry-After %q, want a plain 403 page that does not reload:\n%.300s", res.status, res.header.Get("Retry-After"), res.body)
 	}
 	page := do(t, http.DefaultClient, "GET", e.url+"/shop?x=1&usher_invite="+url.QueryEscape(code), nil)
 	if strings.Contains(page.body, "usher_invite") || !strings.Contains(page.body, "/shop?x=1") {

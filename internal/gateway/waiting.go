@@ -17,7 +17,6 @@ import (
 	"usher/internal/canon"
 	"usher/internal/fault"
 	"usher/internal/gate"
-	"usher/internal/identity"
 	"usher/internal/queue"
 	"usher/internal/token"
 	"usher/internal/wire"
@@ -39,15 +38,21 @@ func (p *Proxy) wait(w http.ResponseWriter, r *http.Request, room string) {
 		return
 	}
 	if err != nil {
-		w.Header().Set("Retry-After", apierror.RetryAfterFor(err))
 		if errors.Is(err, ErrNoPlace) {
 			w.Header().Set("Allow", "GET, POST")
 		}
 		if asJSON || errors.Is(err, ErrNoPlace) {
-			p.errs.Write(w, r, err)
+			p.errs.Write(w, r, err) // it sets Retry-After on 429 and 503
 			return
 		}
 		status, _ := apierror.Status(err)
+		if status != http.StatusTooManyRequests && status < 500 {
+			// A refusal (no invite, a bad credential): retrying does not help,
+			// so a plain page, not the waiting page that reloads.
+			p.plainPage(w, status, fault.Message(err))
+			return
+		}
+		w.Header().Set("Retry-After", apierror.RetryAfterFor(err))
 		p.renderPage(w, r, status, Page{State: StateError, Room: room, Refresh: 2, PollAfterMS: 2000})
 		return
 	}
@@ -193,25 +198,12 @@ const (
 
 // credentialed returns the visitor a request's invite or identity names, ""
 // when it carries neither, or the refusal of a room that requires one
-// (fail closed: a presale room never mints anonymous visitors).
+// (fail closed: a presale room never mints anonymous visitors); the rules
+// are gate.EntryVisitor's, as for the API.
 func (p *Proxy) credentialed(r *http.Request, room string) (string, error) {
 	q := r.URL.Query()
-	s := p.c.Queue.ViewOrDefault(room).Settings
-	switch {
-	case q.Get(InviteParam) != "":
-		inv, err := p.c.Keys.ParseInvite(q.Get(InviteParam), room)
-		if err != nil {
-			return "", err
-		}
-		return "inv:" + inv.ID, nil
-	case q.Get(IdentityParam) != "":
-		return p.c.Identity.Visitor(q.Get(IdentityParam))
-	case s.RequireInvite:
-		return "", token.ErrInviteRequired
-	case s.RequireIdentity:
-		return "", identity.ErrRequired
-	}
-	return "", nil
+	return gate.EntryVisitor(p.c.Keys, p.c.Identity, room, p.c.Queue.ViewOrDefault(room).Settings,
+		q.Get(InviteParam), q.Get(IdentityParam))
 }
 
 // backURL is where a visitor is sent back to: the request's own URL without

@@ -7,7 +7,6 @@ import (
 
 	"usher/internal/apierror"
 	"usher/internal/gate"
-	"usher/internal/identity"
 	"usher/internal/queue"
 	"usher/internal/token"
 	"usher/internal/wire"
@@ -26,37 +25,28 @@ func (s *server) enter() http.Handler {
 		case countSet(req.VisitorID, req.Identity, req.Invite) > 1:
 			s.errs.Write(w, r, queue.ErrInvalid.Detail("visitor_id, identity and invite: send one of them"))
 			return
-		case req.Invite != "":
-			inv, err := s.Keys.ParseInvite(req.Invite, room)
-			if err != nil {
+		case visitor != "":
+			if !s.isAdmin(r) {
+				s.errs.Write(w, r, apierror.ErrAdminOnly.Detail("visitor_id: accepted only with the admin key"))
+				return
+			}
+		default:
+			v, inView := s.Queue.View(room) // unknown rooms are left to Enter, which refuses them
+			if visitor, err = gate.EntryVisitor(s.Keys, s.Identity, room, v.Settings, req.Invite, req.Identity); err != nil {
 				s.errs.Write(w, r, err)
 				return
 			}
-			visitor = "inv:" + inv.ID
-		case visitor == "" && s.room(room).RequireInvite:
-			s.errs.Write(w, r, token.ErrInviteRequired)
-			return
-		case req.Identity != "":
-			if visitor, err = s.Identity.Visitor(req.Identity); err != nil {
-				s.errs.Write(w, r, err)
-				return
-			}
-		case visitor != "" && !s.isAdmin(r):
-			s.errs.Write(w, r, apierror.ErrAdminOnly.Detail("visitor_id: accepted only with the admin key"))
-			return
-		case visitor == "" && s.room(room).RequireIdentity:
-			s.errs.Write(w, r, identity.ErrRequired)
-			return
-		case visitor == "":
-			var known bool
-			if visitor, known = gate.VisitorFrom(r, s.Keys); !known {
-				if err := s.newPlace(r, room); err != nil {
-					s.errs.Write(w, r, err)
-					return
+			if visitor == "" {
+				var known bool
+				if visitor, known = gate.VisitorFrom(r, s.Keys); !known {
+					if err := s.newPlace(r, room, v.Settings, inView); err != nil {
+						s.errs.Write(w, r, err)
+						return
+					}
+					var set *http.Cookie
+					visitor, set = gate.NewVisitor(s.Keys, s.secure)
+					http.SetCookie(w, set)
 				}
-				var set *http.Cookie
-				visitor, set = gate.NewVisitor(s.Keys, s.secure)
-				http.SetCookie(w, set)
 			}
 		}
 		e, created, err := s.Queue.Enter(r.Context(), room, visitor)
@@ -77,13 +67,6 @@ func (s *server) enter() http.Handler {
 	})
 }
 
-// room returns room's settings as this instance knows them (zero for an
-// unknown room: Enter refuses it).
-func (s *server) room(room string) queue.Settings {
-	v, _ := s.Queue.View(room)
-	return v.Settings
-}
-
 func countSet(ss ...string) int {
 	n := 0
 	for _, s := range ss {
@@ -95,18 +78,15 @@ func countSet(ss ...string) int {
 }
 
 // newPlace asks the flood guard whether a request without a visitor
-// cookie (a new visitor) may take a place in room. Rooms this instance does
-// not know yet are left to Enter, which refuses unknown ones, so that a
-// stranger cannot make the guard count under made-up room names.
-func (s *server) newPlace(r *http.Request, room string) error {
-	if s.Flood == nil {
+// cookie (a new visitor) may take a place in room, whose settings are s.
+// Rooms this instance does not know yet (inView false) are left to Enter,
+// which refuses unknown ones, so that a stranger cannot make the guard
+// count under made-up room names.
+func (s *server) newPlace(r *http.Request, room string, settings queue.Settings, inView bool) error {
+	if s.Flood == nil || !inView {
 		return nil
 	}
-	v, ok := s.Queue.View(room)
-	if !ok {
-		return nil
-	}
-	return s.Flood.NewPlace(r.Context(), r, room, v.Settings, true)
+	return s.Flood.NewPlace(r.Context(), r, room, settings, true)
 }
 
 // ticket returns the request's ticket for room: Bearer header, else cookie.

@@ -203,6 +203,13 @@ func TestInvites(t *testing.T) {
 	if r := e.do(nil, "POST", "/api/v1/rooms/presale/entries", "", ""); r.status != 403 || r.errorCode(t) != "invite_required" {
 		t.Errorf("entry without an invite: %d %s, want 403 invite_required", r.status, r.body)
 	}
+	account, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "alice", "exp": time.Now().Add(time.Minute).Unix()}).SignedString(identitySecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := e.do(nil, "POST", "/api/v1/rooms/presale/entries", "", `{"identity":"`+account+`"}`); r.status != 403 || r.errorCode(t) != "invite_required" {
+		t.Errorf("a signed-in account without an invite: %d %s, want 403 invite_required", r.status, r.body)
+	}
 	if r := e.do(nil, "POST", "/api/v1/rooms/presale/entries", "", `{"invite":"`+oi.Invites[0]+`"}`); r.status != 401 || r.errorCode(t) != "token_wrong_room" {
 		t.Errorf("another room's invite: %d %s, want 401 token_wrong_room", r.status, r.body)
 	}

@@ -23,6 +23,9 @@ type Invite struct {
 	ExpiresAt time.Time // kept to the second
 }
 
+// Visitor is the visitor id of the invite's holder: "inv:" + ID.
+func (inv Invite) Visitor() string { return "inv:" + inv.ID }
+
 // NewInviteID returns a random invite id: 12 bytes, base64url (16
 // characters).
 func NewInviteID() string {

@@ -43,6 +43,7 @@ for limit in 0 600 60; do
   settings="{\"admit_rate\":50,\"interval_ms\":1000,\"max_active\":10000,\"claim_window_seconds\":30,\"client_enters_per_minute\":$limit}"
   "$tmp/flood" -url "$base/api/v1/rooms/$room/entries" -from 127.0.0.2 -conns "$conns" -duration "$dur" >"$out/flood-$limit.json" &
   fpid=$!
+  pids+=($fpid)
   # The room is created by the loadtest's --setup-room before its users start;
   # the flood's first requests may find no room yet (404), which costs it
   # nothing and makes no place.

@@ -115,7 +115,7 @@ func TestEnvironmentVariables(t *testing.T) {
 	}
 	type use struct{ cmd, flag, def string }
 	uses := map[string][]use{}
-	for _, cmd := range [][]string{{"serve"}, {"proxy"}, {"seed"}, {"keys", "list"}, {"keys", "rotate"}, {"plan"}, {"origin"}, {"loadtest"}} {
+	for _, cmd := range [][]string{{"serve"}, {"proxy"}, {"seed"}, {"keys", "list"}, {"keys", "rotate"}, {"plan"}, {"origin"}, {"loadtest"}, {"invites"}} {
 		var help strings.Builder
 		if err := run(context.Background(), append(cmd, "-h"), noEnv, &help, &help); err != nil {
 			t.Fatalf("usher %v -h: %v", cmd, err)
@@ -151,7 +151,7 @@ func TestEnvironmentVariables(t *testing.T) {
 	if len(uses) < 40 {
 		t.Fatalf("found %d variables in the help texts; the help format changed?", len(uses))
 	}
-	own := map[string]string{"proxy": "USHER_PROXY_", "plan": "USHER_PLAN_", "origin": "USHER_ORIGIN_", "loadtest": "USHER_LOADTEST_"}
+	own := map[string]string{"proxy": "USHER_PROXY_", "plan": "USHER_PLAN_", "origin": "USHER_ORIGIN_", "loadtest": "USHER_LOADTEST_", "invites": "USHER_INVITES_"}
 	for _, p := range own {
 		if !strings.Contains(string(readme), "`"+p+"`") {
 			t.Errorf("the README does not name the prefix %s", p)

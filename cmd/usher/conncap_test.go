@@ -2,64 +2,65 @@ package main
 
 import (
 	"net"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// TestCapConns: with a cap of 3, concurrent clients never have more than 3
-// connections accepted and open, and a closed one makes room for the next.
+// TestCapConns: with a cap of 3 and 3 connections held open, the listener
+// takes no fourth (its semaphore is full, so Accept waits); closing one
+// lets the fourth in.
 func TestCapConns(t *testing.T) {
-	const clients = 20
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln := capConns(raw, 3)
+	ln := capConns(raw, 3).(*capListener)
 	defer ln.Close()
-	var open, most atomic.Int64
-	var served sync.WaitGroup
-	served.Add(clients)
+	accepted := make(chan net.Conn)
 	go func() {
-		for range clients {
+		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			n := open.Add(1)
-			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-			}
-			go func() {
-				defer served.Done()
-				c.Read(make([]byte, 1)) // the client's one byte
-				open.Add(-1)
-				c.Close()
-			}()
+			accepted <- c
 		}
 	}()
-	errs := make(chan error, clients)
-	for range clients {
-		go func() {
-			c, err := net.Dial("tcp", raw.Addr().String())
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer c.Close()
-			c.Write([]byte("x"))
-			c.SetReadDeadline(time.Now().Add(20 * time.Second)) // bounds a failure
-			c.Read(make([]byte, 1))                             // ends when the server closes
-			errs <- nil
-		}()
-	}
-	for range clients {
-		if err := <-errs; err != nil {
+	for range 4 {
+		c, err := net.Dial("tcp", raw.Addr().String())
+		if err != nil {
 			t.Fatal(err)
 		}
+		defer c.Close()
 	}
-	served.Wait()
-	if m := most.Load(); m > 3 || m < 1 {
-		t.Fatalf("at most %d connections were open at once, want 1 to 3", m)
+	guard := time.After(time.Minute) // bounds a failure, measures nothing
+	var held []net.Conn
+	for len(held) < 3 {
+		select {
+		case c := <-accepted:
+			held = append(held, c)
+		case <-guard:
+			t.Fatalf("accepted %d of the first 3 connections", len(held))
+		}
+	}
+	// The accept loop now waits for a slot: the semaphore is full, and the
+	// fourth connection sits in the kernel's queue.
+	if n := len(ln.sem); n != 3 {
+		t.Fatalf("%d slots taken with 3 connections open, want 3", n)
+	}
+	select {
+	case <-accepted:
+		t.Fatal("a fourth connection was accepted while 3 were open")
+	default:
+	}
+	held[0].Close()
+	select {
+	case c := <-accepted:
+		c.Close()
+	case <-guard:
+		t.Fatal("closing a connection did not let the fourth in")
+	}
+	for _, c := range held[1:] {
+		c.Close()
 	}
 }

@@ -35,20 +35,6 @@ func (l *logs) String() string {
 	return l.buf.String()
 }
 
-// waitFor polls cond until it holds, failing the test after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting, after 10 s, for %s", what)
-		}
-		<-tick.C
-	}
-}
-
 // start runs q's refresher and a scheduler until the test ends.
 func start(t *testing.T, q *queue.Queue, log *slog.Logger) {
 	t.Helper()
@@ -98,7 +84,7 @@ func TestRoomsCreatedWhileRunning(t *testing.T) {
 	wg.Wait()
 	for i := range rooms {
 		room := fmt.Sprintf("r%02d", i)
-		waitFor(t, room+"'s visitor to be admitted", func() bool { return admitted(q, room, "v") })
+		testenv.Eventually(t, time.Minute, room+"'s visitor to be admitted", func() bool { return admitted(q, room, "v") })
 	}
 }
 
@@ -113,17 +99,17 @@ func TestLoopStopsWhenStoreLosesRoom(t *testing.T) {
 	start(t, q, slog.New(slog.NewTextHandler(&out, nil)))
 
 	fastRoom(t, q, "lost", "before")
-	waitFor(t, "the first visitor to be admitted", func() bool { return admitted(q, "lost", "before") })
+	testenv.Eventually(t, time.Minute, "the first visitor to be admitted", func() bool { return admitted(q, "lost", "before") })
 	if _, ok := q.View("other"); ok {
 		t.Fatal("a view of a room never created")
 	}
 
 	testenv.DeleteKeys(t, c, prefix)
-	waitFor(t, "the view to drop the lost room", func() bool { _, ok := q.View("lost"); return !ok })
-	waitFor(t, "the loop to stop", func() bool {
+	testenv.Eventually(t, time.Minute, "the view to drop the lost room", func() bool { _, ok := q.View("lost"); return !ok })
+	testenv.Eventually(t, time.Minute, "the loop to stop", func() bool {
 		return strings.Contains(out.String(), `msg="room gone; its admission loop stops" room=lost`)
 	})
 
 	fastRoom(t, q, "lost", "after")
-	waitFor(t, "a visitor of the recreated room to be admitted", func() bool { return admitted(q, "lost", "after") })
+	testenv.Eventually(t, time.Minute, "a visitor of the recreated room to be admitted", func() bool { return admitted(q, "lost", "after") })
 }

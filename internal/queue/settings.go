@@ -43,47 +43,49 @@ type Field struct {
 //
 // To add a plain numeric setting: add the struct field and its default
 // (queue.go), one line here, and the JSON field in the API.
-func SettingFields() []Field {
-	return []Field{
-		{
-			Name:   "state",
-			Encode: func(s Settings) string { return string(s.State) },
-			Decode: func(s *Settings, v string) error { s.State = RoomState(v); return nil },
-			Check: func(s Settings) error {
-				if s.State != Open && s.State != Paused && !s.State.Refuses() {
-					return invalid("state %q: want open, paused, closed or sold_out", s.State)
-				}
-				return nil
-			},
+func SettingFields() []Field { return settingFields }
+
+// settingFields is built once: stores encode and decode settings on every
+// room read (the view refresh reads every room every 100 ms).
+var settingFields = []Field{
+	{
+		Name:   "state",
+		Encode: func(s Settings) string { return string(s.State) },
+		Decode: func(s *Settings, v string) error { s.State = RoomState(v); return nil },
+		Check: func(s Settings) error {
+			if s.State != Open && s.State != Paused && !s.State.Refuses() {
+				return invalid("state %q: want open, paused, closed or sold_out", s.State)
+			}
+			return nil
 		},
-		intField("max_active", func(s *Settings) *int64 { return &s.MaxActive }, MinMaxActive, MaxMaxActive),
-		{
-			Name:   "admit_rate",
-			Encode: func(s Settings) string { return strconv.FormatFloat(s.AdmitRate, 'g', -1, 64) },
-			Decode: func(s *Settings, v string) (err error) {
-				s.AdmitRate, err = strconv.ParseFloat(v, 64)
-				return err
-			},
-			Check: func(s Settings) error {
-				if !(s.AdmitRate >= MinAdmitRate) || s.AdmitRate > MaxAdmitRate {
-					return invalid("admit_rate %v: want %v to %d per second", s.AdmitRate, MinAdmitRate, MaxAdmitRate)
-				}
-				return nil
-			},
+	},
+	intField("max_active", func(s *Settings) *int64 { return &s.MaxActive }, MinMaxActive, MaxMaxActive),
+	{
+		Name:   "admit_rate",
+		Encode: func(s Settings) string { return strconv.FormatFloat(s.AdmitRate, 'g', -1, 64) },
+		Decode: func(s *Settings, v string) (err error) {
+			s.AdmitRate, err = strconv.ParseFloat(v, 64)
+			return err
 		},
-		durationField("interval", func(s *Settings) *time.Duration { return &s.Interval },
-			func(Settings) (time.Duration, time.Duration, string) { return MinInterval, MaxInterval, "1m" }),
-		durationField("active_ttl", func(s *Settings) *time.Duration { return &s.ActiveTTL },
-			func(Settings) (time.Duration, time.Duration, string) { return MinActiveTTL, MaxActiveTTL, "24h" }),
-		durationField("claim_window", func(s *Settings) *time.Duration { return &s.ClaimWindow },
-			func(s Settings) (time.Duration, time.Duration, string) {
-				return MinClaimWindow, s.ActiveTTL, "active_ttl"
-			}),
-		intField("client_enters_per_minute", func(s *Settings) *int64 { return &s.ClientEntersPerMinute }, 0, MaxClientEnters),
-		intField("pow_bits", func(s *Settings) *int64 { return &s.PowBits }, 0, MaxPowBits),
-		boolField("require_identity", func(s *Settings) *bool { return &s.RequireIdentity }),
-		boolField("require_invite", func(s *Settings) *bool { return &s.RequireInvite }),
-	}
+		Check: func(s Settings) error {
+			if !(s.AdmitRate >= MinAdmitRate) || s.AdmitRate > MaxAdmitRate {
+				return invalid("admit_rate %v: want %v to %d per second", s.AdmitRate, MinAdmitRate, MaxAdmitRate)
+			}
+			return nil
+		},
+	},
+	durationField("interval", func(s *Settings) *time.Duration { return &s.Interval },
+		func(Settings) (time.Duration, time.Duration, string) { return MinInterval, MaxInterval, "1m" }),
+	durationField("active_ttl", func(s *Settings) *time.Duration { return &s.ActiveTTL },
+		func(Settings) (time.Duration, time.Duration, string) { return MinActiveTTL, MaxActiveTTL, "24h" }),
+	durationField("claim_window", func(s *Settings) *time.Duration { return &s.ClaimWindow },
+		func(s Settings) (time.Duration, time.Duration, string) {
+			return MinClaimWindow, s.ActiveTTL, "active_ttl"
+		}),
+	intField("client_enters_per_minute", func(s *Settings) *int64 { return &s.ClientEntersPerMinute }, 0, MaxClientEnters),
+	intField("pow_bits", func(s *Settings) *int64 { return &s.PowBits }, 0, MaxPowBits),
+	boolField("require_identity", func(s *Settings) *bool { return &s.RequireIdentity }),
+	boolField("require_invite", func(s *Settings) *bool { return &s.RequireInvite }),
 }
 
 // Validate reports the first setting out of range, wrapped in ErrInvalid.

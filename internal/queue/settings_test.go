@@ -13,7 +13,8 @@ import (
 // Encode then Decode into default settings; the defaults are valid.
 func TestSettingFields(t *testing.T) {
 	set := queue.Settings{State: queue.SoldOut, MaxActive: 12345, AdmitRate: 0.1 + 0.2,
-		Interval: 1234567 * time.Nanosecond, ActiveTTL: 90*time.Minute + 1, ClaimWindow: 7*time.Second + 3}
+		Interval: 1234567 * time.Nanosecond, ActiveTTL: 90*time.Minute + 1, ClaimWindow: 7*time.Second + 3,
+		ClientEntersPerMinute: 17, PowBits: 7, RequireIdentity: true, RequireInvite: true}
 	seen := map[string]bool{}
 	got := queue.DefaultSettings()
 	for _, f := range queue.SettingFields() {

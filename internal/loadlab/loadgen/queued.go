@@ -31,7 +31,7 @@ func (r *runner) visit(due time.Time) bool {
 	if r.cfg.ForwardedFor {
 		xff = fmt.Sprintf("198.18.%d.%d", (n>>8)&0xff, n&0xff)
 	}
-	res, e := r.queueCall(http.MethodPost, r.entriesURL, "", []byte("{}"), due, xff)
+	res, e := r.queueCall(http.MethodPost, r.entriesURL, "", xff, []byte("{}"), due)
 	if !res.ok {
 		r.failed.add("enter " + describe(res))
 		return false
@@ -58,7 +58,7 @@ func (r *runner) visit(due time.Time) bool {
 		}
 		send = time.Now()
 		var next wire.Entry
-		res, next = r.queueCall(http.MethodGet, r.meURL, ticket, nil, due)
+		res, next = r.queueCall(http.MethodGet, r.meURL, ticket, "", nil, due)
 		switch {
 		case res.ok:
 			e = next
@@ -117,15 +117,14 @@ func (r *runner) visit(due time.Time) bool {
 		r.cutOff.Add(1)
 	}
 	if r.cfg.Leave && r.hard.Err() == nil {
-		r.queueCall(http.MethodDelete, r.meURL, ticket, nil, time.Now())
+		r.queueCall(http.MethodDelete, r.meURL, ticket, "", nil, time.Now())
 	}
 	return true
 }
 
-// queueCall calls usher and decodes the entry it answers.
-// queueCall makes one call to usher's queue API; xff, if set, is sent as
-// X-Forwarded-For.
-func (r *runner) queueCall(method, url, token string, body []byte, due time.Time, xff ...string) (result, wire.Entry) {
+// queueCall calls usher and decodes the entry it answers; xff, if set, is
+// sent as X-Forwarded-For.
+func (r *runner) queueCall(method, url, token, xff string, body []byte, due time.Time) (result, wire.Entry) {
 	req, err := http.NewRequest(method, url, bodyReader(body))
 	if err != nil {
 		panic(err) // validated
@@ -136,8 +135,8 @@ func (r *runner) queueCall(method, url, token string, body []byte, due time.Time
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	if len(xff) > 0 && xff[0] != "" {
-		req.Header.Set("X-Forwarded-For", xff[0])
+	if xff != "" {
+		req.Header.Set("X-Forwarded-For", xff)
 	}
 	var e wire.Entry
 	check := func(b []byte) bool { return json.Unmarshal(b, &e) == nil && e.State != "" }

@@ -36,11 +36,12 @@ type Options struct {
 	StoreTimeout time.Duration
 }
 
-// DefaultStoreTimeout is usher's --store-timeout: about twenty times the
-// p99 of whole enter requests on a loaded Redis (27 ms, issue 8), so a slow
-// moment is not an outage, and a third of the shortest poll interval
-// (1.5 s), so a poll that times out still answers before the next one is
-// due (docs/operations.md#store-deadlines).
+// DefaultStoreTimeout is usher's --store-timeout: four orders of magnitude
+// above the time Redis takes to run one of usher's scripts (tens of µs,
+// docs/benchmarks-redis.md), so a slow moment is not an outage, and below
+// the shortest poll interval (1.5 s less 20 % jitter: 1.2 s), so a poll that
+// times out still answers before the next one is due
+// (docs/operations.md#store-deadlines).
 const DefaultStoreTimeout = 500 * time.Millisecond
 
 // Queue wraps a Store with validation, the clock, metrics, and an in-memory

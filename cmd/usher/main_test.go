@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -311,10 +309,9 @@ func freePort(t *testing.T) string {
 func TestProductionStack(t *testing.T) {
 	t.Parallel()
 	redisURL := testenv.URL(t, "USHER_TEST_REDIS")
-	pgURL := testenv.URL(t, "USHER_TEST_POSTGRES")
 	natsURL := testenv.URL(t, "USHER_TEST_NATS")
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
-	dbURL := pgSchemaURL(t, pgURL, "usher_e2e_"+suffix)
+	dbURL := testenv.PostgresSchema(t)
 	dir := t.TempDir()
 	prefix := testenv.RedisPrefix(t, testenv.Redis(t))
 	flags := []string{"--store", redisURL, "--redis-prefix", prefix, "--db", dbURL, "--data-dir", dir}
@@ -385,35 +382,6 @@ func deleteNATS(t *testing.T, natsURL, name string) {
 	if err := js.DeleteKeyValue(ctx, name+"_reservations"); err != nil {
 		t.Errorf("delete bucket: %v", err)
 	}
-}
-
-// pgSchemaURL creates a schema for this test, dropped at the end, and
-// returns a URL whose search_path is that schema.
-func pgSchemaURL(t *testing.T, base, schema string) string {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("USHER_TEST_POSTGRES is set but PostgreSQL does not answer: %v", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if conn, err := pgx.Connect(context.Background(), base); err == nil {
-			conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-			conn.Close(context.Background())
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // TestSeedThenServeEmbedded is the newcomer's path: `usher seed` and then

@@ -5,6 +5,7 @@ import (
 
 	"usher/internal/booking/bookingtest"
 	"usher/internal/booking/pgbooking"
+	"usher/internal/testenv"
 )
 
 // Shape of BenchmarkConfirmThroughput; scripts/bench-pg.sh runs pgbench
@@ -21,7 +22,7 @@ const (
 // compares with pgbench running the bare conditional UPDATE, one per
 // transaction, on as many connections.
 func BenchmarkConfirmThroughput(b *testing.B) {
-	s := open(b, freshSchema(b), benchConns)
+	s := open(b, testenv.PostgresSchema(b), benchConns)
 	bookingtest.ConfirmThroughput(b, s, benchConns, benchBatch)
 }
 
@@ -29,7 +30,7 @@ func BenchmarkConfirmThroughput(b *testing.B) {
 // set path off: the throughput of a batch whose reservations compete for
 // seats among themselves (one statement per reservation).
 func BenchmarkConfirmThroughputPipeline(b *testing.B) {
-	s := open(b, freshSchema(b), benchConns)
+	s := open(b, testenv.PostgresSchema(b), benchConns)
 	pgbooking.PipelineOnly(s)
 	bookingtest.ConfirmThroughput(b, s, benchConns, benchBatch)
 }

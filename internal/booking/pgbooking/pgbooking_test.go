@@ -26,15 +26,6 @@ func pgURL(tb testing.TB) string {
 	return testenv.URL(tb, "USHER_TEST_POSTGRES")
 }
 
-// freshSchema returns a URL of the test server whose search_path is a
-// schema no other test uses (testenv.PostgresSchema).
-func freshSchema(tb testing.TB) string { return testenv.PostgresSchema(tb) }
-
-// withParam sets a connection parameter in a URL or key=value DSN.
-func withParam(tb testing.TB, dsn, key, value string) string {
-	return testenv.WithParam(tb, dsn, key, value)
-}
-
 func open(tb testing.TB, url string, poolSize int) *pgbooking.Store {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -47,7 +38,7 @@ func open(tb testing.TB, url string, poolSize int) *pgbooking.Store {
 	return s
 }
 
-func newStore(tb testing.TB) booking.Store { return open(tb, freshSchema(tb), 8) }
+func newStore(tb testing.TB) booking.Store { return open(tb, testenv.PostgresSchema(tb), 8) }
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
@@ -59,7 +50,7 @@ func TestConformance(t *testing.T) {
 func TestConformancePipeline(t *testing.T) {
 	t.Parallel()
 	bookingtest.Run(t, func(tb testing.TB) booking.Store {
-		s := open(tb, freshSchema(tb), 8)
+		s := open(tb, testenv.PostgresSchema(tb), 8)
 		pgbooking.PipelineOnly(s)
 		return s
 	})
@@ -72,7 +63,7 @@ func BenchmarkStore(b *testing.B) { bookingtest.Bench(b, newStore) }
 // nothing and keeps the data.
 func TestMigrations(t *testing.T) {
 	ctx := context.Background()
-	u := freshSchema(t)
+	u := testenv.PostgresSchema(t)
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Add(1)
@@ -113,9 +104,9 @@ func TestMigrations(t *testing.T) {
 // its pool size, however many callers decide at once.
 func TestPoolBound(t *testing.T) {
 	ctx := context.Background()
-	u := freshSchema(t)
+	u := testenv.PostgresSchema(t)
 	const poolSize = 3
-	s := open(t, withParam(t, u, "application_name", "usher_pool_bound"), poolSize)
+	s := open(t, testenv.WithParam(t, u, "application_name", "usher_pool_bound"), poolSize)
 	conc, err := s.CreateConcert(ctx, "c")
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +206,7 @@ func TestOpenSilentServer(t *testing.T) {
 func TestOpenMissingSchema(t *testing.T) {
 	base := pgURL(t)
 	schema := fmt.Sprintf("usher_missing_%d", time.Now().UnixNano())
-	_, err := pgbooking.Open(context.Background(), withParam(t, base, "search_path", schema), 2)
+	_, err := pgbooking.Open(context.Background(), testenv.WithParam(t, base, "search_path", schema), 2)
 	if !errors.Is(err, booking.ErrInvalid) || !strings.Contains(err.Error(), "CREATE SCHEMA") {
 		t.Errorf("Open with search_path=%s: err = %v, want invalid, naming CREATE SCHEMA", schema, err)
 	}
@@ -240,7 +231,7 @@ func TestOpenInvalid(t *testing.T) {
 // proxy: every method fails promptly with ErrUnavailable, pooled
 // connections and new ones alike.
 func TestServerVanished(t *testing.T) {
-	u := freshSchema(t)
+	u := testenv.PostgresSchema(t)
 	parsed, err := url.Parse(u)
 	if err != nil || parsed.Host == "" {
 		testenv.Skip(t, "USHER_TEST_POSTGRES as a URL", fmt.Sprintf("set USHER_TEST_POSTGRES to a postgres:// URL with a host, not %q (%v),", u, err))

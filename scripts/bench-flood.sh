@@ -16,25 +16,12 @@ cd "$(dirname "$0")/.."
 dur=${1:-60s} users=${2:-200} conns=${3:-8}
 out=${RESULTS:-artifacts/flood}
 mkdir -p "$out"
-tmp=$(mktemp -d)
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$tmp"' EXIT
-
-usher=${USHER_BIN:-}
-if [ -z "$usher" ]; then
-  go build -o "$tmp/usher" ./cmd/usher
-  usher=$tmp/usher
-fi
+. scripts/benchlib.sh
 go build -o "$tmp/flood" ./scripts/flood
 base=http://127.0.0.1:18189
-"$usher" serve --addr 127.0.0.1:18189 --data-dir "$tmp/data" --trusted-proxies 127.0.0.1/32 >"$tmp/usher.log" 2>&1 &
-pids+=($!)
-"$usher" origin --addr 127.0.0.1:18191 --workers 400 --conns 100 --service lognormal:10ms:0.25 >"$tmp/origin.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do
-  curl -sf $base/healthz >/dev/null && curl -sf 127.0.0.1:18191/healthz >/dev/null && break
-  sleep 0.2
-done
+start usher "$usher" serve --addr 127.0.0.1:18189 --data-dir "$tmp/data" --trusted-proxies 127.0.0.1/32
+start origin "$usher" origin --addr 127.0.0.1:18191 --workers 400 --conns 100 --service lognormal:10ms:0.25
+wait_healthy $base/healthz 127.0.0.1:18191/healthz
 admin=$(cat "$tmp/data/admin.key")
 
 rows=""

@@ -21,23 +21,10 @@ if [ "${1:-}" = --write-docs ]; then docs=1; shift; fi
 dur=${1:-60s} users=${2:-2000} calls=${3:-10}
 out=${RESULTS:-artifacts/seed}
 mkdir -p "$out"
-tmp=$(mktemp -d)
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$tmp"' EXIT
-
-usher=${USHER_BIN:-}
-if [ -z "$usher" ]; then
-  go build -o "$tmp/usher" ./cmd/usher
-  usher=$tmp/usher
-fi
-"$usher" serve --addr 127.0.0.1:18089 --data-dir "$tmp/data" >"$tmp/usher.log" 2>&1 &
-pids+=($!)
-"$usher" origin --addr 127.0.0.1:18091 --workers 200 --conns 10 --service lognormal:50ms:0.25 >"$tmp/origin.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do
-  curl -sf localhost:18089/healthz >/dev/null && curl -sf localhost:18091/healthz >/dev/null && break
-  sleep 0.2
-done
+. scripts/benchlib.sh
+start usher "$usher" serve --addr 127.0.0.1:18089 --data-dir "$tmp/data"
+start origin "$usher" origin --addr 127.0.0.1:18091 --workers 200 --conns 10 --service lognormal:50ms:0.25
+wait_healthy localhost:18089/healthz localhost:18091/healthz
 admin=$(cat "$tmp/data/admin.key")
 origin=http://127.0.0.1:18091
 

@@ -18,6 +18,7 @@
 package fault
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -132,4 +133,15 @@ type Challenged interface {
 type Delayed interface {
 	error
 	FaultRetryAfter() time.Duration
+}
+
+// Missed returns err as unavailable (wrapping both) when the call failed
+// because ctx's deadline passed, whatever the backend returned; otherwise
+// err. The store wrappers that set per-call deadlines (queue.WithTimeout,
+// hold.WithTimeout) share it, so a hung store is an outage on every one.
+func Missed(ctx context.Context, err, unavailable error, op string) error {
+	if err != nil && !errors.Is(err, unavailable) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w: %w", op, unavailable, err)
+	}
+	return err
 }

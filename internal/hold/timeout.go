@@ -2,9 +2,9 @@ package hold
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
+
+	"usher/internal/fault"
 )
 
 // WithTimeout returns s with a deadline of d on every call (d <= 0: s
@@ -31,10 +31,7 @@ func call[T any](t *timeoutStore, ctx context.Context, op string, f func(context
 	ctx, cancel := context.WithTimeout(ctx, t.d)
 	defer cancel()
 	v, err := f(ctx)
-	if err != nil && !errors.Is(err, ErrUnavailable) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		err = fmt.Errorf("hold: %s: %w: %w", op, ErrUnavailable, err)
-	}
-	return v, err
+	return v, fault.Missed(ctx, err, ErrUnavailable, "hold: "+op)
 }
 
 // none adapts a call that returns only an error.

@@ -27,12 +27,12 @@ type Options struct {
 	// Metrics records counters; nil records nothing.
 	Metrics *Metrics
 	Logger  *slog.Logger
-	// StoreTimeout is the deadline of each store call made by PutRoom,
-	// EnsureRoom, Rooms, Room, Enter, Status, Renew, Leave and Admit (0: only
-	// the caller's context; usher sets DefaultStoreTimeout). A call that
-	// misses it fails with ErrUnavailable, so that a hung store answers 503
-	// (or lets the gate fail open) instead of stalling requests. Backends
-	// must honour ctx.
+	// StoreTimeout is the deadline of each store call, request paths, the
+	// admission step and the view refresh alike (WithTimeout; 0: only the
+	// caller's context; usher sets DefaultStoreTimeout). A call that misses
+	// it fails with ErrUnavailable, so that a hung store answers 503 (or
+	// lets the gate fail open) instead of stalling requests. Backends must
+	// honour ctx.
 	StoreTimeout time.Duration
 }
 
@@ -53,7 +53,6 @@ type Queue struct {
 	refresh time.Duration
 	metrics *Metrics
 	log     *slog.Logger
-	timeout time.Duration
 	views   atomic.Pointer[map[string]View]
 	mu      sync.Mutex // serializes refreshes; guards changed
 	// changed, once ViewRooms made it, is closed and cleared when the set
@@ -84,30 +83,13 @@ func New(store Store, o Options) *Queue {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	q := &Queue{store: store, now: o.Now, refresh: o.Refresh, metrics: o.Metrics, log: o.Logger, timeout: o.StoreTimeout}
+	q := &Queue{store: WithTimeout(store, o.StoreTimeout), now: o.Now, refresh: o.Refresh, metrics: o.Metrics, log: o.Logger}
 	q.views.Store(&map[string]View{})
 	return q
 }
 
 // Now returns the Queue's clock reading.
 func (q *Queue) Now() time.Time { return q.now() }
-
-// bound returns ctx with the deadline of one store call.
-func (q *Queue) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if q.timeout <= 0 {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, q.timeout)
-}
-
-// missed makes err ErrUnavailable when the store call failed because ctx's
-// deadline passed, whatever the backend returned.
-func missed(ctx context.Context, op string, err error) error {
-	if err != nil && !errors.Is(err, ErrUnavailable) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("queue: %s: %w: %w", op, ErrUnavailable, err)
-	}
-	return err
-}
 
 func checkRoom(room string) error {
 	if !ValidRoomID(room) {
@@ -134,10 +116,8 @@ func (q *Queue) PutRoom(ctx context.Context, room string, s Settings) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
-	sctx, cancel := q.bound(ctx)
-	defer cancel()
-	if err := q.store.PutRoom(sctx, room, s); err != nil {
-		return missed(sctx, "put room", err)
+	if err := q.store.PutRoom(ctx, room, s); err != nil {
+		return err
 	}
 	return q.refreshRoom(ctx, room)
 }
@@ -147,20 +127,15 @@ func (q *Queue) EnsureRoom(ctx context.Context, room string) (created bool, err 
 	if err := checkRoom(room); err != nil {
 		return false, err
 	}
-	sctx, cancel := q.bound(ctx)
-	defer cancel()
-	if created, err = q.store.CreateRoom(sctx, room, DefaultSettings()); err != nil || !created {
-		return created, missed(sctx, "create room", err)
+	if created, err = q.store.CreateRoom(ctx, room, DefaultSettings()); err != nil || !created {
+		return created, err
 	}
 	return true, q.refreshRoom(ctx, room)
 }
 
 // Rooms lists room ids.
 func (q *Queue) Rooms(ctx context.Context) ([]string, error) {
-	ctx, cancel := q.bound(ctx)
-	defer cancel()
-	rooms, err := q.store.Rooms(ctx)
-	return rooms, missed(ctx, "rooms", err)
+	return q.store.Rooms(ctx)
 }
 
 // Room reads a room's stats from the store, with the measured rate.
@@ -168,11 +143,9 @@ func (q *Queue) Room(ctx context.Context, room string) (View, error) {
 	if err := checkRoom(room); err != nil {
 		return View{}, err
 	}
-	ctx, cancel := q.bound(ctx)
-	defer cancel()
 	st, err := q.store.Stats(ctx, room, q.now())
 	if err != nil {
-		return View{}, missed(ctx, "stats", err)
+		return View{}, err
 	}
 	v := View{Stats: st, Rate: st.Settings.AdmitRate, At: q.now()}
 	if old, ok := q.View(room); ok {
@@ -192,13 +165,11 @@ func (q *Queue) Enter(ctx context.Context, room, visitor string) (Entry, bool, e
 	if err := checkVisitor(room, visitor); err != nil {
 		return Entry{}, false, err
 	}
-	ctx, cancel := q.bound(ctx)
-	defer cancel()
 	e, created, err := q.store.Enter(ctx, room, visitor, q.now())
 	if err == nil {
 		q.metrics.entered(room, e, created)
 	}
-	return e, created, missed(ctx, "enter", err)
+	return e, created, err
 }
 
 // Status returns the visitor's entry. seq is the sequence number from the
@@ -227,13 +198,11 @@ func (q *Queue) Status(ctx context.Context, room, visitor string, seq int64) (e 
 			return Entry{Visitor: visitor, Status: Waiting, Seq: seq, Position: pos}, true, nil
 		}
 	}
-	ctx, cancel := q.bound(ctx)
-	defer cancel()
 	e, err = q.store.Status(ctx, room, visitor, now)
 	if err == nil {
 		q.metrics.polled(room, false)
 	}
-	return e, false, missed(ctx, "status", err)
+	return e, false, err
 }
 
 // staleAfter is the age at which a view is no longer used for estimates:
@@ -252,11 +221,9 @@ func (q *Queue) Renew(ctx context.Context, room, visitor string) (time.Time, err
 	if err := checkVisitor(room, visitor); err != nil {
 		return time.Time{}, err
 	}
-	ctx, cancel := q.bound(ctx)
-	defer cancel()
 	e, err := q.store.Status(ctx, room, visitor, q.now())
 	if err != nil {
-		return time.Time{}, missed(ctx, "renew", err)
+		return time.Time{}, err
 	}
 	if e.Status != Active {
 		return time.Time{}, fmt.Errorf("queue: renew %s in %s: %w", visitor, room, ErrNotAdmitted)
@@ -269,18 +236,13 @@ func (q *Queue) Leave(ctx context.Context, room, visitor string) error {
 	if err := checkVisitor(room, visitor); err != nil {
 		return err
 	}
-	ctx, cancel := q.bound(ctx)
-	defer cancel()
-	return missed(ctx, "leave", q.store.Leave(ctx, room, visitor))
+	return q.store.Leave(ctx, room, visitor)
 }
 
 // Admit runs one admission step for the room.
 func (q *Queue) Admit(ctx context.Context, room string) (AdmitResult, error) {
-	ctx, cancel := q.bound(ctx)
-	defer cancel()
 	start := time.Now()
 	res, err := q.store.Admit(ctx, room, q.now())
-	err = missed(ctx, "admit", err)
 	q.metrics.stepped(room, res, time.Since(start), err)
 	return res, err
 }
@@ -330,21 +292,16 @@ func (q *Queue) Run(ctx context.Context) error {
 // deadline, so a hung store leaves the views stale (and logged) instead of
 // stopping the loop.
 func (q *Queue) refreshAll(ctx context.Context) error {
-	bctx, cancel := q.bound(ctx)
-	rooms, err := q.store.Rooms(bctx)
-	cancel()
+	rooms, err := q.store.Rooms(ctx)
 	if err != nil {
-		return missed(bctx, "rooms", err)
+		return err
 	}
 	stats := make(map[string]Stats, len(rooms))
 	var errs []error
 	now := q.now()
 	for _, room := range rooms {
-		bctx, cancel := q.bound(ctx)
-		st, err := q.store.Stats(bctx, room, now)
-		cancel()
+		st, err := q.store.Stats(ctx, room, now)
 		if err != nil {
-			err = missed(bctx, "stats", err)
 			errs = append(errs, err)
 			continue
 		}
@@ -356,12 +313,10 @@ func (q *Queue) refreshAll(ctx context.Context) error {
 
 // refreshRoom re-reads one room's stats (after its settings changed).
 func (q *Queue) refreshRoom(ctx context.Context, room string) error {
-	ctx, cancel := q.bound(ctx)
-	defer cancel()
 	now := q.now()
 	st, err := q.store.Stats(ctx, room, now)
 	if err != nil {
-		return missed(ctx, "stats", err)
+		return err
 	}
 	q.apply(now, map[string]Stats{room: st}, nil)
 	return nil

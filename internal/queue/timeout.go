@@ -1,0 +1,76 @@
+package queue
+
+import (
+	"context"
+	"time"
+
+	"usher/internal/fault"
+)
+
+// WithTimeout returns s with a deadline of d on every call (d <= 0: s
+// itself). A call that misses it fails with ErrUnavailable, so that a hung
+// store answers 503 (or lets passes through under fail-open) instead of
+// stalling a request, the admission step or the view refresh. s must
+// honour ctx. New applies it with Options.StoreTimeout.
+func WithTimeout(s Store, d time.Duration) Store {
+	if d <= 0 {
+		return s
+	}
+	return &timeoutStore{s: s, d: d}
+}
+
+// timeoutStore is the Store that WithTimeout returns.
+type timeoutStore struct {
+	s Store
+	d time.Duration
+}
+
+var _ Store = (*timeoutStore)(nil)
+
+// call runs f under the deadline.
+func call[T any](t *timeoutStore, ctx context.Context, op string, f func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.d)
+	defer cancel()
+	v, err := f(ctx)
+	return v, fault.Missed(ctx, err, ErrUnavailable, "queue: "+op)
+}
+
+func (t *timeoutStore) PutRoom(ctx context.Context, room string, s Settings) error {
+	_, err := call(t, ctx, "put room", func(ctx context.Context) (struct{}, error) { return struct{}{}, t.s.PutRoom(ctx, room, s) })
+	return err
+}
+
+func (t *timeoutStore) CreateRoom(ctx context.Context, room string, s Settings) (bool, error) {
+	return call(t, ctx, "create room", func(ctx context.Context) (bool, error) { return t.s.CreateRoom(ctx, room, s) })
+}
+
+func (t *timeoutStore) Rooms(ctx context.Context) ([]string, error) {
+	return call(t, ctx, "rooms", t.s.Rooms)
+}
+
+func (t *timeoutStore) Enter(ctx context.Context, room, visitor string, now time.Time) (Entry, bool, error) {
+	var created bool
+	e, err := call(t, ctx, "enter", func(ctx context.Context) (Entry, error) {
+		e, c, err := t.s.Enter(ctx, room, visitor, now)
+		created = c
+		return e, err
+	})
+	return e, created, err
+}
+
+func (t *timeoutStore) Status(ctx context.Context, room, visitor string, now time.Time) (Entry, error) {
+	return call(t, ctx, "status", func(ctx context.Context) (Entry, error) { return t.s.Status(ctx, room, visitor, now) })
+}
+
+func (t *timeoutStore) Leave(ctx context.Context, room, visitor string) error {
+	_, err := call(t, ctx, "leave", func(ctx context.Context) (struct{}, error) { return struct{}{}, t.s.Leave(ctx, room, visitor) })
+	return err
+}
+
+func (t *timeoutStore) Admit(ctx context.Context, room string, now time.Time) (AdmitResult, error) {
+	return call(t, ctx, "admit", func(ctx context.Context) (AdmitResult, error) { return t.s.Admit(ctx, room, now) })
+}
+
+func (t *timeoutStore) Stats(ctx context.Context, room string, now time.Time) (Stats, error) {
+	return call(t, ctx, "stats", func(ctx context.Context) (Stats, error) { return t.s.Stats(ctx, room, now) })
+}

@@ -16,15 +16,17 @@ import (
 // TestServeHungRedis stops redis-server (SIGSTOP): its connections stay up
 // and it never answers, the hang that only a deadline ends (the client's own
 // would wait about 10 s). With --store-timeout 200ms, enters, exact polls and
-// gated requests answer 503 with Retry-After. Each request is bounded by a
-// 5 s test deadline, below the client's own timeout; no duration is asserted.
+// gated requests answer 503 with Retry-After. The client's own timeout is
+// set to an hour (write_timeout), so only usher's deadline can end the
+// calls: without it they would hang past the one-minute guard that each
+// request has against a hang. No duration is asserted.
 func TestServeHungRedis(t *testing.T) {
 	startRedis, port := redisServer(t)
 	redis := startRedis()
 	t.Cleanup(func() { redis.Process.Kill(); redis.Wait() })
 	dir := t.TempDir()
 	base := startServe(t, map[string]string{"USHER_DATA_DIR": dir},
-		"--addr", "127.0.0.1:0", "--store", "redis://127.0.0.1:"+port+"/0", "--store-timeout", "200ms")
+		"--addr", "127.0.0.1:0", "--store", "redis://127.0.0.1:"+port+"/0?write_timeout=1h", "--store-timeout", "200ms")
 	// Registered after startServe, so it runs first: usher shuts down on a
 	// Redis that answers again.
 	t.Cleanup(func() { redis.Process.Signal(syscall.SIGCONT) })
@@ -41,7 +43,7 @@ func TestServeHungRedis(t *testing.T) {
 		{"GET", "/api/v1/rooms/sale/entries/me", ticket, ""}, // near the front: an exact answer needs the store
 		{"GET", "/api/v1/rooms/sale/pass", pass, ""},         // the gate fails closed
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		req, _ := http.NewRequestWithContext(ctx, tc.method, base+tc.path, strings.NewReader(tc.body))
 		req.Header.Set("Authorization", "Bearer "+tc.bearer)
 		res, err := http.DefaultClient.Do(req)

@@ -87,6 +87,11 @@ type Settings struct {
 	// RequireInvite refuses entries without an invite code of the room (a
 	// presale), unless the admin names the visitor.
 	RequireInvite bool
+	// OpensAt, when set, is the opening of a sale (whole milliseconds):
+	// before it, entrants join the room's pre-queue and nobody is admitted;
+	// at it, the opening draw (draw.go) orders them and later entrants
+	// queue behind them. Zero: no pre-queue.
+	OpensAt time.Time
 }
 
 // DefaultSettings are used for a new room's omitted fields.
@@ -184,8 +189,12 @@ type Stats struct {
 	// LastSeq is the last sequence number issued (0 before the first entry).
 	LastSeq int64
 	// HeadSeq is the sequence number of the first waiting visitor, or
-	// LastSeq+1 when nobody waits.
+	// LastSeq+1 when nobody waits. Before the draw, pre-queue entrants
+	// have no sequence number and are not counted in HeadSeq or LastSeq
+	// (they are in Waiting).
 	HeadSeq int64
+	// Draw is the room's opening draw, if it has one.
+	Draw Draw
 }
 
 // Store keeps rooms. Every method is one atomic operation on the backend:
@@ -195,7 +204,9 @@ type Stats struct {
 // caller's clock.
 type Store interface {
 	// PutRoom creates a room or replaces its settings; queue, active set and
-	// counters are kept.
+	// counters are kept. When s.OpensAt is set and the room has no draw
+	// seed yet, the store chooses one (NewSeed) and keeps it for good (so
+	// does CreateRoom).
 	PutRoom(ctx context.Context, room string, s Settings) error
 	// CreateRoom creates a room with s unless it exists; an existing room is
 	// left unchanged. created tells which.
@@ -208,6 +219,15 @@ type Store interface {
 	// the room is open, a slot is free and the rate allows, the visitor is
 	// admitted at once (passthrough) with expiry now+ActiveTTL. ErrRoomClosed
 	// when the room is closed or sold out and the visitor has no entry.
+	//
+	// Opening draw (draw.go): while Draw.PreQueue, a new entrant joins the
+	// pre-queue, unordered: Waiting with Seq and Position 0, never
+	// passthrough. When Draw.Due, Enter, Status and Admit first draw:
+	// pre-queue entrants queue in DrawKey order behind those already
+	// waiting and ahead of every later entrant. A drawn entrant's Seq may be
+	// reported before the store assigns it (Redis assigns them as the
+	// admission reaches them); a Seq reported once never grows, and
+	// Position is always exact.
 	Enter(ctx context.Context, room, visitor string, now time.Time) (e Entry, created bool, err error)
 	// Status returns the visitor's exact entry. For an active visitor it is
 	// also a renewal: the expiry becomes at least now+ActiveTTL (this is how
@@ -222,9 +242,9 @@ type Store interface {
 	// come from a room-wide bucket refilled at AdmitRate up to
 	// BucketCapacity(), kept
 	// in the same atomic step, so any number of concurrent callers admit at
-	// AdmitRate in total and never exceed MaxActive. A paused or closed room
-	// admits nobody (expiry still runs).
+	// AdmitRate in total and never exceed MaxActive. A paused or closed room,
+	// or one before its draw, admits nobody (expiry still runs).
 	Admit(ctx context.Context, room string, now time.Time) (AdmitResult, error)
-	// Stats reads the room's settings and counters.
+	// Stats reads the room's settings, counters and draw; it never draws.
 	Stats(ctx context.Context, room string, now time.Time) (Stats, error)
 }

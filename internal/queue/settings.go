@@ -21,6 +21,12 @@ const (
 	MaxPowBits      = 32
 )
 
+// The range of OpensAt (besides zero, no opening).
+var (
+	MinOpensAt = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxOpensAt = time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
 // A Field is one setting of Settings, listed once in SettingFields: its name
 // (the JSON API's name without unit suffix, and the name a store keeps it
 // under), its encoding as a string, and its check.
@@ -86,6 +92,32 @@ var settingFields = []Field{
 	intField("pow_bits", func(s *Settings) *int64 { return &s.PowBits }, 0, MaxPowBits),
 	boolField("require_identity", func(s *Settings) *bool { return &s.RequireIdentity }),
 	boolField("require_invite", func(s *Settings) *bool { return &s.RequireInvite }),
+	{
+		// Unix milliseconds, "0" when unset: stores compare it with now in
+		// milliseconds.
+		Name: "opens_at",
+		Encode: func(s Settings) string {
+			if s.OpensAt.IsZero() {
+				return "0"
+			}
+			return strconv.FormatInt(s.OpensAt.UnixMilli(), 10)
+		},
+		Decode: func(s *Settings, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			s.OpensAt = time.Time{}
+			if n != 0 {
+				s.OpensAt = time.UnixMilli(n).UTC()
+			}
+			return err
+		},
+		Check: func(s Settings) error {
+			t := s.OpensAt
+			if !t.IsZero() && (t.Before(MinOpensAt) || !t.Before(MaxOpensAt) || !t.Equal(t.Truncate(time.Millisecond))) {
+				return invalid("opens_at %v: want whole milliseconds from %v to %v", t, MinOpensAt.Format(time.RFC3339), MaxOpensAt.Format(time.RFC3339))
+			}
+			return nil
+		},
+	},
 }
 
 // Validate reports the first setting out of range, wrapped in ErrInvalid.

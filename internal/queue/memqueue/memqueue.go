@@ -10,6 +10,7 @@
 package memqueue
 
 import (
+	"bytes"
 	"container/heap"
 	"context"
 	"fmt"
@@ -23,13 +24,15 @@ import (
 
 var _ queue.Store = (*Store)(nil)
 
-// Store is an in-memory queue.Store. The zero value is not usable; call New.
+// Store is an in-memory queue.Store. The zero value is not usable; call New
+// or Open.
 type Store struct {
 	mu    sync.RWMutex
 	rooms map[string]*room
+	disk  *roomFile // nil: nothing survives a restart
 }
 
-// New returns an empty store.
+// New returns an empty store that keeps nothing on disk.
 func New() *Store { return &Store{rooms: make(map[string]*room)} }
 
 type room struct {
@@ -42,14 +45,27 @@ type room struct {
 	waiting  fifo
 	active   map[string]time.Time // visitor → expiry
 	expiries expiryHeap           // at least one entry per active visitor
+	draw     queue.Draw           // Entrants counts pre before the draw
+	// pre is the pre-queue before the draw: visitor → queue.DrawKey.
+	pre map[string][32]byte
 }
 
 func newRoom(set queue.Settings) *room {
-	return &room{
+	r := &room{
 		active:   make(map[string]time.Time),
 		tokens:   float64(set.Batch()),
 		waiting:  newFIFO(),
 		settings: set,
+	}
+	r.seed()
+	return r
+}
+
+// seed gives the room its draw seed when its settings first have OpensAt.
+func (r *room) seed() {
+	if r.draw.Seed == nil && !r.settings.OpensAt.IsZero() {
+		r.draw.Seed = queue.NewSeed()
+		r.pre = make(map[string][32]byte)
 	}
 }
 
@@ -69,27 +85,35 @@ func (s *Store) PutRoom(_ context.Context, name string, set queue.Settings) erro
 	s.mu.Lock()
 	r := s.rooms[name]
 	if r == nil {
-		s.rooms[name] = newRoom(set)
+		r = newRoom(set)
+		s.rooms[name] = r
+		r.mu.Lock()
 		s.mu.Unlock()
-		return nil
+		defer r.mu.Unlock()
+		return s.save(name, r)
 	}
 	s.mu.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.settings = set
 	r.tokens = math.Min(r.tokens, set.BucketCapacity())
-	return nil
+	r.seed()
+	return s.save(name, r)
 }
 
 // CreateRoom implements queue.Store.
 func (s *Store) CreateRoom(_ context.Context, name string, set queue.Settings) (bool, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.rooms[name] != nil {
+		s.mu.Unlock()
 		return false, nil
 	}
-	s.rooms[name] = newRoom(set)
-	return true, nil
+	r := newRoom(set)
+	s.rooms[name] = r
+	r.mu.Lock()
+	s.mu.Unlock()
+	defer r.mu.Unlock()
+	return true, s.save(name, r)
 }
 
 // Rooms implements queue.Store.
@@ -111,11 +135,16 @@ func (s *Store) Enter(_ context.Context, name, visitor string, now time.Time) (q
 		return queue.Entry{}, false, err
 	}
 	defer r.mu.Unlock()
+	s.drawIfDue(name, r, now)
 	if e, ok := r.entry(visitor, now); ok {
 		return e, false, nil
 	}
 	if r.settings.State.Refuses() {
 		return queue.Entry{}, false, fmt.Errorf("memqueue: enter %s: %w", name, queue.ErrRoomClosed)
+	}
+	if r.draw.PreQueue(r.settings, now) {
+		r.pre[visitor] = queue.DrawKey(r.draw.Seed, visitor)
+		return queue.Entry{Visitor: visitor, Status: queue.Waiting}, true, nil
 	}
 	r.seq++
 	if r.waiting.len() == 0 && r.settings.State == queue.Open {
@@ -140,6 +169,7 @@ func (s *Store) Status(_ context.Context, name, visitor string, now time.Time) (
 		return queue.Entry{}, err
 	}
 	defer r.mu.Unlock()
+	s.drawIfDue(name, r, now)
 	e, ok := r.entry(visitor, now)
 	if !ok {
 		return queue.Entry{Visitor: visitor, Status: queue.Gone}, nil
@@ -162,6 +192,7 @@ func (s *Store) Leave(_ context.Context, name, visitor string) error {
 	defer r.mu.Unlock()
 	r.waiting.remove(visitor)
 	delete(r.active, visitor)
+	delete(r.pre, visitor)
 	return nil
 }
 
@@ -172,9 +203,10 @@ func (s *Store) Admit(_ context.Context, name string, now time.Time) (queue.Admi
 		return queue.AdmitResult{}, err
 	}
 	defer r.mu.Unlock()
+	s.drawIfDue(name, r, now)
 	res := queue.AdmitResult{Expired: r.expire(now)}
 	r.refill(now)
-	if r.settings.State != queue.Open {
+	if r.settings.State != queue.Open || r.draw.PreQueue(r.settings, now) {
 		return res, nil
 	}
 	n := min(r.settings.MaxActive-int64(len(r.active)), int64(r.tokens), r.waiting.len())
@@ -202,10 +234,14 @@ func (s *Store) Stats(_ context.Context, name string, now time.Time) (queue.Stat
 	defer r.mu.Unlock()
 	st := queue.Stats{
 		Settings:      r.settings,
-		Waiting:       r.waiting.len(),
+		Waiting:       r.waiting.len() + int64(len(r.pre)),
 		AdmittedTotal: r.admitted,
 		LastSeq:       r.seq,
 		HeadSeq:       r.seq + 1,
+		Draw:          r.draw,
+	}
+	if !r.draw.Done {
+		st.Draw.Entrants = int64(len(r.pre))
 	}
 	if seq, ok := r.waiting.headSeq(); ok {
 		st.HeadSeq = seq
@@ -230,7 +266,35 @@ func (r *room) entry(visitor string, now time.Time) (queue.Entry, bool) {
 	if seq, pos, ok := r.waiting.rank(visitor); ok {
 		return queue.Entry{Visitor: visitor, Status: queue.Waiting, Seq: seq, Position: pos}, true
 	}
+	if _, ok := r.pre[visitor]; ok {
+		return queue.Entry{Visitor: visitor, Status: queue.Waiting}, true
+	}
 	return queue.Entry{}, false
+}
+
+// drawIfDue runs the room's opening draw when it is due (queue.Draw.Due):
+// the pre-queue joins the line in draw order behind those waiting, with the
+// next sequence numbers. It sorts the whole pre-queue under the room's
+// lock, about a second for a million entrants.
+func (s *Store) drawIfDue(name string, r *room, now time.Time) {
+	if !r.draw.Due(r.settings, now) {
+		return
+	}
+	type keyed struct {
+		key     [32]byte
+		visitor string
+	}
+	order := make([]keyed, 0, len(r.pre))
+	for v, k := range r.pre {
+		order = append(order, keyed{k, v})
+	}
+	slices.SortFunc(order, func(a, b keyed) int { return bytes.Compare(a.key[:], b.key[:]) })
+	for _, k := range order {
+		r.seq++
+		r.waiting.push(r.seq, k.visitor)
+	}
+	r.draw.Done, r.draw.Entrants, r.pre = true, int64(len(order)), nil
+	s.save(name, r) // a failed write is repeated with the next one
 }
 
 func (r *room) activate(visitor string, exp time.Time) {

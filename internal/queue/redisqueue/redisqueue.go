@@ -1,12 +1,19 @@
 // Package redisqueue is the queue.Store on Redis: the backend for several
 // usher instances sharing rooms, and for rooms that outlive a restart.
 //
-// One room is three keys under one hash tag, so that it lives on one Redis
+// One room is four keys under one hash tag, so that it lives on one Redis
 // Cluster slot and a Lua script may touch all of them:
 //
-//	<prefix>{<room>}:meta    hash: settings, batch, seq, admitted_total, tokens, refilled_ms
+//	<prefix>{<room>}:meta    hash: settings, batch, seq, admitted_total, tokens, refilled_ms, the draw's fields
 //	<prefix>{<room>}:wait    sorted set: visitor id → arrival sequence number
 //	<prefix>{<room>}:active  sorted set: visitor id → expiry (unix milliseconds)
+//	<prefix>{<room>}:pre     sorted set: the opening draw's pre-queue (lua/draw.lua)
+//
+// Lua cannot compute HMAC-SHA256, so the store computes a visitor's draw
+// key (queue.DrawKey) in Go, with the room's seed, which it caches: a
+// script that needs the key and is given none, or one made with another
+// seed (it checks the seed's commitment), answers "need the key", and the
+// store reads the seed and runs it again.
 //
 // The settings are hash fields named as in queue.SettingFields and encoded
 // by it (durations in nanoseconds); put_room.lua takes them as name/value
@@ -35,13 +42,16 @@
 package redisqueue
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -56,6 +66,8 @@ var (
 	putRoomLua string
 	//go:embed lua/bucket.lua
 	bucketLua string
+	//go:embed lua/draw.lua
+	drawLua string
 	//go:embed lua/enter.lua
 	enterLua string
 	//go:embed lua/status.lua
@@ -75,6 +87,7 @@ const (
 	kindWaiting  = 2
 	kindActive   = 3
 	kindGone     = 4
+	kindNeedKey  = 5
 )
 
 // Store is a queue.Store on Redis. It is safe for concurrent use; concurrent
@@ -82,6 +95,7 @@ const (
 type Store struct {
 	c      rueidis.Client
 	prefix string
+	seeds  sync.Map // room → drawSeed, read from the store
 
 	putRoomScript, enter, status, leave, admit, stats *rueidis.Lua
 }
@@ -94,10 +108,10 @@ func New(c rueidis.Client, prefix string) *Store {
 		c:             c,
 		prefix:        prefix,
 		putRoomScript: rueidis.NewLuaScript(putRoomLua),
-		enter:         rueidis.NewLuaScript(bucketLua + enterLua),
-		status:        rueidis.NewLuaScript(statusLua),
+		enter:         rueidis.NewLuaScript(bucketLua + drawLua + enterLua),
+		status:        rueidis.NewLuaScript(drawLua + statusLua),
 		leave:         rueidis.NewLuaScript(leaveLua),
-		admit:         rueidis.NewLuaScript(bucketLua + admitLua),
+		admit:         rueidis.NewLuaScript(bucketLua + drawLua + admitLua),
 		stats:         rueidis.NewLuaScript(statsLua),
 	}
 }
@@ -128,7 +142,66 @@ func Open(ctx context.Context, rawURL string) (rueidis.Client, error) {
 
 func (s *Store) keys(room string) []string {
 	base := s.prefix + "{" + room + "}:"
-	return []string{base + "meta", base + "wait", base + "active"}
+	return []string{base + "meta", base + "wait", base + "active", base + "pre"}
+}
+
+// drawSeed is a room's draw seed with its commitment.
+type drawSeed struct {
+	seed       []byte
+	commitment string
+}
+
+// drawArgs returns the visitor's draw key and the seed's commitment as
+// scripts take them, or two empty strings when the room's seed is not
+// cached.
+func (s *Store) drawArgs(room, visitor string) (key, commitment string) {
+	v, ok := s.seeds.Load(room)
+	if !ok {
+		return "", ""
+	}
+	d := v.(drawSeed)
+	k := queue.DrawKey(d.seed, visitor)
+	return string(k[:]), d.commitment
+}
+
+// loadSeed reads the room's draw seed into the cache.
+func (s *Store) loadSeed(ctx context.Context, op, room string) error {
+	h, err := s.c.Do(ctx, s.c.B().Hget().Key(s.keys(room)[0]).Field("draw_seed").Build()).ToString()
+	if err != nil {
+		return unavailable(op, room, err)
+	}
+	return s.cacheSeed(room, h)
+}
+
+// cacheSeed caches the room's seed from its hex form.
+func (s *Store) cacheSeed(room, h string) error {
+	seed, err := hex.DecodeString(h)
+	if err != nil || len(seed) != queue.SeedSize {
+		return unavailable("draw seed", room, fmt.Errorf("bad seed of %d hex digits", len(h)))
+	}
+	if v, ok := s.seeds.Load(room); !ok || !bytes.Equal(v.(drawSeed).seed, seed) {
+		s.seeds.Store(room, drawSeed{seed: seed, commitment: queue.Commitment(seed)})
+	}
+	return nil
+}
+
+// withKey runs a script that takes a visitor's draw key as a result kind
+// tells: again with the room's seed read from the store when the first run
+// answers kindNeedKey.
+func (s *Store) withKey(ctx context.Context, op, room, visitor string, run func(key, commitment string) ([]int64, error)) ([]int64, error) {
+	key, commitment := s.drawArgs(room, visitor)
+	r, err := run(key, commitment)
+	if err != nil || len(r) == 0 || r[0] != kindNeedKey {
+		return r, err
+	}
+	if err := s.loadSeed(ctx, op, room); err != nil {
+		return nil, err
+	}
+	key, commitment = s.drawArgs(room, visitor)
+	if r, err = run(key, commitment); err == nil && len(r) > 0 && r[0] == kindNeedKey {
+		return nil, unavailable(op, room, errors.New("the draw seed changed twice"))
+	}
+	return r, err
 }
 
 func (s *Store) roomsKey() string { return s.prefix + "rooms" }
@@ -156,6 +229,20 @@ func (s *Store) run(ctx context.Context, op string, script *rueidis.Lua, room st
 		return nil, unavailable(op, room, err)
 	}
 	return arr, nil
+}
+
+// runInts runs a room's script whose reply is a non-empty array of
+// integers.
+func (s *Store) runInts(ctx context.Context, op string, script *rueidis.Lua, room string, args ...string) ([]int64, error) {
+	arr, err := s.run(ctx, op, script, room, args...)
+	if err != nil {
+		return nil, err
+	}
+	r, err := ints(arr)
+	if err != nil || len(r) == 0 {
+		return nil, unavailable(op, room, fmt.Errorf("unexpected reply %v (%v)", arr, err))
+	}
+	return r, nil
 }
 
 // ints reads the integers of a script reply.
@@ -186,8 +273,13 @@ func (s *Store) CreateRoom(ctx context.Context, room string, set queue.Settings)
 // rooms set is outside the room's slot; a retry repairs a failure between).
 func (s *Store) putRoom(ctx context.Context, op, room string, set queue.Settings, onlyCreate string) (bool, error) {
 	fields := queue.SettingFields()
-	args := make([]string, 0, 2+2*len(fields))
-	args = append(args, onlyCreate, strconv.FormatInt(set.Batch(), 10))
+	args := make([]string, 0, 4+2*len(fields))
+	seed, commitment := "", ""
+	if !set.OpensAt.IsZero() {
+		b := queue.NewSeed()
+		seed, commitment = hex.EncodeToString(b), queue.Commitment(b)
+	}
+	args = append(args, onlyCreate, strconv.FormatInt(set.Batch(), 10), seed, commitment)
 	for _, f := range fields {
 		args = append(args, f.Name, f.Encode(set))
 	}
@@ -213,13 +305,11 @@ func (s *Store) Rooms(ctx context.Context) ([]string, error) {
 
 // Enter implements queue.Store.
 func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) (queue.Entry, bool, error) {
-	arr, err := s.run(ctx, "enter", s.enter, room, visitor, ms(now))
+	r, err := s.withKey(ctx, "enter", room, visitor, func(key, commitment string) ([]int64, error) {
+		return s.runInts(ctx, "enter", s.enter, room, visitor, ms(now), key, commitment)
+	})
 	if err != nil {
 		return queue.Entry{}, false, err
-	}
-	r, err := ints(arr)
-	if err != nil || len(r) == 0 {
-		return queue.Entry{}, false, unavailable("enter", room, fmt.Errorf("unexpected reply %v (%v)", arr, err))
 	}
 	switch r[0] {
 	case kindNotFound:
@@ -250,13 +340,11 @@ func entry(visitor string, r []int64) (queue.Entry, error) {
 
 // Status implements queue.Store.
 func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time) (queue.Entry, error) {
-	arr, err := s.run(ctx, "status", s.status, room, visitor, ms(now))
+	r, err := s.withKey(ctx, "status", room, visitor, func(key, commitment string) ([]int64, error) {
+		return s.runInts(ctx, "status", s.status, room, visitor, ms(now), key, commitment)
+	})
 	if err != nil {
 		return queue.Entry{}, err
-	}
-	r, err := ints(arr)
-	if err != nil || len(r) == 0 {
-		return queue.Entry{}, unavailable("status", room, fmt.Errorf("unexpected reply %v (%v)", arr, err))
 	}
 	if r[0] == kindNotFound {
 		return queue.Entry{}, notFound("status", room)
@@ -270,11 +358,17 @@ func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time)
 
 // Leave implements queue.Store.
 func (s *Store) Leave(ctx context.Context, room, visitor string) error {
-	n, err := s.leave.Exec(ctx, s.c, s.keys(room), []string{visitor}).AsInt64()
+	r, err := s.withKey(ctx, "leave", room, visitor, func(key, commitment string) ([]int64, error) {
+		n, err := s.leave.Exec(ctx, s.c, s.keys(room), []string{visitor, key, commitment}).AsInt64()
+		if err != nil {
+			return nil, unavailable("leave", room, err)
+		}
+		return []int64{n}, nil
+	})
 	if err != nil {
-		return unavailable("leave", room, err)
+		return err
 	}
-	if n == 0 {
+	if r[0] == 0 {
 		return notFound("leave", room)
 	}
 	return nil
@@ -317,6 +411,9 @@ func (s *Store) Stats(ctx context.Context, room string, now time.Time) (queue.St
 	if err != nil {
 		return queue.Stats{}, unavailable("stats", room, err)
 	}
+	if st.Draw.Seed != nil {
+		s.cacheSeed(room, hex.EncodeToString(st.Draw.Seed))
+	}
 	return st, nil
 }
 
@@ -354,6 +451,7 @@ func parseStats(arr []rueidis.RedisMessage) (queue.Stats, error) {
 		{"waiting", &st.Waiting},
 		{"active", &st.Active},
 		{"head_seq", &st.HeadSeq},
+		{"pre_queue", &st.Draw.Entrants},
 	} {
 		var err error
 		if *c.n, err = strconv.ParseInt(named[c.name], 10, 64); err != nil {
@@ -362,6 +460,20 @@ func parseStats(arr []rueidis.RedisMessage) (queue.Stats, error) {
 	}
 	if st.HeadSeq < 0 {
 		st.HeadSeq = st.LastSeq + 1
+	}
+	if h, ok := named["draw_seed"]; ok {
+		seed, err := hex.DecodeString(h)
+		if err != nil || len(seed) != queue.SeedSize {
+			return queue.Stats{}, fmt.Errorf("draw_seed: want %d bytes in hex", queue.SeedSize)
+		}
+		st.Draw.Seed = seed
+	}
+	if named["drawn"] == "1" {
+		st.Draw.Done = true
+		var err error
+		if st.Draw.Entrants, err = strconv.ParseInt(named["draw_entrants"], 10, 64); err != nil {
+			return queue.Stats{}, fmt.Errorf("draw_entrants: %w", err)
+		}
 	}
 	return st, nil
 }

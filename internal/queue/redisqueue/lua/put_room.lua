@@ -1,13 +1,15 @@
 -- put_room.lua: create a room or replace its settings (queue.Store.PutRoom).
 -- KEYS[1] meta hash
--- ARGV    only_create ("1": leave an existing room unchanged), batch, then
---         the settings as name/value pairs (queue.SettingFields), written
---         to the hash as they are
+-- ARGV    only_create ("1": leave an existing room unchanged), batch, a
+--         draw seed and its commitment (hex; "" when the settings have no
+--         opens_at), then the settings as name/value pairs
+--         (queue.SettingFields), written to the hash as they are
 -- A new room starts with a full token bucket (batch tokens) and seq 0; an
 -- existing room keeps its queue and counters, and its tokens are capped at
--- the new bucket capacity, batch + 1. Returns 1 when the room was created.
+-- the new bucket capacity, batch + 1. The first seed given is kept for
+-- good (draw.lua). Returns 1 when the room was created.
 local meta = KEYS[1]
-local only_create, batch = ARGV[1] == '1', tonumber(ARGV[2])
+local only_create, batch, seed, commitment = ARGV[1] == '1', tonumber(ARGV[2]), ARGV[3], ARGV[4]
 
 local existed = redis.call('EXISTS', meta) == 1
 if existed and only_create then
@@ -18,7 +20,10 @@ if existed then
   tokens = math.min(tonumber(redis.call('HGET', meta, 'tokens')) or batch, batch + 1)
 end
 redis.call('HSET', meta, 'batch', batch, 'tokens', string.format('%.17g', tokens),
-  unpack(ARGV, 3))
+  unpack(ARGV, 5))
+if seed ~= '' and redis.call('HSETNX', meta, 'draw_seed', seed) == 1 then
+  redis.call('HSET', meta, 'draw_commitment', commitment)
+end
 if not existed then
   redis.call('HSET', meta, 'seq', 0, 'admitted_total', 0)
 end

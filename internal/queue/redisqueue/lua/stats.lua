@@ -1,20 +1,32 @@
 -- stats.lua: a room's settings and counters in one consistent read (queue.Store.Stats).
--- KEYS[1] meta hash, KEYS[2] wait zset (seq), KEYS[3] active zset (expiry ms)
+-- KEYS[1] meta hash, KEYS[2] wait zset (seq), KEYS[3] active zset (expiry ms),
+-- KEYS[4] pre-queue zset (draw.lua)
 -- ARGV    now (unix ms)
 -- Returns {} when the room does not exist, else name/value pairs: every
 -- field of the meta hash (the settings under their queue.SettingFields
--- names, seq, admitted_total, …), then waiting, active and head_seq
--- (-1 when nobody waits).
-local meta, wait, active = KEYS[1], KEYS[2], KEYS[3]
+-- names, seq, admitted_total, the draw's fields, …), then waiting (the
+-- pre-queue included), pre_queue, active and head_seq (-1 when nobody
+-- waits). It never draws. While drawn entrants remain in the pre-queue,
+-- head_seq is at most the seq the next of them will get.
+local meta, wait, active, pre = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now = ARGV[1]
 
 local res = redis.call('HGETALL', meta)
 if #res == 0 then
   return {}
 end
-local head = redis.call('ZRANGE', wait, 0, 0, 'WITHSCORES')
+local head = tonumber(redis.call('ZRANGE', wait, 0, 0, 'WITHSCORES')[2]) or -1
+local queued = redis.call('ZCARD', pre)
+local drawn, base, moved = unpack(redis.call('HMGET', meta, 'drawn', 'draw_base', 'draw_moved'))
+if drawn == '1' and queued > 0 then
+  local next = tonumber(base) + tonumber(moved) + 1
+  if head == -1 or head > next then
+    head = next
+  end
+end
 local n = #res
-res[n + 1], res[n + 2] = 'waiting', redis.call('ZCARD', wait)
-res[n + 3], res[n + 4] = 'active', redis.call('ZCOUNT', active, '(' .. now, '+inf')
-res[n + 5], res[n + 6] = 'head_seq', tonumber(head[2]) or -1
+res[n + 1], res[n + 2] = 'waiting', redis.call('ZCARD', wait) + queued
+res[n + 3], res[n + 4] = 'pre_queue', queued
+res[n + 5], res[n + 6] = 'active', redis.call('ZCOUNT', active, '(' .. now, '+inf')
+res[n + 7], res[n + 8] = 'head_seq', head
 return res

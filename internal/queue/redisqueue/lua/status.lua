@@ -1,14 +1,19 @@
 -- status.lua: a visitor's exact entry, renewing an active one (queue.Store.Status).
--- KEYS[1] meta hash, KEYS[2] wait zset (seq), KEYS[3] active zset (expiry ms)
--- ARGV    visitor, now (unix ms)
+-- KEYS[1] meta hash, KEYS[2] wait zset (seq), KEYS[3] active zset (expiry ms),
+-- KEYS[4] pre-queue zset (draw.lua)
+-- ARGV    visitor, now (unix ms), draw key, draw commitment (as enter.lua)
 -- Returns {kind, seq, position, expires_ms}; kind 0 = room not found,
--- 2 = waiting, 3 = active, 4 = gone.
-local meta, wait, active = KEYS[1], KEYS[2], KEYS[3]
-local visitor, now = ARGV[1], tonumber(ARGV[2])
+-- 2 = waiting, 3 = active, 4 = gone, 5 = the room's draw needs the key.
+local meta, wait, active, pre = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local visitor, now, key, commitment = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 
 local ttl = redis.call('HGET', meta, 'active_ttl')
 if not ttl then
   return {0}
+end
+local phase, drawn_with, base, entrants, moved = draw_phase(meta, pre, now)
+if phase and commitment ~= drawn_with then
+  return {5}
 end
 
 local exp = tonumber(redis.call('ZSCORE', active, visitor))
@@ -23,8 +28,15 @@ if exp then
   end
   redis.call('ZREM', active, visitor)
 end
-local seq = redis.call('ZSCORE', wait, visitor)
+local seq = tonumber(redis.call('ZSCORE', wait, visitor))
 if seq then
-  return {2, tonumber(seq), redis.call('ZRANK', wait, visitor) + 1, 0}
+  return {2, seq, redis.call('ZRANK', wait, visitor) + 1 +
+    behind_pre(pre, seq, phase, base, entrants), 0}
+end
+if phase then
+  local e = pre_entry(wait, pre, key .. visitor, phase, base, entrants, moved)
+  if e then
+    return e
+  end
 end
 return {4}

@@ -76,11 +76,22 @@ func checkBroker(spec string, replicas int) error {
 }
 
 // openStores is the switch that picks the fast store: the queue, the holds
-// and the per-client limits live in the same backend.
-func openStores(ctx context.Context, spec, prefix string, cl *closers) (queue.Store, hold.Store, limit.Store, error) {
+// and the per-client limits live in the same backend. The memory store
+// keeps its rooms in roomsFile ("": nowhere), creating its directory.
+func openStores(ctx context.Context, spec, prefix, roomsFile string, cl *closers) (queue.Store, hold.Store, limit.Store, error) {
 	switch {
 	case spec == "memory":
-		return memqueue.New(), memhold.New(), memlimit.New(), nil
+		if roomsFile == "" {
+			return memqueue.New(), memhold.New(), memlimit.New(), nil
+		}
+		if err := os.MkdirAll(filepath.Dir(roomsFile), 0o700); err != nil {
+			return nil, nil, nil, fmt.Errorf("data dir: %w", err)
+		}
+		qs, err := memqueue.Open(roomsFile)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return qs, memhold.New(), memlimit.New(), nil
 	case strings.HasPrefix(spec, "redis://"), strings.HasPrefix(spec, "rediss://"):
 		c, err := redisqueue.Open(ctx, spec)
 		if err != nil {

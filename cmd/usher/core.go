@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,12 +35,19 @@ type coreFlags struct {
 	storeTimeout                                         *time.Duration
 	trustedProxies, metricsAddr                          *string
 	identitySecret, identityKey                          *string
+	// roomsFile is the memory store's rooms file in the data directory.
+	roomsFile string
 }
 
-func addCoreFlags(f *flags, dataDirUse string) coreFlags {
+// addCoreFlags adds the shared flags; dataDirUse says what the command
+// keeps in the data directory, roomsFile names the memory store's file of
+// rooms there (one per command, so that serve and proxy may share a
+// directory).
+func addCoreFlags(f *flags, dataDirUse, roomsFile string) coreFlags {
 	return coreFlags{
+		roomsFile:   roomsFile,
 		addr:        f.string("addr", ":8080", "listen address"),
-		store:       f.string("store", "memory", "queue and hold store: memory (one instance, lost on restart) or redis://host:port/db"),
+		store:       f.string("store", "memory", "queue and hold store: memory (one instance; rooms and their settings kept in <data-dir>/"+roomsFile+", queues lost on restart) or redis://host:port/db"),
 		dataDir:     f.string("data-dir", "./data", "directory for what the embedded defaults keep ("+dataDirUse+")"),
 		keysDir:     f.string("keys-dir", "", "signing keys directory, shared by all instances (default <data-dir>/keys)"),
 		adminKey:    f.string("admin-key", "", "admin API key (default: generated into <data-dir>/admin.key)"),
@@ -107,7 +115,7 @@ type core struct {
 // openCore builds the core, logging to log; cl releases what it opened.
 func openCore(ctx context.Context, c coreFlags, log *slog.Logger, cl *closers) (*core, error) {
 	k := &core{log: log, adminKey: *c.adminKey, metricsAddr: *c.metricsAddr}
-	qs, hs, ls, err := openStores(ctx, *c.store, *c.redisPrefix, cl)
+	qs, hs, ls, err := openStores(ctx, *c.store, *c.redisPrefix, filepath.Join(*c.dataDir, c.roomsFile), cl)
 	if err != nil {
 		return nil, err
 	}

@@ -11,13 +11,14 @@ import (
 
 	"usher/internal/gateway"
 	"usher/internal/httpapi"
+	"usher/internal/queue"
 )
 
 // proxy runs the gating reverse proxy in front of an origin, with the queue,
 // the room views' refresher and the admission scheduler, until ctx ends.
 func proxy(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newFlags("proxy", getenv, stderr)
-	c := addCoreFlags(f, "keys, admin key")
+	c := addCoreFlags(f, "keys, admin key, rooms", "proxy-rooms.json")
 	f.own("proxy")
 	originFlag := f.string("origin", "", "origin URL to gate, such as http://127.0.0.1:9000 (required)")
 	room := f.string("room", "sale", "room of paths no --route maps")
@@ -63,7 +64,7 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	for _, r := range rules.Rooms() {
-		if _, err := k.q.EnsureRoom(ctx, r); err != nil {
+		if _, err := k.q.EnsureRoom(ctx, r, queue.DefaultSettings()); err != nil {
 			return fmt.Errorf("room %s: %w", r, err)
 		}
 	}

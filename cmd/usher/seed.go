@@ -14,7 +14,8 @@ import (
 )
 
 // seed creates a demo concert with one schedule of N seats (and the
-// schedule's waiting room) and prints the schedule id.
+// schedule's waiting room) and prints the schedule id. The schedule starts
+// now: its room opens at once (a schedule's room opens at its StartsAt).
 func seed(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newFlags("seed", getenv, stderr)
 	seats := f.Int("seats", 50_000, "number of seats (seed 002 uses 50,000)")
@@ -40,7 +41,7 @@ func seed(ctx context.Context, args []string, getenv func(string) string, stdout
 	}
 	var cl closers
 	defer cl.Close()
-	qs, _, _, err := openStores(ctx, *store, *redisPrefix, &cl)
+	qs, _, _, err := openStores(ctx, *store, *redisPrefix, "", &cl)
 	if err != nil {
 		return err
 	}
@@ -53,7 +54,7 @@ func seed(ctx context.Context, args []string, getenv func(string) string, stdout
 	if err != nil {
 		return err
 	}
-	sch, err := svc.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID, StartsAt: time.Now().Add(24 * time.Hour).UTC().Truncate(time.Second)})
+	sch, err := svc.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID, StartsAt: time.Now().UTC().Truncate(time.Second)})
 	if err != nil {
 		return err
 	}

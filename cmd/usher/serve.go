@@ -24,7 +24,7 @@ import (
 // ends, then shuts them down.
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newFlags("serve", getenv, stderr)
-	c := addCoreFlags(f, "keys, admin key, SQLite, NATS")
+	c := addCoreFlags(f, "keys, admin key, rooms, SQLite, NATS", "rooms.json")
 	db := f.string("db", "sqlite", "booking database: sqlite (<data-dir>/usher.db), sqlite:PATH or postgres://…")
 	dbPool := f.int("db-pool", 10, "database connections at most; also the reservation consumer's concurrency")
 	broker := f.string("nats", "embedded", "message broker: embedded (NATS in this process, files in <data-dir>/nats) or nats://…")

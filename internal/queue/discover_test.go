@@ -30,7 +30,7 @@ func TestViewRooms(t *testing.T) {
 	if err := q.PutRoom(ctx, "b", queue.DefaultSettings()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := q.EnsureRoom(ctx, "a"); err != nil {
+	if _, err := q.EnsureRoom(ctx, "a", queue.DefaultSettings()); err != nil {
 		t.Fatal(err)
 	}
 	if !closed(changed) {
@@ -45,7 +45,7 @@ func TestViewRooms(t *testing.T) {
 	if err := q.PutRoom(ctx, "a", s); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := q.EnsureRoom(ctx, "b"); err != nil {
+	if _, err := q.EnsureRoom(ctx, "b", queue.DefaultSettings()); err != nil {
 		t.Fatal(err)
 	}
 	if closed(changed) {

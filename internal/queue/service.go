@@ -108,7 +108,8 @@ func checkVisitor(room, visitor string) error {
 	return nil
 }
 
-// PutRoom validates and stores a room's settings.
+// PutRoom validates and stores a room's settings. A room draws once: after
+// its draw, OpensAt cannot change.
 func (q *Queue) PutRoom(ctx context.Context, room string, s Settings) error {
 	if err := checkRoom(room); err != nil {
 		return err
@@ -116,18 +117,31 @@ func (q *Queue) PutRoom(ctx context.Context, room string, s Settings) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
+	cur, err := q.store.Stats(ctx, room, q.now())
+	switch {
+	case errors.Is(err, ErrRoomNotFound):
+	case err != nil:
+		return err
+	case cur.Draw.Done && !cur.Settings.OpensAt.Equal(s.OpensAt):
+		return ErrInvalid.Detail("opens_at: the room drew at %s; a room draws once",
+			cur.Settings.OpensAt.UTC().Format(time.RFC3339Nano))
+	}
 	if err := q.store.PutRoom(ctx, room, s); err != nil {
 		return err
 	}
 	return q.refreshRoom(ctx, room)
 }
 
-// EnsureRoom creates the room with the default settings unless it exists.
-func (q *Queue) EnsureRoom(ctx context.Context, room string) (created bool, err error) {
+// EnsureRoom creates the room with settings s unless it exists; an
+// existing room is left unchanged.
+func (q *Queue) EnsureRoom(ctx context.Context, room string, s Settings) (created bool, err error) {
 	if err := checkRoom(room); err != nil {
 		return false, err
 	}
-	if created, err = q.store.CreateRoom(ctx, room, DefaultSettings()); err != nil || !created {
+	if err := s.Validate(); err != nil {
+		return false, err
+	}
+	if created, err = q.store.CreateRoom(ctx, room, s); err != nil || !created {
 		return created, err
 	}
 	return true, q.refreshRoom(ctx, room)
@@ -187,13 +201,23 @@ func (q *Queue) Enter(ctx context.Context, room, visitor string) (Entry, bool, e
 // store lost its data) gets the exact answer. Near the front, or once seq is
 // at or behind the head, the answer is exact and, for an admitted visitor,
 // renews the slot (see Store.Status).
+//
+// Before a room's opening draw, a ticket without seq (a pre-queue entry)
+// gets Waiting at position 0 from a fresh view while the view says the
+// room is still in its pre-queue (View.PreQueue), without a store call. It
+// does not notice that the visitor left. After the draw the store assigns
+// the place: the caller issues a new ticket with its Seq.
 func (q *Queue) Status(ctx context.Context, room, visitor string, seq int64) (e Entry, estimated bool, err error) {
 	if err := checkVisitor(room, visitor); err != nil {
 		return Entry{}, false, err
 	}
 	now := q.now()
-	if v, ok := q.View(room); ok && now.Sub(v.At) < staleAfter && seq >= v.HeadSeq && seq <= v.LastSeq {
-		if pos := seq - v.HeadSeq + 1; pos > ExactWithin(v) {
+	if v, ok := q.View(room); ok && now.Sub(v.At) < staleAfter {
+		if seq == 0 && v.PreQueue(now) {
+			q.metrics.polled(room, true)
+			return Entry{Visitor: visitor, Status: Waiting}, true, nil
+		}
+		if pos := seq - v.HeadSeq + 1; seq >= v.HeadSeq && seq <= v.LastSeq && pos > ExactWithin(v) {
 			q.metrics.polled(room, true)
 			return Entry{Visitor: visitor, Status: Waiting, Seq: seq, Position: pos}, true, nil
 		}

@@ -1,6 +1,9 @@
 package queue
 
-import "time"
+import (
+	"math/rand/v2"
+	"time"
+)
 
 // ViewOrDefault returns this instance's view of room, or, before the first
 // one, a view of the default settings with the configured rate.
@@ -18,4 +21,18 @@ func (q *Queue) ViewOrDefault(room string) View {
 func (v View) Wait(position int64) (eta, pollAfter time.Duration) {
 	eta = ETA(v, position-1)
 	return eta, PollAfter(eta, position <= ExactWithin(v))
+}
+
+// PreQueue reports whether the room is in its pre-queue at now: it has an
+// opening draw still to come (Draw.PreQueue).
+func (v View) PreQueue(now time.Time) bool { return v.Draw.PreQueue(v.Settings, now) }
+
+// PreQueueWait is what a pre-queue entrant is told at now: the time left
+// until the opening, and when to poll again: that time, at least 1.5 s and
+// at most 8 s, with ±20 % jitter, so that the polls after the opening
+// spread over seconds instead of arriving at once.
+func (v View) PreQueueWait(now time.Time) (untilOpen, pollAfter time.Duration) {
+	untilOpen = max(0, v.Settings.OpensAt.Sub(now))
+	base := min(max(untilOpen, 1500*time.Millisecond), 8*time.Second)
+	return untilOpen, time.Duration(float64(base) * (0.8 + 0.4*rand.Float64()))
 }

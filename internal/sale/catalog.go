@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"usher/internal/booking"
 	"usher/internal/mq"
@@ -19,8 +20,8 @@ func (s *Service) CreateConcert(ctx context.Context, title string) (booking.Conc
 	return s.cfg.Catalog.CreateConcert(ctx, title)
 }
 
-// CreateSchedule creates a schedule and, when missing, its waiting room with
-// the default settings (the operator tunes it with PUT /api/v1/rooms/{room}).
+// CreateSchedule creates a schedule and, when missing, its waiting room
+// (roomSettings; the operator tunes it with PUT /api/v1/rooms/{room}).
 func (s *Service) CreateSchedule(ctx context.Context, sch booking.Schedule) (booking.Schedule, error) {
 	if sch.Room != "" && !queue.ValidRoomID(sch.Room) {
 		return booking.Schedule{}, ErrInvalid.Detail("room %q: want [a-z0-9][a-z0-9-]{0,63}", sch.Room)
@@ -29,7 +30,7 @@ func (s *Service) CreateSchedule(ctx context.Context, sch booking.Schedule) (boo
 	if err != nil {
 		return booking.Schedule{}, err
 	}
-	if _, err := s.cfg.Queue.EnsureRoom(ctx, sch.Room); err != nil {
+	if _, err := s.cfg.Queue.EnsureRoom(ctx, sch.Room, roomSettings(sch, s.cfg.Now())); err != nil {
 		return booking.Schedule{}, fmt.Errorf("sale: room of schedule %d: %w", sch.ID, err)
 	}
 	return sch, nil
@@ -99,4 +100,16 @@ func (s *Service) Owner(ctx context.Context, id string) (booking.Reservation, er
 		}
 	}
 	return r, err
+}
+
+// roomSettings are the settings a schedule's new room starts with: the
+// defaults, opening (queue.Settings.OpensAt, with the fair opening draw) at
+// the schedule's StartsAt when that is still to come, so that a room never
+// admits anyone before its sale starts.
+func roomSettings(sch booking.Schedule, now time.Time) queue.Settings {
+	s := queue.DefaultSettings()
+	if sch.StartsAt.After(now) {
+		s.OpensAt = sch.StartsAt.UTC().Truncate(time.Millisecond)
+	}
+	return s
 }

@@ -403,8 +403,8 @@ func (s *Service) Run(ctx context.Context) error {
 // provisionEvery is how often every schedule's room is checked.
 const provisionEvery = 5 * time.Second
 
-// provisionRooms creates, with the default settings, the waiting room of
-// every schedule that has none: a memory store starts empty at each start,
+// provisionRooms creates the waiting room of every schedule that has none
+// (with roomSettings): a memory store starts empty at each start,
 // and `usher seed` may add schedules beside a running server. Existing rooms
 // are never changed.
 //
@@ -422,7 +422,7 @@ func (s *Service) provisionRooms(ctx context.Context) {
 				continue
 			}
 			var created bool
-			if created, err = s.cfg.Queue.EnsureRoom(ctx, sch.Room); err != nil {
+			if created, err = s.cfg.Queue.EnsureRoom(ctx, sch.Room, roomSettings(sch, s.cfg.Now())); err != nil {
 				break
 			} else if created {
 				s.cfg.Logger.Info("created the waiting room of a schedule", "schedule", sch.ID, "room", sch.Room)

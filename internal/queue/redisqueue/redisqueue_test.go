@@ -302,7 +302,7 @@ func TestQueueStoreTimeoutOnHungRedis(t *testing.T) {
 	ctx := context.Background()
 	for name, call := range map[string]func() error{
 		"PutRoom":    func() error { return q.PutRoom(ctx, "r", queue.DefaultSettings()) },
-		"EnsureRoom": func() error { _, err := q.EnsureRoom(ctx, "r"); return err },
+		"EnsureRoom": func() error { _, err := q.EnsureRoom(ctx, "r", queue.DefaultSettings()); return err },
 		"Rooms":      func() error { _, err := q.Rooms(ctx); return err },
 		"Room":       func() error { _, err := q.Room(ctx, "r"); return err },
 		"Enter":      func() error { _, _, err := q.Enter(ctx, "r", "v"); return err },

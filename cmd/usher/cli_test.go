@@ -115,7 +115,7 @@ func TestEnvironmentVariables(t *testing.T) {
 	}
 	type use struct{ cmd, flag, def string }
 	uses := map[string][]use{}
-	for _, cmd := range [][]string{{"serve"}, {"proxy"}, {"seed"}, {"keys", "list"}, {"keys", "rotate"}, {"plan"}, {"origin"}, {"loadtest"}, {"invites"}} {
+	for _, cmd := range [][]string{{"serve"}, {"proxy"}, {"seed"}, {"keys", "list"}, {"keys", "rotate"}, {"plan"}, {"origin"}, {"loadtest"}, {"invites"}, {"verify-draw"}} {
 		var help strings.Builder
 		if err := run(context.Background(), append(cmd, "-h"), noEnv, &help, &help); err != nil {
 			t.Fatalf("usher %v -h: %v", cmd, err)

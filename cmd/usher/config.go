@@ -36,7 +36,7 @@ func newFlags(name string, getenv func(string) string, stderr io.Writer) *flags 
 
 // own makes the flags defined from now on read USHER_<SUBCOMMAND>_*.
 func (f *flags) own(subcommand string) {
-	f.prefix = sharedPrefix + strings.ToUpper(subcommand) + "_"
+	f.prefix = sharedPrefix + strings.ToUpper(strings.ReplaceAll(subcommand, "-", "_")) + "_"
 }
 
 // envName is the variable of a flag defined (or about to be) on f.

@@ -34,6 +34,7 @@ commands:
   seed      create a demo concert with one schedule of N seats (default 50,000)
   keys      list or rotate the signing keys (usher keys list|rotate)
   invites   print invite codes for a presale room (room setting require_invite)
+  verify-draw  check a room's opening draw: the seed against its commitment, an admission order against the draw
   plan      size a room from the origin's capacity (Little's law, seed 002)
   origin    run a simulated origin (worker pool, connection pool, service time)
   loadtest  run a load test: direct to the origin, or queued through usher
@@ -63,6 +64,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return helpIsNotAnError(keys(rest, getenv, stdout, stderr))
 	case "invites":
 		return helpIsNotAnError(invites(rest, getenv, stdout, stderr))
+	case "verify-draw":
+		return helpIsNotAnError(verifyDraw(ctx, rest, getenv, stdout, stderr))
 	case "plan":
 		return helpIsNotAnError(plan(ctx, rest, getenv, stdout, stderr))
 	case "origin":

@@ -55,6 +55,7 @@ var statuses = map[string]int{
 	fault.NotAdmitted:         http.StatusForbidden,
 	fault.NotFound:            http.StatusNotFound,
 	fault.RoomNotFound:        http.StatusNotFound,
+	fault.DrawNotFound:        http.StatusNotFound,
 	fault.SeatUnknown:         http.StatusNotFound,
 	fault.HoldNotFound:        http.StatusNotFound,
 	fault.ReservationNotFound: http.StatusNotFound,

@@ -37,6 +37,7 @@ const (
 	NotAdmitted         = "not_admitted"
 	NotFound            = "not_found"
 	RoomNotFound        = "room_not_found"
+	DrawNotFound        = "draw_not_found"
 	SeatUnknown         = "seat_unknown"
 	HoldNotFound        = "hold_not_found"
 	ReservationNotFound = "reservation_not_found"

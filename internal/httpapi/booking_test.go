@@ -117,7 +117,7 @@ func TestBookingFlow(t *testing.T) {
 	t.Parallel()
 	e := newBookingEnv(t)
 	// The catalog, by the operator.
-	sch := e.newSchedule(t, "Spring concert", `{"starts_at":"2026-12-24T19:00:00Z"}`)
+	sch := e.newSchedule(t, "Spring concert", `{"starts_at":"2026-03-01T19:00:00Z"}`) // a sale open since then
 	if sch.Room != fmt.Sprintf("schedule-%d", sch.ID) {
 		t.Fatalf("schedule %d has room %q, want the default", sch.ID, sch.Room)
 	}
@@ -362,5 +362,25 @@ func testStockFlow(t *testing.T, e *env) {
 				t.Errorf("%s %s = %d %s, want %d %s", tc.method, tc.path, r.status, r.body, tc.status, tc.code)
 			}
 		})
+	}
+}
+
+// A schedule still to come gets a room that opens at its starts_at, with
+// the opening draw; one whose time has come gets a room open at once.
+func TestScheduleRoomOpensAtStart(t *testing.T) {
+	t.Parallel()
+	e := newBookingEnv(t)
+	starts := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
+	sch := e.newSchedule(t, "Winter concert", fmt.Sprintf(`{"starts_at":%q}`, starts.Format(time.RFC3339)))
+	r := e.do(nil, "GET", "/api/v1/rooms/"+sch.Room, adminKey, "")
+	room := decodeInto[wire.Room](t, r)
+	if r.status != 200 || room.OpensAt == nil || *room.OpensAt != starts.Format(time.RFC3339Nano) {
+		t.Fatalf("room of a schedule starting at %v: %d %s, want opens_at", starts, r.status, r.body)
+	}
+	if r := e.do(e.client(), "POST", "/api/v1/rooms/"+sch.Room+"/entries", "", ""); r.status != 201 || r.entry(t).RoomState != "pre_queue" {
+		t.Errorf("enter the room of a schedule still to come: %d %s, want the pre-queue", r.status, r.body)
+	}
+	if r := e.do(nil, "GET", "/api/v1/rooms/"+sch.Room+"/draw", "", ""); r.status != 200 {
+		t.Errorf("draw of the schedule's room: %d %s", r.status, r.body)
 	}
 }

@@ -54,17 +54,23 @@ func (s *server) enter() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
-		ticket := s.Keys.SignTicket(token.Ticket{Room: room, Visitor: visitor, Seq: e.Seq, IssuedAt: s.Queue.Now()})
-		http.SetCookie(w, &http.Cookie{
-			Name: wire.TicketCookie, Value: ticket, Path: "/api/v1/rooms/" + room + "/",
-			MaxAge: int(token.TicketTTL.Seconds()), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
-		})
+		ticket := s.issueTicket(w, room, visitor, e.Seq)
 		status := http.StatusOK
 		if created {
 			status = http.StatusCreated
 		}
 		s.respond(w, r, status, room, ticket, e)
 	})
+}
+
+// issueTicket signs a ticket for the visitor's place and sets its cookie.
+func (s *server) issueTicket(w http.ResponseWriter, room, visitor string, seq int64) string {
+	ticket := s.Keys.SignTicket(token.Ticket{Room: room, Visitor: visitor, Seq: seq, IssuedAt: s.Queue.Now()})
+	http.SetCookie(w, &http.Cookie{
+		Name: wire.TicketCookie, Value: ticket, Path: "/api/v1/rooms/" + room + "/",
+		MaxAge: int(token.TicketTTL.Seconds()), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
+	})
+	return ticket
 }
 
 func countSet(ss ...string) int {
@@ -118,18 +124,27 @@ func (s *server) status() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
-		s.respond(w, r, http.StatusOK, room, "", e)
+		ticket := ""
+		if e.Status == queue.Waiting && e.Seq != 0 && e.Seq != t.Seq {
+			// The place got (after the opening draw) or changed its
+			// sequence number: a new ticket keeps the next polls cheap.
+			ticket = s.issueTicket(w, room, t.Visitor, e.Seq)
+		}
+		s.respond(w, r, http.StatusOK, room, ticket, e)
 	})
 }
 
 // respond writes the entry answer for e.
 func (s *server) respond(w http.ResponseWriter, r *http.Request, status int, room, ticket string, e queue.Entry) {
 	v := s.Queue.ViewOrDefault(room)
-	p := wire.Place{Room: room, Ticket: ticket, RoomState: string(v.Settings.State), Status: string(e.Status), Position: e.Position}
-	switch e.Status {
-	case queue.Waiting:
+	p := wire.Place{Room: room, Ticket: ticket, RoomState: v.RoomState(s.Queue.Now()), Status: string(e.Status), Position: e.Position}
+	switch {
+	case e.Status == queue.Waiting && e.Position == 0: // in the pre-queue
+		p.RoomState, p.OpensAt = wire.RoomPreQueue, v.Settings.OpensAt
+		p.ETA, p.PollAfter = v.PreQueueWait(s.Queue.Now())
+	case e.Status == queue.Waiting:
 		p.ETA, p.PollAfter = v.Wait(e.Position)
-	case queue.Active:
+	case e.Status == queue.Active:
 		exp := e.ExpiresAt.Truncate(time.Second).UTC() // a pass's exp is whole seconds
 		pass, err := s.Keys.SignPass(token.Pass{Room: room, Visitor: e.Visitor, ExpiresAt: exp})
 		if err != nil {

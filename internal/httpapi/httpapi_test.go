@@ -78,9 +78,15 @@ func newEnv(t *testing.T, failOpen bool) *env {
 // newEnvOn serves the waiting-room API on the queue store qs.
 func newEnvOn(t *testing.T, qs queue.Store, failOpen bool) *env {
 	t.Helper()
+	return newEnvClock(t, qs, failOpen, time.Now)
+}
+
+// newEnvClock is newEnvOn with the queue's clock.
+func newEnvClock(t *testing.T, qs queue.Store, failOpen bool, now func() time.Time) *env {
+	t.Helper()
 	store := &flakyStore{Store: qs}
 	reg := prometheus.NewRegistry()
-	q := queue.New(store, queue.Options{Metrics: queue.NewMetrics(reg)})
+	q := queue.New(store, queue.Options{Metrics: queue.NewMetrics(reg), Now: now})
 	keys, err := token.LoadDir(t.TempDir(), time.Now)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"time"
@@ -11,7 +12,7 @@ import (
 )
 
 // applySettings returns s with the fields rs sets.
-func applySettings(rs wire.RoomSettings, s queue.Settings) queue.Settings {
+func applySettings(rs wire.RoomSettings, s queue.Settings) (queue.Settings, error) {
 	if rs.State != nil {
 		s.State = queue.RoomState(*rs.State)
 	}
@@ -42,7 +43,17 @@ func applySettings(rs wire.RoomSettings, s queue.Settings) queue.Settings {
 	if rs.RequireInvite != nil {
 		s.RequireInvite = *rs.RequireInvite
 	}
-	return s
+	if rs.OpensAt != nil {
+		s.OpensAt = time.Time{}
+		if *rs.OpensAt != "" {
+			t, err := time.Parse(time.RFC3339Nano, *rs.OpensAt)
+			if err != nil {
+				return s, queue.ErrInvalid.Detail("opens_at: want an RFC 3339 time such as 2026-12-24T10:00:00+09:00, or \"\" for none")
+			}
+			s.OpensAt = t.UTC().Truncate(time.Millisecond)
+		}
+	}
+	return s, nil
 }
 
 // millis converts, saturating instead of overflowing (Validate rejects it):
@@ -67,13 +78,18 @@ func roomResponse(room string, v queue.View) wire.Room {
 	state := string(s.State)
 	interval := s.Interval.Milliseconds()
 	ttl, claim := s.ActiveTTL.Seconds(), s.ClaimWindow.Seconds()
+	var opens *string
+	if !s.OpensAt.IsZero() {
+		o := s.OpensAt.UTC().Format(time.RFC3339Nano)
+		opens = &o
+	}
 	return wire.Room{
 		Room: room,
 		RoomSettings: wire.RoomSettings{
 			State: &state, MaxActive: &s.MaxActive, AdmitRate: &s.AdmitRate, IntervalMS: &interval,
 			ActiveTTLSeconds: &ttl, ClaimWindowSeconds: &claim,
 			ClientEntersPerMinute: &s.ClientEntersPerMinute, PowBits: &s.PowBits, RequireIdentity: &s.RequireIdentity,
-			RequireInvite: &s.RequireInvite,
+			RequireInvite: &s.RequireInvite, OpensAt: opens,
 		},
 		Stats: wire.RoomStats{Waiting: v.Waiting, Active: v.Active, AdmittedTotal: v.AdmittedTotal, AdmitRateMeasured: v.Rate},
 	}
@@ -98,7 +114,12 @@ func (s *server) putRoom() http.Handler {
 		default:
 			current = v.Settings
 		}
-		if err := s.Queue.PutRoom(r.Context(), room, applySettings(req, current)); err != nil {
+		set, err := applySettings(req, current)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		if err := s.Queue.PutRoom(r.Context(), room, set); err != nil {
 			s.errs.Write(w, r, err)
 			return
 		}
@@ -120,6 +141,30 @@ func (s *server) getRoom() http.Handler {
 			return
 		}
 		encode(w, http.StatusOK, roomResponse(room, v))
+	})
+}
+
+// draw answers a room's opening draw: public, so that anyone can record
+// the commitment before the opening and check the seed after it.
+func (s *server) draw() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		room := r.PathValue("room")
+		v, err := s.Queue.Room(r.Context(), room)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		d := v.Draw
+		if d.Seed == nil {
+			s.errs.Write(w, r, queue.ErrNoDraw)
+			return
+		}
+		out := wire.Draw{Room: room, OpensAt: v.Settings.OpensAt.UTC(), Commitment: queue.Commitment(d.Seed), Entrants: d.Entrants, Drawn: d.Done}
+		if d.Done {
+			out.Seed = hex.EncodeToString(d.Seed)
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		encode(w, http.StatusOK, out)
 	})
 }
 

@@ -18,6 +18,7 @@ func (s *server) routes(mux *http.ServeMux) {
 	mux.Handle("GET /api/v1/rooms/{room}/entries/me", s.status())
 	mux.Handle("DELETE /api/v1/rooms/{room}/entries/me", s.leave())
 	mux.Handle("GET /api/v1/rooms/{room}/pass", s.gate.Middleware(s.pass()))
+	mux.Handle("GET /api/v1/rooms/{room}/draw", s.draw())
 
 	mux.Handle("GET /api/v1/rooms", s.admin(s.listRooms()))
 	mux.Handle("GET /api/v1/rooms/{room}", s.admin(s.getRoom()))

@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"slices"
 	"time"
+
+	"usher/internal/fault"
 )
 
 // The opening draw makes the start of a sale fair: arriving a millisecond
@@ -26,6 +28,9 @@ import (
 // check that the order was fixed before anyone entered and recompute it
 // (usher verify-draw). A room draws once: after the draw, OpensAt cannot
 // be changed.
+
+// ErrNoDraw: the room has no opening draw (it never had an OpensAt).
+var ErrNoDraw = fault.New(fault.DrawNotFound, "the room has no opening draw")
 
 // Draw is a room's opening draw.
 type Draw struct {

@@ -23,6 +23,16 @@ func (v View) Wait(position int64) (eta, pollAfter time.Duration) {
 	return eta, PollAfter(eta, position <= ExactWithin(v))
 }
 
+// RoomState is the room's state as visitors are told it at now: its
+// Settings.State, or "pre_queue" before the opening of a room that is
+// open or paused.
+func (v View) RoomState(now time.Time) string {
+	if !v.Settings.State.Refuses() && v.PreQueue(now) {
+		return "pre_queue"
+	}
+	return string(v.Settings.State)
+}
+
 // PreQueue reports whether the room is in its pre-queue at now: it has an
 // opening draw still to come (Draw.PreQueue).
 func (v View) PreQueue(now time.Time) bool { return v.Draw.PreQueue(v.Settings, now) }

@@ -24,6 +24,9 @@ type Entry struct {
 	PollAfterMS   int64      `json:"poll_after_ms"`
 	Pass          string     `json:"pass,omitempty"`
 	PassExpiresAt *time.Time `json:"pass_expires_at,omitempty"`
+	// OpensAt is the room's opening, in the pre-queue only (RoomPreQueue);
+	// ETASeconds then counts down to it and Position is 0 until the draw.
+	OpensAt *time.Time `json:"opens_at,omitempty"`
 }
 
 // Place is what EntryFor needs to know about a visitor's place, in plain
@@ -42,6 +45,9 @@ type Place struct {
 	// Pass and PassExpiresAt count when active.
 	Pass          string
 	PassExpiresAt time.Time
+	// OpensAt counts in the pre-queue (RoomState RoomPreQueue): ETA is the
+	// time left until it.
+	OpensAt time.Time
 }
 
 // EntryFor is the one place that turns a visitor's place into the answer:
@@ -50,6 +56,8 @@ type Place struct {
 //   - active: StateAdmitted with the pass and its expiry (whole seconds, UTC),
 //     poll_after_ms 0;
 //   - gone: StateExpired, poll_after_ms 0;
+//   - in the pre-queue (RoomState RoomPreQueue): waiting at position 0,
+//     with opens_at and the ETA counting down to it;
 //
 // except that in a room that refuses entries (closed, sold out) a waiting or
 // gone visitor's state is the room's state.
@@ -62,6 +70,10 @@ func EntryFor(p Place) Entry {
 		e.Position, e.Ahead = p.Position, max(0, p.Position-1)
 		e.ETASeconds = int64(p.ETA.Round(time.Second) / time.Second)
 		e.PollAfterMS = p.PollAfter.Milliseconds()
+		if p.RoomState == RoomPreQueue {
+			at := p.OpensAt.UTC()
+			e.OpensAt = &at
+		}
 	case "active":
 		exp := p.PassExpiresAt.Truncate(time.Second).UTC()
 		e.State, e.Pass, e.PassExpiresAt = StateAdmitted, p.Pass, &exp
@@ -105,6 +117,11 @@ func (e Entry) AppendJSON(b []byte) []byte {
 	if e.PassExpiresAt != nil {
 		b = append(b, `,"pass_expires_at":"`...)
 		b = e.PassExpiresAt.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	if e.OpensAt != nil {
+		b = append(b, `,"opens_at":"`...)
+		b = e.OpensAt.AppendFormat(b, time.RFC3339Nano)
 		b = append(b, '"')
 	}
 	return append(b, '}')

@@ -32,6 +32,25 @@ type RoomSettings struct {
 	RequireIdentity *bool `json:"require_identity,omitempty"`
 	// RequireInvite admits only entries with an invite code of the room.
 	RequireInvite *bool `json:"require_invite,omitempty"`
+	// OpensAt is the opening of a sale with a pre-queue and a fair draw
+	// (RFC 3339, whole milliseconds; "" in a PUT: none). Answers omit it
+	// when the room has none.
+	OpensAt *string `json:"opens_at,omitempty"`
+}
+
+// Draw is the answer of GET /api/v1/rooms/{room}/draw: a room's opening
+// draw, with its seed once it took place.
+type Draw struct {
+	Room    string    `json:"room"`
+	OpensAt time.Time `json:"opens_at"`
+	// Commitment is hex(SHA-256(seed)), published before the opening.
+	Commitment string `json:"commitment"`
+	// Entrants counts the pre-queue: so far before the draw, the entrants
+	// ordered after it.
+	Entrants int64 `json:"entrants"`
+	// Drawn reports that the draw took place; Seed (hex) is then set.
+	Drawn bool   `json:"drawn"`
+	Seed  string `json:"seed,omitempty"`
 }
 
 // InvitesRequest is the body of POST /api/v1/rooms/{room}/invites.

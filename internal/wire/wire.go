@@ -70,4 +70,7 @@ const (
 	RoomPaused  = "paused"
 	RoomClosed  = "closed"
 	RoomSoldOut = "sold_out"
+	// RoomPreQueue (Entry.RoomState only): before the opening of a room
+	// with opens_at; entrants wait unordered until the draw.
+	RoomPreQueue = "pre_queue"
 )

@@ -16,6 +16,7 @@ func TestEntryJSON(t *testing.T) {
 		{Room: "sale", Ticket: "t1.abc.def.ghi", State: "waiting", RoomState: "open", Position: 1500, Ahead: 1499, ETASeconds: 36, PollAfterMS: 7300},
 		{Room: "r", State: "admitted", RoomState: "paused", Pass: "eyJ.x.y", PassExpiresAt: &exp, Position: -1},
 		{Room: "quote\"back\\slash<>&\u00e9\u2028\x01", State: "expired"},
+		{Room: "r", State: "waiting", RoomState: "pre_queue", ETASeconds: 60, PollAfterMS: 7000, OpensAt: &exp},
 	} {
 		want, err := json.Marshal(e)
 		if err != nil {
@@ -30,6 +31,7 @@ func TestEntryJSON(t *testing.T) {
 func TestEntryFor(t *testing.T) {
 	exp := time.Date(2026, 11, 29, 10, 0, 7, 997771640, time.FixedZone("KST", 9*3600))
 	expUTC := time.Date(2026, 11, 29, 1, 0, 7, 0, time.UTC)
+	expPre := exp.UTC() // opens_at keeps its milliseconds
 	for _, tc := range []struct {
 		name string
 		in   wire.Place
@@ -51,6 +53,8 @@ func TestEntryFor(t *testing.T) {
 			wire.Entry{Room: "r", State: "expired", RoomState: "open"}},
 		{"gone, sold out", wire.Place{Room: "r", RoomState: "sold_out", Status: "gone", PollAfter: time.Second},
 			wire.Entry{Room: "r", State: "sold_out", RoomState: "sold_out"}},
+		{"pre-queue", wire.Place{Room: "r", RoomState: "pre_queue", Status: "waiting", ETA: 90 * time.Second, PollAfter: 8 * time.Second, OpensAt: exp},
+			wire.Entry{Room: "r", State: "waiting", RoomState: "pre_queue", ETASeconds: 90, PollAfterMS: 8000, OpensAt: &expPre}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := wire.EntryFor(tc.in)

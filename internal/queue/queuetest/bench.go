@@ -86,6 +86,58 @@ func Bench(b *testing.B, newStore NewStore) {
 			}
 		}
 	})
+	// Opening: the first admission step at the opening of a room whose
+	// pre-queue holds 100,000 entrants, which runs the draw (the entering
+	// is not timed). Run it with -benchtime 1x..5x: each op fills a room.
+	// Step100k is the same step in a room without opens_at whose 100,000
+	// visitors entered while it was paused: the reference for the draw's
+	// own cost.
+	for _, draw := range []bool{true, false} {
+		name := "Opening100k"
+		if !draw {
+			name = "Step100k"
+		}
+		b.Run(name, func(b *testing.B) { benchOpening(b, newStore(b), draw) })
+	}
+}
+
+func benchOpening(b *testing.B, s queue.Store, draw bool) {
+	ctx := context.Background()
+	const entrants = 100_000
+	for i := range b.N {
+		b.StopTimer()
+		room := fmt.Sprintf("o%d", i)
+		set := settings(1e9, 1e5) // batch 10,000 per 100 ms
+		set.OpensAt = t0.Add(time.Hour)
+		paused := set
+		paused.State, paused.OpensAt = queue.Paused, time.Time{}
+		if draw {
+			mustPut(b, s, room, set)
+		} else {
+			mustPut(b, s, room, paused)
+		}
+		var wg sync.WaitGroup
+		for g := range 50 {
+			wg.Go(func() {
+				for j := g; j < entrants; j += 50 {
+					mustEnter(b, s, room, fmt.Sprintf("visitor-%d-%07d", i, j), t0)
+				}
+			})
+		}
+		wg.Wait()
+		if !draw {
+			set.OpensAt = time.Time{}
+			mustPut(b, s, room, set)
+		}
+		b.StartTimer()
+		res, err := s.Admit(ctx, room, t0.Add(time.Hour))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Admitted) < 10_000 {
+			b.Fatalf("the opening step admitted %d, want 10,000", len(res.Admitted))
+		}
+	}
 }
 
 // concurrency returns the SetParallelism factor giving about n goroutines.

@@ -68,6 +68,7 @@ var statuses = map[string]int{
 	fault.Unavailable:         http.StatusServiceUnavailable,
 	fault.BadPath:             http.StatusBadRequest,
 	fault.RateLimited:         http.StatusTooManyRequests,
+	fault.QueueFull:           http.StatusTooManyRequests,
 	fault.ChallengeNeeded:     http.StatusPreconditionRequired,
 	fault.ChallengeInvalid:    http.StatusUnauthorized,
 	fault.IdentityRequired:    http.StatusUnauthorized,

@@ -43,6 +43,7 @@ const (
 	ReservationNotFound = "reservation_not_found"
 	MethodNotAllowed    = "method_not_allowed"
 	RoomClosed          = "room_closed"
+	QueueFull           = "queue_full"
 	SeatsTaken          = "seats_taken"
 	SeatsNotHeld        = "seats_not_held"
 	HoldLimit           = "hold_limit"

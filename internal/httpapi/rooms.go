@@ -43,6 +43,12 @@ func applySettings(rs wire.RoomSettings, s queue.Settings) (queue.Settings, erro
 	if rs.RequireInvite != nil {
 		s.RequireInvite = *rs.RequireInvite
 	}
+	if rs.MaxWaiting != nil {
+		s.MaxWaiting = *rs.MaxWaiting
+	}
+	if rs.PresenceTimeoutSeconds != nil {
+		s.PresenceTimeout = seconds(*rs.PresenceTimeoutSeconds)
+	}
 	if rs.OpensAt != nil {
 		s.OpensAt = time.Time{}
 		if *rs.OpensAt != "" {
@@ -77,7 +83,7 @@ func roomResponse(room string, v queue.View) wire.Room {
 	s := v.Settings
 	state := string(s.State)
 	interval := s.Interval.Milliseconds()
-	ttl, claim := s.ActiveTTL.Seconds(), s.ClaimWindow.Seconds()
+	ttl, claim, presence := s.ActiveTTL.Seconds(), s.ClaimWindow.Seconds(), s.PresenceTimeout.Seconds()
 	var opens *string
 	if !s.OpensAt.IsZero() {
 		o := s.OpensAt.UTC().Format(time.RFC3339Nano)
@@ -89,7 +95,7 @@ func roomResponse(room string, v queue.View) wire.Room {
 			State: &state, MaxActive: &s.MaxActive, AdmitRate: &s.AdmitRate, IntervalMS: &interval,
 			ActiveTTLSeconds: &ttl, ClaimWindowSeconds: &claim,
 			ClientEntersPerMinute: &s.ClientEntersPerMinute, PowBits: &s.PowBits, RequireIdentity: &s.RequireIdentity,
-			RequireInvite: &s.RequireInvite, OpensAt: opens,
+			RequireInvite: &s.RequireInvite, OpensAt: opens, MaxWaiting: &s.MaxWaiting, PresenceTimeoutSeconds: &presence,
 		},
 		Stats: wire.RoomStats{Waiting: v.Waiting, Active: v.Active, AdmittedTotal: v.AdmittedTotal, AdmitRateMeasured: v.Rate},
 	}

@@ -15,6 +15,7 @@ type Metrics struct {
 	polls      *prometheus.CounterVec
 	admissions *prometheus.CounterVec
 	expired    *prometheus.CounterVec
+	absent     *prometheus.CounterVec
 	step       *prometheus.HistogramVec
 	stepErrors *prometheus.CounterVec
 }
@@ -29,7 +30,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "usher_active", Help: "Admitted visitors holding an active slot, as last read.",
 		}, []string{"room"}),
 		enters: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "usher_enters_total", Help: "Enter calls by result: queued, passthrough (admitted at once) or existing (re-entry).",
+			Name: "usher_enters_total", Help: "Enter calls by result: queued, passthrough (admitted at once), existing (re-entry) or full (refused: max_waiting).",
 		}, []string{"room", "result"}),
 		polls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "usher_status_polls_total", Help: "Status polls by how they were answered: estimated (no store call) or exact.",
@@ -40,6 +41,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		expired: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "usher_expired_total", Help: "Active slots removed by this instance's admission steps because they expired.",
 		}, []string{"room"}),
+		absent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "usher_absent_total", Help: "Waiting visitors near the front not seen for the room's presence_timeout, by what this instance's admission steps did: skipped (passed over, place kept) or removed (absent past the grace).",
+		}, []string{"room", "action"}),
 		step: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "usher_admission_step_seconds", Help: "Duration of one admission step, store round trip included.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 14),
@@ -48,7 +52,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "usher_admission_step_errors_total", Help: "Admission steps that failed.",
 		}, []string{"room"}),
 	}
-	reg.MustRegister(m.waiting, m.active, m.enters, m.polls, m.admissions, m.expired, m.step, m.stepErrors)
+	reg.MustRegister(m.waiting, m.active, m.enters, m.polls, m.admissions, m.expired, m.absent, m.step, m.stepErrors)
 	return m
 }
 
@@ -88,6 +92,18 @@ func (m *Metrics) stepped(room string, res AdmitResult, d time.Duration, err err
 	}
 	m.admissions.WithLabelValues(room).Add(float64(len(res.Admitted)))
 	m.expired.WithLabelValues(room).Add(float64(res.Expired))
+	if res.Skipped > 0 {
+		m.absent.WithLabelValues(room, "skipped").Add(float64(res.Skipped))
+	}
+	if res.Abandoned > 0 {
+		m.absent.WithLabelValues(room, "removed").Add(float64(res.Abandoned))
+	}
+}
+
+func (m *Metrics) refused(room string) {
+	if m != nil {
+		m.enters.WithLabelValues(room, "full").Inc()
+	}
 }
 
 // forget drops the gauges of a room the store no longer has.

@@ -27,6 +27,8 @@ import (
 var (
 	ErrRoomNotFound = fault.New(fault.RoomNotFound, "room not found")
 	ErrRoomClosed   = fault.New(fault.RoomClosed, "room closed")
+	// ErrQueueFull: the room's waiting line is at MaxWaiting.
+	ErrQueueFull = fault.New(fault.QueueFull, "the queue is full; try again later")
 	// ErrInvalid: input out of range; validators return ErrInvalid.Detail
 	// naming the field.
 	ErrInvalid = fault.New(fault.Invalid, "invalid input")
@@ -92,6 +94,15 @@ type Settings struct {
 	// at it, the opening draw (draw.go) orders them and later entrants
 	// queue behind them. Zero: no pre-queue.
 	OpensAt time.Time
+	// MaxWaiting caps the waiting line (the pre-queue included): an entry
+	// that would make it longer is refused with ErrQueueFull and nothing
+	// is created. 0: no cap.
+	MaxWaiting int64
+	// PresenceTimeout: a waiting visitor near the front (where polls reach
+	// the store) not seen for this long is passed over by the admission
+	// step, spending no token and no slot; one not seen for ActiveTTL more
+	// loses the place. See Store.Admit. 0: everyone is admitted in turn.
+	PresenceTimeout time.Duration
 }
 
 // DefaultSettings are used for a new room's omitted fields.
@@ -108,7 +119,19 @@ func DefaultSettings() Settings {
 		// ten a second after, while one bot on one address takes at most
 		// 600 places in its first minute and 10/s after.
 		ClientEntersPerMinute: 600,
+		// Above the longest poll interval (8 s + 20 % jitter) with room for
+		// a slow network; a tab the browser throttles to a poll a minute
+		// is passed over, not removed (ActiveTTL of grace).
+		PresenceTimeout: 30 * time.Second,
 	}
+}
+
+// NearFront is how many visitors from the head a store watches for
+// presence: max(50, 2 × Batch, ⌈5 × AdmitRate⌉), the places where the
+// cheap status poll sends polls to the store (ExactWithin at the configured
+// rate), so that a present visitor there is seen at every poll.
+func NearFront(s Settings) int64 {
+	return max(50, 2*s.Batch(), int64(math.Ceil(5*s.AdmitRate)))
 }
 
 // Batch is AdmitRate × Interval rounded up, at least 1: what a step admits
@@ -177,6 +200,9 @@ type AdmitResult struct {
 	Admitted []string
 	// Expired counts active visitors removed because their expiry had passed.
 	Expired int64
+	// Skipped counts waiting visitors passed over as absent
+	// (PresenceTimeout); Abandoned those of them removed from the line.
+	Skipped, Abandoned int64
 }
 
 // Stats is a room's settings and live counters, read in one call.

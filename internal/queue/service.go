@@ -180,11 +180,26 @@ func (q *Queue) Enter(ctx context.Context, room, visitor string) (Entry, bool, e
 		return Entry{}, false, err
 	}
 	e, created, err := q.store.Enter(ctx, room, visitor, q.now())
-	if err == nil {
+	switch {
+	case err == nil:
 		q.metrics.entered(room, e, created)
+	case errors.Is(err, ErrQueueFull):
+		q.metrics.refused(room)
+		err = fullError{err}
 	}
 	return e, created, err
 }
+
+// FullRetryAfter is the Retry-After of an entry refused because the line is
+// full: a place frees with every admission and every leave, but a crowd
+// told to come back at once would only be refused again.
+const FullRetryAfter = 10 * time.Second
+
+// fullError is ErrQueueFull with its Retry-After (fault.Delayed).
+type fullError struct{ error }
+
+func (e fullError) Unwrap() error                { return e.error }
+func (fullError) FaultRetryAfter() time.Duration { return FullRetryAfter }
 
 // Status returns the visitor's entry. seq is the sequence number from the
 // visitor's ticket. When this instance's view of the room is fresh and seq is
@@ -234,9 +249,10 @@ func (q *Queue) Status(ctx context.Context, room, visitor string, seq int64) (e 
 const staleAfter = 2 * time.Second
 
 // ExactWithin is how many places from the head a poll gets an exact answer:
-// two batches, five seconds of admissions, and at least 50.
+// two batches, five seconds of admissions, and at least 50: NearFront, or
+// more when the measured rate is above the configured one.
 func ExactWithin(v View) int64 {
-	return max(50, 2*v.Settings.Batch(), int64(math.Ceil(5*max(v.Rate, v.Settings.AdmitRate))))
+	return max(NearFront(v.Settings), int64(math.Ceil(5*v.Rate)))
 }
 
 // Renew slides an admitted visitor's expiry and returns the new one;

@@ -19,6 +19,11 @@ const (
 	MinClaimWindow  = time.Second // the most is the room's ActiveTTL
 	MaxClientEnters = 1_000_000   // new places per client per minute; 0 is off
 	MaxPowBits      = 32
+	MaxMaxWaiting   = 100_000_000
+	// A visitor polls at least every 8 s + 20 % jitter; a shorter presence
+	// timeout would pass over visitors who are there.
+	MinPresenceTimeout = 10 * time.Second
+	MaxPresenceTimeout = time.Hour
 )
 
 // The range of OpensAt (besides zero, no opening).
@@ -92,6 +97,22 @@ var settingFields = []Field{
 	intField("pow_bits", func(s *Settings) *int64 { return &s.PowBits }, 0, MaxPowBits),
 	boolField("require_identity", func(s *Settings) *bool { return &s.RequireIdentity }),
 	boolField("require_invite", func(s *Settings) *bool { return &s.RequireInvite }),
+	intField("max_waiting", func(s *Settings) *int64 { return &s.MaxWaiting }, 0, MaxMaxWaiting),
+	{
+		Name:   "presence_timeout",
+		Encode: func(s Settings) string { return strconv.FormatInt(int64(s.PresenceTimeout), 10) },
+		Decode: func(s *Settings, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			s.PresenceTimeout = time.Duration(n)
+			return err
+		},
+		Check: func(s Settings) error {
+			if d := s.PresenceTimeout; d != 0 && (d < MinPresenceTimeout || d > MaxPresenceTimeout) {
+				return invalid("presence_timeout %v: want 0 (off) or %v to %v", d, MinPresenceTimeout, MaxPresenceTimeout)
+			}
+			return nil
+		},
+	},
 	{
 		// Unix milliseconds, "0" when unset: stores compare it with now in
 		// milliseconds.

@@ -36,6 +36,11 @@ type RoomSettings struct {
 	// (RFC 3339, whole milliseconds; "" in a PUT: none). Answers omit it
 	// when the room has none.
 	OpensAt *string `json:"opens_at,omitempty"`
+	// MaxWaiting caps the waiting line (0: no cap); a longer one is 429.
+	MaxWaiting *int64 `json:"max_waiting,omitempty"`
+	// PresenceTimeoutSeconds: waiting visitors near the front not seen for
+	// this long are passed over by admission (0: off).
+	PresenceTimeoutSeconds *float64 `json:"presence_timeout_seconds,omitempty"`
 }
 
 // Draw is the answer of GET /api/v1/rooms/{room}/draw: a room's opening

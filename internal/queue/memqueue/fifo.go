@@ -100,6 +100,28 @@ func (f *fifo) pop() string {
 	return v
 }
 
+// scan calls fn with the index, sequence number and id of every live entry
+// from the head, in order, until fn returns false. The id is valid until
+// the entry is removed.
+func (f *fifo) scan(fn func(i int, seq int64, id []byte) bool) {
+	for i := f.head; i < len(f.ids); i++ {
+		if f.ids[i] != 0 && !fn(i, f.seqs[i], f.blocks.get(f.ids[i])) {
+			return
+		}
+	}
+}
+
+// take removes the live entry at index i (from scan) and returns its id.
+// Call tidy after the last take of a scan.
+func (f *fifo) take(i int) string {
+	v := string(f.blocks.get(f.ids[i]))
+	f.kill(i)
+	return v
+}
+
+// tidy moves the head past removed entries (and compacts the line).
+func (f *fifo) tidy() { f.skipDead() }
+
 func (f *fifo) headSeq() (int64, bool) {
 	if f.len() == 0 {
 		return 0, false

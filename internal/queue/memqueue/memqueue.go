@@ -48,11 +48,16 @@ type room struct {
 	draw     queue.Draw           // Entrants counts pre before the draw
 	// pre is the pre-queue before the draw: visitor → queue.DrawKey.
 	pre map[string][32]byte
+	// seen is when each waiting visitor near the front was last seen
+	// (PresenceTimeout); zoneSeq is the last sequence number marked near.
+	seen    map[string]time.Time
+	zoneSeq int64
 }
 
 func newRoom(set queue.Settings) *room {
 	r := &room{
 		active:   make(map[string]time.Time),
+		seen:     make(map[string]time.Time),
 		tokens:   float64(set.Batch()),
 		waiting:  newFIFO(),
 		settings: set,
@@ -137,14 +142,22 @@ func (s *Store) Enter(_ context.Context, name, visitor string, now time.Time) (q
 	defer r.mu.Unlock()
 	s.drawIfDue(name, r, now)
 	if e, ok := r.entry(visitor, now); ok {
+		r.saw(visitor, now)
 		return e, false, nil
 	}
 	if r.settings.State.Refuses() {
 		return queue.Entry{}, false, fmt.Errorf("memqueue: enter %s: %w", name, queue.ErrRoomClosed)
 	}
+	full := r.settings.MaxWaiting > 0 && r.waiting.len()+int64(len(r.pre)) >= r.settings.MaxWaiting
 	if r.draw.PreQueue(r.settings, now) {
+		if full {
+			return queue.Entry{}, false, fmt.Errorf("memqueue: enter %s: %w", name, queue.ErrQueueFull)
+		}
 		r.pre[visitor] = queue.DrawKey(r.draw.Seed, visitor)
 		return queue.Entry{Visitor: visitor, Status: queue.Waiting}, true, nil
+	}
+	if full { // a full line is not empty: no passthrough either
+		return queue.Entry{}, false, fmt.Errorf("memqueue: enter %s: %w", name, queue.ErrQueueFull)
 	}
 	r.seq++
 	if r.waiting.len() == 0 && r.settings.State == queue.Open {
@@ -180,6 +193,7 @@ func (s *Store) Status(_ context.Context, name, visitor string, now time.Time) (
 			e.ExpiresAt = renewed
 		}
 	}
+	r.saw(visitor, now)
 	return e, nil
 }
 
@@ -193,6 +207,7 @@ func (s *Store) Leave(_ context.Context, name, visitor string) error {
 	r.waiting.remove(visitor)
 	delete(r.active, visitor)
 	delete(r.pre, visitor)
+	delete(r.seen, visitor)
 	return nil
 }
 
@@ -213,16 +228,68 @@ func (s *Store) Admit(_ context.Context, name string, now time.Time) (queue.Admi
 	if n <= 0 {
 		return res, nil
 	}
+	var admit []string
+	if r.settings.PresenceTimeout > 0 {
+		admit = r.present(now, n, &res)
+	} else {
+		admit = make([]string, n)
+		for i := range admit {
+			admit[i] = r.waiting.pop()
+		}
+	}
+	n = int64(len(admit))
 	r.tokens -= float64(n)
 	r.admitted += n
 	exp := now.Add(r.settings.ClaimWindow)
-	res.Admitted = make([]string, 0, n)
-	for range n {
-		v := r.waiting.pop()
+	for _, v := range admit {
 		r.activate(v, exp)
-		res.Admitted = append(res.Admitted, v)
 	}
+	res.Admitted = admit
 	return res, nil
+}
+
+// present takes up to n visitors from the head of the line who are not
+// absent, passing over the absent ones (counted in res.Skipped) and
+// removing those absent past the grace (res.Abandoned). First it marks
+// the visitors who came near the front since the last step as seen now:
+// their presence is measured from when their polls started to reach the
+// store (queue.NearFront).
+func (r *room) present(now time.Time, n int64, res *queue.AdmitResult) []string {
+	near := queue.NearFront(r.settings)
+	r.waiting.scan(func(_ int, seq int64, id []byte) bool {
+		if near--; near < 0 {
+			return false
+		}
+		if seq > r.zoneSeq {
+			r.seen[string(id)] = now
+			r.zoneSeq = seq
+		}
+		return true
+	})
+	timeout, grace := r.settings.PresenceTimeout, r.settings.PresenceTimeout+r.settings.ActiveTTL
+	var admit, gone []int
+	r.waiting.scan(func(i int, _ int64, id []byte) bool {
+		switch seen, ok := r.seen[string(id)]; {
+		case ok && now.Sub(seen) >= grace:
+			gone = append(gone, i)
+		case ok && now.Sub(seen) >= timeout:
+			res.Skipped++
+		default:
+			admit = append(admit, i)
+		}
+		return int64(len(admit)) < n
+	})
+	out := make([]string, len(admit))
+	for j, i := range admit {
+		out[j] = r.waiting.take(i)
+		delete(r.seen, out[j])
+	}
+	for _, i := range gone {
+		delete(r.seen, r.waiting.take(i))
+	}
+	res.Abandoned = int64(len(gone))
+	r.waiting.tidy()
+	return out
 }
 
 // Stats implements queue.Store.
@@ -295,6 +362,13 @@ func (s *Store) drawIfDue(name string, r *room, now time.Time) {
 	}
 	r.draw.Done, r.draw.Entrants, r.pre = true, int64(len(order)), nil
 	s.save(name, r) // a failed write is repeated with the next one
+}
+
+// saw records that a waiting visitor near the front was seen at now.
+func (r *room) saw(visitor string, now time.Time) {
+	if _, near := r.seen[visitor]; near {
+		r.seen[visitor] = now
+	}
 }
 
 func (r *room) activate(visitor string, exp time.Time) {

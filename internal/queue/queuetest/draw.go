@@ -18,6 +18,7 @@ import (
 func drawSettings(opens time.Time) queue.Settings {
 	set := settings(1000, 100) // batch 10 at the 100 ms interval
 	set.OpensAt = opens
+	set.PresenceTimeout = 30 * time.Second // it must not change the order
 	return set
 }
 

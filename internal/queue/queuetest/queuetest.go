@@ -33,6 +33,7 @@ func settings(maxActive int64, rate float64) queue.Settings {
 	s.Interval = 100 * time.Millisecond
 	s.ActiveTTL = time.Minute
 	s.ClaimWindow = 10 * time.Second
+	s.PresenceTimeout = 0 // the presence tests turn it on
 	return s
 }
 
@@ -127,6 +128,9 @@ func Run(t *testing.T, newStore NewStore) {
 		{"DrawPreQueue", testDrawPreQueue},
 		{"DrawClearedOpening", testDrawClearedOpening},
 		{"DrawConcurrentOpening", testDrawConcurrentOpening},
+		{"MaxWaiting", testMaxWaiting},
+		{"Presence", testPresence},
+		{"PresenceFarBack", testPresenceFarBack},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

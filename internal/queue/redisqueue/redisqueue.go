@@ -1,13 +1,14 @@
 // Package redisqueue is the queue.Store on Redis: the backend for several
 // usher instances sharing rooms, and for rooms that outlive a restart.
 //
-// One room is four keys under one hash tag, so that it lives on one Redis
+// One room is five keys under one hash tag, so that it lives on one Redis
 // Cluster slot and a Lua script may touch all of them:
 //
 //	<prefix>{<room>}:meta    hash: settings, batch, seq, admitted_total, tokens, refilled_ms, the draw's fields
 //	<prefix>{<room>}:wait    sorted set: visitor id → arrival sequence number
 //	<prefix>{<room>}:active  sorted set: visitor id → expiry (unix milliseconds)
 //	<prefix>{<room>}:pre     sorted set: the opening draw's pre-queue (lua/draw.lua)
+//	<prefix>{<room>}:seen    sorted set: waiting visitors near the front → last seen (lua/admit.lua)
 //
 // Lua cannot compute HMAC-SHA256, so the store computes a visitor's draw
 // key (queue.DrawKey) in Go, with the room's seed, which it caches: a
@@ -88,7 +89,12 @@ const (
 	kindActive   = 3
 	kindGone     = 4
 	kindNeedKey  = 5
+	kindFull     = 6
 )
+
+// defaultPresence is queue.DefaultSettings().PresenceTimeout in
+// nanoseconds, for admit.lua in rooms whose hash lacks the setting.
+var defaultPresence = strconv.FormatInt(int64(queue.DefaultSettings().PresenceTimeout), 10)
 
 // Store is a queue.Store on Redis. It is safe for concurrent use; concurrent
 // calls share the client's connections through rueidis' auto-pipelining.
@@ -142,7 +148,7 @@ func Open(ctx context.Context, rawURL string) (rueidis.Client, error) {
 
 func (s *Store) keys(room string) []string {
 	base := s.prefix + "{" + room + "}:"
-	return []string{base + "meta", base + "wait", base + "active", base + "pre"}
+	return []string{base + "meta", base + "wait", base + "active", base + "pre", base + "seen"}
 }
 
 // drawSeed is a room's draw seed with its commitment.
@@ -316,6 +322,8 @@ func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) 
 		return queue.Entry{}, false, notFound("enter", room)
 	case kindClosed:
 		return queue.Entry{}, false, fmt.Errorf("redisqueue: enter %s: %w", room, queue.ErrRoomClosed)
+	case kindFull:
+		return queue.Entry{}, false, fmt.Errorf("redisqueue: enter %s: %w", room, queue.ErrQueueFull)
 	}
 	e, err := entry(visitor, r)
 	if err != nil || len(r) < 5 {
@@ -376,21 +384,22 @@ func (s *Store) Leave(ctx context.Context, room, visitor string) error {
 
 // Admit implements queue.Store.
 func (s *Store) Admit(ctx context.Context, room string, now time.Time) (queue.AdmitResult, error) {
-	arr, err := s.run(ctx, "admit", s.admit, room, ms(now))
+	arr, err := s.run(ctx, "admit", s.admit, room, ms(now), defaultPresence)
 	if err != nil {
 		return queue.AdmitResult{}, err
 	}
 	if len(arr) == 0 {
 		return queue.AdmitResult{}, notFound("admit", room)
 	}
-	var res queue.AdmitResult
-	if res.Expired, err = arr[0].AsInt64(); err != nil {
-		return queue.AdmitResult{}, unavailable("admit", room, err)
+	counts, err := ints(arr[:min(3, len(arr))])
+	if err != nil || len(counts) < 3 {
+		return queue.AdmitResult{}, unavailable("admit", room, fmt.Errorf("unexpected reply %v (%v)", arr, err))
 	}
-	if len(arr) > 1 {
-		res.Admitted = make([]string, len(arr)-1)
+	res := queue.AdmitResult{Expired: counts[0], Skipped: counts[1], Abandoned: counts[2]}
+	if len(arr) > 3 {
+		res.Admitted = make([]string, len(arr)-3)
 		for i := range res.Admitted {
-			if res.Admitted[i], err = arr[i+1].ToString(); err != nil {
+			if res.Admitted[i], err = arr[i+3].ToString(); err != nil {
 				return queue.AdmitResult{}, unavailable("admit", room, err)
 			}
 		}

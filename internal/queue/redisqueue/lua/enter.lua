@@ -1,12 +1,13 @@
 -- enter.lua: put a visitor in the queue, or return its entry (queue.Store.Enter).
 -- KEYS[1] meta hash, KEYS[2] wait zset (seq), KEYS[3] active zset (expiry ms),
--- KEYS[4] pre-queue zset (draw.lua)
+-- KEYS[4] pre-queue zset (draw.lua), KEYS[5] seen zset (admit.lua)
 -- ARGV    visitor, now (unix ms), draw key, draw commitment (both "" when
 --         the caller does not know the room's seed)
 -- Returns {kind, seq, position, expires_ms, created}; kind 0 = room not
 -- found, 1 = room closed, 2 = waiting, 3 = active, 5 = the room's draw
--- needs the key (call again with the seed's).
-local meta, wait, active, pre = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+-- needs the key (call again with the seed's), 6 = the line is full
+-- (max_waiting).
+local meta, wait, active, pre, seen = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local visitor, now, key, commitment = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 
 local state = redis.call('HGET', meta, 'state')
@@ -30,6 +31,7 @@ if exp then
 end
 local seq = tonumber(redis.call('ZSCORE', wait, visitor))
 if seq then
+  redis.call('ZADD', seen, 'XX', now, visitor)
   return {2, seq, redis.call('ZRANK', wait, visitor) + 1 +
     behind_pre(pre, seq, phase, base, entrants), 0, 0}
 end
@@ -42,6 +44,11 @@ if phase then
 end
 if state == 'closed' or state == 'sold_out' then
   return {1}
+end
+-- A full line is not empty, so this also rules out passthrough.
+local max_waiting = tonumber(redis.call('HGET', meta, 'max_waiting')) or 0
+if max_waiting > 0 and redis.call('ZCARD', wait) + redis.call('ZCARD', pre) >= max_waiting then
+  return {6}
 end
 if phase == 'pre' then
   redis.call('ZADD', pre, 0, member)

@@ -1,10 +1,10 @@
 -- status.lua: a visitor's exact entry, renewing an active one (queue.Store.Status).
 -- KEYS[1] meta hash, KEYS[2] wait zset (seq), KEYS[3] active zset (expiry ms),
--- KEYS[4] pre-queue zset (draw.lua)
+-- KEYS[4] pre-queue zset (draw.lua), KEYS[5] seen zset (admit.lua)
 -- ARGV    visitor, now (unix ms), draw key, draw commitment (as enter.lua)
 -- Returns {kind, seq, position, expires_ms}; kind 0 = room not found,
 -- 2 = waiting, 3 = active, 4 = gone, 5 = the room's draw needs the key.
-local meta, wait, active, pre = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local meta, wait, active, pre, seen = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local visitor, now, key, commitment = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 
 local ttl = redis.call('HGET', meta, 'active_ttl')
@@ -30,6 +30,7 @@ if exp then
 end
 local seq = tonumber(redis.call('ZSCORE', wait, visitor))
 if seq then
+  redis.call('ZADD', seen, 'XX', now, visitor)
   return {2, seq, redis.call('ZRANK', wait, visitor) + 1 +
     behind_pre(pre, seq, phase, base, entrants), 0}
 end

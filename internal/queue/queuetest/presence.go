@@ -1,0 +1,127 @@
+package queuetest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"usher/internal/queue"
+)
+
+// testMaxWaiting: an entry that would make the line longer than
+// MaxWaiting is refused and creates nothing; passthrough and existing
+// entries are not entries that lengthen it.
+func testMaxWaiting(t *testing.T, s queue.Store) {
+	ctx := context.Background()
+	set := settings(1, 10)
+	set.MaxWaiting = 3
+	mustPut(t, s, "r", set)
+	if e := mustEnter(t, s, "r", "a", t0); e.Status != queue.Active {
+		t.Fatalf("first Enter into an empty capped room = %+v, want passthrough", e)
+	}
+	for _, v := range []string{"b", "c", "d"} {
+		mustEnter(t, s, "r", v, t0)
+	}
+	if _, _, err := s.Enter(ctx, "r", "e", t0); !errors.Is(err, queue.ErrQueueFull) {
+		t.Fatalf("Enter into a full line: %v, want ErrQueueFull", err)
+	}
+	if e, created, err := s.Enter(ctx, "r", "d", t0); err != nil || created || e.Position != 3 {
+		t.Errorf("re-Enter of a waiting visitor into a full line = %+v, %v, %v; want its place", e, created, err)
+	}
+	if st := mustStats(t, s, "r", t0); st.Waiting != 3 || st.LastSeq != 4 {
+		t.Errorf("stats after a refused entry = waiting %d, last seq %d; want 3, 4 (nothing created)", st.Waiting, st.LastSeq)
+	}
+	if e := mustStatus(t, s, "r", "e", t0); e.Status != queue.Gone {
+		t.Errorf("the refused visitor's status = %+v, want gone", e)
+	}
+	if err := s.Leave(ctx, "r", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if e := mustEnter(t, s, "r", "e", t0); e.Status != queue.Waiting || e.Position != 3 {
+		t.Errorf("Enter after a place freed = %+v, want waiting at 3", e)
+	}
+
+	pre := drawSettings(t0.Add(time.Hour))
+	pre.MaxWaiting = 2
+	mustPut(t, s, "pre", pre)
+	mustEnter(t, s, "pre", "p1", t0)
+	mustEnter(t, s, "pre", "p2", t0)
+	if _, _, err := s.Enter(ctx, "pre", "p3", t0); !errors.Is(err, queue.ErrQueueFull) {
+		t.Errorf("Enter into a full pre-queue: %v, want ErrQueueFull", err)
+	}
+	if st := mustStats(t, s, "pre", t0); st.Waiting != 2 || st.Draw.Entrants != 2 {
+		t.Errorf("pre-queue stats after a refused entry = %+v, want 2 waiting, 2 entrants", st)
+	}
+}
+
+// testPresence: near the front, a waiting visitor not seen for
+// PresenceTimeout is passed over without spending a token or a slot,
+// keeps the place and is admitted first when it comes back, and loses
+// it after ActiveTTL more. Present visitors are admitted in order.
+func testPresence(t *testing.T, s queue.Store) {
+	set := settings(100, 10) // batch 1 per 100 ms step, bucket of 2
+	set.PresenceTimeout = 30 * time.Second
+	set.ActiveTTL = time.Minute
+	vs := fill(t, s, "r", set, 6)
+	if got := mustAdmit(t, s, "r", t0).Admitted; !slices.Equal(got, vs[:1]) {
+		t.Fatalf("first step admitted %v, want [v1]", got)
+	}
+	// Only v3 and v5 poll in the next 31 s.
+	back := t0.Add(31 * time.Second)
+	mustStatus(t, s, "r", "v3", back)
+	mustStatus(t, s, "r", "v5", back)
+	res := mustAdmit(t, s, "r", back)
+	if !slices.Equal(res.Admitted, []string{"v3", "v5"}) || res.Skipped != 2 || res.Abandoned != 0 {
+		t.Fatalf("step with v2 and v4 absent = %+v, want [v3 v5] with 2 skipped", res)
+	}
+	if e := mustStatus(t, s, "r", "v2", back.Add(time.Second)); e.Status != queue.Waiting || e.Position != 1 {
+		t.Fatalf("v2 back = %+v, want its place at the head", e)
+	}
+	res = mustAdmit(t, s, "r", back.Add(time.Second))
+	if !slices.Equal(res.Admitted, []string{"v2"}) || res.Skipped != 2 {
+		t.Fatalf("step after v2 came back = %+v, want [v2] with v4 and v6 skipped", res)
+	}
+	// v1 never claimed its slot; v3, v5 and v2 hold one; the absent none.
+	if st := mustStats(t, s, "r", back.Add(time.Second)); st.Active != 3 || st.Waiting != 2 || st.AdmittedTotal != 4 {
+		t.Errorf("stats = %+v, want 3 active (no slot for the absent), 2 waiting", st)
+	}
+	// Absent past the grace: removed.
+	late := t0.Add(set.PresenceTimeout + set.ActiveTTL)
+	res = mustAdmit(t, s, "r", late)
+	if len(res.Admitted) != 0 || res.Abandoned != 2 {
+		t.Fatalf("step after the grace = %+v, want v4 and v6 abandoned", res)
+	}
+	if e := mustStatus(t, s, "r", "v4", late); e.Status != queue.Gone {
+		t.Errorf("v4 after the grace = %+v, want gone", e)
+	}
+	if st := mustStats(t, s, "r", late); st.Waiting != 0 {
+		t.Errorf("waiting after the grace = %d, want 0", st.Waiting)
+	}
+}
+
+// testPresenceFarBack: presence is measured from when a visitor came near
+// the front, not from its entry: a visitor who waited far back for an hour
+// without polling the store is not passed over when it reaches the front.
+func testPresenceFarBack(t *testing.T, s queue.Store) {
+	set := settings(1000, 10) // batch 1, near front: 50
+	set.PresenceTimeout = 30 * time.Second
+	vs := fill(t, s, "r", set, 120)
+	now := t0
+	var admitted []string
+	for len(admitted) < 80 {
+		now = now.Add(200 * time.Millisecond) // 2 per step
+		for _, v := range vs[len(admitted):min(len(vs), len(admitted)+10)] {
+			mustStatus(t, s, "r", v, now) // those near the head poll
+		}
+		res := mustAdmit(t, s, "r", now)
+		if res.Skipped != 0 {
+			t.Fatalf("at %v: %d present visitors passed over", now.Sub(t0), res.Skipped)
+		}
+		admitted = append(admitted, res.Admitted...)
+	}
+	if want := vs[:len(admitted)]; !slices.Equal(admitted, want) {
+		t.Errorf("admitted %v, want %v", admitted, want)
+	}
+}

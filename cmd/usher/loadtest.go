@@ -40,6 +40,7 @@ func loadtest(ctx context.Context, args []string, getenv func(string) string, st
 	calls := f.int("calls", 5, "queued: origin calls per admitted visitor (0: until the run ends)")
 	think := f.string("think", "0s", "pause before each origin call but a visitor's first: a duration or MIN-MAX")
 	leave := f.bool("leave", true, "queued: visitors leave the room after their calls, freeing the slot")
+	giveUp := floatFlag(f, "give-up", 0, "queued: share of waiting visitors (0 to 1) who give up silently (stop polling, never leave) at a random moment within the ETA they were told")
 	forwardedFor := f.bool("forwarded-for", false, "queued: each visit enters with an X-Forwarded-For address of its own (198.18.0.0/16), for a usher whose --trusted-proxies holds this machine")
 	timeout := f.duration("timeout", 60*time.Second, "bound on each HTTP call")
 	grace := f.duration("grace", 5*time.Second, "how long calls in flight at the end may finish")
@@ -60,7 +61,7 @@ func loadtest(ctx context.Context, args []string, getenv func(string) string, st
 	cfg := loadgen.Config{
 		Target: loadgen.Target{URL: *target, Method: *method}, Usher: strings.TrimRight(*usherURL, "/"), Room: *room,
 		Users: *users, SpawnRate: *spawn, Iterations: *iterations, Duration: *duration,
-		StartRate: *startRate, MaxInFlight: *maxInFlight, Calls: *calls, Leave: *leave, ForwardedFor: *forwardedFor,
+		StartRate: *startRate, MaxInFlight: *maxInFlight, Calls: *calls, Leave: *leave, ForwardedFor: *forwardedFor, GiveUp: *giveUp,
 		Timeout: *timeout, Grace: *grace, Tick: *tick,
 	}
 	if *body != "" {

@@ -59,6 +59,11 @@ type Config struct {
 	// Leave makes a visitor leave the room after its calls (DELETE), freeing
 	// its slot at once instead of at the active TTL.
 	Leave bool
+	// GiveUp is the share of queued visitors (0 to 1) who, waiting at
+	// entry, give up silently at a uniformly random moment within the ETA
+	// they were told: they stop polling and never leave, as a closed tab
+	// does (Queued).
+	GiveUp float64
 	// ForwardedFor gives each visit's entry an X-Forwarded-For address of its
 	// own (in 198.18.0.0/16, the benchmarking range), so that a usher that
 	// trusts this machine as a proxy (--trusted-proxies) counts every visitor
@@ -215,6 +220,8 @@ func (c Config) validate() error {
 		return bad("closed model needs a duration")
 	case c.SpawnRate < 0 || c.StartRate < 0 || c.Iterations < 0 || c.Calls < 0:
 		return bad("spawn rate, start rate, iterations and calls cannot be negative")
+	case !(c.GiveUp >= 0 && c.GiveUp <= 1):
+		return bad("give-up %v: want a share from 0 to 1", c.GiveUp)
 	case c.Scenario == Queued && c.Calls == 0 && c.Iterations > 0:
 		return bad("a visit with unlimited calls never ends: give calls with iterations")
 	}

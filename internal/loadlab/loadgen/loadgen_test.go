@@ -254,6 +254,11 @@ func (f *fakeRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func runQueued(t *testing.T, lifo bool) (*Report, *simorigin.Origin) {
 	t.Helper()
+	return runQueuedGiveUp(t, lifo, 0)
+}
+
+func runQueuedGiveUp(t *testing.T, lifo bool, giveUp float64) (*Report, *simorigin.Origin) {
+	t.Helper()
 	room := &fakeRoom{gather: 30, rate: 40, lifo: lifo, waiting: map[int64]bool{}, admitted: map[int64]bool{}}
 	usher := httptest.NewServer(room)
 	t.Cleanup(usher.Close)
@@ -272,7 +277,7 @@ func runQueued(t *testing.T, lifo bool) (*Report, *simorigin.Origin) {
 	rep, err := Run(context.Background(), Config{
 		Scenario: Queued, Target: Target{URL: origin.URL + "/seats"}, Usher: usher.URL, Room: "sale",
 		Users: 30, SpawnRate: 200, Iterations: 1, Calls: 3, Think: Think{Min: time.Millisecond, Max: 5 * time.Millisecond}, Leave: true,
-		Duration: 15 * time.Second, Tick: 100 * time.Millisecond, OriginStats: origin.URL + "/stats",
+		Duration: 15 * time.Second, Tick: 100 * time.Millisecond, OriginStats: origin.URL + "/stats", GiveUp: giveUp,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -355,5 +360,23 @@ func TestInvalidConfig(t *testing.T) {
 		if _, err := Run(context.Background(), c); err == nil {
 			t.Errorf("%s: want an error", name)
 		}
+	}
+}
+
+// With GiveUp 1, every visitor who waits at entry gives up silently: none
+// of them is admitted, and the journeys still add up.
+func TestQueuedGiveUp(t *testing.T) {
+	rep, _ := runQueuedGiveUp(t, false, 1)
+	v := rep.Visits
+	_, failed := sumErrors(v.Failed)
+	if v.GaveUp == 0 || v.Started != v.Admitted+v.Abandoned+v.GaveUp+failed || v.Admitted != v.Passthrough {
+		t.Errorf("visits %+v: want those who waited to give up, the rest admitted at entry", v)
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil || !strings.Contains(text.String(), "gave up") {
+		t.Errorf("text report without the visitors who gave up: %v\n%s", err, text.String())
+	}
+	if err := (Config{Scenario: Queued, Target: Target{URL: "http://x/"}, Usher: "http://x", Room: "r", Users: 1, Duration: time.Second, GiveUp: 1.5}).validate(); err == nil {
+		t.Error("give-up 1.5: no error")
 	}
 }

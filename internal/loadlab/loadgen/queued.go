@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"time"
@@ -42,6 +43,10 @@ func (r *runner) visit(due time.Time) bool {
 	if v.waitedAtEntry {
 		r.waiting.Add(1)
 	}
+	var giveUpAt time.Time // zero: this visitor stays
+	if v.waitedAtEntry && r.cfg.GiveUp > 0 && rand.Float64() < r.cfg.GiveUp {
+		giveUpAt = v.enterRecv.Add(time.Duration(rand.Float64() * float64(time.Duration(e.ETASeconds)*time.Second)))
+	}
 	send := v.enterSend
 	for e.State == wire.StateWaiting {
 		v.lastWaiting = send
@@ -50,6 +55,12 @@ func (r *runner) visit(due time.Time) bool {
 			wait = time.Second
 		}
 		due = res.recv.Add(wait)
+		if !giveUpAt.IsZero() && due.After(giveUpAt) {
+			r.sleepUntil(giveUpAt)
+			r.waiting.Add(-1)
+			r.gaveUp.Add(1)
+			return true
+		}
 		if !r.sleepUntil(due) {
 			r.waiting.Add(-1)
 			r.abandoned.Add(1)

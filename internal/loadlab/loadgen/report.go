@@ -68,8 +68,8 @@ type OriginCalls struct {
 	Stats       *simorigin.Stats `json:"stats,omitempty"`
 }
 
-// Visits counts visitor journeys: Started = Admitted + Abandoned + the sum
-// of Failed; Admitted = Completed + CutOff.
+// Visits counts visitor journeys: Started = Admitted + Abandoned + GaveUp +
+// the sum of Failed; Admitted = Completed + CutOff.
 type Visits struct {
 	Started int64 `json:"started"`
 	// Admitted visitors; Passthrough of them were admitted at entry.
@@ -83,6 +83,8 @@ type Visits struct {
 	CutOff    int64 `json:"cut_off"`
 	// Abandoned were still waiting when the run ended.
 	Abandoned int64 `json:"abandoned"`
+	// GaveUp stopped polling while waiting (Config.GiveUp).
+	GaveUp int64 `json:"gave_up"`
 	// Failed ended early: entry refused, poll refused, slot expired, room closed.
 	Failed map[string]int64 `json:"failed"`
 }
@@ -137,7 +139,7 @@ func (r *runner) report(elapsed time.Duration, tl *timeline) *Report {
 		rep.Visits = &Visits{
 			Started: r.started.Load(), Admitted: r.admitted.Load(), Passthrough: r.passthrough.Load(),
 			CalledOrigin: r.calledOrigin.Load(), Completed: r.completed.Load(), CutOff: r.cutOff.Load(),
-			Abandoned: r.abandoned.Load(), Failed: failed,
+			Abandoned: r.abandoned.Load(), GaveUp: r.gaveUp.Load(), Failed: failed,
 		}
 		s := r.inQueue.Snapshot().Summary()
 		rep.TimeInQueue = &s
@@ -196,6 +198,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  visits: %s started, %s admitted (%s at entry), %s called the origin, %s completed, %s cut off, %s abandoned waiting",
 			num(float64(v.Started)), num(float64(v.Admitted)), num(float64(v.Passthrough)), num(float64(v.CalledOrigin)),
 			num(float64(v.Completed)), num(float64(v.CutOff)), num(float64(v.Abandoned)))
+		if v.GaveUp > 0 {
+			fmt.Fprintf(&b, ", %s gave up", num(float64(v.GaveUp)))
+		}
 		if len(v.Failed) > 0 {
 			fmt.Fprintf(&b, ", failed: %s", kinds(v.Failed))
 		}

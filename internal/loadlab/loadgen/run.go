@@ -62,6 +62,7 @@ type runner struct {
 	completed    atomic.Int64
 	cutOff       atomic.Int64
 	abandoned    atomic.Int64
+	gaveUp       atomic.Int64
 	failed       counter
 	// waiting and active are gauges: visitors waiting, admitted and calling.
 	waiting atomic.Int64

@@ -248,11 +248,11 @@ func (q *Queue) Status(ctx context.Context, room, visitor string, seq int64) (e 
 // when refreshes fail (store down), polls go to the store and fail honestly.
 const staleAfter = 2 * time.Second
 
-// ExactWithin is how many places from the head a poll gets an exact answer:
-// two batches, five seconds of admissions, and at least 50: NearFront, or
-// more when the measured rate is above the configured one.
+// ExactWithin is how many places from the head a poll gets an exact answer
+// from the store: the places the store watches for presence (Watched), or
+// five seconds of admissions at the measured rate when that is more.
 func ExactWithin(v View) int64 {
-	return max(NearFront(v.Settings), int64(math.Ceil(5*v.Rate)))
+	return max(Watched(v.Settings), int64(math.Ceil(5*v.Rate)))
 }
 
 // Renew slides an admitted visitor's expiry and returns the new one;

@@ -85,8 +85,8 @@ func TestStatusEstimateBound(t *testing.T) {
 			t.Fatalf("seq %d: estimate %d, exact %d: off by %d, want 0..%d", seq, got.Position, exact.Position, d, leftAhead+10)
 		}
 	}
-	if estimates < 900 {
-		t.Errorf("%d estimated answers, want most of the 990 polls", estimates)
+	if want := 990 - int(exactWithin) - len(left); estimates < want {
+		t.Errorf("%d estimated answers, want the %d beyond %d from the head", estimates, want, exactWithin)
 	}
 }
 

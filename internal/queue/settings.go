@@ -20,9 +20,10 @@ const (
 	MaxClientEnters = 1_000_000   // new places per client per minute; 0 is off
 	MaxPowBits      = 32
 	MaxMaxWaiting   = 100_000_000
-	// A visitor polls at least every 8 s + 20 % jitter; a shorter presence
-	// timeout would pass over visitors who are there.
-	MinPresenceTimeout = 10 * time.Second
+	// A waiting visitor polls at least every 8 s + 20 % jitter
+	// (PresenceMargin); a presence timeout near that would pass over
+	// visitors who are there.
+	MinPresenceTimeout = 15 * time.Second
 	MaxPresenceTimeout = time.Hour
 )
 

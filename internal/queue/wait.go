@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"math"
 	"math/rand/v2"
 	"time"
 )
@@ -20,7 +21,7 @@ func (q *Queue) ViewOrDefault(room string) View {
 // front).
 func (v View) Wait(position int64) (eta, pollAfter time.Duration) {
 	eta = ETA(v, position-1)
-	return eta, PollAfter(eta, position <= ExactWithin(v))
+	return eta, PollAfter(eta, position <= max(FastPolls(v.Settings), int64(math.Ceil(5*v.Rate))))
 }
 
 // RoomState is the room's state as visitors are told it at now: its

@@ -253,9 +253,9 @@ func (s *Store) Admit(_ context.Context, name string, now time.Time) (queue.Admi
 // removing those absent past the grace (res.Abandoned). First it marks
 // the visitors who came near the front since the last step as seen now:
 // their presence is measured from when their polls started to reach the
-// store (queue.NearFront).
+// store (queue.Watched).
 func (r *room) present(now time.Time, n int64, res *queue.AdmitResult) []string {
-	near := queue.NearFront(r.settings)
+	near := queue.Watched(r.settings)
 	r.waiting.scan(func(_ int, seq int64, id []byte) bool {
 		if near--; near < 0 {
 			return false

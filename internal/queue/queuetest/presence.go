@@ -102,13 +102,14 @@ func testPresence(t *testing.T, s queue.Store) {
 }
 
 // testPresenceFarBack: presence is measured from when a visitor came near
-// the front, not from its entry: a visitor who waited far back for an hour
-// without polling the store is not passed over when it reaches the front.
+// the front (queue.Watched), not from its entry: visitors who waited an
+// hour without polling the store are not passed over when they come near
+// and poll.
 func testPresenceFarBack(t *testing.T, s queue.Store) {
-	set := settings(1000, 10) // batch 1, near front: 50
+	set := settings(1000, 10) // batch 1; watched: 400
 	set.PresenceTimeout = 30 * time.Second
 	vs := fill(t, s, "r", set, 120)
-	now := t0
+	now := t0.Add(time.Hour) // an hour after they entered, without a poll
 	var admitted []string
 	for len(admitted) < 80 {
 		now = now.Add(200 * time.Millisecond) // 2 per step

@@ -28,8 +28,12 @@ if state == 'open' and phase ~= 'pre' then
   n = math.min(tonumber(max_active) - redis.call('ZCARD', active), math.floor(tokens),
     redis.call('ZCARD', wait) + redis.call('ZCARD', pre))
 end
--- queue.NearFront: the places whose polls reach the store.
+-- queue.Watched: the places watched for presence, whose polls reach the
+-- store (PresenceMargin is 10 s).
 local near = math.max(50, 2 * batch, math.ceil(5 * admit_rate))
+if presence > 0 then
+  near = math.max(near, math.ceil((presence / 1000 + 10) * admit_rate))
+end
 
 -- zadd_chunks ZADDs score/member pairs in chunks: unpack is limited by
 -- Lua's C stack (8000 slots).

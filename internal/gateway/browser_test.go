@@ -32,7 +32,7 @@ const browserDeadline = 3 * time.Minute
 
 // chromiumPath returns the chromium binary, skipping the test when there is
 // none, or failing it under CI.
-func chromiumPath(t *testing.T) string {
+func chromiumPath(t testing.TB) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "/usr/bin/chromium"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -52,9 +52,9 @@ func shopOrigin(w http.ResponseWriter, r *http.Request) {
 // browserEnv is a gateway in front of shopOrigin whose room "sale" is
 // paused, admits one visitor at a time, and is served by a running
 // scheduler and view refresher.
-func browserEnv(t *testing.T) *env {
+func browserEnv(t *testing.T, mod ...func(*Config)) *env {
 	t.Helper()
-	e := newEnv(t, newOrigin(t, shopOrigin), Rules{})
+	e := newEnv(t, newOrigin(t, shopOrigin), Rules{}, mod...)
 	s := queue.DefaultSettings()
 	s.State, s.MaxActive, s.Interval = queue.Paused, 1, 100*time.Millisecond
 	if err := e.q.PutRoom(context.Background(), "sale", s); err != nil {
@@ -70,7 +70,7 @@ func browserEnv(t *testing.T) *env {
 
 // newBrowser starts chromium with a fresh profile and returns the context
 // of its first tab; extra flags are added to the launch flags.
-func newBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
+func newBrowser(t testing.TB, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	opts := append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath(t)),

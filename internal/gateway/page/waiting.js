@@ -72,7 +72,7 @@
   // solve runs the proof-of-work worker, then asks the URL with the
   // solution (header Usher-Challenge, package pow). The answer takes the
   // place and sets the cookies; the page then goes to the URL, which shows
-  // the place (or the origin, if admitted at once).
+  // the place (or the site itself, if admitted at once).
   function solve() {
     var c = s.challenge, expected = Math.pow(2, c.bits), w;
     try { w = new Worker(s.worker); } catch (e) { return refused(); }
@@ -88,7 +88,7 @@
       w.terminate();
       fetch(s.url, {
         headers: { "Accept": "application/json", "Usher-Challenge": c.token + ":" + m.nonce },
-        credentials: "same-origin", cache: "no-store"
+        cache: "no-store" // fetch sends and keeps this site's cookies by default
       }).then(function (res) {
         if (res.status === 401 || res.status === 428) return refused(); // wrong, spent or expired
         if (res.status !== 429) return go();

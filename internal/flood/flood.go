@@ -7,7 +7,9 @@
 //   - ClientEntersPerMinute: a per-client rate of new places (package limit,
 //     keyed by room and clientip key), held across instances by the store;
 //     over it, ErrRateLimited with a retry time, and no place is made.
-//   - PowBits: a proof of work (package pow) for anonymous API entries.
+//   - PowBits: a proof of work (package pow): asked of the API's anonymous
+//     entries and of the proxy's cookie-less page views alike (the waiting
+//     page solves it in a Web Worker).
 //
 // A request that carries a valid visitor cookie re-enters as the same
 // visitor, one place per room however often it comes, so only requests
@@ -57,14 +59,15 @@ func New(limits limit.Store, p *pow.Guard, trusted clientip.Trusted, now func() 
 }
 
 // NewPlace reports whether the client of r may take a new place in room
-// with settings s. askWork applies the proof of work (the solution comes in
-// the Usher-Challenge header); the proxy's page views do not ask it yet,
-// since the waiting page does not solve challenges. Errors:
+// with settings s. A room with PowBits asks the proof of work: a request
+// without a solution (the Usher-Challenge header) gets a new challenge and
+// is not counted; one with a solution is counted by the per-client limit
+// first, then its solution is checked and spent. Errors:
 // a *pow.RequiredError carrying a new challenge, pow.ErrInvalid,
 // a *LimitedError, or limit.ErrUnavailable when the store cannot count.
-func (g *Guard) NewPlace(ctx context.Context, r *http.Request, room string, s queue.Settings, askWork bool) error {
+func (g *Guard) NewPlace(ctx context.Context, r *http.Request, room string, s queue.Settings) error {
 	solution := r.Header.Get(pow.Header)
-	if askWork && s.PowBits > 0 && solution == "" {
+	if s.PowBits > 0 && solution == "" {
 		return &pow.RequiredError{Challenge: g.pow.Issue(room, int(s.PowBits))}
 	}
 	if s.ClientEntersPerMinute > 0 {
@@ -77,7 +80,7 @@ func (g *Guard) NewPlace(ctx context.Context, r *http.Request, room string, s qu
 			return &LimitedError{RetryAfter: retry}
 		}
 	}
-	if askWork && s.PowBits > 0 {
+	if s.PowBits > 0 {
 		return g.pow.Check(ctx, room, int(s.PowBits), solution)
 	}
 	return nil

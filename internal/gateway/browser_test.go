@@ -32,7 +32,7 @@ const browserDeadline = 3 * time.Minute
 
 // chromiumPath returns the chromium binary, skipping the test when there is
 // none, or failing it under CI.
-func chromiumPath(t *testing.T) string {
+func chromiumPath(t testing.TB) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "/usr/bin/chromium"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -52,9 +52,9 @@ func shopOrigin(w http.ResponseWriter, r *http.Request) {
 // browserEnv is a gateway in front of shopOrigin whose room "sale" is
 // paused, admits one visitor at a time, and is served by a running
 // scheduler and view refresher.
-func browserEnv(t *testing.T) *env {
+func browserEnv(t *testing.T, mod ...func(*Config)) *env {
 	t.Helper()
-	e := newEnv(t, newOrigin(t, shopOrigin), Rules{})
+	e := newEnv(t, newOrigin(t, shopOrigin), Rules{}, mod...)
 	s := queue.DefaultSettings()
 	s.State, s.MaxActive, s.Interval = queue.Paused, 1, 100*time.Millisecond
 	if err := e.q.PutRoom(context.Background(), "sale", s); err != nil {
@@ -69,8 +69,15 @@ func browserEnv(t *testing.T) *env {
 }
 
 // newBrowser starts chromium with a fresh profile and returns the context
-// of its first tab; extra flags are added to the launch flags.
-func newBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
+// of its first tab, which ends after browserDeadline; extra flags are added
+// to the launch flags.
+func newBrowser(t testing.TB, extra ...chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
+	return newBrowserFor(t, browserDeadline, extra...)
+}
+
+// newBrowserFor is newBrowser with a deadline of its own (benchmarks).
+func newBrowserFor(t testing.TB, deadline time.Duration, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	opts := append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath(t)),
@@ -82,7 +89,7 @@ func newBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Con
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(412, 860), // a phone
 	}, extra...)
-	ctx, cancel := context.WithTimeout(context.Background(), browserDeadline)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	ctx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	ctx, cancelTab := chromedp.NewContext(ctx)
 	t.Cleanup(func() { cancelTab(); cancelAlloc(); cancel() })
@@ -124,7 +131,7 @@ func waitText(t *testing.T, ctx context.Context, id, want string) {
 	t.Fatalf("#%s never showed %q (last %q, %v); page:\n%.2000s", id, want, got, err, html)
 }
 
-func navigate(t *testing.T, ctx context.Context, u string) {
+func navigate(t testing.TB, ctx context.Context, u string) {
 	t.Helper()
 	if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
 		t.Fatalf("navigate %s: %v", u, err)

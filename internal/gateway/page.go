@@ -12,17 +12,21 @@ import (
 	"strings"
 	"time"
 
+	"usher/internal/pow"
 	"usher/internal/wire"
 )
 
-// The waiting page's states: the visitor states of the JSON protocol, and
-// paused (waiting in a paused room) and error (the store failed).
+// The waiting page's states: the visitor states of the JSON protocol,
+// paused (waiting in a paused room), error (the store failed, or a proof of
+// work was refused) and challenge (a newcomer to a room with pow_bits: the
+// page solves the challenge before it has a place).
 const (
-	StateWaiting = wire.StateWaiting
-	StatePaused  = wire.RoomPaused
-	StateClosed  = wire.StateClosed
-	StateSoldOut = wire.StateSoldOut
-	StateError   = "error"
+	StateWaiting   = wire.StateWaiting
+	StatePaused    = wire.RoomPaused
+	StateClosed    = wire.StateClosed
+	StateSoldOut   = wire.StateSoldOut
+	StateError     = "error"
+	StateChallenge = "challenge"
 )
 
 // Languages lists the shipped text sets.
@@ -52,6 +56,13 @@ type Text struct {
 	ErrorTitle   string `json:"error_title"`
 	Error        string `json:"error"`
 	Retry        string `json:"retry"`
+	// The challenge state's texts.
+	ChallengeTitle    string `json:"challenge_title"`
+	Challenge         string `json:"challenge"`
+	ChallengeLabel    string `json:"challenge_label"`
+	ChallengeCount    string `json:"challenge_count"` // tries so far, tries expected
+	ChallengeFailed   string `json:"challenge_failed"`
+	ChallengeNoScript string `json:"challenge_noscript"`
 }
 
 // loadText reads the shipped text set of lang ("" is en).
@@ -103,7 +114,7 @@ func loadWaitingTemplate(path string) (*template.Template, error) {
 // fields for operators' templates.
 type Page struct {
 	T     Text   // the texts of the chosen language
-	State string // waiting, paused, closed or error
+	State string // waiting, paused, closed, sold_out, error or challenge
 	Room  string
 	// Position is 1 at the head of the queue; Ahead = Position-1.
 	Position, Ahead int64
@@ -119,6 +130,8 @@ type Page struct {
 	URL           string // the URL first asked for: path and query
 	CSS           template.CSS
 	Script        template.JS
+	// Challenge is the proof of work to solve in the challenge state.
+	Challenge pow.Challenge
 	// Client is the state the script starts from, as JSON in a
 	// <script type="application/json" id="usher-state">.
 	Client clientState
@@ -132,6 +145,9 @@ type clientState struct {
 	PollAfterMS   int64  `json:"poll_after_ms"`
 	URL           string `json:"url"`
 	Text          Text   `json:"text"`
+	// In the challenge state: what to solve, and the worker that solves it.
+	Challenge *pow.Challenge `json:"challenge,omitempty"`
+	Worker    string         `json:"worker,omitempty"`
 }
 
 // AheadText is "3 people ahead of you" in the page's language.
@@ -141,6 +157,12 @@ func (p Page) AheadText() string {
 		f = p.T.AheadOne
 	}
 	return fmt.Sprintf(f, p.Ahead)
+}
+
+// ChallengeText is "0 of about 65536 tries" in the page's language: the
+// challenge state's count before the script starts.
+func (p Page) ChallengeText() string {
+	return fmt.Sprintf(p.T.ChallengeCount, 0, int64(1)<<p.Challenge.Bits)
 }
 
 // UpdatedText is UpdatedAt as "15:04:05 UTC".

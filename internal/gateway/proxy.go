@@ -5,7 +5,7 @@
 //
 // Contract:
 //   - Requests under Prefix (/_usher/) go to usher's own API, never to the
-//     origin.
+//     origin; WorkerPath (/_usher/pow.js) is the waiting page's worker.
 //   - Open paths (Rules) are proxied without a pass. Gated paths are proxied
 //     when gate.Gate.Admit passes them (pass in the Authorization header or
 //     the usher_pass cookie, active slot in the store); the slot's expiry
@@ -18,6 +18,11 @@
 //     finds itself admitted gets the pass cookie and a 303 to the URL it
 //     asked for; a JSON client's request is proxied at once, with the pass in
 //     Usher-Pass.
+//   - A newcomer to a room with pow_bits (no ticket, no visitor cookie, no
+//     invite or identity) must solve a proof of work first: 428 with the
+//     challenge (as JSON, or the waiting page's challenge state, whose worker
+//     solves it), and no visitor, place or cookie until a request brings the
+//     solution in the Usher-Challenge header (package flood).
 //   - An origin response carrying `Usher-Release: 1` ends the visitor's slot
 //     (queue.Leave); the header is stripped.
 //   - Origin failures answer 502, origin timeouts (no response headers within
@@ -83,8 +88,8 @@ type Config struct {
 	// Identity verifies identity assertions in IdentityParam; nil refuses
 	// them.
 	Identity *identity.Verifier
-	// Flood bounds the new places one client takes (the room's
-	// client_enters_per_minute); nil lets every one in.
+	// Flood guards new places: the room's client_enters_per_minute and
+	// pow_bits; nil lets every one in.
 	Flood *flood.Guard
 	// Lang picks the waiting page's shipped text set: en (default) or ko.
 	Lang string
@@ -186,6 +191,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	path, ok := p.canonical(w, r)
 	if !ok {
+		return
+	}
+	if path == WorkerPath {
+		p.serveWorker(w, r)
 		return
 	}
 	if path == strings.TrimSuffix(Prefix, "/") || strings.HasPrefix(path, Prefix) {

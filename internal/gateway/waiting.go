@@ -3,8 +3,10 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"math"
 	"mime"
@@ -17,12 +19,13 @@ import (
 	"usher/internal/canon"
 	"usher/internal/fault"
 	"usher/internal/gate"
+	"usher/internal/pow"
 	"usher/internal/queue"
 	"usher/internal/token"
 	"usher/internal/wire"
 )
 
-//go:embed page/*.html page/waiting.css page/waiting.js page/text/*.json
+//go:embed page/*.html page/waiting.css page/waiting.js page/pow.js page/text/*.json
 var pages embed.FS
 
 var plainTmpl = template.Must(template.ParseFS(pages, "page/plain.html"))
@@ -42,10 +45,22 @@ func (p *Proxy) wait(w http.ResponseWriter, r *http.Request, room string) {
 			w.Header().Set("Allow", "GET, POST")
 		}
 		if asJSON || errors.Is(err, ErrNoPlace) {
-			p.errs.Write(w, r, err) // it sets Retry-After on 429 and 503
+			p.errs.Write(w, r, err) // it sets Retry-After on 429 and 503; the challenge on 428
+			return
+		}
+		if c, ok := errors.AsType[*pow.RequiredError](err); ok {
+			// No visitor, no place, no cookie yet: the page's script solves
+			// the challenge and asks again with the solution.
+			p.renderPage(w, r, http.StatusPreconditionRequired, Page{State: StateChallenge, Room: room, Challenge: c.Challenge})
 			return
 		}
 		status, _ := apierror.Status(err)
+		if errors.Is(err, pow.ErrInvalid) {
+			// A wrong, expired or spent solution: the error state, whose retry
+			// (and refresh) asks again without one, for a new challenge.
+			p.renderPage(w, r, status, Page{State: StateError, Room: room, Refresh: 2, PollAfterMS: 2000})
+			return
+		}
 		if status != http.StatusTooManyRequests && status < 500 {
 			// A refusal (no invite, a bad credential): retrying does not help,
 			// so a plain page, not the waiting page that reloads.
@@ -132,6 +147,9 @@ func (p *Proxy) renderPage(w http.ResponseWriter, r *http.Request, status int, p
 	pg.Client = clientState{
 		State: pg.State, Position: pg.Position, StartPosition: pg.StartPosition,
 		PollAfterMS: pg.PollAfterMS, URL: pg.URL, Text: p.text,
+	}
+	if pg.State == StateChallenge {
+		pg.Client.Challenge, pg.Client.Worker = &pg.Challenge, WorkerPath
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
@@ -225,8 +243,9 @@ func backURL(r *http.Request) string {
 var ErrNoPlace = fault.New(fault.MethodNotAllowed, "only GET and POST take a place in the queue")
 
 // mayMint decides, for a request without a visitor cookie, whether it may
-// become a new visitor with a new place: the method, then the room's
-// per-client limit (Config.Flood). Unknown rooms are left to Enter.
+// become a new visitor with a new place: the method, then the room's flood
+// guard (Config.Flood): its proof of work and per-client limit, as for the
+// API's entries. Unknown rooms are left to Enter.
 func (p *Proxy) mayMint(r *http.Request, room string) error {
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {
 		return ErrNoPlace
@@ -235,7 +254,7 @@ func (p *Proxy) mayMint(r *http.Request, room string) error {
 	if p.c.Flood == nil || !ok {
 		return nil
 	}
-	return p.c.Flood.NewPlace(r.Context(), r, room, v.Settings, false)
+	return p.c.Flood.NewPlace(r.Context(), r, room, v.Settings)
 }
 
 func (p *Proxy) ticketOf(r *http.Request, room string) (token.Ticket, bool) {
@@ -287,7 +306,36 @@ func writeEntry(w http.ResponseWriter, status int, e wire.Entry) {
 var (
 	waitingCSS = template.CSS(mustRead("page/waiting.css"))
 	waitingJS  = template.JS(mustRead("page/waiting.js"))
+	powWorker  = mustRead("page/pow.js")
+	powETag    = etag(powWorker)
 )
+
+// WorkerPath is where the proxy serves the waiting page's proof-of-work
+// worker (page/pow.js), under its reserved prefix: a Worker's script must
+// come from the page's own origin.
+const WorkerPath = Prefix + "pow.js"
+
+// serveWorker serves the worker script: GET and HEAD, as JavaScript that
+// no browser sniffs as anything else, revalidated by its ETag so that a new
+// binary's script is picked up at once.
+func (p *Proxy) serveWorker(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		p.errs.Write(w, r, apierror.ErrMethodNotAllowed)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/javascript; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("ETag", powETag)
+	http.ServeContent(w, r, "", time.Time{}, strings.NewReader(powWorker))
+}
+
+func etag(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return fmt.Sprintf(`"%x"`, sum[:8])
+}
 
 func mustRead(name string) string {
 	b, err := pages.ReadFile(name)

@@ -92,7 +92,7 @@ func (s *server) newPlace(r *http.Request, room string, settings queue.Settings,
 	if s.Flood == nil || !inView {
 		return nil
 	}
-	return s.Flood.NewPlace(r.Context(), r, room, settings, true)
+	return s.Flood.NewPlace(r.Context(), r, room, settings)
 }
 
 // ticket returns the request's ticket for room: Bearer header, else cookie.

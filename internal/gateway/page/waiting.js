@@ -1,5 +1,7 @@
 // usher waiting page: polls the gated URL for the JSON waiting protocol and
-// goes on to it once it is no longer answered with 429.
+// goes on to it once it is no longer answered with 429. In the challenge
+// state it first solves the proof of work in a Web Worker and asks the URL
+// again with the solution, which takes the place and sets the cookies.
 (function () {
   "use strict";
   var el = function (id) { return document.getElementById(id); };
@@ -67,7 +69,50 @@
     setTimeout(poll, jitter(Math.min(30000, 2000 * Math.pow(2, failures - 1))));
   }
 
-  if (s.state === "waiting" || s.state === "paused") {
+  // solve runs the proof-of-work worker, then asks the URL with the
+  // solution (header Usher-Challenge, package pow). The answer takes the
+  // place and sets the cookies; the page then goes to the URL, which shows
+  // the place (or the site itself, if admitted at once).
+  function solve() {
+    var c = s.challenge, expected = Math.pow(2, c.bits), w;
+    try { w = new Worker(s.worker); } catch (e) { return refused(); }
+    w.onerror = function () { w.terminate(); refused(); };
+    w.onmessage = function (ev) {
+      var m = ev.data;
+      if (m.error) { w.terminate(); return refused(); }
+      var p = el("work");
+      p.value = Math.min(99, Math.floor(m.tried * 100 / expected));
+      p.textContent = p.value + " %";
+      setText("work-count", fmt(t.challenge_count, m.tried, expected));
+      if (m.nonce === undefined) return;
+      w.terminate();
+      fetch(s.url, {
+        headers: { "Accept": "application/json", "Usher-Challenge": c.token + ":" + m.nonce },
+        cache: "no-store" // fetch sends and keeps this site's cookies by default
+      }).then(function (res) {
+        if (res.status === 401 || res.status === 428) return refused(); // wrong, spent or expired
+        if (res.status !== 429) return go();
+        // 429: a place (the waiting protocol), or rate_limited (no place yet).
+        var ra = parseInt(res.headers.get("Retry-After"), 10);
+        return res.json().then(function (b) {
+          if (!b.error) return go();
+          setTimeout(go, jitter(ra > 0 ? ra * 1000 : 2000));
+        });
+      }).catch(refused);
+    };
+    w.postMessage({ token: c.token, bits: c.bits });
+  }
+  // refused shows the error state; its link asks the URL again, which
+  // brings a new challenge.
+  function refused() {
+    el("usher").setAttribute("data-state", "error");
+    setText("title", t.error_title);
+    el("work-failed").hidden = false;
+  }
+
+  if (s.state === "challenge") {
+    solve();
+  } else if (s.state === "waiting" || s.state === "paused") {
     setTimeout(poll, jitter(s.poll_after_ms > 0 ? s.poll_after_ms : 2000));
   } else if (s.state === "error") {
     setTimeout(go, jitter(2000));

@@ -18,8 +18,10 @@ import (
 
 // The waiting page's states: the visitor states of the JSON protocol,
 // paused (waiting in a paused room), error (the store failed, or a proof of
-// work was refused) and challenge (a newcomer to a room with pow_bits: the
-// page solves the challenge before it has a place).
+// work was refused), challenge (a newcomer to a room with pow_bits: the
+// page solves the challenge before it has a place), pre_queue (in before
+// the room's opening draw: a countdown) and full (refused: the line is at
+// the room's max_waiting).
 const (
 	StateWaiting   = wire.StateWaiting
 	StatePaused    = wire.RoomPaused
@@ -27,6 +29,8 @@ const (
 	StateSoldOut   = wire.StateSoldOut
 	StateError     = "error"
 	StateChallenge = "challenge"
+	StatePreQueue  = wire.RoomPreQueue
+	StateFull      = "full"
 )
 
 // Languages lists the shipped text sets.
@@ -63,6 +67,13 @@ type Text struct {
 	ChallengeCount    string `json:"challenge_count"` // tries so far, tries expected
 	ChallengeFailed   string `json:"challenge_failed"`
 	ChallengeNoScript string `json:"challenge_noscript"`
+	// The pre-queue state's texts (before a room's opening draw).
+	PreQueueTitle string `json:"pre_queue_title"`
+	OpensIn       string `json:"opens_in"`
+	PreQueue      string `json:"pre_queue"` // %s: the opening, "2006-01-02 15:04 UTC"
+	// The full state's texts (the line is at the room's max_waiting).
+	FullTitle string `json:"full_title"`
+	Full      string `json:"full"`
 }
 
 // loadText reads the shipped text set of lang ("" is en).
@@ -132,6 +143,8 @@ type Page struct {
 	Script        template.JS
 	// Challenge is the proof of work to solve in the challenge state.
 	Challenge pow.Challenge
+	// OpensAt is the room's opening, in the pre-queue state.
+	OpensAt time.Time
 	// Client is the state the script starts from, as JSON in a
 	// <script type="application/json" id="usher-state">.
 	Client clientState
@@ -143,6 +156,7 @@ type clientState struct {
 	Position      int64  `json:"position"`
 	StartPosition int64  `json:"start_position"`
 	PollAfterMS   int64  `json:"poll_after_ms"`
+	ETASeconds    int64  `json:"eta_seconds"`
 	URL           string `json:"url"`
 	Text          Text   `json:"text"`
 	// In the challenge state: what to solve, and the worker that solves it.
@@ -163,6 +177,21 @@ func (p Page) AheadText() string {
 // challenge state's count before the script starts.
 func (p Page) ChallengeText() string {
 	return fmt.Sprintf(p.T.ChallengeCount, 0, int64(1)<<p.Challenge.Bits)
+}
+
+// Countdown is the time left until the opening, ETASeconds, as "1:02:03"
+// or "2:03" (waiting.js counts the same way).
+func (p Page) Countdown() string {
+	s := max(0, p.ETASeconds)
+	if s >= 3600 {
+		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
+	}
+	return fmt.Sprintf("%d:%02d", s/60, s%60)
+}
+
+// PreQueueText is the pre-queue explanation with the opening's time.
+func (p Page) PreQueueText() string {
+	return fmt.Sprintf(p.T.PreQueue, p.OpensAt.UTC().Format("2006-01-02 15:04 UTC"))
 }
 
 // UpdatedText is UpdatedAt as "15:04:05 UTC".

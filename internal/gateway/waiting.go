@@ -61,6 +61,13 @@ func (p *Proxy) wait(w http.ResponseWriter, r *http.Request, room string) {
 			p.renderPage(w, r, status, Page{State: StateError, Room: room, Refresh: 2, PollAfterMS: 2000})
 			return
 		}
+		if errors.Is(err, queue.ErrQueueFull) {
+			retry := apierror.RetryAfterFor(err)
+			w.Header().Set("Retry-After", retry)
+			secs, _ := strconv.Atoi(retry)
+			p.renderPage(w, r, status, Page{State: StateFull, Room: room, Refresh: secs, PollAfterMS: int64(secs) * 1000})
+			return
+		}
 		if status != http.StatusTooManyRequests && status < 500 {
 			// A refusal (no invite, a bad credential): retrying does not help,
 			// so a plain page, not the waiting page that reloads.
@@ -92,11 +99,8 @@ func (p *Proxy) wait(w http.ResponseWriter, r *http.Request, room string) {
 		return
 	}
 
-	v := p.c.Queue.ViewOrDefault(room)
-	place := wire.Place{Room: room, Ticket: ticket, RoomState: string(v.Settings.State), Status: string(e.Status), Position: e.Position}
-	if e.Status == queue.Waiting {
-		place.ETA, place.PollAfter = v.Wait(e.Position)
-	}
+	place := p.c.Queue.ViewOrDefault(room).Place(p.c.Queue.Now(), room, e)
+	place.Ticket = ticket
 	resp := wire.EntryFor(place)
 	retry := max(1, int(math.Ceil(float64(resp.PollAfterMS)/1000)))
 	w.Header().Set("Retry-After", strconv.Itoa(retry))
@@ -127,15 +131,21 @@ func (p *Proxy) waitingPage(w http.ResponseWriter, r *http.Request, room, ticket
 		state = StateClosed
 	case resp.State == wire.StateSoldOut:
 		state = StateSoldOut
-	case resp.RoomState == wire.RoomPaused:
-		state = StatePaused
+	case resp.RoomState == wire.RoomPreQueue && resp.Position == 0:
+		state = StatePreQueue
+	case resp.RoomState == wire.RoomPaused, resp.RoomState == wire.RoomPreQueue:
+		state = StatePaused // in line before the pre-queue: admitted after the opening
 	}
-	return Page{
+	pg := Page{
 		State: state, Room: room, Position: resp.Position, Ahead: resp.Ahead,
 		StartPosition: start, Progress: progress(start, resp.Position),
 		ETA: etaRange(p.text, resp.ETASeconds), ETASeconds: resp.ETASeconds,
 		Refresh: refresh, PollAfterMS: resp.PollAfterMS,
 	}
+	if resp.OpensAt != nil {
+		pg.OpensAt = *resp.OpensAt
+	}
+	return pg
 }
 
 // renderPage writes the waiting page template in one of its states.
@@ -146,7 +156,7 @@ func (p *Proxy) renderPage(w http.ResponseWriter, r *http.Request, status int, p
 	pg.CSS, pg.Script = waitingCSS, waitingJS
 	pg.Client = clientState{
 		State: pg.State, Position: pg.Position, StartPosition: pg.StartPosition,
-		PollAfterMS: pg.PollAfterMS, URL: pg.URL, Text: p.text,
+		PollAfterMS: pg.PollAfterMS, ETASeconds: pg.ETASeconds, URL: pg.URL, Text: p.text,
 	}
 	if pg.State == StateChallenge {
 		pg.Client.Challenge, pg.Client.Worker = &pg.Challenge, WorkerPath
@@ -173,6 +183,11 @@ func (p *Proxy) renderPage(w http.ResponseWriter, r *http.Request, status int, p
 func (p *Proxy) place(ctx context.Context, w http.ResponseWriter, r *http.Request, room string) (visitor, ticket string, e queue.Entry, err error) {
 	if t, ok := p.ticketOf(r, room); ok {
 		e, _, err = p.c.Queue.Status(ctx, room, t.Visitor, t.Seq)
+		if err == nil && e.Status == queue.Waiting && e.Seq != 0 && e.Seq != t.Seq {
+			// The place got (after the opening draw) or changed its
+			// sequence number: a new ticket keeps the next polls cheap.
+			return t.Visitor, p.issueTicket(w, room, t.Visitor, e.Seq), e, nil
+		}
 		if err != nil || e.Status != queue.Gone {
 			return t.Visitor, "", e, err
 		}
@@ -197,12 +212,18 @@ func (p *Proxy) place(ctx context.Context, w http.ResponseWriter, r *http.Reques
 	if err != nil {
 		return "", "", queue.Entry{}, err
 	}
-	ticket = p.c.Keys.SignTicket(token.Ticket{Room: room, Visitor: visitor, Seq: e.Seq, IssuedAt: p.c.Queue.Now()})
+	return visitor, p.issueTicket(w, room, visitor, e.Seq), e, nil
+}
+
+// issueTicket signs a ticket for the visitor's place and sets the room's
+// ticket cookie.
+func (p *Proxy) issueTicket(w http.ResponseWriter, room, visitor string, seq int64) string {
+	ticket := p.c.Keys.SignTicket(token.Ticket{Room: room, Visitor: visitor, Seq: seq, IssuedAt: p.c.Queue.Now()})
 	http.SetCookie(w, &http.Cookie{
 		Name: wire.RoomTicketCookie(room), Value: ticket, Path: "/",
 		MaxAge: int(token.TicketTTL.Seconds()), HttpOnly: true, Secure: p.secure, SameSite: http.SameSiteLaxMode,
 	})
-	return visitor, ticket, e, nil
+	return ticket
 }
 
 // Query parameters that carry a visitor's credential to the proxy: a site

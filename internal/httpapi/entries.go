@@ -136,15 +136,9 @@ func (s *server) status() http.Handler {
 
 // respond writes the entry answer for e.
 func (s *server) respond(w http.ResponseWriter, r *http.Request, status int, room, ticket string, e queue.Entry) {
-	v := s.Queue.ViewOrDefault(room)
-	p := wire.Place{Room: room, Ticket: ticket, RoomState: v.RoomState(s.Queue.Now()), Status: string(e.Status), Position: e.Position}
-	switch {
-	case e.Status == queue.Waiting && e.Position == 0: // in the pre-queue
-		p.RoomState, p.OpensAt = wire.RoomPreQueue, v.Settings.OpensAt
-		p.ETA, p.PollAfter = v.PreQueueWait(s.Queue.Now())
-	case e.Status == queue.Waiting:
-		p.ETA, p.PollAfter = v.Wait(e.Position)
-	case e.Status == queue.Active:
+	p := s.Queue.ViewOrDefault(room).Place(s.Queue.Now(), room, e)
+	p.Ticket = ticket
+	if e.Status == queue.Active {
 		exp := e.ExpiresAt.Truncate(time.Second).UTC() // a pass's exp is whole seconds
 		pass, err := s.Keys.SignPass(token.Pass{Room: room, Visitor: e.Visitor, ExpiresAt: exp})
 		if err != nil {

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"usher/internal/wire"
 )
 
 // ViewOrDefault returns this instance's view of room, or, before the first
@@ -25,13 +27,31 @@ func (v View) Wait(position int64) (eta, pollAfter time.Duration) {
 }
 
 // RoomState is the room's state as visitors are told it at now: its
-// Settings.State, or "pre_queue" before the opening of a room that is
-// open or paused.
+// Settings.State, or wire.RoomPreQueue before the opening of a room that
+// is open or paused.
 func (v View) RoomState(now time.Time) string {
 	if !v.Settings.State.Refuses() && v.PreQueue(now) {
-		return "pre_queue"
+		return wire.RoomPreQueue
 	}
 	return string(v.Settings.State)
+}
+
+// Place is what a visitor is told, at now, about entry e in room by view
+// v, for wire.EntryFor: the room's state as visitors see it, the position
+// with its ETA and poll pacing, or in the pre-queue (a waiting entry at
+// position 0) the countdown to the opening. The API and the proxy both
+// answer through it; the caller adds the ticket and, for an active entry,
+// the pass.
+func (v View) Place(now time.Time, room string, e Entry) wire.Place {
+	p := wire.Place{Room: room, RoomState: v.RoomState(now), Status: string(e.Status), Position: e.Position}
+	switch {
+	case e.Status == Waiting && e.Position == 0:
+		p.RoomState, p.OpensAt = wire.RoomPreQueue, v.Settings.OpensAt
+		p.ETA, p.PollAfter = v.PreQueueWait(now)
+	case e.Status == Waiting:
+		p.ETA, p.PollAfter = v.Wait(e.Position)
+	}
+	return p
 }
 
 // PreQueue reports whether the room is in its pre-queue at now: it has an

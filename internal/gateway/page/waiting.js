@@ -24,10 +24,27 @@
   function jitter(ms) { return Math.max(250, ms * (0.8 + 0.4 * Math.random())); }
   function go() { window.location.replace(s.url); }
 
+  // clock shows seconds as "1:02:03" or "2:03" (Page.Countdown).
+  function clock(secs) {
+    secs = Math.max(0, Math.round(secs));
+    var h = Math.floor(secs / 3600), m = Math.floor(secs / 60) % 60, x = secs % 60;
+    var mm = h > 0 && m < 10 ? "0" + m : String(m);
+    return (h > 0 ? h + ":" : "") + mm + ":" + (x < 10 ? "0" : "") + x;
+  }
+  // The pre-queue counts down between polls, from the ETA of the last one.
+  var opensAt = Date.now() + (s.eta_seconds || 0) * 1000;
+  function tick() {
+    setText("countdown", clock((opensAt - Date.now()) / 1000));
+    if (opensAt > Date.now()) setTimeout(tick, 1000 - Date.now() % 1000);
+  }
+
   function render(st) {
     if (st.state === "closed" || st.state === "sold_out") { go(); return; } // the server shows that page
+    var pre = st.room_state === "pre_queue" && st.position === 0;
+    if (pre !== (s.state === "pre_queue")) { go(); return; } // the opening drew: the server shows the place
+    if (pre) { opensAt = Date.now() + st.eta_seconds * 1000; tick(); return; }
     start = Math.max(start, st.position);
-    var paused = st.room_state === "paused";
+    var paused = st.room_state === "paused" || st.room_state === "pre_queue";
     document.getElementById("usher").setAttribute("data-state", paused ? "paused" : "waiting");
     setText("title", paused ? t.paused_title : t.title);
     el("paused").hidden = !paused;
@@ -112,9 +129,10 @@
 
   if (s.state === "challenge") {
     solve();
-  } else if (s.state === "waiting" || s.state === "paused") {
+  } else if (s.state === "waiting" || s.state === "paused" || s.state === "pre_queue") {
+    if (s.state === "pre_queue") tick();
     setTimeout(poll, jitter(s.poll_after_ms > 0 ? s.poll_after_ms : 2000));
-  } else if (s.state === "error") {
-    setTimeout(go, jitter(2000));
+  } else if (s.state === "error" || s.state === "full") {
+    setTimeout(go, jitter(s.poll_after_ms > 0 ? s.poll_after_ms : 2000));
   }
 })();

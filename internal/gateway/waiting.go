@@ -212,7 +212,7 @@ func (p *Proxy) place(ctx context.Context, w http.ResponseWriter, r *http.Reques
 	if err != nil {
 		return "", "", queue.Entry{}, err
 	}
-	return visitor, p.issueTicket(w, room, visitor, e.Seq), e, nil
+	return visitor, p.issueTicket(w, room, visitor, queue.TicketSeq(e)), e, nil
 }
 
 // issueTicket signs a ticket for the visitor's place and sets the room's

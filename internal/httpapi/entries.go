@@ -54,7 +54,7 @@ func (s *server) enter() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
-		ticket := s.issueTicket(w, room, visitor, e.Seq)
+		ticket := s.issueTicket(w, room, visitor, queue.TicketSeq(e))
 		status := http.StatusOK
 		if created {
 			status = http.StatusCreated

@@ -217,18 +217,19 @@ func (fullError) FaultRetryAfter() time.Duration { return FullRetryAfter }
 // at or behind the head, the answer is exact and, for an admitted visitor,
 // renews the slot (see Store.Status).
 //
-// Before a room's opening draw, a ticket without seq (a pre-queue entry)
-// gets Waiting at position 0 from a fresh view while the view says the
-// room is still in its pre-queue (View.PreQueue), without a store call. It
-// does not notice that the visitor left. After the draw the store assigns
-// the place: the caller issues a new ticket with its Seq.
+// Before a room's opening draw, a pre-queue entry's ticket (seq
+// PreQueueSeq, TicketSeq) gets Waiting at position 0 from a fresh view
+// while the view says the room is still in its pre-queue (View.PreQueue),
+// without a store call. It does not notice that the visitor left. After
+// the draw the store assigns the place: the caller issues a new ticket with
+// its Seq.
 func (q *Queue) Status(ctx context.Context, room, visitor string, seq int64) (e Entry, estimated bool, err error) {
 	if err := checkVisitor(room, visitor); err != nil {
 		return Entry{}, false, err
 	}
 	now := q.now()
 	if v, ok := q.View(room); ok && now.Sub(v.At) < staleAfter {
-		if seq == 0 && v.PreQueue(now) {
+		if seq == PreQueueSeq && v.PreQueue(now) {
 			q.metrics.polled(room, true)
 			return Entry{Visitor: visitor, Status: Waiting}, true, nil
 		}
@@ -249,10 +250,26 @@ func (q *Queue) Status(ctx context.Context, room, visitor string, seq int64) (e 
 const staleAfter = 2 * time.Second
 
 // ExactWithin is how many places from the head a poll gets an exact answer
-// from the store: the places the store watches for presence (Watched), or
-// five seconds of admissions at the measured rate when that is more.
+// from the store: the places the store watches for presence (Watched) and
+// the admissions a view may have missed (staleAfter at AdmitRate), since an
+// estimate overstates the place by them; or five seconds of admissions at
+// the measured rate when that is more.
 func ExactWithin(v View) int64 {
-	return max(Watched(v.Settings), int64(math.Ceil(5*v.Rate)))
+	return max(Watched(v.Settings)+int64(math.Ceil(staleAfter.Seconds()*v.Settings.AdmitRate)), int64(math.Ceil(5*v.Rate)))
+}
+
+// PreQueueSeq is the sequence number in the ticket of a pre-queue entry,
+// which has none yet: it tells Status that the poll may be answered from
+// the view while the room is in its pre-queue.
+const PreQueueSeq = -1
+
+// TicketSeq is the sequence number a ticket for entry e carries: e.Seq, or
+// PreQueueSeq for a pre-queue entry (waiting at position 0).
+func TicketSeq(e Entry) int64 {
+	if e.Status == Waiting && e.Position == 0 {
+		return PreQueueSeq
+	}
+	return e.Seq
 }
 
 // Renew slides an admitted visitor's expiry and returns the new one;

@@ -11,6 +11,7 @@ package memqueue
 
 import (
 	"bytes"
+	"cmp"
 	"container/heap"
 	"context"
 	"fmt"
@@ -48,16 +49,27 @@ type room struct {
 	draw     queue.Draw           // Entrants counts pre before the draw
 	// pre is the pre-queue before the draw: visitor → queue.DrawKey.
 	pre map[string][32]byte
-	// seen is when each waiting visitor near the front was last seen
-	// (PresenceTimeout); zoneSeq is the last sequence number marked near.
+	// Presence (queue.Settings.PresenceTimeout): seen is when each watched
+	// waiting visitor (near the front, or parked) was last seen; zoneSeq
+	// the last sequence number marked near. parked holds the absent taken
+	// out of the line (visitor → seq), back those of them who came back,
+	// in seq order: the next step admits them first.
 	seen    map[string]time.Time
 	zoneSeq int64
+	parked  map[string]int64
+	back    []parkedVisitor
+}
+
+type parkedVisitor struct {
+	seq     int64
+	visitor string
 }
 
 func newRoom(set queue.Settings) *room {
 	r := &room{
 		active:   make(map[string]time.Time),
 		seen:     make(map[string]time.Time),
+		parked:   make(map[string]int64),
 		tokens:   float64(set.Batch()),
 		waiting:  newFIFO(),
 		settings: set,
@@ -148,7 +160,7 @@ func (s *Store) Enter(_ context.Context, name, visitor string, now time.Time) (q
 	if r.settings.State.Refuses() {
 		return queue.Entry{}, false, fmt.Errorf("memqueue: enter %s: %w", name, queue.ErrRoomClosed)
 	}
-	full := r.settings.MaxWaiting > 0 && r.waiting.len()+int64(len(r.pre)) >= r.settings.MaxWaiting
+	full := r.settings.MaxWaiting > 0 && r.waitingLen() >= r.settings.MaxWaiting
 	if r.draw.PreQueue(r.settings, now) {
 		if full {
 			return queue.Entry{}, false, fmt.Errorf("memqueue: enter %s: %w", name, queue.ErrQueueFull)
@@ -160,7 +172,7 @@ func (s *Store) Enter(_ context.Context, name, visitor string, now time.Time) (q
 		return queue.Entry{}, false, fmt.Errorf("memqueue: enter %s: %w", name, queue.ErrQueueFull)
 	}
 	r.seq++
-	if r.waiting.len() == 0 && r.settings.State == queue.Open {
+	if r.waitingLen() == 0 && r.settings.State == queue.Open {
 		r.expire(now)
 		r.refill(now)
 		if int64(len(r.active)) < r.settings.MaxActive && r.tokens >= 1 {
@@ -172,7 +184,7 @@ func (s *Store) Enter(_ context.Context, name, visitor string, now time.Time) (q
 		}
 	}
 	r.waiting.push(r.seq, visitor)
-	return queue.Entry{Visitor: visitor, Status: queue.Waiting, Seq: r.seq, Position: r.waiting.len()}, true, nil
+	return queue.Entry{Visitor: visitor, Status: queue.Waiting, Seq: r.seq, Position: r.waitingLen()}, true, nil
 }
 
 // Status implements queue.Store.
@@ -208,6 +220,8 @@ func (s *Store) Leave(_ context.Context, name, visitor string) error {
 	delete(r.active, visitor)
 	delete(r.pre, visitor)
 	delete(r.seen, visitor)
+	delete(r.parked, visitor)
+	r.back = slices.DeleteFunc(r.back, func(p parkedVisitor) bool { return p.visitor == visitor })
 	return nil
 }
 
@@ -224,17 +238,24 @@ func (s *Store) Admit(_ context.Context, name string, now time.Time) (queue.Admi
 	if r.settings.State != queue.Open || r.draw.PreQueue(r.settings, now) {
 		return res, nil
 	}
-	n := min(r.settings.MaxActive-int64(len(r.active)), int64(r.tokens), r.waiting.len())
+	res.Abandoned = r.unpark(now)
+	n := min(r.settings.MaxActive-int64(len(r.active)), int64(r.tokens), r.waitingLen())
 	if n <= 0 {
 		return res, nil
 	}
 	var admit []string
-	if r.settings.PresenceTimeout > 0 {
-		admit = r.present(now, n, &res)
+	for len(r.back) > 0 && int64(len(admit)) < n { // the absent who came back go first
+		admit = append(admit, r.back[0].visitor)
+		delete(r.seen, r.back[0].visitor)
+		r.back = r.back[1:]
+	}
+	if left := n - int64(len(admit)); r.settings.PresenceTimeout > 0 {
+		admit = append(admit, r.present(now, left, &res)...)
 	} else {
-		admit = make([]string, n)
-		for i := range admit {
-			admit[i] = r.waiting.pop()
+		for range left {
+			v := r.waiting.pop()
+			delete(r.seen, v)
+			admit = append(admit, v)
 		}
 	}
 	n = int64(len(admit))
@@ -248,12 +269,34 @@ func (s *Store) Admit(_ context.Context, name string, now time.Time) (queue.Admi
 	return res, nil
 }
 
+// waitingLen counts the line: waiting, pre-queue and parked visitors who
+// came back.
+func (r *room) waitingLen() int64 {
+	return r.waiting.len() + int64(len(r.pre)) + int64(len(r.back))
+}
+
+// unpark removes the parked visitors absent past the grace and returns
+// how many.
+func (r *room) unpark(now time.Time) int64 {
+	var n int64
+	grace := r.settings.PresenceTimeout + r.settings.ActiveTTL
+	for v := range r.parked {
+		if now.Sub(r.seen[v]) >= grace {
+			delete(r.parked, v)
+			delete(r.seen, v)
+			n++
+		}
+	}
+	return n
+}
+
 // present takes up to n visitors from the head of the line who are not
-// absent, passing over the absent ones (counted in res.Skipped) and
-// removing those absent past the grace (res.Abandoned). First it marks
-// the visitors who came near the front since the last step as seen now:
-// their presence is measured from when their polls started to reach the
-// store (queue.Watched).
+// absent. The absent are parked: taken out of the line, so that the head
+// and the positions behind them stay what admission will do (counted in
+// res.Skipped); at their next poll they come back (entry) and the next
+// step admits them first. First it marks the visitors who came near the
+// front since the last step as seen now: presence is measured from when
+// their polls started to reach the store (queue.Watched).
 func (r *room) present(now time.Time, n int64, res *queue.AdmitResult) []string {
 	near := queue.Watched(r.settings)
 	r.waiting.scan(func(_ int, seq int64, id []byte) bool {
@@ -266,15 +309,16 @@ func (r *room) present(now time.Time, n int64, res *queue.AdmitResult) []string 
 		}
 		return true
 	})
-	timeout, grace := r.settings.PresenceTimeout, r.settings.PresenceTimeout+r.settings.ActiveTTL
-	var admit, gone []int
-	r.waiting.scan(func(i int, _ int64, id []byte) bool {
-		switch seen, ok := r.seen[string(id)]; {
-		case ok && now.Sub(seen) >= grace:
-			gone = append(gone, i)
-		case ok && now.Sub(seen) >= timeout:
-			res.Skipped++
-		default:
+	type place struct {
+		i   int // in the line
+		seq int64
+	}
+	var admit []int
+	var park []place
+	r.waiting.scan(func(i int, seq int64, id []byte) bool {
+		if seen, ok := r.seen[string(id)]; ok && now.Sub(seen) >= r.settings.PresenceTimeout {
+			park = append(park, place{i, seq})
+		} else {
 			admit = append(admit, i)
 		}
 		return int64(len(admit)) < n
@@ -284,10 +328,10 @@ func (r *room) present(now time.Time, n int64, res *queue.AdmitResult) []string 
 		out[j] = r.waiting.take(i)
 		delete(r.seen, out[j])
 	}
-	for _, i := range gone {
-		delete(r.seen, r.waiting.take(i))
+	for _, p := range park {
+		r.parked[r.waiting.take(p.i)] = p.seq
 	}
-	res.Abandoned = int64(len(gone))
+	res.Skipped = int64(len(park))
 	r.waiting.tidy()
 	return out
 }
@@ -301,7 +345,7 @@ func (s *Store) Stats(_ context.Context, name string, now time.Time) (queue.Stat
 	defer r.mu.Unlock()
 	st := queue.Stats{
 		Settings:      r.settings,
-		Waiting:       r.waiting.len() + int64(len(r.pre)),
+		Waiting:       r.waitingLen(),
 		AdmittedTotal: r.admitted,
 		LastSeq:       r.seq,
 		HeadSeq:       r.seq + 1,
@@ -331,7 +375,17 @@ func (r *room) entry(visitor string, now time.Time) (queue.Entry, bool) {
 		delete(r.active, visitor)
 	}
 	if seq, pos, ok := r.waiting.rank(visitor); ok {
-		return queue.Entry{Visitor: visitor, Status: queue.Waiting, Seq: seq, Position: pos}, true
+		return queue.Entry{Visitor: visitor, Status: queue.Waiting, Seq: seq, Position: pos + int64(len(r.back))}, true
+	}
+	if seq, ok := r.parked[visitor]; ok { // it came back: next in line
+		delete(r.parked, visitor)
+		i, _ := slices.BinarySearchFunc(r.back, seq, func(p parkedVisitor, seq int64) int { return cmp.Compare(p.seq, seq) })
+		r.back = slices.Insert(r.back, i, parkedVisitor{seq, visitor})
+	}
+	for i, p := range r.back {
+		if p.visitor == visitor {
+			return queue.Entry{Visitor: visitor, Status: queue.Waiting, Seq: p.seq, Position: int64(i + 1)}, true
+		}
 	}
 	if _, ok := r.pre[visitor]; ok {
 		return queue.Entry{Visitor: visitor, Status: queue.Waiting}, true

@@ -57,47 +57,61 @@ func testMaxWaiting(t *testing.T, s queue.Store) {
 }
 
 // testPresence: near the front, a waiting visitor not seen for
-// PresenceTimeout is passed over without spending a token or a slot,
-// keeps the place and is admitted first when it comes back, and loses
-// it after ActiveTTL more. Present visitors are admitted in order.
+// PresenceTimeout is parked: taken out of the line without spending a token
+// or a slot; when it polls again it is next in line and the next step
+// admits it first; absent for ActiveTTL more, it is removed. Present
+// visitors are admitted in order, and those behind the parked see the
+// positions admission will give them.
 func testPresence(t *testing.T, s queue.Store) {
 	set := settings(100, 10) // batch 1 per 100 ms step, bucket of 2
 	set.PresenceTimeout = 30 * time.Second
 	set.ActiveTTL = time.Minute
-	vs := fill(t, s, "r", set, 6)
+	vs := fill(t, s, "r", set, 7)
 	if got := mustAdmit(t, s, "r", t0).Admitted; !slices.Equal(got, vs[:1]) {
 		t.Fatalf("first step admitted %v, want [v1]", got)
 	}
-	// Only v3 and v5 poll in the next 31 s.
+	// Only v3, v5 and v7 poll in the next 31 s.
 	back := t0.Add(31 * time.Second)
-	mustStatus(t, s, "r", "v3", back)
-	mustStatus(t, s, "r", "v5", back)
+	for _, v := range []string{"v3", "v5", "v7"} {
+		mustStatus(t, s, "r", v, back)
+	}
 	res := mustAdmit(t, s, "r", back)
 	if !slices.Equal(res.Admitted, []string{"v3", "v5"}) || res.Skipped != 2 || res.Abandoned != 0 {
 		t.Fatalf("step with v2 and v4 absent = %+v, want [v3 v5] with 2 skipped", res)
 	}
+	// v6 was not reached: still in line, now first; v7 second.
+	if e := mustStatus(t, s, "r", "v7", back); e.Status != queue.Waiting || e.Position != 2 {
+		t.Errorf("v7 behind the parked = %+v, want position 2", e)
+	}
+	if st := mustStats(t, s, "r", back); st.Waiting != 2 || st.HeadSeq != 6 {
+		t.Errorf("stats with v2 and v4 parked = waiting %d, head %d; want 2, 6", st.Waiting, st.HeadSeq)
+	}
+	// v2 comes back: next in line, admitted first.
 	if e := mustStatus(t, s, "r", "v2", back.Add(time.Second)); e.Status != queue.Waiting || e.Position != 1 {
-		t.Fatalf("v2 back = %+v, want its place at the head", e)
+		t.Fatalf("v2 back = %+v, want position 1", e)
 	}
+	mustStatus(t, s, "r", "v7", back.Add(time.Second))
 	res = mustAdmit(t, s, "r", back.Add(time.Second))
-	if !slices.Equal(res.Admitted, []string{"v2"}) || res.Skipped != 2 {
-		t.Fatalf("step after v2 came back = %+v, want [v2] with v4 and v6 skipped", res)
+	if !slices.Equal(res.Admitted, []string{"v2", "v7"}) || res.Skipped != 1 {
+		t.Fatalf("step after v2 came back = %+v, want [v2 v7] with v6 parked", res)
 	}
-	// v1 never claimed its slot; v3, v5 and v2 hold one; the absent none.
-	if st := mustStats(t, s, "r", back.Add(time.Second)); st.Active != 3 || st.Waiting != 2 || st.AdmittedTotal != 4 {
-		t.Errorf("stats = %+v, want 3 active (no slot for the absent), 2 waiting", st)
+	// v1 never claimed its slot; v3, v5, v2 and v7 hold one; the absent none.
+	if st := mustStats(t, s, "r", back.Add(time.Second)); st.Active != 4 || st.Waiting != 0 || st.AdmittedTotal != 5 {
+		t.Errorf("stats = %+v, want 4 active (no slot for the absent), none waiting", st)
 	}
-	// Absent past the grace: removed.
+	// A parked visitor may leave; one absent past the grace is removed.
+	if err := s.Leave(context.Background(), "r", "v4"); err != nil {
+		t.Fatal(err)
+	}
 	late := t0.Add(set.PresenceTimeout + set.ActiveTTL)
 	res = mustAdmit(t, s, "r", late)
-	if len(res.Admitted) != 0 || res.Abandoned != 2 {
-		t.Fatalf("step after the grace = %+v, want v4 and v6 abandoned", res)
+	if len(res.Admitted) != 0 || res.Abandoned != 1 {
+		t.Fatalf("step after the grace = %+v, want v6 removed", res)
 	}
-	if e := mustStatus(t, s, "r", "v4", late); e.Status != queue.Gone {
-		t.Errorf("v4 after the grace = %+v, want gone", e)
-	}
-	if st := mustStats(t, s, "r", late); st.Waiting != 0 {
-		t.Errorf("waiting after the grace = %d, want 0", st.Waiting)
+	for _, v := range []string{"v4", "v6"} {
+		if e := mustStatus(t, s, "r", v, late); e.Status != queue.Gone {
+			t.Errorf("%s after leaving or the grace = %+v, want gone", v, e)
+		}
 	}
 }
 

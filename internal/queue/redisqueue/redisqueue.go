@@ -1,14 +1,16 @@
 // Package redisqueue is the queue.Store on Redis: the backend for several
 // usher instances sharing rooms, and for rooms that outlive a restart.
 //
-// One room is five keys under one hash tag, so that it lives on one Redis
+// One room is seven keys under one hash tag, so that it lives on one Redis
 // Cluster slot and a Lua script may touch all of them:
 //
 //	<prefix>{<room>}:meta    hash: settings, batch, seq, admitted_total, tokens, refilled_ms, the draw's fields
 //	<prefix>{<room>}:wait    sorted set: visitor id → arrival sequence number
 //	<prefix>{<room>}:active  sorted set: visitor id → expiry (unix milliseconds)
 //	<prefix>{<room>}:pre     sorted set: the opening draw's pre-queue (lua/draw.lua)
-//	<prefix>{<room>}:seen    sorted set: waiting visitors near the front → last seen (lua/admit.lua)
+//	<prefix>{<room>}:seen    sorted set: watched visitors → last seen (lua/admit.lua, presence)
+//	<prefix>{<room>}:parked  sorted set: absent visitors out of the line → seq (lua/presence.lua)
+//	<prefix>{<room>}:back    sorted set: parked visitors who came back → seq, admitted first
 //
 // Lua cannot compute HMAC-SHA256, so the store computes a visitor's draw
 // key (queue.DrawKey) in Go, with the room's seed, which it caches: a
@@ -69,6 +71,8 @@ var (
 	bucketLua string
 	//go:embed lua/draw.lua
 	drawLua string
+	//go:embed lua/presence.lua
+	presenceLua string
 	//go:embed lua/enter.lua
 	enterLua string
 	//go:embed lua/status.lua
@@ -114,8 +118,8 @@ func New(c rueidis.Client, prefix string) *Store {
 		c:             c,
 		prefix:        prefix,
 		putRoomScript: rueidis.NewLuaScript(putRoomLua),
-		enter:         rueidis.NewLuaScript(bucketLua + drawLua + enterLua),
-		status:        rueidis.NewLuaScript(drawLua + statusLua),
+		enter:         rueidis.NewLuaScript(bucketLua + drawLua + presenceLua + enterLua),
+		status:        rueidis.NewLuaScript(drawLua + presenceLua + statusLua),
 		leave:         rueidis.NewLuaScript(leaveLua),
 		admit:         rueidis.NewLuaScript(bucketLua + drawLua + admitLua),
 		stats:         rueidis.NewLuaScript(statsLua),
@@ -148,7 +152,7 @@ func Open(ctx context.Context, rawURL string) (rueidis.Client, error) {
 
 func (s *Store) keys(room string) []string {
 	base := s.prefix + "{" + room + "}:"
-	return []string{base + "meta", base + "wait", base + "active", base + "pre", base + "seen"}
+	return []string{base + "meta", base + "wait", base + "active", base + "pre", base + "seen", base + "parked", base + "back"}
 }
 
 // drawSeed is a room's draw seed with its commitment.

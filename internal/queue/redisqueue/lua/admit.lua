@@ -1,13 +1,14 @@
 -- admit.lua: one admission step (queue.Store.Admit).
 -- KEYS[1] meta hash, KEYS[2] wait zset (seq), KEYS[3] active zset (expiry ms),
--- KEYS[4] pre-queue zset (draw.lua), KEYS[5] seen zset: when each waiting
--- visitor near the front was last seen (ms; enter.lua and status.lua
--- update it)
+-- KEYS[4] pre-queue zset (draw.lua), KEYS[5] seen zset: when each watched
+-- visitor was last seen (ms; enter.lua and status.lua update it), KEYS[6]
+-- parked and KEYS[7] back zsets (presence.lua)
 -- ARGV    now (unix ms), the default presence_timeout (ns), for rooms
 --         written before the setting existed
 -- Returns {} when the room does not exist, else {expired, skipped,
--- abandoned, admitted...} with the admitted visitors in arrival order.
-local meta, wait, active, pre, seen = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+-- abandoned, admitted...} with the admitted visitors in the order taken.
+local meta, wait, active, pre, seen, parked, back =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local now = tonumber(ARGV[1])
 
 local state, max_active, claim_window, batch, admit_rate, tokens, refilled, presence, ttl =
@@ -23,18 +24,6 @@ batch, admit_rate = tonumber(batch), tonumber(admit_rate)
 
 tokens, refilled = refill(tokens, refilled, admit_rate, batch, now)
 
-local n = 0
-if state == 'open' and phase ~= 'pre' then
-  n = math.min(tonumber(max_active) - redis.call('ZCARD', active), math.floor(tokens),
-    redis.call('ZCARD', wait) + redis.call('ZCARD', pre))
-end
--- queue.Watched: the places watched for presence, whose polls reach the
--- store (PresenceMargin is 10 s).
-local near = math.max(50, 2 * batch, math.ceil(5 * admit_rate))
-if presence > 0 then
-  near = math.max(near, math.ceil((presence / 1000 + 10) * admit_rate))
-end
-
 -- zadd_chunks ZADDs score/member pairs in chunks: unpack is limited by
 -- Lua's C stack (8000 slots).
 local function zadd_chunks(key, pairs)
@@ -48,16 +37,44 @@ local function zrem_chunks(key, members)
   end
 end
 
+-- Parked visitors absent past the grace lose their place.
+local abandoned = {}
+if redis.call('EXISTS', parked) == 1 then
+  local stale = redis.call('ZRANGEBYSCORE', seen, '-inf',
+    now - presence - math.floor(tonumber(ttl) / 1e6), 'LIMIT', 0, 1000)
+  for i = 1, #stale do
+    if redis.call('ZSCORE', parked, stale[i]) then
+      abandoned[#abandoned + 1] = stale[i]
+    end
+  end
+  zrem_chunks(parked, abandoned)
+  zrem_chunks(seen, abandoned)
+end
+
+local n = 0
+if state == 'open' and phase ~= 'pre' then
+  n = math.min(tonumber(max_active) - redis.call('ZCARD', active), math.floor(tokens),
+    redis.call('ZCARD', wait) + redis.call('ZCARD', pre) + redis.call('ZCARD', back))
+end
+-- queue.Watched: the places watched for presence, whose polls reach the
+-- store (PresenceMargin is 10 s).
+local near = math.max(50, 2 * batch, math.ceil(5 * admit_rate))
+if presence > 0 then
+  near = math.max(near, math.ceil((presence / 1000 + 10) * admit_rate))
+end
+
 if n > 0 and phase == 'drawn' then
   -- The next n in line are among those waiting since before the draw, the
-  -- drawn entrants moved so far, and the next n in the pre-queue: move
-  -- those (their seqs follow the moved ones'; with presence, the near
-  -- front too, which may have absent visitors to pass over) before taking.
-  local m = n
+  -- drawn entrants moved so far, and the next n in the pre-queue. Move
+  -- enough that the drawn entrants out of the pre-queue cover them (with
+  -- presence, the watched zone too, which may have absent visitors to
+  -- park), counting those moved before and still waiting.
+  local want = n
   if presence > 0 then
-    m = n + near
+    want = n + near
   end
-  local next = redis.call('ZPOPMIN', pre, m)
+  local m = want - redis.call('ZCOUNT', wait, '(' .. base, base + moved)
+  local next = m > 0 and redis.call('ZPOPMIN', pre, m) or {}
   local args = {}
   for i = 1, #next, 2 do
     moved = moved + 1
@@ -68,13 +85,21 @@ if n > 0 and phase == 'drawn' then
   redis.call('HSET', meta, 'draw_moved', moved)
 end
 
-local admit, skipped, gone = {}, 0, {}
-if n > 0 and presence == 0 then
-  local popped = redis.call('ZPOPMIN', wait, n)
+local admit, skipped = {}, 0
+if n > 0 then
+  -- The parked visitors who came back go first, in their order.
+  local returned = redis.call('ZRANGE', back, 0, n - 1)
+  for i = 1, #returned do
+    admit[#admit + 1] = returned[i]
+  end
+  zrem_chunks(back, returned)
+end
+if #admit < n and presence == 0 then
+  local popped = redis.call('ZPOPMIN', wait, n - #admit)
   for i = 1, #popped, 2 do
     admit[#admit + 1] = popped[i]
   end
-elseif n > 0 then
+elseif #admit < n then
   -- Mark who came near the front since the last step as seen now: presence
   -- counts from when a visitor's polls started to reach the store.
   local zone = tonumber(redis.call('HGET', meta, 'zone_seq')) or 0
@@ -92,31 +117,32 @@ elseif n > 0 then
     end
     redis.call('HSET', meta, 'zone_seq', zone)
   end
-  -- Take the first n present visitors; pass over the absent, drop those
-  -- absent past the grace. Drawn entrants still in the pre-queue come
-  -- before anyone who entered after the draw: stop there.
+  -- Take present visitors from the head; park the absent: out of the line
+  -- (so the head and the positions behind them are what admission does),
+  -- back in it, first, at their next poll. Drawn entrants still in the
+  -- pre-queue come before anyone who entered after the draw: stop there.
   local limit = math.huge
   if phase == 'drawn' and redis.call('EXISTS', pre) == 1 then
     limit = base + entrants
   end
-  local grace = presence + math.floor(tonumber(ttl) / 1e6)
-  local from, done = 0, false
+  local taken, park = {}, {}
+  local from, done = 0, #admit == n
   while not done do
     local page = redis.call('ZRANGE', wait, from, from + 199, 'WITHSCORES')
     if #page == 0 then
       break
     end
     for i = 1, #page, 2 do
-      local v = page[i]
+      local v, seq = page[i], tonumber(page[i + 1])
       local last = tonumber(redis.call('ZSCORE', seen, v))
-      if tonumber(page[i + 1]) > limit then
+      if seq > limit then
         done = true
-      elseif last and now - last >= grace then
-        gone[#gone + 1] = v
       elseif last and now - last >= presence then
-        skipped = skipped + 1
+        park[#park + 1] = seq
+        park[#park + 1] = v
       else
         admit[#admit + 1] = v
+        taken[#taken + 1] = v
         done = #admit == n
       end
       if done then
@@ -125,13 +151,18 @@ elseif n > 0 then
     end
     from = from + 200
   end
-  zrem_chunks(wait, admit)
-  zrem_chunks(wait, gone)
-  zrem_chunks(seen, admit)
-  zrem_chunks(seen, gone)
+  zrem_chunks(wait, taken)
+  local parkedIDs = {}
+  for i = 2, #park, 2 do
+    parkedIDs[#parkedIDs + 1] = park[i]
+  end
+  zrem_chunks(wait, parkedIDs)
+  zadd_chunks(parked, park)
+  skipped = #parkedIDs
 end
+zrem_chunks(seen, admit)
 
-local res = {expired, skipped, #gone}
+local res = {expired, skipped, #abandoned}
 if #admit > 0 then
   tokens = tokens - #admit
   redis.call('HINCRBY', meta, 'admitted_total', #admit)

@@ -45,9 +45,10 @@ end
 
 -- pre_entry returns the kind-2 entry of a visitor in the pre-queue
 -- ({2, seq, position, 0}), or nil. Before the draw, seq and position are 0.
--- After it, position is exact and seq is the one the visitor will get when
--- moved if nobody ahead leaves (it only ever decreases).
-local function pre_entry(wait, pre, member, phase, base, entrants, moved)
+-- After it, position is exact (back counts the parked visitors who came
+-- back: they go first) and seq is the one the visitor will get when moved
+-- if nobody ahead leaves (it only ever decreases).
+local function pre_entry(wait, pre, member, phase, base, entrants, moved, back)
   local rank = redis.call('ZRANK', pre, member)
   if not rank then
     return nil
@@ -56,7 +57,7 @@ local function pre_entry(wait, pre, member, phase, base, entrants, moved)
     return {2, 0, 0, 0}
   end
   return {2, base + moved + rank + 1,
-    redis.call('ZCOUNT', wait, '-inf', base + entrants) + rank + 1, 0}
+    redis.call('ZCOUNT', wait, '-inf', base + entrants) + back + rank + 1, 0}
 end
 
 -- behind_pre returns how many pre-queue entrants wait ahead of a visitor

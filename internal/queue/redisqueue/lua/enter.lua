@@ -1,13 +1,15 @@
 -- enter.lua: put a visitor in the queue, or return its entry (queue.Store.Enter).
 -- KEYS[1] meta hash, KEYS[2] wait zset (seq), KEYS[3] active zset (expiry ms),
--- KEYS[4] pre-queue zset (draw.lua), KEYS[5] seen zset (admit.lua)
+-- KEYS[4] pre-queue zset (draw.lua), KEYS[5] seen, KEYS[6] parked and
+-- KEYS[7] back zsets (presence.lua)
 -- ARGV    visitor, now (unix ms), draw key, draw commitment (both "" when
 --         the caller does not know the room's seed)
 -- Returns {kind, seq, position, expires_ms, created}; kind 0 = room not
 -- found, 1 = room closed, 2 = waiting, 3 = active, 5 = the room's draw
 -- needs the key (call again with the seed's), 6 = the line is full
 -- (max_waiting).
-local meta, wait, active, pre, seen = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local meta, wait, active, pre, seen, parked, back =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local visitor, now, key, commitment = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 
 local state = redis.call('HGET', meta, 'state')
@@ -29,14 +31,14 @@ if exp then
   end
   redis.call('ZREM', active, visitor)
 end
-local seq = tonumber(redis.call('ZSCORE', wait, visitor))
-if seq then
-  redis.call('ZADD', seen, 'XX', now, visitor)
-  return {2, seq, redis.call('ZRANK', wait, visitor) + 1 +
-    behind_pre(pre, seq, phase, base, entrants), 0, 0}
+local e = waiting_entry(wait, seen, parked, back, visitor, now,
+  function(seq) return behind_pre(pre, seq, phase, base, entrants) end)
+if e then
+  e[5] = 0
+  return e
 end
 if phase then
-  local e = pre_entry(wait, pre, member, phase, base, entrants, moved)
+  local e = pre_entry(wait, pre, member, phase, base, entrants, moved, redis.call('ZCARD', back))
   if e then
     e[5] = 0
     return e
@@ -47,7 +49,8 @@ if state == 'closed' or state == 'sold_out' then
 end
 -- A full line is not empty, so this also rules out passthrough.
 local max_waiting = tonumber(redis.call('HGET', meta, 'max_waiting')) or 0
-if max_waiting > 0 and redis.call('ZCARD', wait) + redis.call('ZCARD', pre) >= max_waiting then
+local line = redis.call('ZCARD', wait) + redis.call('ZCARD', pre) + redis.call('ZCARD', back)
+if max_waiting > 0 and line >= max_waiting then
   return {6}
 end
 if phase == 'pre' then
@@ -55,11 +58,11 @@ if phase == 'pre' then
   return {2, 0, 0, 0, 1}
 end
 
-seq = redis.call('HINCRBY', meta, 'seq', 1)
+local seq = redis.call('HINCRBY', meta, 'seq', 1)
 
 -- Passthrough: nobody waits, the room is open, a slot is free and the token
 -- bucket (the same one admit.lua uses) holds a token.
-if state == 'open' and not phase and redis.call('ZCARD', wait) == 0 then
+if state == 'open' and not phase and line == 0 then
   local max_active, active_ttl, batch, admit_rate, tokens, refilled =
     unpack(redis.call('HMGET', meta, 'max_active', 'active_ttl', 'batch',
       'admit_rate', 'tokens', 'refilled_ms'))
@@ -79,4 +82,4 @@ if state == 'open' and not phase and redis.call('ZCARD', wait) == 0 then
 end
 
 redis.call('ZADD', wait, seq, visitor)
-return {2, seq, redis.call('ZCARD', wait) + behind_pre(pre, seq, phase, base, entrants), 0, 1}
+return {2, seq, line + 1, 0, 1}

@@ -1,10 +1,12 @@
 -- status.lua: a visitor's exact entry, renewing an active one (queue.Store.Status).
 -- KEYS[1] meta hash, KEYS[2] wait zset (seq), KEYS[3] active zset (expiry ms),
--- KEYS[4] pre-queue zset (draw.lua), KEYS[5] seen zset (admit.lua)
+-- KEYS[4] pre-queue zset (draw.lua), KEYS[5] seen, KEYS[6] parked and
+-- KEYS[7] back zsets (presence.lua)
 -- ARGV    visitor, now (unix ms), draw key, draw commitment (as enter.lua)
 -- Returns {kind, seq, position, expires_ms}; kind 0 = room not found,
 -- 2 = waiting, 3 = active, 4 = gone, 5 = the room's draw needs the key.
-local meta, wait, active, pre, seen = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local meta, wait, active, pre, seen, parked, back =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local visitor, now, key, commitment = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 
 local ttl = redis.call('HGET', meta, 'active_ttl')
@@ -28,14 +30,13 @@ if exp then
   end
   redis.call('ZREM', active, visitor)
 end
-local seq = tonumber(redis.call('ZSCORE', wait, visitor))
-if seq then
-  redis.call('ZADD', seen, 'XX', now, visitor)
-  return {2, seq, redis.call('ZRANK', wait, visitor) + 1 +
-    behind_pre(pre, seq, phase, base, entrants), 0}
+local e = waiting_entry(wait, seen, parked, back, visitor, now,
+  function(seq) return behind_pre(pre, seq, phase, base, entrants) end)
+if e then
+  return e
 end
 if phase then
-  local e = pre_entry(wait, pre, key .. visitor, phase, base, entrants, moved)
+  local e = pre_entry(wait, pre, key .. visitor, phase, base, entrants, moved, redis.call('ZCARD', back))
   if e then
     return e
   end

@@ -182,7 +182,7 @@ func (p *Proxy) renderPage(w http.ResponseWriter, r *http.Request, status int, p
 // again at the back. ticket is set only when a new one was issued.
 func (p *Proxy) place(ctx context.Context, w http.ResponseWriter, r *http.Request, room string) (visitor, ticket string, e queue.Entry, err error) {
 	if t, ok := p.ticketOf(r, room); ok {
-		e, _, err = p.c.Queue.Status(ctx, room, t.Visitor, t.Seq)
+		e, _, err = p.c.Queue.Status(ctx, room, t.Visitor, t.Seq, t.IssuedAt)
 		if err == nil && e.Status == queue.Waiting && e.Seq != 0 && e.Seq != t.Seq {
 			// The place got (after the opening draw) or changed its
 			// sequence number: a new ticket keeps the next polls cheap.

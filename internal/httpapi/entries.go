@@ -119,7 +119,7 @@ func (s *server) status() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
-		e, _, err := s.Queue.Status(r.Context(), room, t.Visitor, t.Seq)
+		e, _, err := s.Queue.Status(r.Context(), room, t.Visitor, t.Seq, t.IssuedAt)
 		if err != nil {
 			s.errs.Write(w, r, err)
 			return

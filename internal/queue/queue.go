@@ -237,6 +237,10 @@ type Stats struct {
 	HeadSeq int64
 	// Draw is the room's opening draw, if it has one.
 	Draw Draw
+	// Since is when the store began keeping the room's queue, if it may
+	// have lost the places of tickets issued before (a memory store's
+	// restart): tickets issued earlier get exact answers. Zero: never.
+	Since time.Time
 }
 
 // Store keeps rooms. Every method is one atomic operation on the backend:

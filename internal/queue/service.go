@@ -223,12 +223,16 @@ func (fullError) FaultRetryAfter() time.Duration { return FullRetryAfter }
 // without a store call. It does not notice that the visitor left. After
 // the draw the store assigns the place: the caller issues a new ticket with
 // its Seq.
-func (q *Queue) Status(ctx context.Context, room, visitor string, seq int64) (e Entry, estimated bool, err error) {
+//
+// issued is when the ticket was issued: a ticket older than the store's
+// keeping of the room's queue (Stats.Since: a memory store restarted)
+// always gets the exact answer.
+func (q *Queue) Status(ctx context.Context, room, visitor string, seq int64, issued time.Time) (e Entry, estimated bool, err error) {
 	if err := checkVisitor(room, visitor); err != nil {
 		return Entry{}, false, err
 	}
 	now := q.now()
-	if v, ok := q.View(room); ok && now.Sub(v.At) < staleAfter {
+	if v, ok := q.View(room); ok && now.Sub(v.At) < staleAfter && !issued.Before(v.Since) {
 		if seq == PreQueueSeq && v.PreQueue(now) {
 			q.metrics.polled(room, true)
 			return Entry{Visitor: visitor, Status: Waiting}, true, nil

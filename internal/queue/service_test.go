@@ -64,7 +64,7 @@ func TestStatusEstimateBound(t *testing.T) {
 			continue
 		}
 		visitor := fmt.Sprintf("v%d", seq)
-		got, estimated, err := q.Status(ctx, "r", visitor, seq)
+		got, estimated, err := q.Status(ctx, "r", visitor, seq, c.t)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +93,7 @@ func TestStatusEstimateBound(t *testing.T) {
 // exactStatus reads the visitor's exact status: seq 0 is behind any head.
 func exactStatus(t *testing.T, q *queue.Queue, visitor string) queue.Entry {
 	t.Helper()
-	e, estimated, err := q.Status(context.Background(), "r", visitor, 0)
+	e, estimated, err := q.Status(context.Background(), "r", visitor, 0, time.Time{})
 	if err != nil || estimated {
 		t.Fatalf("exact status of %s: %v (estimated %v)", visitor, err, estimated)
 	}
@@ -104,7 +104,7 @@ func TestStatusStaleViewIsExact(t *testing.T) {
 	ctx := context.Background()
 	q, c := newQueue(t, 500)
 	c.t = c.t.Add(3 * time.Second)
-	if _, estimated, err := q.Status(ctx, "r", "v400", 400); err != nil || estimated {
+	if _, estimated, err := q.Status(ctx, "r", "v400", 400, time.Time{}); err != nil || estimated {
 		t.Errorf("poll with a 3 s old view: estimated = %v, err = %v; want an exact answer", estimated, err)
 	}
 }

@@ -134,7 +134,7 @@ func TestBrokerDown(t *testing.T) {
 	if got, err := r.holds.Get(ctx, sale.Scope(r.sched.ID), h.ID, time.Now()); err != nil || got.Holder != "a" {
 		t.Errorf("hold after the failed reserve = %+v, %v; want it kept", got, err)
 	}
-	if e, _, _ := r.q.Status(ctx, r.sched.Room, "a", 0); e.Status != queue.Active {
+	if e, _, _ := r.q.Status(ctx, r.sched.Room, "a", 0, time.Time{}); e.Status != queue.Active {
 		t.Errorf("visitor after the failed reserve = %+v, want still active", e)
 	}
 }

@@ -157,7 +157,7 @@ func TestReserveFlow(t *testing.T) {
 	}
 	waitFor(t, "hold consumed and slot freed", func() bool {
 		_, herr := r.holds.Get(ctx, sale.Scope(r.sched.ID), h.ID, time.Now())
-		e, _, _ := r.q.Status(ctx, r.sched.Room, "alice", 0)
+		e, _, _ := r.q.Status(ctx, r.sched.Room, "alice", 0, time.Time{})
 		return errors.Is(herr, hold.ErrNotFound) && e.Status == queue.Gone
 	})
 

@@ -58,6 +58,11 @@ type room struct {
 	zoneSeq int64
 	parked  map[string]int64
 	back    []parkedVisitor
+	// since is when this process began keeping the queue of a room read
+	// from the rooms file (queue.Stats.Since); unsaved marks a draw that
+	// the rooms file does not have yet.
+	since   time.Time
+	unsaved bool
 }
 
 type parkedVisitor struct {
@@ -103,34 +108,41 @@ func (s *Store) PutRoom(_ context.Context, name string, set queue.Settings) erro
 	r := s.rooms[name]
 	if r == nil {
 		r = newRoom(set)
+		if err := s.save(name, r); err != nil { // nothing was created
+			s.mu.Unlock()
+			return err
+		}
 		s.rooms[name] = r
-		r.mu.Lock()
 		s.mu.Unlock()
-		defer r.mu.Unlock()
-		return s.save(name, r)
+		return nil
 	}
 	s.mu.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	old, oldTokens, oldDraw, oldPre := r.settings, r.tokens, r.draw, r.pre
 	r.settings = set
 	r.tokens = math.Min(r.tokens, set.BucketCapacity())
 	r.seed()
-	return s.save(name, r)
+	if err := s.save(name, r); err != nil { // nothing changes
+		r.settings, r.tokens, r.draw, r.pre = old, oldTokens, oldDraw, oldPre
+		return err
+	}
+	return nil
 }
 
 // CreateRoom implements queue.Store.
 func (s *Store) CreateRoom(_ context.Context, name string, set queue.Settings) (bool, error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.rooms[name] != nil {
-		s.mu.Unlock()
 		return false, nil
 	}
 	r := newRoom(set)
+	if err := s.save(name, r); err != nil { // nothing was created
+		return false, err
+	}
 	s.rooms[name] = r
-	r.mu.Lock()
-	s.mu.Unlock()
-	defer r.mu.Unlock()
-	return true, s.save(name, r)
+	return true, nil
 }
 
 // Rooms implements queue.Store.
@@ -233,6 +245,9 @@ func (s *Store) Admit(_ context.Context, name string, now time.Time) (queue.Admi
 	}
 	defer r.mu.Unlock()
 	s.drawIfDue(name, r, now)
+	if r.unsaved && s.save(name, r) == nil {
+		r.unsaved = false
+	}
 	res := queue.AdmitResult{Expired: r.expire(now)}
 	r.refill(now)
 	if r.settings.State != queue.Open || r.draw.PreQueue(r.settings, now) {
@@ -350,6 +365,7 @@ func (s *Store) Stats(_ context.Context, name string, now time.Time) (queue.Stat
 		LastSeq:       r.seq,
 		HeadSeq:       r.seq + 1,
 		Draw:          r.draw,
+		Since:         r.since,
 	}
 	if !r.draw.Done {
 		st.Draw.Entrants = int64(len(r.pre))
@@ -415,7 +431,9 @@ func (s *Store) drawIfDue(name string, r *room, now time.Time) {
 		r.waiting.push(r.seq, k.visitor)
 	}
 	r.draw.Done, r.draw.Entrants, r.pre = true, int64(len(order)), nil
-	s.save(name, r) // a failed write is repeated with the next one
+	// The draw stands (it is due, and entrants may already have seen
+	// their places); a failed write is repeated by the admission steps.
+	r.unsaved = s.save(name, r) != nil
 }
 
 // saw records that a waiting visitor near the front was seen at now.

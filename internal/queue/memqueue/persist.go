@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"usher/internal/queue"
 )
@@ -39,6 +40,7 @@ func Open(path string) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("memqueue: open %s: room %s: %w", path, name, err)
 		}
+		r.since = time.Now()
 		s.rooms[name] = r
 		s.disk.rooms[name] = saved
 	}
@@ -107,9 +109,9 @@ type roomFile struct {
 }
 
 // save records room name's settings and draw and rewrites the file; the
-// caller holds r.mu. Without a file it does nothing. A failure wraps
-// queue.ErrUnavailable; the change stays in memory and is written with the
-// next save.
+// caller holds r.mu (or is alone with r). Without a file it does nothing.
+// A failure wraps queue.ErrUnavailable and leaves the file's record of the
+// room as it was.
 func (s *Store) save(name string, r *room) error {
 	if s.disk == nil {
 		return nil
@@ -117,12 +119,18 @@ func (s *Store) save(name string, r *room) error {
 	d := s.disk
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	prev, had := d.rooms[name]
 	d.rooms[name] = saved(r)
 	b, err := json.MarshalIndent(fileFormat{Rooms: d.rooms}, "", "  ")
 	if err == nil {
 		err = writeFile(d.path, b)
 	}
 	if err != nil {
+		if had {
+			d.rooms[name] = prev
+		} else {
+			delete(d.rooms, name)
+		}
 		return fmt.Errorf("memqueue: save rooms: %w: %v", queue.ErrUnavailable, err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package memqueue_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -100,5 +101,89 @@ func TestOpenRefusesBadFile(t *testing.T) {
 		if _, err := memqueue.Open(path); err == nil {
 			t.Errorf("Open of %s: no error", body)
 		}
+	}
+}
+
+// A rooms file that cannot be written: the change is refused with
+// ErrUnavailable and nothing changes, in memory or in the file.
+func TestUnwritableRoomsFile(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s, err := memqueue.Open(filepath.Join(dir, "rooms.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutRoom(ctx, "r", queue.DefaultSettings()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil { // no file can be written there now
+		t.Fatal(err)
+	}
+	set := queue.DefaultSettings()
+	set.OpensAt, set.MaxActive = time.Now().Add(time.Hour).Truncate(time.Millisecond), 7
+	if err := s.PutRoom(ctx, "r", set); !errors.Is(err, queue.ErrUnavailable) {
+		t.Fatalf("PutRoom with an unwritable file: %v, want ErrUnavailable", err)
+	}
+	st, err := s.Stats(ctx, "r", time.Now())
+	if err != nil || st.Settings.MaxActive != queue.DefaultSettings().MaxActive || st.Draw.Seed != nil {
+		t.Errorf("room after a refused PutRoom = %+v, %v; want it unchanged", st, err)
+	}
+	if _, _, err := s.Enter(ctx, "r", "v", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := s.Status(ctx, "r", "v", time.Now()); e.Status != queue.Active {
+		t.Errorf("entry after a refused PutRoom = %+v, want passthrough (no pre-queue)", e)
+	}
+	for _, create := range []func() error{
+		func() error { return s.PutRoom(ctx, "new", set) },
+		func() error { _, err := s.CreateRoom(ctx, "new", set); return err },
+	} {
+		if err := create(); !errors.Is(err, queue.ErrUnavailable) {
+			t.Errorf("creating a room with an unwritable file: %v, want ErrUnavailable", err)
+		}
+	}
+	if rooms, _ := s.Rooms(ctx); !slices.Equal(rooms, []string{"r"}) {
+		t.Errorf("rooms = %v, want only r", rooms)
+	}
+}
+
+// After a restart, a pre-queue ticket issued before it gets the exact
+// answer (the store lost the place), not the view's "pre-queue": the
+// visitor enters again, and keeps its draw key.
+func TestRestartedPreQueueTicketIsExact(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "rooms.json")
+	s, err := memqueue.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := queue.DefaultSettings()
+	set.OpensAt = time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	q := queue.New(s, queue.Options{})
+	if err := q.PutRoom(ctx, "r", set); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := q.Enter(ctx, "r", "v"); err != nil {
+		t.Fatal(err)
+	}
+	issued := time.Now().Add(-time.Second)
+
+	s, err = memqueue.Open(path) // the restart
+	if err != nil {
+		t.Fatal(err)
+	}
+	q = queue.New(s, queue.Options{})
+	if err := q.PutRoom(ctx, "r", set); err != nil { // loads the view
+		t.Fatal(err)
+	}
+	e, estimated, err := q.Status(ctx, "r", "v", queue.PreQueueSeq, issued)
+	if err != nil || estimated || e.Status != queue.Gone {
+		t.Errorf("Status of a ticket from before the restart = %+v, estimated %v, %v; want the exact gone", e, estimated, err)
+	}
+	if e, estimated, _ := q.Status(ctx, "r", "v", queue.PreQueueSeq, time.Now()); !estimated || e.Status != queue.Waiting {
+		t.Errorf("Status of a ticket from after the restart = %+v, estimated %v; want the view's pre-queue answer", e, estimated)
 	}
 }

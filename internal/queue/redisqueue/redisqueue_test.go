@@ -306,7 +306,7 @@ func TestQueueStoreTimeoutOnHungRedis(t *testing.T) {
 		"Rooms":      func() error { _, err := q.Rooms(ctx); return err },
 		"Room":       func() error { _, err := q.Room(ctx, "r"); return err },
 		"Enter":      func() error { _, _, err := q.Enter(ctx, "r", "v"); return err },
-		"Status":     func() error { _, _, err := q.Status(ctx, "r", "v", 1); return err },
+		"Status":     func() error { _, _, err := q.Status(ctx, "r", "v", 1, time.Now()); return err },
 		"Renew":      func() error { _, err := q.Renew(ctx, "r", "v"); return err },
 		"Leave":      func() error { return q.Leave(ctx, "r", "v") },
 		"Admit":      func() error { _, err := q.Admit(ctx, "r"); return err },

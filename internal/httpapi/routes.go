@@ -28,7 +28,7 @@ func (s *server) routes(mux *http.ServeMux) {
 	paths := []string{
 		"/healthz", "/readyz", "/metrics", "/.well-known/jwks.json",
 		"/api/v1/rooms/{room}/entries", "/api/v1/rooms/{room}/entries/me",
-		"/api/v1/rooms/{room}/pass", "/api/v1/rooms", "/api/v1/rooms/{room}", "/api/v1/rooms/{room}/invites",
+		"/api/v1/rooms/{room}/pass", "/api/v1/rooms/{room}/draw", "/api/v1/rooms", "/api/v1/rooms/{room}", "/api/v1/rooms/{room}/invites",
 	}
 	if s.Sale != nil {
 		mux.Handle("GET /api/v1/schedules/{id}/seats", s.seats())

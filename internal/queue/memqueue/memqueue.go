@@ -52,6 +52,9 @@ type room struct {
 	// (PresenceTimeout); zoneSeq is the last sequence number marked near.
 	seen    map[string]time.Time
 	zoneSeq int64
+	// inventory is the sale's units left (SetInventory); not kept on
+	// disk: the sale service sets it again within seconds of a restart.
+	inventory queue.Inventory
 }
 
 func newRoom(set queue.Settings) *room {
@@ -145,7 +148,7 @@ func (s *Store) Enter(_ context.Context, name, visitor string, now time.Time) (q
 		r.saw(visitor, now)
 		return e, false, nil
 	}
-	if r.settings.State.Refuses() {
+	if r.state().Refuses() {
 		return queue.Entry{}, false, fmt.Errorf("memqueue: enter %s: %w", name, queue.ErrRoomClosed)
 	}
 	full := r.settings.MaxWaiting > 0 && r.waiting.len()+int64(len(r.pre)) >= r.settings.MaxWaiting
@@ -163,7 +166,7 @@ func (s *Store) Enter(_ context.Context, name, visitor string, now time.Time) (q
 	if r.waiting.len() == 0 && r.settings.State == queue.Open {
 		r.expire(now)
 		r.refill(now)
-		if int64(len(r.active)) < r.settings.MaxActive && r.tokens >= 1 {
+		if int64(len(r.active)) < queue.InventoryCap(r.settings, r.inventory) && r.tokens >= 1 {
 			r.tokens--
 			r.admitted++
 			exp := now.Add(r.settings.ActiveTTL)
@@ -224,7 +227,7 @@ func (s *Store) Admit(_ context.Context, name string, now time.Time) (queue.Admi
 	if r.settings.State != queue.Open || r.draw.PreQueue(r.settings, now) {
 		return res, nil
 	}
-	n := min(r.settings.MaxActive-int64(len(r.active)), int64(r.tokens), r.waiting.len())
+	n := min(queue.InventoryCap(r.settings, r.inventory)-int64(len(r.active)), int64(r.tokens), r.waiting.len())
 	if n <= 0 {
 		return res, nil
 	}
@@ -306,6 +309,7 @@ func (s *Store) Stats(_ context.Context, name string, now time.Time) (queue.Stat
 		LastSeq:       r.seq,
 		HeadSeq:       r.seq + 1,
 		Draw:          r.draw,
+		Inventory:     r.inventory,
 	}
 	if !r.draw.Done {
 		st.Draw.Entrants = int64(len(r.pre))
@@ -319,6 +323,22 @@ func (s *Store) Stats(_ context.Context, name string, now time.Time) (queue.Stat
 		}
 	}
 	return st, nil
+}
+
+// SetInventory implements queue.Store.
+func (s *Store) SetInventory(_ context.Context, name string, units int64) error {
+	r, err := s.room(name)
+	if err != nil {
+		return err
+	}
+	defer r.mu.Unlock()
+	r.inventory = queue.Inventory{Units: units, Known: true}
+	return nil
+}
+
+// state is the room's queue.Stats.EffectiveState.
+func (r *room) state() queue.RoomState {
+	return queue.Stats{Settings: r.settings, Inventory: r.inventory}.EffectiveState()
 }
 
 // entry returns the visitor's live entry. An active visitor whose expiry has

@@ -25,7 +25,7 @@ tokens, refilled = refill(tokens, refilled, admit_rate, batch, now)
 
 local n = 0
 if state == 'open' and phase ~= 'pre' then
-  n = math.min(tonumber(max_active) - redis.call('ZCARD', active), math.floor(tokens),
+  n = math.min(inventory_cap(meta, tonumber(max_active)) - redis.call('ZCARD', active), math.floor(tokens),
     redis.call('ZCARD', wait) + redis.call('ZCARD', pre))
 end
 -- queue.Watched: the places watched for presence, whose polls reach the

@@ -30,6 +30,11 @@ import (
 // A schedule with no seats and no stock has no count: its room acts as a
 // room without a schedule.
 
+// NoInventory (or any negative) as Config.InventoryEvery turns counting
+// off: rooms keep the last count written (none in a new memory store), so
+// they act on the operator's state alone only if they never had one.
+const NoInventory time.Duration = -1
+
 // countInventory writes the units left of every schedule to its room. It
 // returns the first error, after trying every schedule; failing schedules
 // keep their last count.

@@ -79,7 +79,8 @@ type Config struct {
 	// RetryAfter is how long a batch waits after a database fault (default 2 s).
 	RetryAfter time.Duration
 	// InventoryEvery is how often each schedule's units left are counted
-	// and written to its room (default 1 s; inventory.go).
+	// and written to its room (default 1 s; NoInventory: never;
+	// inventory.go).
 	InventoryEvery time.Duration
 	Now            func() time.Time
 	Logger         *slog.Logger
@@ -142,7 +143,7 @@ func New(c Config) *Service {
 	if c.RetryAfter <= 0 {
 		c.RetryAfter = 2 * time.Second
 	}
-	if c.InventoryEvery <= 0 {
+	if c.InventoryEvery == 0 {
 		c.InventoryEvery = time.Second
 	}
 	if c.Now == nil {
@@ -403,7 +404,9 @@ func (s *Service) Run(ctx context.Context) error {
 		}, s.decide)
 	})
 	g.Go(func() error { s.provisionRooms(ctx); return nil })
-	g.Go(func() error { s.keepInventory(ctx); return nil })
+	if s.cfg.InventoryEvery > 0 {
+		g.Go(func() error { s.keepInventory(ctx); return nil })
+	}
 	return g.Wait()
 }
 

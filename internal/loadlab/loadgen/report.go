@@ -87,6 +87,10 @@ type Visits struct {
 	GaveUp int64 `json:"gave_up"`
 	// Failed ended early: entry refused, poll refused, slot expired, room closed.
 	Failed map[string]int64 `json:"failed"`
+	// Bought admitted visitors reserved a seat; FoundNothing found no seat
+	// to hold (Config.Buy): admitted for nothing.
+	Bought       int64 `json:"bought,omitempty"`
+	FoundNothing int64 `json:"found_nothing,omitempty"`
 }
 
 // ErrorRate is the share of the run's counted calls (origin and queue)
@@ -140,6 +144,7 @@ func (r *runner) report(elapsed time.Duration, tl *timeline) *Report {
 			Started: r.started.Load(), Admitted: r.admitted.Load(), Passthrough: r.passthrough.Load(),
 			CalledOrigin: r.calledOrigin.Load(), Completed: r.completed.Load(), CutOff: r.cutOff.Load(),
 			Abandoned: r.abandoned.Load(), GaveUp: r.gaveUp.Load(), Failed: failed,
+			Bought: r.bought.Load(), FoundNothing: r.foundNothing.Load(),
 		}
 		s := r.inQueue.Snapshot().Summary()
 		rep.TimeInQueue = &s
@@ -200,6 +205,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 			num(float64(v.Completed)), num(float64(v.CutOff)), num(float64(v.Abandoned)))
 		if v.GaveUp > 0 {
 			fmt.Fprintf(&b, ", %s gave up", num(float64(v.GaveUp)))
+		}
+		if v.Bought > 0 || v.FoundNothing > 0 {
+			fmt.Fprintf(&b, "; %s bought a seat, %s admitted found nothing to buy", num(float64(v.Bought)), num(float64(v.FoundNothing)))
 		}
 		if len(v.Failed) > 0 {
 			fmt.Fprintf(&b, ", failed: %s", kinds(v.Failed))

@@ -17,16 +17,18 @@ import (
 type Report struct {
 	Scenario string `json:"scenario"`
 	// Model is "closed" (Users users) or "open" (Stages).
-	Model      string    `json:"model"`
-	Users      int       `json:"users,omitempty"`
-	Stages     string    `json:"stages,omitempty"`
-	Iterations int       `json:"iterations,omitempty"`
-	Calls      int       `json:"calls,omitempty"`
-	Think      string    `json:"think"`
-	Target     string    `json:"target"`
-	Usher      string    `json:"usher,omitempty"`
-	Room       string    `json:"room,omitempty"`
-	StartedAt  time.Time `json:"started_at"`
+	Model      string `json:"model"`
+	Users      int    `json:"users,omitempty"`
+	Stages     string `json:"stages,omitempty"`
+	Iterations int    `json:"iterations,omitempty"`
+	Calls      int    `json:"calls,omitempty"`
+	Think      string `json:"think"`
+	Target     string `json:"target"`
+	Usher      string `json:"usher,omitempty"`
+	Room       string `json:"room,omitempty"`
+	// Buy is the schedule admitted visitors buy a seat of (Config.Buy).
+	Buy       int64     `json:"buy,omitempty"`
+	StartedAt time.Time `json:"started_at"`
 	// ElapsedSeconds runs from the start until the last call ended.
 	ElapsedSeconds float64 `json:"elapsed_s"`
 
@@ -136,7 +138,7 @@ func (r *runner) report(elapsed time.Duration, tl *timeline) *Report {
 		rep.Stages = fmt.Sprintf("from %g/s: %s", c.StartRate, strings.Join(parts, ","))
 	}
 	if c.Scenario == Queued {
-		rep.Usher, rep.Room, rep.Calls = c.Usher, c.Room, c.Calls
+		rep.Usher, rep.Room, rep.Calls, rep.Buy = c.Usher, c.Room, c.Calls, c.Buy
 		q := r.queue.calls(elapsed)
 		rep.Queue = &q
 		failed, _ := r.failed.snapshot()
@@ -174,6 +176,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 		calls := "until the run ends"
 		if rep.Calls > 0 {
 			calls = strconv.Itoa(rep.Calls)
+		}
+		if rep.Buy > 0 {
+			calls = fmt.Sprintf("buy a seat of schedule %d", rep.Buy)
 		}
 		fmt.Fprintf(&b, " via usher %s room %s, calls per visit: %s", rep.Usher, rep.Room, calls)
 	}

@@ -177,3 +177,53 @@ func TestLoadtestBadSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadtestBuy sells 10 seats to 60 visitors through a real usher:
+// admitted visitors buy through the booking API; no seat is bought twice,
+// and once the room's inventory is gone the rest are told sold out instead
+// of being admitted for nothing.
+func TestLoadtestBuy(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var out, errs strings.Builder
+	if err := seed(context.Background(), []string{"--seats", "10", "--data-dir", dir, "--json"}, func(string) string { return "" }, &out, &errs); err != nil {
+		t.Fatalf("seed: %v\n%s", err, errs.String())
+	}
+	usherURL := startServe(t, map[string]string{"USHER_DATA_DIR": dir}, "--addr", "127.0.0.1:0", "--inventory-every", "100ms")
+	key, err := os.ReadFile(filepath.Join(dir, "admin.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client{t, usherURL}
+	waitFor(t, "the schedule's room counts its 10 seats", func() bool {
+		status, _, room := c.do("GET", "/api/v1/rooms/schedule-1", strings.TrimSpace(string(key)), "")
+		stats, _ := room["stats"].(map[string]any)
+		return status == 200 && stats["inventory"] == float64(10)
+	})
+	reports := runLoadtest(t, "--scenario", "queued", "--buy", "1", "--usher", usherURL, "--room", "schedule-1",
+		"--setup-room", `{"client_enters_per_minute":0,"admit_rate":20,"interval_ms":100,"visitors_per_unit":2}`,
+		"--admin-key", strings.TrimSpace(string(key)), "--users", "60", "--spawn-rate", "100", "--iterations", "1",
+		"--duration", "60s", "--tick", "200ms", "--max-error-rate", "1")
+	rep := reports[0]
+	checkInvariants(t, rep)
+	v := rep.Visits
+	t.Logf("visits: %+v", v)
+	if v == nil || v.Started != 60 {
+		t.Fatalf("visits %+v, want 60 started", v)
+	}
+	if v.Bought < 1 || v.Bought > 10 {
+		t.Errorf("%d bought, want 1 to 10 (10 seats)", v.Bought)
+	}
+	if v.Bought+v.FoundNothing > v.Admitted {
+		t.Errorf("%d bought + %d found nothing > %d admitted", v.Bought, v.FoundNothing, v.Admitted)
+	}
+	var soldOut int64
+	for kind, n := range v.Failed {
+		if strings.Contains(kind, "sold_out") || strings.Contains(kind, "sold out") {
+			soldOut += n
+		}
+	}
+	if soldOut == 0 {
+		t.Errorf("no visitor was told the room sold out (failed %v)", v.Failed)
+	}
+}

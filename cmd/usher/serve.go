@@ -34,6 +34,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	seatLimit := f.int("seat-limit", 4, "most seats a visitor holds at once in a schedule, and per reservation")
 	stockLimit := f.int("stock-limit", 4, "most general-admission units a visitor holds at once in a schedule")
 	seatMapEvery := f.duration("seat-map-every", 500*time.Millisecond, "most often a schedule's seat map is rebuilt from the database")
+	inventoryEvery := f.duration("inventory-every", time.Second, "how often each schedule's units left are counted into its room (sold out at 0, visitors_per_unit); 0: never")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -43,6 +44,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	f.positive("seat-limit", float64(*seatLimit))
 	f.positive("stock-limit", float64(*stockLimit))
 	f.positive("seat-map-every", seatMapEvery.Seconds())
+	if *inventoryEvery < 0 {
+		f.errs = append(f.errs, "--inventory-every: want a duration, or 0 for never")
+	} else if *inventoryEvery == 0 {
+		*inventoryEvery = sale.NoInventory
+	}
 	c.check(f)
 	for _, err := range []error{checkDB(*db), checkBroker(*broker, *natsReplicas)} {
 		if err != nil {
@@ -71,7 +77,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	sales := sale.New(sale.Config{
 		Catalog: catalog, Holds: k.holds, Broker: mqb, Queue: k.q,
 		HoldTTL: *holdTTL, SeatLimit: *seatLimit, StockLimit: *stockLimit, SnapshotEvery: *seatMapEvery, Workers: *dbPool,
-		Logger: k.log.With("component", "sale"),
+		InventoryEvery: *inventoryEvery,
+		Logger:         k.log.With("component", "sale"),
 	})
 	if err := sales.RebuildStock(ctx); err != nil {
 		return err

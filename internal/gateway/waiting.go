@@ -298,7 +298,7 @@ func (p *Proxy) ticketOf(r *http.Request, room string) (token.Ticket, bool) {
 // browsers. Nothing to retry, so no Retry-After.
 func (p *Proxy) refused(w http.ResponseWriter, r *http.Request, room string, err error) {
 	status, _ := apierror.Status(err)
-	state := p.c.Queue.ViewOrDefault(room).Settings.State
+	state := p.c.Queue.ViewOrDefault(room).EffectiveState()
 	if !state.Refuses() { // this instance's view lags the store
 		state = queue.Closed
 	}

@@ -40,8 +40,8 @@ func newBookingEnv(t *testing.T) *env {
 }
 
 // newBookingEnvOn serves the whole API on the given stores and in-process
-// NATS, with the consumer running.
-func newBookingEnvOn(t *testing.T, qs queue.Store, holds hold.Store, catalog booking.Store) *env {
+// NATS, with the consumer running; opts change the sale's configuration.
+func newBookingEnvOn(t *testing.T, qs queue.Store, holds hold.Store, catalog booking.Store, opts ...func(*sale.Config)) *env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := natsmq.StartEmbedded(t.TempDir(), nil)
@@ -64,8 +64,12 @@ func newBookingEnvOn(t *testing.T, qs queue.Store, holds hold.Store, catalog boo
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := sale.New(sale.Config{Catalog: catalog, Holds: holds, Broker: broker, Queue: q,
-		SnapshotEvery: time.Nanosecond, Workers: 2, RetryAfter: 50 * time.Millisecond})
+	cfg := sale.Config{Catalog: catalog, Holds: holds, Broker: broker, Queue: q,
+		SnapshotEvery: time.Nanosecond, Workers: 2, RetryAfter: 50 * time.Millisecond}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	svc := sale.New(cfg)
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx) }()
 	h := httpapi.NewServer(httpapi.Config{Queue: q, Keys: keys, AdminKey: adminKey, Registry: prometheus.NewRegistry(), Sale: svc})

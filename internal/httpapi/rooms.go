@@ -49,6 +49,9 @@ func applySettings(rs wire.RoomSettings, s queue.Settings) (queue.Settings, erro
 	if rs.PresenceTimeoutSeconds != nil {
 		s.PresenceTimeout = seconds(*rs.PresenceTimeoutSeconds)
 	}
+	if rs.VisitorsPerUnit != nil {
+		s.VisitorsPerUnit = *rs.VisitorsPerUnit
+	}
 	if rs.OpensAt != nil {
 		s.OpensAt = time.Time{}
 		if *rs.OpensAt != "" {
@@ -84,6 +87,10 @@ func roomResponse(room string, v queue.View) wire.Room {
 	state := string(s.State)
 	interval := s.Interval.Milliseconds()
 	ttl, claim, presence := s.ActiveTTL.Seconds(), s.ClaimWindow.Seconds(), s.PresenceTimeout.Seconds()
+	var inventory *int64 // omitted while unknown
+	if v.Inventory.Known {
+		inventory = &v.Inventory.Units
+	}
 	var opens *string
 	if !s.OpensAt.IsZero() {
 		o := s.OpensAt.UTC().Format(time.RFC3339Nano)
@@ -96,8 +103,10 @@ func roomResponse(room string, v queue.View) wire.Room {
 			ActiveTTLSeconds: &ttl, ClaimWindowSeconds: &claim,
 			ClientEntersPerMinute: &s.ClientEntersPerMinute, PowBits: &s.PowBits, RequireIdentity: &s.RequireIdentity,
 			RequireInvite: &s.RequireInvite, OpensAt: opens, MaxWaiting: &s.MaxWaiting, PresenceTimeoutSeconds: &presence,
+			VisitorsPerUnit: &s.VisitorsPerUnit,
 		},
-		Stats: wire.RoomStats{Waiting: v.Waiting, Active: v.Active, AdmittedTotal: v.AdmittedTotal, AdmitRateMeasured: v.Rate},
+		Stats: wire.RoomStats{Waiting: v.Waiting, Active: v.Active, AdmittedTotal: v.AdmittedTotal, AdmitRateMeasured: v.Rate,
+			EffectiveState: string(v.EffectiveState()), Inventory: inventory},
 	}
 }
 

@@ -103,6 +103,12 @@ type Settings struct {
 	// step, spending no token and no slot; one not seen for ActiveTTL more
 	// loses the place. See Store.Admit. 0: everyone is admitted in turn.
 	PresenceTimeout time.Duration
+	// VisitorsPerUnit caps admissions while the room knows its inventory
+	// (Store.SetInventory): admission and passthrough admit only while
+	// the active set is below ceil(VisitorsPerUnit × inventory) (and
+	// MaxActive). 0 turns the cap off; an inventory of 0 turns the room
+	// sold out whatever this is (Stats.EffectiveState).
+	VisitorsPerUnit float64
 }
 
 // DefaultSettings are used for a new room's omitted fields.
@@ -123,7 +129,40 @@ func DefaultSettings() Settings {
 		// a slow network; a tab the browser throttles to a poll a minute
 		// is passed over, not removed (ActiveTTL of grace).
 		PresenceTimeout: 30 * time.Second,
+		// Two admitted visitors per unit left: enough that visitors who
+		// look and leave, and holds that lapse, do not leave units
+		// unsold; few enough that a sale's last 100 seats are not fought
+		// over by thousands (docs/architecture.md, inventory-aware
+		// admission).
+		VisitorsPerUnit: 2,
 	}
+}
+
+// Inventory is the units a room's sale has left (neither sold nor held), as
+// the sale service last set it (Store.SetInventory). The zero value is
+// unknown: a room never set (one without a schedule) acts exactly as if
+// there were no inventory at all.
+type Inventory struct {
+	Units int64
+	Known bool
+}
+
+// InventoryCap is the most visitors room settings s let be active with
+// inventory inv: MaxActive while the inventory is unknown or the cap is off
+// (VisitorsPerUnit 0), 0 when nothing is left, else min(MaxActive,
+// ceil(VisitorsPerUnit × units)). Both stores compute it inside their
+// atomic step (memqueue calls it; redisqueue's lua/inventory.lua is its
+// copy).
+func InventoryCap(s Settings, inv Inventory) int64 {
+	switch {
+	case !inv.Known:
+		return s.MaxActive
+	case inv.Units <= 0:
+		return 0
+	case s.VisitorsPerUnit <= 0:
+		return s.MaxActive
+	}
+	return min(s.MaxActive, int64(math.Ceil(s.VisitorsPerUnit*float64(inv.Units))))
 }
 
 // FastPolls is how many visitors from the head poll every 1.5 s (PollAfter):
@@ -241,6 +280,18 @@ type Stats struct {
 	// have lost the places of tickets issued before (a memory store's
 	// restart): tickets issued earlier get exact answers. Zero: never.
 	Since time.Time
+	// Inventory is the units left for sale, when the sale service set it.
+	Inventory Inventory
+}
+
+// EffectiveState is the state the room acts in: Settings.State, except
+// that an open or paused room whose known inventory is 0 is SoldOut until
+// the inventory comes back. The operator's closed and sold_out win.
+func (st Stats) EffectiveState() RoomState {
+	if st.Inventory.Known && st.Inventory.Units == 0 && !st.Settings.State.Refuses() {
+		return SoldOut
+	}
+	return st.Settings.State
 }
 
 // Store keeps rooms. Every method is one atomic operation on the backend:
@@ -262,9 +313,10 @@ type Store interface {
 	// Enter puts visitor in the room's queue, or returns its current entry if
 	// it is already waiting or active (idempotent: a visitor never moves
 	// back). created is true only for a new queue place. When nobody waits,
-	// the room is open, a slot is free and the rate allows, the visitor is
-	// admitted at once (passthrough) with expiry now+ActiveTTL. ErrRoomClosed
-	// when the room is closed or sold out and the visitor has no entry.
+	// the room is open, a slot is free (below MaxActive and InventoryCap) and
+	// the rate allows, the visitor is admitted at once (passthrough) with
+	// expiry now+ActiveTTL. ErrRoomClosed when the room is closed or sold
+	// out (EffectiveState) and the visitor has no entry.
 	//
 	// Opening draw (draw.go): while Draw.PreQueue, a new entrant joins the
 	// pre-queue, unordered: Waiting with Seq and Position 0, never
@@ -283,14 +335,23 @@ type Store interface {
 	// Leaving a room one is not in is not an error.
 	Leave(ctx context.Context, room, visitor string) error
 	// Admit runs one admission step: it removes active visitors whose expiry
-	// is at or before now, then admits min(MaxActive-active, tokens, waiting)
-	// visitors from the head of the queue with expiry now+ClaimWindow. Tokens
-	// come from a room-wide bucket refilled at AdmitRate up to
-	// BucketCapacity(), kept
-	// in the same atomic step, so any number of concurrent callers admit at
-	// AdmitRate in total and never exceed MaxActive. A paused or closed room,
-	// or one before its draw, admits nobody (expiry still runs).
+	// is at or before now, then admits min(InventoryCap-active, tokens,
+	// waiting) visitors from the head of the queue with expiry
+	// now+ClaimWindow. Tokens come from a room-wide bucket refilled at
+	// AdmitRate up to BucketCapacity(), kept in the same atomic step, so any
+	// number of concurrent callers admit at AdmitRate in total and never
+	// exceed MaxActive, nor the inventory's cap. A paused, closed or sold-out
+	// room (EffectiveState), or one before its draw, admits nobody (expiry
+	// still runs).
 	Admit(ctx context.Context, room string, now time.Time) (AdmitResult, error)
-	// Stats reads the room's settings, counters and draw; it never draws.
+	// Stats reads the room's settings, counters, draw and inventory; it
+	// never draws.
 	Stats(ctx context.Context, room string, now time.Time) (Stats, error)
+	// SetInventory records the units the room's sale has left (0 to
+	// MaxInventory; the caller validates). It changes no setting: while it
+	// is 0 the room acts sold out (Stats.EffectiveState: Enter refuses
+	// newcomers with ErrRoomClosed, Admit and passthrough admit nobody),
+	// and while it is low Admit and passthrough keep the active set
+	// below InventoryCap. A room never set acts as before (unknown).
+	SetInventory(ctx context.Context, room string, units int64) error
 }

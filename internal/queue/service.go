@@ -300,6 +300,20 @@ func (q *Queue) Leave(ctx context.Context, room, visitor string) error {
 	return q.store.Leave(ctx, room, visitor)
 }
 
+// SetInventory records the units the room's sale has left (0 to
+// MaxInventory): at 0 the room acts sold out until they come back, and
+// while they are few admission keeps to Settings.VisitorsPerUnit per unit
+// (Store.SetInventory). The view shows it at its next refresh.
+func (q *Queue) SetInventory(ctx context.Context, room string, units int64) error {
+	if err := checkRoom(room); err != nil {
+		return err
+	}
+	if units < 0 || units > MaxInventory {
+		return ErrInvalid.Detail("inventory %d: want 0 to %d", units, MaxInventory)
+	}
+	return q.store.SetInventory(ctx, room, units)
+}
+
 // Admit runs one admission step for the room.
 func (q *Queue) Admit(ctx context.Context, room string) (AdmitResult, error) {
 	start := time.Now()

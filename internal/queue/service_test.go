@@ -205,3 +205,59 @@ func refresh(ctx context.Context, q *queue.Queue) error {
 	cancel()
 	return q.Run(ctx)
 }
+
+// TestSetInventory: the wrapper validates the units, and a room whose
+// inventory is 0 tells visitors sold_out while its setting stays open;
+// the operator's closed wins.
+func TestSetInventory(t *testing.T) {
+	ctx := context.Background()
+	q, c := newQueue(t, 1)
+	for _, bad := range []int64{-1, queue.MaxInventory + 1} {
+		if err := q.SetInventory(ctx, "r", bad); !errors.Is(err, queue.ErrInvalid) {
+			t.Errorf("SetInventory(%d) = %v, want ErrInvalid", bad, err)
+		}
+	}
+	if err := q.SetInventory(ctx, "Bad Room", 1); !errors.Is(err, queue.ErrInvalid) {
+		t.Errorf("SetInventory on a bad room id = %v, want ErrInvalid", err)
+	}
+	if err := q.SetInventory(ctx, "r", 0); err != nil {
+		t.Fatal(err)
+	}
+	v, err := q.Room(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := v.RoomState(c.t); got != "sold_out" || v.Settings.State != queue.Open {
+		t.Errorf("room state with 0 units = %s (setting %s), want sold_out (setting open)", got, v.Settings.State)
+	}
+	v.Settings.State = queue.Closed
+	if got := v.RoomState(c.t); got != "closed" {
+		t.Errorf("closed room with 0 units tells %s, want closed", got)
+	}
+	if got := (queue.View{}).RoomState(c.t); got != "" {
+		t.Errorf("zero view's state = %q, want its setting (empty): unknown inventory is not sold out", got)
+	}
+}
+
+func TestInventoryCap(t *testing.T) {
+	s := queue.DefaultSettings()
+	s.MaxActive, s.VisitorsPerUnit = 1000, 2
+	for _, tt := range []struct {
+		inv  queue.Inventory
+		per  float64
+		want int64
+	}{
+		{queue.Inventory{}, 2, 1000},
+		{queue.Inventory{Units: 0, Known: true}, 2, 0},
+		{queue.Inventory{Units: 0, Known: true}, 0, 0},
+		{queue.Inventory{Units: 100, Known: true}, 2, 200},
+		{queue.Inventory{Units: 3, Known: true}, 1.5, 5},
+		{queue.Inventory{Units: 3, Known: true}, 0, 1000},
+		{queue.Inventory{Units: 900, Known: true}, 2, 1000},
+	} {
+		s.VisitorsPerUnit = tt.per
+		if got := queue.InventoryCap(s, tt.inv); got != tt.want {
+			t.Errorf("InventoryCap(per unit %v, %+v) = %d, want %d", tt.per, tt.inv, got, tt.want)
+		}
+	}
+}

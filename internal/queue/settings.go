@@ -25,6 +25,11 @@ const (
 	// visitors who are there.
 	MinPresenceTimeout = 15 * time.Second
 	MaxPresenceTimeout = time.Hour
+	// VisitorsPerUnit is 0 (off) or in this range; MaxInventory bounds
+	// Store.SetInventory (far beyond a sale, exact in Lua's doubles).
+	MinVisitorsPerUnit = 0.01
+	MaxVisitorsPerUnit = 1000
+	MaxInventory       = 1_000_000_000
 )
 
 // The range of OpensAt (besides zero, no opening).
@@ -110,6 +115,20 @@ var settingFields = []Field{
 		Check: func(s Settings) error {
 			if d := s.PresenceTimeout; d != 0 && (d < MinPresenceTimeout || d > MaxPresenceTimeout) {
 				return invalid("presence_timeout %v: want 0 (off) or %v to %v", d, MinPresenceTimeout, MaxPresenceTimeout)
+			}
+			return nil
+		},
+	},
+	{
+		Name:   "visitors_per_unit",
+		Encode: func(s Settings) string { return strconv.FormatFloat(s.VisitorsPerUnit, 'g', -1, 64) },
+		Decode: func(s *Settings, v string) (err error) {
+			s.VisitorsPerUnit, err = strconv.ParseFloat(v, 64)
+			return err
+		},
+		Check: func(s Settings) error {
+			if v := s.VisitorsPerUnit; v != 0 && !(v >= MinVisitorsPerUnit && v <= MaxVisitorsPerUnit) {
+				return invalid("visitors_per_unit %v: want 0 (off) or %v to %v", v, MinVisitorsPerUnit, MaxVisitorsPerUnit)
 			}
 			return nil
 		},

@@ -74,3 +74,10 @@ func (t *timeoutStore) Admit(ctx context.Context, room string, now time.Time) (A
 func (t *timeoutStore) Stats(ctx context.Context, room string, now time.Time) (Stats, error) {
 	return call(t, ctx, "stats", func(ctx context.Context) (Stats, error) { return t.s.Stats(ctx, room, now) })
 }
+
+func (t *timeoutStore) SetInventory(ctx context.Context, room string, units int64) error {
+	_, err := call(t, ctx, "set inventory", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, t.s.SetInventory(ctx, room, units)
+	})
+	return err
+}

@@ -27,13 +27,14 @@ func (v View) Wait(position int64) (eta, pollAfter time.Duration) {
 }
 
 // RoomState is the room's state as visitors are told it at now: its
-// Settings.State, or wire.RoomPreQueue before the opening of a room that
-// is open or paused.
+// EffectiveState (sold_out while its inventory is 0), or
+// wire.RoomPreQueue before the opening of a room that is open or paused.
 func (v View) RoomState(now time.Time) string {
-	if !v.Settings.State.Refuses() && v.PreQueue(now) {
+	state := v.EffectiveState()
+	if !state.Refuses() && v.PreQueue(now) {
 		return wire.RoomPreQueue
 	}
-	return string(v.Settings.State)
+	return string(state)
 }
 
 // Place is what a visitor is told, at now, about entry e in room by view

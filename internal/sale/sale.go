@@ -78,8 +78,12 @@ type Config struct {
 	Workers, MaxBatch int
 	// RetryAfter is how long a batch waits after a database fault (default 2 s).
 	RetryAfter time.Duration
-	Now        func() time.Time
-	Logger     *slog.Logger
+	// InventoryEvery is how often each schedule's units left are counted
+	// and written to its room (default 1 s; NoInventory: never;
+	// inventory.go).
+	InventoryEvery time.Duration
+	Now            func() time.Time
+	Logger         *slog.Logger
 }
 
 // Service runs the booking flow.
@@ -138,6 +142,9 @@ func New(c Config) *Service {
 	}
 	if c.RetryAfter <= 0 {
 		c.RetryAfter = 2 * time.Second
+	}
+	if c.InventoryEvery == 0 {
+		c.InventoryEvery = time.Second
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -387,8 +394,8 @@ func (s *Service) Watch(ctx context.Context, visitor, id string) (<-chan booking
 	return s.cfg.Broker.Watch(ctx, id)
 }
 
-// Run consumes reservations, and keeps a waiting room for every schedule,
-// until ctx ends.
+// Run consumes reservations, keeps a waiting room for every schedule, and
+// keeps each room's inventory (inventory.go), until ctx ends.
 func (s *Service) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -397,6 +404,9 @@ func (s *Service) Run(ctx context.Context) error {
 		}, s.decide)
 	})
 	g.Go(func() error { s.provisionRooms(ctx); return nil })
+	if s.cfg.InventoryEvery > 0 {
+		g.Go(func() error { s.keepInventory(ctx); return nil })
+	}
 	return g.Wait()
 }
 

@@ -41,6 +41,9 @@ type RoomSettings struct {
 	// PresenceTimeoutSeconds: waiting visitors near the front not seen for
 	// this long are passed over by admission (0: off).
 	PresenceTimeoutSeconds *float64 `json:"presence_timeout_seconds,omitempty"`
+	// VisitorsPerUnit caps the admitted visitors at this many per unit of
+	// the sale's inventory left (0: off).
+	VisitorsPerUnit *float64 `json:"visitors_per_unit,omitempty"`
 }
 
 // Draw is the answer of GET /api/v1/rooms/{room}/draw: a room's opening
@@ -78,6 +81,12 @@ type RoomStats struct {
 	Active            int64   `json:"active"`
 	AdmittedTotal     int64   `json:"admitted_total"`
 	AdmitRateMeasured float64 `json:"admit_rate_measured"`
+	// EffectiveState is the state the room acts in: its state, or sold_out
+	// while its inventory is 0.
+	EffectiveState string `json:"effective_state"`
+	// Inventory is the units the sale has left (neither sold nor held),
+	// when a schedule's sale keeps it; omitted otherwise.
+	Inventory *int64 `json:"inventory,omitempty"`
 }
 
 // Room is a room's settings and stats: the answer of GET and PUT

@@ -64,6 +64,12 @@ type Config struct {
 	// they were told: they stop polling and never leave, as a closed tab
 	// does (Queued).
 	GiveUp float64
+	// Buy, when set, is a schedule id: an admitted visitor buys one seat of
+	// it through usher's booking API (seat map, hold, reservation; buy.go)
+	// instead of calling Target, and the report counts those who bought and
+	// those who found nothing to buy (Queued). Target defaults to the
+	// schedule's seat map.
+	Buy int64
 	// ForwardedFor gives each visit's entry an X-Forwarded-For address of its
 	// own (in 198.18.0.0/16, the benchmarking range), so that a usher that
 	// trusts this machine as a proxy (--trusted-proxies) counts every visitor
@@ -170,6 +176,9 @@ func (c Config) length() time.Duration {
 }
 
 func (c *Config) defaults() {
+	if c.Buy > 0 && c.Target.URL == "" {
+		c.Target.URL = fmt.Sprintf("%s/api/v1/schedules/%d/seats", c.Usher, c.Buy)
+	}
 	if c.Target.Method == "" {
 		c.Target.Method = http.MethodGet
 	}
@@ -220,6 +229,8 @@ func (c Config) validate() error {
 		return bad("closed model needs a duration")
 	case c.SpawnRate < 0 || c.StartRate < 0 || c.Iterations < 0 || c.Calls < 0:
 		return bad("spawn rate, start rate, iterations and calls cannot be negative")
+	case c.Buy < 0 || (c.Buy > 0 && c.Scenario != Queued):
+		return bad("buy %d: want a schedule id, with the queued scenario", c.Buy)
 	case !(c.GiveUp >= 0 && c.GiveUp <= 1):
 		return bad("give-up %v: want a share from 0 to 1", c.GiveUp)
 	case c.Scenario == Queued && c.Calls == 0 && c.Iterations > 0:

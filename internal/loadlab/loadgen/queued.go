@@ -33,6 +33,11 @@ func (r *runner) visit(due time.Time) bool {
 		xff = fmt.Sprintf("198.18.%d.%d", (n>>8)&0xff, n&0xff)
 	}
 	res, e := r.queueCall(http.MethodPost, r.entriesURL, "", xff, []byte("{}"), due)
+	if res.ok && res.status == http.StatusConflict {
+		r.failed.add("entry refused: room closed or sold out") // a right answer, not a failed call
+		r.record(v)
+		return true
+	}
 	if !res.ok {
 		r.failed.add("enter " + describe(res))
 		return false
@@ -102,7 +107,10 @@ func (r *runner) visit(due time.Time) bool {
 	r.active.Add(1)
 	pass, calls, done := e.Pass, 0, true
 	due = time.Now()
-	for i := 0; r.cfg.Calls == 0 || i < r.cfg.Calls; i++ {
+	if r.cfg.Buy > 0 {
+		calls = r.buy(pass)
+	}
+	for i := 0; r.cfg.Buy == 0 && (r.cfg.Calls == 0 || i < r.cfg.Calls); i++ {
 		if i > 0 {
 			due = time.Now().Add(r.cfg.Think.Sample())
 		}
@@ -151,10 +159,18 @@ func (r *runner) queueCall(method, url, token, xff string, body []byte, due time
 	}
 	var e wire.Entry
 	check := func(b []byte) bool { return json.Unmarshal(b, &e) == nil && e.State != "" }
-	if method == http.MethodDelete {
+	var expect []int
+	switch method {
+	case http.MethodDelete:
 		check = func([]byte) bool { return true }
+	case http.MethodPost:
+		// 409 room_closed: the room is closed or sold out (by its state or
+		// its inventory), usher's right answer to a newcomer.
+		expect = []int{http.StatusConflict}
+		entry := check
+		check = func(b []byte) bool { return entry(b) || bytes.Contains(b, []byte(`"room_closed"`)) }
 	}
-	res := r.call(r.queue, req, due, check, nil)
+	res := r.call(r.queue, req, due, check, expect)
 	return res, e
 }
 

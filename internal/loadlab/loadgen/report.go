@@ -17,16 +17,18 @@ import (
 type Report struct {
 	Scenario string `json:"scenario"`
 	// Model is "closed" (Users users) or "open" (Stages).
-	Model      string    `json:"model"`
-	Users      int       `json:"users,omitempty"`
-	Stages     string    `json:"stages,omitempty"`
-	Iterations int       `json:"iterations,omitempty"`
-	Calls      int       `json:"calls,omitempty"`
-	Think      string    `json:"think"`
-	Target     string    `json:"target"`
-	Usher      string    `json:"usher,omitempty"`
-	Room       string    `json:"room,omitempty"`
-	StartedAt  time.Time `json:"started_at"`
+	Model      string `json:"model"`
+	Users      int    `json:"users,omitempty"`
+	Stages     string `json:"stages,omitempty"`
+	Iterations int    `json:"iterations,omitempty"`
+	Calls      int    `json:"calls,omitempty"`
+	Think      string `json:"think"`
+	Target     string `json:"target"`
+	Usher      string `json:"usher,omitempty"`
+	Room       string `json:"room,omitempty"`
+	// Buy is the schedule admitted visitors buy a seat of (Config.Buy).
+	Buy       int64     `json:"buy,omitempty"`
+	StartedAt time.Time `json:"started_at"`
 	// ElapsedSeconds runs from the start until the last call ended.
 	ElapsedSeconds float64 `json:"elapsed_s"`
 
@@ -87,6 +89,10 @@ type Visits struct {
 	GaveUp int64 `json:"gave_up"`
 	// Failed ended early: entry refused, poll refused, slot expired, room closed.
 	Failed map[string]int64 `json:"failed"`
+	// Bought admitted visitors reserved a seat; FoundNothing found no seat
+	// to hold (Config.Buy): admitted for nothing.
+	Bought       int64 `json:"bought,omitempty"`
+	FoundNothing int64 `json:"found_nothing,omitempty"`
 }
 
 // ErrorRate is the share of the run's counted calls (origin and queue)
@@ -132,7 +138,7 @@ func (r *runner) report(elapsed time.Duration, tl *timeline) *Report {
 		rep.Stages = fmt.Sprintf("from %g/s: %s", c.StartRate, strings.Join(parts, ","))
 	}
 	if c.Scenario == Queued {
-		rep.Usher, rep.Room, rep.Calls = c.Usher, c.Room, c.Calls
+		rep.Usher, rep.Room, rep.Calls, rep.Buy = c.Usher, c.Room, c.Calls, c.Buy
 		q := r.queue.calls(elapsed)
 		rep.Queue = &q
 		failed, _ := r.failed.snapshot()
@@ -140,6 +146,7 @@ func (r *runner) report(elapsed time.Duration, tl *timeline) *Report {
 			Started: r.started.Load(), Admitted: r.admitted.Load(), Passthrough: r.passthrough.Load(),
 			CalledOrigin: r.calledOrigin.Load(), Completed: r.completed.Load(), CutOff: r.cutOff.Load(),
 			Abandoned: r.abandoned.Load(), GaveUp: r.gaveUp.Load(), Failed: failed,
+			Bought: r.bought.Load(), FoundNothing: r.foundNothing.Load(),
 		}
 		s := r.inQueue.Snapshot().Summary()
 		rep.TimeInQueue = &s
@@ -169,6 +176,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 		calls := "until the run ends"
 		if rep.Calls > 0 {
 			calls = strconv.Itoa(rep.Calls)
+		}
+		if rep.Buy > 0 {
+			calls = fmt.Sprintf("buy a seat of schedule %d", rep.Buy)
 		}
 		fmt.Fprintf(&b, " via usher %s room %s, calls per visit: %s", rep.Usher, rep.Room, calls)
 	}
@@ -200,6 +210,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 			num(float64(v.Completed)), num(float64(v.CutOff)), num(float64(v.Abandoned)))
 		if v.GaveUp > 0 {
 			fmt.Fprintf(&b, ", %s gave up", num(float64(v.GaveUp)))
+		}
+		if v.Bought > 0 || v.FoundNothing > 0 {
+			fmt.Fprintf(&b, "; %s bought a seat, %s admitted found nothing to buy", num(float64(v.Bought)), num(float64(v.FoundNothing)))
 		}
 		if len(v.Failed) > 0 {
 			fmt.Fprintf(&b, ", failed: %s", kinds(v.Failed))

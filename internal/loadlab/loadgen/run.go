@@ -63,7 +63,9 @@ type runner struct {
 	cutOff       atomic.Int64
 	abandoned    atomic.Int64
 	gaveUp       atomic.Int64
-	failed       counter
+	// bought reserved a seat; foundNothing found none to hold (Config.Buy).
+	bought, foundNothing atomic.Int64
+	failed               counter
 	// waiting and active are gauges: visitors waiting, admitted and calling.
 	waiting atomic.Int64
 	active  atomic.Int64

@@ -63,6 +63,9 @@ type room struct {
 	// the rooms file does not have yet.
 	since   time.Time
 	unsaved bool
+	// inventory is the sale's units left (SetInventory); not kept on
+	// disk: the sale service sets it again within seconds of a restart.
+	inventory queue.Inventory
 }
 
 type parkedVisitor struct {
@@ -169,7 +172,7 @@ func (s *Store) Enter(_ context.Context, name, visitor string, now time.Time) (q
 		r.saw(visitor, now)
 		return e, false, nil
 	}
-	if r.settings.State.Refuses() {
+	if r.state().Refuses() {
 		return queue.Entry{}, false, fmt.Errorf("memqueue: enter %s: %w", name, queue.ErrRoomClosed)
 	}
 	full := r.settings.MaxWaiting > 0 && r.waitingLen() >= r.settings.MaxWaiting
@@ -187,7 +190,7 @@ func (s *Store) Enter(_ context.Context, name, visitor string, now time.Time) (q
 	if r.waitingLen() == 0 && r.settings.State == queue.Open {
 		r.expire(now)
 		r.refill(now)
-		if int64(len(r.active)) < r.settings.MaxActive && r.tokens >= 1 {
+		if int64(len(r.active)) < queue.InventoryCap(r.settings, r.inventory) && r.tokens >= 1 {
 			r.tokens--
 			r.admitted++
 			exp := now.Add(r.settings.ActiveTTL)
@@ -254,7 +257,7 @@ func (s *Store) Admit(_ context.Context, name string, now time.Time) (queue.Admi
 		return res, nil
 	}
 	res.Abandoned = r.unpark(now)
-	n := min(r.settings.MaxActive-int64(len(r.active)), int64(r.tokens), r.waitingLen())
+	n := min(queue.InventoryCap(r.settings, r.inventory)-int64(len(r.active)), int64(r.tokens), r.waitingLen())
 	if n <= 0 {
 		return res, nil
 	}
@@ -366,6 +369,7 @@ func (s *Store) Stats(_ context.Context, name string, now time.Time) (queue.Stat
 		HeadSeq:       r.seq + 1,
 		Draw:          r.draw,
 		Since:         r.since,
+		Inventory:     r.inventory,
 	}
 	if !r.draw.Done {
 		st.Draw.Entrants = int64(len(r.pre))
@@ -379,6 +383,22 @@ func (s *Store) Stats(_ context.Context, name string, now time.Time) (queue.Stat
 		}
 	}
 	return st, nil
+}
+
+// SetInventory implements queue.Store.
+func (s *Store) SetInventory(_ context.Context, name string, units int64) error {
+	r, err := s.room(name)
+	if err != nil {
+		return err
+	}
+	defer r.mu.Unlock()
+	r.inventory = queue.Inventory{Units: units, Known: true}
+	return nil
+}
+
+// state is the room's queue.Stats.EffectiveState.
+func (r *room) state() queue.RoomState {
+	return queue.Stats{Settings: r.settings, Inventory: r.inventory}.EffectiveState()
 }
 
 // entry returns the visitor's live entry. An active visitor whose expiry has

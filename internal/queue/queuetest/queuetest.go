@@ -131,6 +131,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"MaxWaiting", testMaxWaiting},
 		{"Presence", testPresence},
 		{"PresenceFarBack", testPresenceFarBack},
+		{"InventorySoldOut", testInventorySoldOut},
+		{"InventoryCap", testInventoryCap},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -167,6 +169,7 @@ func testUnknownRoom(t *testing.T, s queue.Store) {
 	checks["Leave"] = s.Leave(ctx, "nope", "v")
 	_, checks["Admit"] = s.Admit(ctx, "nope", t0)
 	_, checks["Stats"] = s.Stats(ctx, "nope", t0)
+	checks["SetInventory"] = s.SetInventory(ctx, "nope", 1)
 	for op, err := range checks {
 		if !errors.Is(err, queue.ErrRoomNotFound) {
 			t.Errorf("%s on unknown room: err = %v, want ErrRoomNotFound", op, err)

@@ -4,7 +4,7 @@
 // One room is seven keys under one hash tag, so that it lives on one Redis
 // Cluster slot and a Lua script may touch all of them:
 //
-//	<prefix>{<room>}:meta    hash: settings, batch, seq, admitted_total, tokens, refilled_ms, the draw's fields
+//	<prefix>{<room>}:meta    hash: settings, batch, seq, admitted_total, tokens, refilled_ms, the draw's fields, inventory (lua/set_inventory.lua)
 //	<prefix>{<room>}:wait    sorted set: visitor id → arrival sequence number
 //	<prefix>{<room>}:active  sorted set: visitor id → expiry (unix milliseconds)
 //	<prefix>{<room>}:pre     sorted set: the opening draw's pre-queue (lua/draw.lua)
@@ -83,6 +83,10 @@ var (
 	admitLua string
 	//go:embed lua/stats.lua
 	statsLua string
+	//go:embed lua/inventory.lua
+	inventoryLua string
+	//go:embed lua/set_inventory.lua
+	setInventoryLua string
 )
 
 // Result kinds returned by enter.lua and status.lua.
@@ -107,7 +111,7 @@ type Store struct {
 	prefix string
 	seeds  sync.Map // room → drawSeed, read from the store
 
-	putRoomScript, enter, status, leave, admit, stats *rueidis.Lua
+	putRoomScript, enter, status, leave, admit, stats, setInventory *rueidis.Lua
 }
 
 // New returns a store that keeps its keys under prefix (usher uses "usher:")
@@ -118,11 +122,12 @@ func New(c rueidis.Client, prefix string) *Store {
 		c:             c,
 		prefix:        prefix,
 		putRoomScript: rueidis.NewLuaScript(putRoomLua),
-		enter:         rueidis.NewLuaScript(bucketLua + drawLua + presenceLua + enterLua),
+		enter:         rueidis.NewLuaScript(bucketLua + inventoryLua + drawLua + presenceLua + enterLua),
 		status:        rueidis.NewLuaScript(drawLua + presenceLua + statusLua),
 		leave:         rueidis.NewLuaScript(leaveLua),
-		admit:         rueidis.NewLuaScript(bucketLua + drawLua + admitLua),
+		admit:         rueidis.NewLuaScript(bucketLua + inventoryLua + drawLua + admitLua),
 		stats:         rueidis.NewLuaScript(statsLua),
+		setInventory:  rueidis.NewLuaScript(setInventoryLua),
 	}
 }
 
@@ -411,6 +416,22 @@ func (s *Store) Admit(ctx context.Context, room string, now time.Time) (queue.Ad
 	return res, nil
 }
 
+// defaultPerUnit is queue.DefaultSettings().VisitorsPerUnit as
+// set_inventory.lua writes it into rooms whose hash lacks the setting.
+var defaultPerUnit = strconv.FormatFloat(queue.DefaultSettings().VisitorsPerUnit, 'g', -1, 64)
+
+// SetInventory implements queue.Store.
+func (s *Store) SetInventory(ctx context.Context, room string, units int64) error {
+	ok, err := s.setInventory.Exec(ctx, s.c, s.keys(room)[:1], []string{strconv.FormatInt(units, 10), defaultPerUnit}).AsInt64()
+	if err != nil {
+		return unavailable("set inventory", room, err)
+	}
+	if ok == 0 {
+		return notFound("set inventory", room)
+	}
+	return nil
+}
+
 // Stats implements queue.Store.
 func (s *Store) Stats(ctx context.Context, room string, now time.Time) (queue.Stats, error) {
 	arr, err := s.run(ctx, "stats", s.stats, room, ms(now))
@@ -480,6 +501,13 @@ func parseStats(arr []rueidis.RedisMessage) (queue.Stats, error) {
 			return queue.Stats{}, fmt.Errorf("draw_seed: want %d bytes in hex", queue.SeedSize)
 		}
 		st.Draw.Seed = seed
+	}
+	if v, ok := named["inventory"]; ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return queue.Stats{}, fmt.Errorf("inventory: %w", err)
+		}
+		st.Inventory = queue.Inventory{Units: n, Known: true}
 	}
 	if named["drawn"] == "1" {
 		st.Draw.Done = true

@@ -301,15 +301,16 @@ func TestQueueStoreTimeoutOnHungRedis(t *testing.T) {
 	q := queue.New(redisqueue.New(testenv.HungRedis(t), "usher:"), queue.Options{StoreTimeout: 100 * time.Millisecond})
 	ctx := context.Background()
 	for name, call := range map[string]func() error{
-		"PutRoom":    func() error { return q.PutRoom(ctx, "r", queue.DefaultSettings()) },
-		"EnsureRoom": func() error { _, err := q.EnsureRoom(ctx, "r", queue.DefaultSettings()); return err },
-		"Rooms":      func() error { _, err := q.Rooms(ctx); return err },
-		"Room":       func() error { _, err := q.Room(ctx, "r"); return err },
-		"Enter":      func() error { _, _, err := q.Enter(ctx, "r", "v"); return err },
-		"Status":     func() error { _, _, err := q.Status(ctx, "r", "v", 1, time.Now()); return err },
-		"Renew":      func() error { _, err := q.Renew(ctx, "r", "v"); return err },
-		"Leave":      func() error { return q.Leave(ctx, "r", "v") },
-		"Admit":      func() error { _, err := q.Admit(ctx, "r"); return err },
+		"PutRoom":      func() error { return q.PutRoom(ctx, "r", queue.DefaultSettings()) },
+		"EnsureRoom":   func() error { _, err := q.EnsureRoom(ctx, "r", queue.DefaultSettings()); return err },
+		"Rooms":        func() error { _, err := q.Rooms(ctx); return err },
+		"Room":         func() error { _, err := q.Room(ctx, "r"); return err },
+		"Enter":        func() error { _, _, err := q.Enter(ctx, "r", "v"); return err },
+		"Status":       func() error { _, _, err := q.Status(ctx, "r", "v", 1, time.Now()); return err },
+		"Renew":        func() error { _, err := q.Renew(ctx, "r", "v"); return err },
+		"Leave":        func() error { return q.Leave(ctx, "r", "v") },
+		"Admit":        func() error { _, err := q.Admit(ctx, "r"); return err },
+		"SetInventory": func() error { return q.SetInventory(ctx, "r", 1) },
 	} {
 		if err := call(); !errors.Is(err, queue.ErrUnavailable) {
 			t.Errorf("%s on a hung Redis: err = %v, want ErrUnavailable", name, err)
@@ -342,13 +343,21 @@ func TestRoomFromOldVersion(t *testing.T) {
 	want := queue.Settings{State: queue.Open, MaxActive: 7, AdmitRate: 2.5, Interval: 200 * time.Millisecond,
 		ActiveTTL: time.Minute, ClaimWindow: 10 * time.Second,
 		ClientEntersPerMinute: queue.DefaultSettings().ClientEntersPerMinute, PowBits: queue.DefaultSettings().PowBits,
-		PresenceTimeout: queue.DefaultSettings().PresenceTimeout}
+		PresenceTimeout: queue.DefaultSettings().PresenceTimeout, VisitorsPerUnit: queue.DefaultSettings().VisitorsPerUnit}
 	st, err := s.Stats(ctx, "old", now)
 	if err != nil || st.Settings != want || st.LastSeq != 0 || st.HeadSeq != 1 {
 		t.Fatalf("Stats of an old room = %+v, %v; want settings %+v, last seq 0, head 1", st, err, want)
 	}
 	if e, _, err := s.Enter(ctx, "old", "a", now); err != nil || e.Status != queue.Active {
 		t.Fatalf("Enter = %+v, %v; want active (passthrough)", e, err)
+	}
+	// An inventory writes the setting's default into the old hash, so
+	// that admit.lua's cap reads what Stats shows.
+	if err := s.SetInventory(ctx, "old", 3); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Do(ctx, c.B().Hget().Key(meta).Field("visitors_per_unit").Build()).ToString(); err != nil || v != "2" {
+		t.Errorf("visitors_per_unit of an old room after SetInventory = %q, %v; want the default, 2", v, err)
 	}
 	want.MaxActive = 9
 	if err := s.PutRoom(ctx, "old", want); err != nil {

@@ -53,7 +53,7 @@ end
 
 local n = 0
 if state == 'open' and phase ~= 'pre' then
-  n = math.min(tonumber(max_active) - redis.call('ZCARD', active), math.floor(tokens),
+  n = math.min(inventory_cap(meta, tonumber(max_active)) - redis.call('ZCARD', active), math.floor(tokens),
     redis.call('ZCARD', wait) + redis.call('ZCARD', pre) + redis.call('ZCARD', back))
 end
 -- queue.Watched: the places watched for presence, whose polls reach the

@@ -44,7 +44,8 @@ if phase then
     return e
   end
 end
-if state == 'closed' or state == 'sold_out' then
+-- An inventory of 0 makes the room sold out (queue.Stats.EffectiveState).
+if state == 'closed' or state == 'sold_out' or redis.call('HGET', meta, 'inventory') == '0' then
   return {1}
 end
 -- A full line is not empty, so this also rules out passthrough.
@@ -60,7 +61,8 @@ end
 
 local seq = redis.call('HINCRBY', meta, 'seq', 1)
 
--- Passthrough: nobody waits, the room is open, a slot is free and the token
+-- Passthrough: nobody waits, the room is open, a slot is free (inventory.lua)
+-- and the token
 -- bucket (the same one admit.lua uses) holds a token.
 if state == 'open' and not phase and line == 0 then
   local max_active, active_ttl, batch, admit_rate, tokens, refilled =
@@ -68,7 +70,7 @@ if state == 'open' and not phase and line == 0 then
       'admit_rate', 'tokens', 'refilled_ms'))
   redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
   tokens, refilled = refill(tokens, refilled, tonumber(admit_rate), tonumber(batch), now)
-  local admit = redis.call('ZCARD', active) < tonumber(max_active) and tokens >= 1
+  local admit = redis.call('ZCARD', active) < inventory_cap(meta, tonumber(max_active)) and tokens >= 1
   if admit then
     tokens = tokens - 1
   end

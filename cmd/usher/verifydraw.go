@@ -21,15 +21,16 @@ import (
 // verifyDraw checks a room's opening draw from the outside: it reads GET
 // /api/v1/rooms/{room}/draw and checks that the published seed hashes to
 // the commitment (and to the one the caller recorded before the opening),
-// and that a list of visitors, in the order they were admitted, follows
-// the draw's order, HMAC-SHA256(seed, visitor) ascending.
+// and that a list of pre-queue entrants, in the order of the places they
+// got (their sequence numbers), follows the draw's order,
+// HMAC-SHA256(seed, visitor) ascending.
 func verifyDraw(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newFlags("verify-draw", getenv, stderr)
 	f.own("verify-draw")
 	room := f.string("room", "", "the room whose draw to check (required)")
 	base := f.string("url", "http://127.0.0.1:8080", "usher's base URL (behind usher proxy: https://site/_usher)")
 	recorded := f.string("commitment", "", "the commitment recorded before the opening (hex): it must be the one published")
-	visitorsFile := f.string("visitors", "", "a file of visitor ids, one per line, in the order they were admitted: it must follow the draw's order")
+	visitorsFile := f.string("visitors", "", "a file of the pre-queue entrants' visitor ids, one per line, in the order of the places they got (their sequence numbers): it must follow the draw's order")
 	timeout := f.duration("timeout", 10*time.Second, "deadline of the request")
 	if err := f.parse(args); err != nil {
 		return err

@@ -160,14 +160,19 @@ func (s *server) getRoom() http.Handler {
 }
 
 // draw answers a room's opening draw: public, so that anyone can record
-// the commitment before the opening and check the seed after it.
+// the commitment before the opening and check the seed after it. Once the
+// draw is done its answer never changes: many ask at the opening, so it
+// then answers from this instance's view, and clients may cache it.
 func (s *server) draw() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		room := r.PathValue("room")
-		v, err := s.Queue.Room(r.Context(), room)
-		if err != nil {
-			s.errs.Write(w, r, err)
-			return
+		v, ok := s.Queue.View(room)
+		if !ok || !v.Draw.Done {
+			var err error
+			if v, err = s.Queue.Room(r.Context(), room); err != nil {
+				s.errs.Write(w, r, err)
+				return
+			}
 		}
 		d := v.Draw
 		if d.Seed == nil {
@@ -175,10 +180,11 @@ func (s *server) draw() http.Handler {
 			return
 		}
 		out := wire.Draw{Room: room, OpensAt: v.Settings.OpensAt.UTC(), Commitment: queue.Commitment(d.Seed), Entrants: d.Entrants, Drawn: d.Done}
+		w.Header().Set("Cache-Control", "no-store")
 		if d.Done {
 			out.Seed = hex.EncodeToString(d.Seed)
+			w.Header().Set("Cache-Control", "public, max-age=300")
 		}
-		w.Header().Set("Cache-Control", "no-store")
 		encode(w, http.StatusOK, out)
 	})
 }

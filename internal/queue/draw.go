@@ -32,6 +32,10 @@ import (
 // ErrNoDraw: the room has no opening draw (it never had an OpensAt).
 var ErrNoDraw = fault.New(fault.DrawNotFound, "the room has no opening draw")
 
+// ErrDrawn: settings that change OpensAt after the room's draw (a room
+// draws once). Stores refuse them atomically with the draw.
+var ErrDrawn = ErrInvalid.Detail("opens_at: the room has drawn at its opening; a room draws once")
+
 // Draw is a room's opening draw.
 type Draw struct {
 	// Seed is the draw's secret: SeedSize random bytes chosen by the store

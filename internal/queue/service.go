@@ -109,22 +109,13 @@ func checkVisitor(room, visitor string) error {
 }
 
 // PutRoom validates and stores a room's settings. A room draws once: after
-// its draw, OpensAt cannot change.
+// its draw, the store refuses a change of OpensAt (ErrDrawn).
 func (q *Queue) PutRoom(ctx context.Context, room string, s Settings) error {
 	if err := checkRoom(room); err != nil {
 		return err
 	}
 	if err := s.Validate(); err != nil {
 		return err
-	}
-	cur, err := q.store.Stats(ctx, room, q.now())
-	switch {
-	case errors.Is(err, ErrRoomNotFound):
-	case err != nil:
-		return err
-	case cur.Draw.Done && !cur.Settings.OpensAt.Equal(s.OpensAt):
-		return ErrInvalid.Detail("opens_at: the room drew at %s; a room draws once",
-			cur.Settings.OpensAt.UTC().Format(time.RFC3339Nano))
 	}
 	if err := q.store.PutRoom(ctx, room, s); err != nil {
 		return err

@@ -122,6 +122,9 @@ func (s *Store) PutRoom(_ context.Context, name string, set queue.Settings) erro
 	s.mu.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.draw.Done && !set.OpensAt.Equal(r.settings.OpensAt) {
+		return fmt.Errorf("memqueue: put room %s: %w", name, queue.ErrDrawn)
+	}
 	old, oldTokens, oldDraw, oldPre := r.settings, r.tokens, r.draw, r.pre
 	r.settings = set
 	r.tokens = math.Min(r.tokens, set.BucketCapacity())

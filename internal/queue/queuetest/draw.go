@@ -2,6 +2,7 @@ package queuetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -148,6 +149,17 @@ func testDrawPreQueue(t *testing.T, s queue.Store) {
 	}
 	if st := mustStats(t, s, "r", opens); !st.Draw.Done || st.Draw.Entrants != 39 {
 		t.Errorf("draw after admission = %+v, want done with 39 entrants", st.Draw)
+	}
+	// A room draws once: its opening cannot move now; other settings can.
+	moved := set
+	moved.OpensAt = opens.Add(time.Hour)
+	if err := s.PutRoom(context.Background(), "r", moved); !errors.Is(err, queue.ErrInvalid) {
+		t.Errorf("PutRoom moving the opening after the draw: %v, want ErrInvalid", err)
+	}
+	set.MaxActive++
+	mustPut(t, s, "r", set)
+	if st := mustStats(t, s, "r", opens); !st.Settings.OpensAt.Equal(opens) || st.Settings.MaxActive != set.MaxActive {
+		t.Errorf("settings after the refused move = %+v", st.Settings)
 	}
 }
 

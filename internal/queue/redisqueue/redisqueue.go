@@ -302,6 +302,9 @@ func (s *Store) putRoom(ctx context.Context, op, room string, set queue.Settings
 	if err != nil {
 		return false, unavailable(op, room, err)
 	}
+	if created < 0 {
+		return false, fmt.Errorf("redisqueue: %s %s: %w", op, room, queue.ErrDrawn)
+	}
 	if err := s.c.Do(ctx, s.c.B().Sadd().Key(s.roomsKey()).Member(room).Build()).Error(); err != nil {
 		return false, unavailable(op, room, err)
 	}

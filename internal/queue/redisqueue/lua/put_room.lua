@@ -7,13 +7,22 @@
 -- A new room starts with a full token bucket (batch tokens) and seq 0; an
 -- existing room keeps its queue and counters, and its tokens are capped at
 -- the new bucket capacity, batch + 1. The first seed given is kept for
--- good (draw.lua). Returns 1 when the room was created.
+-- good (draw.lua). A room draws once: after its draw, settings whose
+-- opens_at differs are refused (-1) and nothing is written. Returns 1 when
+-- the room was created, else 0.
 local meta = KEYS[1]
 local only_create, batch, seed, commitment = ARGV[1] == '1', tonumber(ARGV[2]), ARGV[3], ARGV[4]
 
 local existed = redis.call('EXISTS', meta) == 1
 if existed and only_create then
   return 0
+end
+if existed and redis.call('HGET', meta, 'drawn') == '1' then
+  for i = 5, #ARGV, 2 do
+    if ARGV[i] == 'opens_at' and ARGV[i + 1] ~= redis.call('HGET', meta, 'opens_at') then
+      return -1
+    end
+  end
 end
 local tokens = batch
 if existed then

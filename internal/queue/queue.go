@@ -126,9 +126,11 @@ func DefaultSettings() Settings {
 		// 600 places in its first minute and 10/s after.
 		ClientEntersPerMinute: 600,
 		// Above the longest poll interval (8 s + 20 % jitter) with room for
-		// a slow network; a tab the browser throttles to a poll a minute
-		// is passed over, not removed (ActiveTTL of grace).
-		PresenceTimeout: 30 * time.Second,
+		// a slow network. A false absence costs little: a parked visitor
+		// who polls again is admitted first (a tab the browser throttles to
+		// a poll a minute loses that minute, not its place); 15 s let
+		// through half the ghosts 30 s did (docs/benchmarks.md).
+		PresenceTimeout: 15 * time.Second,
 		// Two admitted visitors per unit left: enough that visitors who
 		// look and leave, and holds that lapse, do not leave units
 		// unsold; few enough that a sale's last 100 seats are not fought

@@ -80,7 +80,9 @@ func (p *Proxy) wait(w http.ResponseWriter, r *http.Request, room string) {
 	v := p.c.Queue.ViewOrDefault(room)
 	place := wire.Place{Room: room, Ticket: ticket, RoomState: string(v.Settings.State), Status: string(e.Status), Position: e.Position}
 	if e.Status == queue.Waiting {
-		place.ETA, place.PollAfter = v.Wait(e.Position)
+		var f queue.Forecast
+		f, place.PollAfter = v.Wait(e.Position)
+		place.ETA, place.ETALow, place.ETAHigh = f.ETA, f.Low, f.High
 	}
 	resp := wire.EntryFor(place)
 	retry := max(1, int(math.Ceil(float64(resp.PollAfterMS)/1000)))
@@ -118,7 +120,7 @@ func (p *Proxy) waitingPage(w http.ResponseWriter, r *http.Request, room, ticket
 	return Page{
 		State: state, Room: room, Position: resp.Position, Ahead: resp.Ahead,
 		StartPosition: start, Progress: progress(start, resp.Position),
-		ETA: etaRange(p.text, resp.ETASeconds), ETASeconds: resp.ETASeconds,
+		ETA: entryETA(p.text, resp), ETASeconds: resp.ETASeconds,
 		Refresh: refresh, PollAfterMS: resp.PollAfterMS,
 	}
 }
@@ -155,6 +157,9 @@ func (p *Proxy) renderPage(w http.ResponseWriter, r *http.Request, status int, p
 func (p *Proxy) place(ctx context.Context, w http.ResponseWriter, r *http.Request, room string) (visitor, ticket string, e queue.Entry, err error) {
 	if t, ok := p.ticketOf(r, room); ok {
 		e, _, err = p.c.Queue.Status(ctx, room, t.Visitor, t.Seq)
+		if err == nil && e.Status == queue.Active {
+			gate.ObserveWait(p.c.Queue, t)
+		}
 		if err != nil || e.Status != queue.Gone {
 			return t.Visitor, "", e, err
 		}
@@ -179,7 +184,7 @@ func (p *Proxy) place(ctx context.Context, w http.ResponseWriter, r *http.Reques
 	if err != nil {
 		return "", "", queue.Entry{}, err
 	}
-	ticket = p.c.Keys.SignTicket(token.Ticket{Room: room, Visitor: visitor, Seq: e.Seq, IssuedAt: p.c.Queue.Now()})
+	ticket = p.c.Keys.SignTicket(gate.TicketFor(p.c.Queue, room, visitor, e))
 	http.SetCookie(w, &http.Cookie{
 		Name: wire.RoomTicketCookie(room), Value: ticket, Path: "/",
 		MaxAge: int(token.TicketTTL.Seconds()), HttpOnly: true, Secure: p.secure, SameSite: http.SameSiteLaxMode,

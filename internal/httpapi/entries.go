@@ -54,7 +54,7 @@ func (s *server) enter() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
-		ticket := s.issueTicket(w, room, visitor, e.Seq)
+		ticket := s.issueTicket(w, room, visitor, e)
 		status := http.StatusOK
 		if created {
 			status = http.StatusCreated
@@ -63,9 +63,10 @@ func (s *server) enter() http.Handler {
 	})
 }
 
-// issueTicket signs a ticket for the visitor's place and sets its cookie.
-func (s *server) issueTicket(w http.ResponseWriter, room, visitor string, seq int64) string {
-	ticket := s.Keys.SignTicket(token.Ticket{Room: room, Visitor: visitor, Seq: seq, IssuedAt: s.Queue.Now()})
+// issueTicket signs a ticket for the visitor's place e (with its wait
+// forecast, gate.TicketFor) and sets its cookie.
+func (s *server) issueTicket(w http.ResponseWriter, room, visitor string, e queue.Entry) string {
+	ticket := s.Keys.SignTicket(gate.TicketFor(s.Queue, room, visitor, e))
 	http.SetCookie(w, &http.Cookie{
 		Name: wire.TicketCookie, Value: ticket, Path: "/api/v1/rooms/" + room + "/",
 		MaxAge: int(token.TicketTTL.Seconds()), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
@@ -125,10 +126,13 @@ func (s *server) status() http.Handler {
 			return
 		}
 		ticket := ""
-		if e.Status == queue.Waiting && e.Seq != 0 && e.Seq != t.Seq {
+		switch {
+		case e.Status == queue.Waiting && e.Seq != 0 && e.Seq != t.Seq:
 			// The place got (after the opening draw) or changed its
 			// sequence number: a new ticket keeps the next polls cheap.
-			ticket = s.issueTicket(w, room, t.Visitor, e.Seq)
+			ticket = s.issueTicket(w, room, t.Visitor, e)
+		case e.Status == queue.Active:
+			gate.ObserveWait(s.Queue, t)
 		}
 		s.respond(w, r, http.StatusOK, room, ticket, e)
 	})
@@ -143,7 +147,9 @@ func (s *server) respond(w http.ResponseWriter, r *http.Request, status int, roo
 		p.RoomState, p.OpensAt = wire.RoomPreQueue, v.Settings.OpensAt
 		p.ETA, p.PollAfter = v.PreQueueWait(s.Queue.Now())
 	case e.Status == queue.Waiting:
-		p.ETA, p.PollAfter = v.Wait(e.Position)
+		var f queue.Forecast
+		f, p.PollAfter = v.Wait(e.Position)
+		p.ETA, p.ETALow, p.ETAHigh = f.ETA, f.Low, f.High
 	case e.Status == queue.Active:
 		exp := e.ExpiresAt.Truncate(time.Second).UTC() // a pass's exp is whole seconds
 		pass, err := s.Keys.SignPass(token.Pass{Room: room, Visitor: e.Visitor, ExpiresAt: exp})

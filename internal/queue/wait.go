@@ -16,11 +16,11 @@ func (q *Queue) ViewOrDefault(room string) View {
 }
 
 // Wait is what view v tells a visitor waiting at position (1 at the head):
-// the estimated wait (ETA) and when to poll again (PollAfter, exact near the
-// front).
-func (v View) Wait(position int64) (eta, pollAfter time.Duration) {
-	eta = ETA(v, position-1)
-	return eta, PollAfter(eta, position <= ExactWithin(v))
+// the forecast wait (ETA and range) and when to poll again (PollAfter,
+// exact near the front).
+func (v View) Wait(position int64) (f Forecast, pollAfter time.Duration) {
+	f = v.Forecast(position)
+	return f, PollAfter(f.ETA, position <= ExactWithin(v))
 }
 
 // RoomState is the room's state as visitors are told it at now: its

@@ -384,8 +384,8 @@ func TestETAErrorRelativeAndCoverage(t *testing.T) {
 		t.Errorf("relative error p50 %v, p90 %v; want 0.4 and 0.8", e.P50Relative, e.P90Relative)
 	}
 	// Inside [8+i, 12+i] for i = 0, 1, 2.
-	if e.Coverage == nil || math.Abs(*e.Coverage-0.3) > 1e-9 {
-		t.Errorf("coverage %v, want 0.3", e.Coverage)
+	if e.Coverage == nil || math.Abs(*e.Coverage-0.3) > 1e-9 || e.MeanRangeSeconds != 4 {
+		t.Errorf("coverage %v of ranges %v s wide, want 0.3 of 4 s", e.Coverage, e.MeanRangeSeconds)
 	}
 	if e := etaError(visits[len(visits)-1:]); e.Coverage != nil || e.Ranged != 0 {
 		t.Errorf("without ranges: coverage %v, ranged %d; want none", e.Coverage, e.Ranged)

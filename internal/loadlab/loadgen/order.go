@@ -66,6 +66,9 @@ type ETAError struct {
 	// sent no range.
 	Ranged   int64    `json:"ranged"`
 	Coverage *float64 `json:"range_coverage,omitempty"`
+	// MeanRangeSeconds is the ranges' mean width (high − low): a range
+	// covers more the wider it is.
+	MeanRangeSeconds float64 `json:"mean_range_s,omitempty"`
 	// MeanPredictedSeconds and MeanActualSeconds put the error in scale.
 	MeanPredictedSeconds float64 `json:"mean_predicted_s"`
 	MeanActualSeconds    float64 `json:"mean_actual_s"`
@@ -77,6 +80,7 @@ func etaError(visits []visit) *ETAError {
 	var sum, pred, act float64
 	var rel []float64
 	var inside int64
+	var width float64
 	for _, v := range visits {
 		if v.admittedAt.IsZero() || !v.waitedAtEntry {
 			continue
@@ -93,6 +97,7 @@ func etaError(visits []visit) *ETAError {
 		}
 		if r := v.etaRange; r != nil {
 			e.Ranged++
+			width += float64(r[1] - r[0])
 			if float64(r[0]) <= actual && actual <= float64(r[1]) {
 				inside++
 			}
@@ -108,7 +113,7 @@ func etaError(visits []visit) *ETAError {
 	e.P50Relative, e.P90Relative = quantile(rel, 0.5), quantile(rel, 0.9)
 	if e.Ranged > 0 {
 		c := float64(inside) / float64(e.Ranged)
-		e.Coverage = &c
+		e.Coverage, e.MeanRangeSeconds = &c, width/float64(e.Ranged)
 	}
 	return &e
 }

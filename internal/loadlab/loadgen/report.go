@@ -209,7 +209,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 			e.MeanSeconds, num(e.P50AbsSeconds), num(e.P90AbsSeconds), num(e.MeanPredictedSeconds), num(e.MeanActualSeconds), num(float64(e.Count)))
 		fmt.Fprintf(&b, "  ETA relative error |actual − predicted| ÷ actual: p50 %.1f %%, p90 %.1f %%", 100*e.P50Relative, 100*e.P90Relative)
 		if e.Coverage != nil {
-			fmt.Fprintf(&b, "; admitted inside the range: %.1f %% of %s", 100**e.Coverage, num(float64(e.Ranged)))
+			fmt.Fprintf(&b, "; admitted inside the range: %.1f %% of %s (mean width %s s)", 100**e.Coverage, num(float64(e.Ranged)), num(e.MeanRangeSeconds))
 		} else {
 			b.WriteString("; no range (eta_range_seconds) from usher")
 		}

@@ -162,7 +162,7 @@ func progress(start, position int64) int {
 // waiting.js's eta does the same.
 func entryETA(t Text, e wire.Entry) string {
 	r := e.ETARangeSeconds
-	if r == nil {
+	if r == [2]int64{} {
 		return etaRange(t, e.ETASeconds)
 	}
 	if r[1] < 60 {

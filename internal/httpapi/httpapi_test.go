@@ -190,7 +190,7 @@ func TestEnterStatusAdmit(t *testing.T) {
 	if first.PollAfterMS < 1000 || first.PollAfterMS > 2000 {
 		t.Errorf("poll_after_ms near the front = %d, want 1000..2000", first.PollAfterMS)
 	}
-	if r := first.ETARangeSeconds; r == nil || r[0] > first.ETASeconds || r[1] < first.ETASeconds || r[1] == 0 {
+	if r := first.ETARangeSeconds; r[0] > first.ETASeconds || r[1] < first.ETASeconds || r[1] == 0 {
 		t.Errorf("eta_seconds %d, eta_range_seconds %v; want a range around it", first.ETASeconds, r)
 	}
 	if tk, err := e.keys.ParseTicket(first.Ticket, "sale"); err != nil || tk.Wait == 0 || tk.WaitHigh < tk.Wait {

@@ -21,8 +21,10 @@ type Entry struct {
 	ETASeconds int64  `json:"eta_seconds"`
 	// ETARangeSeconds is the range the wait should fall in nine times in
 	// ten, [low, high] in whole seconds around ETASeconds; only for a
-	// place in line (not in the pre-queue).
-	ETARangeSeconds *[2]int64 `json:"eta_range_seconds,omitempty"`
+	// place in line (not in the pre-queue). Zero: none (high is never 0,
+	// as a visitor learns of an admission at its next poll). A value, not
+	// a pointer, so that the status poll allocates nothing for it.
+	ETARangeSeconds [2]int64 `json:"eta_range_seconds,omitzero"`
 	// PollAfterMS is when to poll again, with jitter already applied; 0 when
 	// polling cannot change the answer (admitted, or the place is gone).
 	PollAfterMS   int64      `json:"poll_after_ms"`
@@ -79,7 +81,7 @@ func EntryFor(p Place) Entry {
 			at := p.OpensAt.UTC()
 			e.OpensAt = &at
 		} else if p.ETALow != 0 || p.ETAHigh != 0 {
-			e.ETARangeSeconds = &[2]int64{
+			e.ETARangeSeconds = [2]int64{
 				int64(p.ETALow / time.Second),                      // floor
 				int64((p.ETAHigh + time.Second - 1) / time.Second), // ceiling
 			}
@@ -118,7 +120,7 @@ func (e Entry) AppendJSON(b []byte) []byte {
 	b = strconv.AppendInt(b, e.Ahead, 10)
 	b = append(b, `,"eta_seconds":`...)
 	b = strconv.AppendInt(b, e.ETASeconds, 10)
-	if r := e.ETARangeSeconds; r != nil {
+	if r := e.ETARangeSeconds; r != [2]int64{} {
 		b = append(b, `,"eta_range_seconds":[`...)
 		b = strconv.AppendInt(b, r[0], 10)
 		b = append(b, ',')

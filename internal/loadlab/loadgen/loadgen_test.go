@@ -234,7 +234,7 @@ func (f *fakeRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			e.ETASeconds = int64(float64(e.Position) / f.rate)
-			e.ETARangeSeconds = &[2]int64{0, 3600}
+			e.ETARangeSeconds = [2]int64{0, 3600}
 		}
 		json.NewEncoder(w).Encode(e)
 	}
@@ -367,7 +367,7 @@ func TestETAErrorRelativeAndCoverage(t *testing.T) {
 	for i := range 10 {
 		visits = append(visits, visit{
 			enterRecv: t0, admittedAt: t0.Add(10 * time.Second), waitedAtEntry: true,
-			etaSeconds: int64(10 + i), etaRange: &[2]int64{int64(8 + i), int64(12 + i)},
+			etaSeconds: int64(10 + i), etaRange: [2]int64{int64(8 + i), int64(12 + i)},
 		})
 	}
 	visits = append(visits,

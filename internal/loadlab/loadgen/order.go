@@ -95,7 +95,7 @@ func etaError(visits []visit) *ETAError {
 		if actual > 0 {
 			rel = append(rel, math.Abs(diff)/actual)
 		}
-		if r := v.etaRange; r != nil {
+		if r := v.etaRange; r != [2]int64{} {
 			e.Ranged++
 			width += float64(r[1] - r[0])
 			if float64(r[0]) <= actual && actual <= float64(r[1]) {

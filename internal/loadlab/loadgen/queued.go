@@ -19,9 +19,9 @@ type visit struct {
 	// admittedAt when the first "admitted" answer arrived (zero if never).
 	lastWaiting, admittedAt time.Time
 	etaSeconds              int64
-	// etaRange is the entry's eta_range_seconds (nil from an usher
+	// etaRange is the entry's eta_range_seconds (zero from an usher
 	// without one).
-	etaRange      *[2]int64
+	etaRange      [2]int64
 	waitedAtEntry bool
 }
 

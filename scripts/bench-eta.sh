@@ -5,17 +5,19 @@
 # × 0.9, as scripts/bench-seed.sh), served by usher built from $OLD_REF
 # (default main: ahead ÷ measured rate + 20 %) and by this tree (the
 # calibrated ETA with a range), alternately, on the same origin. The second
-# scenario halves the room's admit_rate from 20 s to 40 s into the run, as an
-# operator or an adaptive controller would when the origin slows down.
+# scenario halves the room's admit_rate from $CHANGE_AT (20) seconds into
+# the run for $CHANGE_FOR (20) seconds, as an operator or an adaptive
+# controller would when the origin slows down.
 # The load generator is this tree's in every run. Prints a Markdown table;
 # the reports stay in artifacts/eta/ (or $RESULTS).
 #
-#   scripts/bench-eta.sh [duration=60s] [users=2000] [calls=10] [rounds=1]
+#   [CHANGE_AT=20] [CHANGE_FOR=20] scripts/bench-eta.sh [duration=60s] [users=2000] [calls=10] [rounds=1]
 #
 # Needs git, jq and curl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dur=${1:-60s} users=${2:-2000} calls=${3:-10} rounds=${4:-1}
+change_at=${CHANGE_AT:-20} change_for=${CHANGE_FOR:-20}
 out=${RESULTS:-artifacts/eta}
 mkdir -p "$out"
 . scripts/benchlib.sh
@@ -48,8 +50,8 @@ run() { # run NAME BINARY SCENARIO(steady|change)
   if [ "$scenario" = change ]; then
     local half
     half=$(jq -c '.admit_rate /= 2' <<<"$room")
-    (sleep 20 && curl -sf -X PUT -H "Authorization: Bearer $admin" "localhost:$port/api/v1/rooms/sale" -d "$half" >/dev/null &&
-      sleep 20 && curl -sf -X PUT -H "Authorization: Bearer $admin" "localhost:$port/api/v1/rooms/sale" -d "$room" >/dev/null) &
+    (sleep "$change_at" && curl -sf -X PUT -H "Authorization: Bearer $admin" "localhost:$port/api/v1/rooms/sale" -d "$half" >/dev/null &&
+      sleep "$change_for" && curl -sf -X PUT -H "Authorization: Bearer $admin" "localhost:$port/api/v1/rooms/sale" -d "$room" >/dev/null) &
     changer=$!
   fi
   "$usher" loadtest --scenario queued --target "$origin/seats" --usher http://127.0.0.1:$port --admin-key "$admin" \

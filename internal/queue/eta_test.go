@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -130,13 +131,11 @@ func (m *sim) run(d time.Duration, arrive, leave float64, keep string) {
 			m.enter()
 		}
 		for range poisson(m.rnd, leave/10) {
-			for id := range m.waiting { // map order: a random waiting visitor
-				if id != keep {
-					delete(m.waiting, id)
-					if err := m.q.Leave(ctx, "r", id); err != nil {
-						m.t.Fatal(err)
-					}
-					break
+			ids := slices.Sorted(maps.Keys(m.waiting)) // a seeded pick, not map order
+			if id := ids[m.rnd.IntN(len(ids))]; id != keep {
+				delete(m.waiting, id)
+				if err := m.q.Leave(ctx, "r", id); err != nil {
+					m.t.Fatal(err)
 				}
 			}
 		}

@@ -629,7 +629,7 @@ func split(s string, sep byte) []string {
 // tests; its code is compared.
 var volatile = map[string]bool{
 	"ticket": true, "pass": true, "hold_id": true, "reservation_id": true, "message": true,
-	"poll_after_ms": true, "eta_seconds": true, "admit_rate_measured": true,
+	"poll_after_ms": true, "eta_seconds": true, "eta_range_seconds": true, "admit_rate_measured": true,
 }
 
 // elision is the README's "…" for a shortened array.
@@ -656,6 +656,7 @@ var fraction = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-
 
 func shapeDiff(path string, d, g any, elided bool, diffs *[]string) {
 	key := path[strings.LastIndex(path, ".")+1:]
+	key, _, _ = strings.Cut(key, "[") // an array's elements are compared as the array's field
 	switch d := d.(type) {
 	case map[string]any:
 		gm, ok := g.(map[string]any)

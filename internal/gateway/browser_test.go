@@ -192,6 +192,9 @@ func TestBrowserWaitAdmitAndLand(t *testing.T) {
 	waitText(t, first, "uri", "/shop?item=42")
 	waitText(t, second, "position", "1")
 	waitText(t, second, "title", "You are in line")
+	// The script renders the wait from eta_range_seconds: at the head of
+	// an open room, seconds.
+	waitText(t, second, "eta", "less than a minute")
 	// The script rewrote "Last updated" with this poll, in the format the
 	// server renders and docs/proxy.md documents.
 	updated, err := chromedp.Run(second, chromedp.Text(chromedp.ID("updated")))

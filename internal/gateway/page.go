@@ -133,7 +133,7 @@ type Page struct {
 	// how far the visitor has come from it, 0–100.
 	StartPosition int64
 	Progress      int
-	ETA           string // a range in the page's language, "about 4–6 min"
+	ETA           string // the wait's range in the page's language, "about 4–6 min"
 	ETASeconds    int64
 	UpdatedAt     time.Time
 	Refresh       int    // seconds until the meta refresh (and Retry-After)
@@ -206,6 +206,24 @@ func progress(start, position int64) int {
 		position = 1
 	}
 	return int((start - position) * 100 / (start - 1))
+}
+
+// entryETA is the waiting page's wait for e: its range (eta_range_seconds)
+// in whole minutes, low rounded down and high up, or etaRange without one.
+// waiting.js's eta does the same.
+func entryETA(t Text, e wire.Entry) string {
+	r := e.ETARangeSeconds
+	if r == [2]int64{} {
+		return etaRange(t, e.ETASeconds)
+	}
+	if r[1] < 60 {
+		return t.ETALess
+	}
+	lo, hi := max(1, r[0]/60), (r[1]+59)/60
+	if hi <= lo {
+		return fmt.Sprintf(t.ETAAbout, lo)
+	}
+	return fmt.Sprintf(t.ETARange, lo, hi)
 }
 
 // etaRange shows an ETA as a range: ±20 % rounded to whole minutes.

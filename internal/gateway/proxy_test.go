@@ -530,6 +530,25 @@ func TestETARange(t *testing.T) {
 			t.Errorf("etaRange(%s, %d) = %q, want %q", c.t.Lang, c.secs, got, c.want)
 		}
 	}
+	// The entry's own range, in whole minutes (low down, high up).
+	for _, c := range []struct {
+		t    Text
+		e    wire.Entry
+		want string
+	}{
+		{en, wire.Entry{ETASeconds: 300}, "about 4–6 min"},
+		{en, wire.Entry{ETASeconds: 40, ETARangeSeconds: [2]int64{30, 59}}, "less than a minute"},
+		{en, wire.Entry{ETASeconds: 58, ETARangeSeconds: [2]int64{50, 66}}, "about 1–2 min"},
+		{en, wire.Entry{ETASeconds: 320, ETARangeSeconds: [2]int64{290, 355}}, "about 4–6 min"},
+		{en, wire.Entry{ETASeconds: 150, ETARangeSeconds: [2]int64{125, 175}}, "about 2–3 min"},
+		{en, wire.Entry{ETASeconds: 130, ETARangeSeconds: [2]int64{121, 180}}, "about 2–3 min"},
+		{en, wire.Entry{ETASeconds: 125, ETARangeSeconds: [2]int64{120, 120}}, "about 2 min"},
+		{ko, wire.Entry{ETASeconds: 320, ETARangeSeconds: [2]int64{290, 355}}, "약 4–6분"},
+	} {
+		if got := entryETA(c.t, c.e); got != c.want {
+			t.Errorf("entryETA(%s, %d %v) = %q, want %q", c.t.Lang, c.e.ETASeconds, c.e.ETARangeSeconds, got, c.want)
+		}
+	}
 }
 
 // TestLargeUpload streams a 32 MiB body through the proxy to the origin:

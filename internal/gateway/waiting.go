@@ -139,7 +139,7 @@ func (p *Proxy) waitingPage(w http.ResponseWriter, r *http.Request, room, ticket
 	pg := Page{
 		State: state, Room: room, Position: resp.Position, Ahead: resp.Ahead,
 		StartPosition: start, Progress: progress(start, resp.Position),
-		ETA: etaRange(p.text, resp.ETASeconds), ETASeconds: resp.ETASeconds,
+		ETA: entryETA(p.text, resp), ETASeconds: resp.ETASeconds,
 		Refresh: refresh, PollAfterMS: resp.PollAfterMS,
 	}
 	if resp.OpensAt != nil {
@@ -183,10 +183,13 @@ func (p *Proxy) renderPage(w http.ResponseWriter, r *http.Request, status int, p
 func (p *Proxy) place(ctx context.Context, w http.ResponseWriter, r *http.Request, room string) (visitor, ticket string, e queue.Entry, err error) {
 	if t, ok := p.ticketOf(r, room); ok {
 		e, _, err = p.c.Queue.Status(ctx, room, t.Visitor, t.Seq, t.IssuedAt)
+		if err == nil && e.Status == queue.Active {
+			gate.ObserveWait(p.c.Queue, t)
+		}
 		if err == nil && e.Status == queue.Waiting && e.Seq != 0 && e.Seq != t.Seq {
 			// The place got (after the opening draw) or changed its
 			// sequence number: a new ticket keeps the next polls cheap.
-			return t.Visitor, p.issueTicket(w, room, t.Visitor, e.Seq), e, nil
+			return t.Visitor, p.issueTicket(w, room, t.Visitor, e), e, nil
 		}
 		if err != nil || e.Status != queue.Gone {
 			return t.Visitor, "", e, err
@@ -212,13 +215,13 @@ func (p *Proxy) place(ctx context.Context, w http.ResponseWriter, r *http.Reques
 	if err != nil {
 		return "", "", queue.Entry{}, err
 	}
-	return visitor, p.issueTicket(w, room, visitor, queue.TicketSeq(e)), e, nil
+	return visitor, p.issueTicket(w, room, visitor, e), e, nil
 }
 
-// issueTicket signs a ticket for the visitor's place and sets the room's
-// ticket cookie.
-func (p *Proxy) issueTicket(w http.ResponseWriter, room, visitor string, seq int64) string {
-	ticket := p.c.Keys.SignTicket(token.Ticket{Room: room, Visitor: visitor, Seq: seq, IssuedAt: p.c.Queue.Now()})
+// issueTicket signs a ticket for the visitor's place (gate.TicketFor, with
+// its forecast) and sets the room's ticket cookie.
+func (p *Proxy) issueTicket(w http.ResponseWriter, room, visitor string, e queue.Entry) string {
+	ticket := p.c.Keys.SignTicket(gate.TicketFor(p.c.Queue, room, visitor, e))
 	http.SetCookie(w, &http.Cookie{
 		Name: wire.RoomTicketCookie(room), Value: ticket, Path: "/",
 		MaxAge: int(token.TicketTTL.Seconds()), HttpOnly: true, Secure: p.secure, SameSite: http.SameSiteLaxMode,

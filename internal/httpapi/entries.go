@@ -54,7 +54,7 @@ func (s *server) enter() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
-		ticket := s.issueTicket(w, room, visitor, queue.TicketSeq(e))
+		ticket := s.issueTicket(w, room, visitor, e)
 		status := http.StatusOK
 		if created {
 			status = http.StatusCreated
@@ -63,9 +63,10 @@ func (s *server) enter() http.Handler {
 	})
 }
 
-// issueTicket signs a ticket for the visitor's place and sets its cookie.
-func (s *server) issueTicket(w http.ResponseWriter, room, visitor string, seq int64) string {
-	ticket := s.Keys.SignTicket(token.Ticket{Room: room, Visitor: visitor, Seq: seq, IssuedAt: s.Queue.Now()})
+// issueTicket signs a ticket for the visitor's place e (with its wait
+// forecast, gate.TicketFor) and sets its cookie.
+func (s *server) issueTicket(w http.ResponseWriter, room, visitor string, e queue.Entry) string {
+	ticket := s.Keys.SignTicket(gate.TicketFor(s.Queue, room, visitor, e))
 	http.SetCookie(w, &http.Cookie{
 		Name: wire.TicketCookie, Value: ticket, Path: "/api/v1/rooms/" + room + "/",
 		MaxAge: int(token.TicketTTL.Seconds()), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
@@ -125,10 +126,13 @@ func (s *server) status() http.Handler {
 			return
 		}
 		ticket := ""
-		if e.Status == queue.Waiting && e.Seq != 0 && e.Seq != t.Seq {
+		switch {
+		case e.Status == queue.Waiting && e.Seq != 0 && e.Seq != t.Seq:
 			// The place got (after the opening draw) or changed its
 			// sequence number: a new ticket keeps the next polls cheap.
-			ticket = s.issueTicket(w, room, t.Visitor, e.Seq)
+			ticket = s.issueTicket(w, room, t.Visitor, e)
+		case e.Status == queue.Active:
+			gate.ObserveWait(s.Queue, t)
 		}
 		s.respond(w, r, http.StatusOK, room, ticket, e)
 	})

@@ -190,6 +190,12 @@ func TestEnterStatusAdmit(t *testing.T) {
 	if first.PollAfterMS < 1000 || first.PollAfterMS > 2000 {
 		t.Errorf("poll_after_ms near the front = %d, want 1000..2000", first.PollAfterMS)
 	}
+	if r := first.ETARangeSeconds; r[0] > first.ETASeconds || r[1] < first.ETASeconds || r[1] == 0 {
+		t.Errorf("eta_seconds %d, eta_range_seconds %v; want a range around it", first.ETASeconds, r)
+	}
+	if tk, err := e.keys.ParseTicket(first.Ticket, "sale"); err != nil || tk.Wait == 0 || tk.WaitHigh < tk.Wait {
+		t.Errorf("ticket %+v, %v; want it to carry the wait forecast", tk, err)
+	}
 	// A reload or a second tab: same visitor cookie, same place, 200.
 	r = e.do(bob, "POST", "/api/v1/rooms/sale/entries", "", "")
 	if again := r.entry(t); r.status != 200 || again.Position != 1 {
@@ -213,6 +219,12 @@ func TestEnterStatusAdmit(t *testing.T) {
 	got := r.entry(t)
 	if got.State != "admitted" || got.Pass == "" {
 		t.Fatalf("status after admission: %s, want admitted with a pass", r.body)
+	}
+	// That poll measured the forecast against the wait, once: polling
+	// again is not another admission.
+	e.do(nil, "GET", "/api/v1/rooms/sale/entries/me", first.Ticket, "")
+	if m := e.do(nil, "GET", "/metrics", adminKey, ""); !strings.Contains(string(m.body), `usher_eta_error_ratio_count{room="sale"} 1`+"\n") {
+		t.Errorf("metrics: want one usher_eta_error_ratio observation in\n%s", grepLines(string(m.body), "usher_eta_"))
 	}
 	pass, err := e.keys.ParsePass(got.Pass, "sale")
 	if err != nil || !pass.ExpiresAt.Equal(got.PassExpiresAt.Truncate(time.Second)) {
@@ -434,4 +446,15 @@ func TestSoldOutRoom(t *testing.T) {
 	if got := e.do(nil, "GET", "/api/v1/rooms/sale/entries/me", w.Ticket, "").entry(t); got.State != "sold_out" || got.RoomState != "sold_out" {
 		t.Errorf("waiting visitor in a sold-out room: %+v, want state sold_out", got)
 	}
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for line := range strings.Lines(s) {
+		if strings.Contains(line, sub) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "")
 }

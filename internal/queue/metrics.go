@@ -18,6 +18,8 @@ type Metrics struct {
 	absent     *prometheus.CounterVec
 	step       *prometheus.HistogramVec
 	stepErrors *prometheus.CounterVec
+	etaError   *prometheus.HistogramVec
+	etaRange   *prometheus.CounterVec
 }
 
 // NewMetrics registers the queue's metrics with reg.
@@ -51,8 +53,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		stepErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "usher_admission_step_errors_total", Help: "Admission steps that failed.",
 		}, []string{"room"}),
+		etaError: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "usher_eta_error_ratio",
+			Help:    "(actual − predicted) ÷ actual wait of visitors found admitted by a poll on this instance; predicted when their ticket was issued. Positive: waited longer than told.",
+			Buckets: []float64{-1, -0.5, -0.25, -0.1, -0.05, 0, 0.05, 0.1, 0.25, 0.5},
+		}, []string{"room"}),
+		etaRange: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "usher_eta_range_total",
+			Help: "Visitors found admitted by a poll on this instance, by where their actual wait fell against the range predicted when their ticket was issued: inside, early (below) or late (above).",
+		}, []string{"room", "result"}),
 	}
-	reg.MustRegister(m.waiting, m.active, m.enters, m.polls, m.admissions, m.expired, m.absent, m.step, m.stepErrors)
+	reg.MustRegister(m.waiting, m.active, m.enters, m.polls, m.admissions, m.expired, m.absent, m.step, m.stepErrors, m.etaError, m.etaRange)
 	return m
 }
 
@@ -121,4 +132,18 @@ func (m *Metrics) observed(room string, st Stats) {
 	}
 	m.waiting.WithLabelValues(room).Set(float64(st.Waiting))
 	m.active.WithLabelValues(room).Set(float64(st.Active))
+}
+
+// etaObserved records one admitted visitor's actual wait against the
+// forecast made when its ticket was issued.
+func (m *Metrics) etaObserved(room string, actual time.Duration, f Forecast) {
+	m.etaError.WithLabelValues(room).Observe((actual - f.ETA).Seconds() / actual.Seconds())
+	result := "inside"
+	switch {
+	case actual < f.Low:
+		result = "early"
+	case actual > f.High:
+		result = "late"
+	}
+	m.etaRange.WithLabelValues(room, result).Inc()
 }

@@ -54,6 +54,7 @@ type Queue struct {
 	metrics *Metrics
 	log     *slog.Logger
 	views   atomic.Pointer[map[string]View]
+	seen    seenSet    // places whose admission was observed (eta.go)
 	mu      sync.Mutex // serializes refreshes; guards changed
 	// changed, once ViewRooms made it, is closed and cleared when the set
 	// of rooms in views changes.
@@ -66,10 +67,14 @@ type View struct {
 	Stats
 	// Rate is the room's measured admission rate in visitors per second: an
 	// EWMA (time constant 10 s) over refreshes during which someone waited,
-	// starting from the configured AdmitRate.
-	Rate float64
+	// starting from the configured AdmitRate. Leave is the rate at which
+	// waiting visitors leave the line (measured the same way, from 0).
+	// RateVar and LeaveVar are their variances over windows of at least a
+	// second (eta.go).
+	Rate, RateVar, Leave, LeaveVar float64
 	// At is when the stats were read.
-	At time.Time
+	At  time.Time
+	win window
 }
 
 // New returns a Queue over store. It starts nothing; call Run.
@@ -154,7 +159,7 @@ func (q *Queue) Room(ctx context.Context, room string) (View, error) {
 	}
 	v := View{Stats: st, Rate: st.Settings.AdmitRate, At: q.now()}
 	if old, ok := q.View(room); ok {
-		v.Rate = old.Rate
+		v.carry(old)
 	}
 	return v, nil
 }
@@ -313,16 +318,6 @@ func (q *Queue) Admit(ctx context.Context, room string) (AdmitResult, error) {
 	return res, err
 }
 
-// ETA estimates the wait for a visitor with ahead visitors in front: ahead ÷
-// the measured rate, plus a 20 % margin (seed 001), capped at a day. The rate
-// is floored at 5 % of the configured one so that a stalled room shows a long
-// wait rather than none.
-func ETA(v View, ahead int64) time.Duration {
-	rate := max(v.Rate, 0.05*v.Settings.AdmitRate)
-	secs := float64(ahead) / rate * 1.2
-	return time.Duration(min(secs, 86400) * float64(time.Second))
-}
-
 // PollAfter tells a waiting visitor when to poll again: about 1.5 s near the
 // front, growing with the ETA to about 8 s far back, with ±20 % jitter so that
 // polls spread out (seed 003 §3).
@@ -406,10 +401,12 @@ func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string) {
 	for room, st := range stats {
 		v := View{Stats: st, Rate: st.Settings.AdmitRate, At: now}
 		if prev, ok := old[room]; ok {
-			v.Rate = prev.Rate
-			if dt := now.Sub(prev.At).Seconds(); dt > 0 && prev.Waiting > 0 {
-				inst := float64(st.AdmittedTotal-prev.AdmittedTotal) / dt
-				v.Rate += (1 - math.Exp(-dt/rateTimeConstant)) * (inst - v.Rate)
+			v.carry(prev)
+			switch dt := now.Sub(prev.At).Seconds(); {
+			case dt > 0 && prev.Waiting > 0:
+				v.measure(prev, dt)
+			case dt > 0:
+				v.idle()
 			}
 		}
 		next[room] = v
@@ -421,6 +418,3 @@ func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string) {
 		q.changed = nil
 	}
 }
-
-// rateTimeConstant is the EWMA's time constant in seconds.
-const rateTimeConstant = 10

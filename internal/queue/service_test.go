@@ -142,17 +142,6 @@ func TestValidation(t *testing.T) {
 	}
 }
 
-func TestETA(t *testing.T) {
-	v := queue.View{Stats: queue.Stats{Settings: queue.DefaultSettings()}, Rate: 100}
-	if got, want := queue.ETA(v, 1000), 12*time.Second; got != want {
-		t.Errorf("ETA(1000 ahead at 100/s) = %v, want %v (+20 %%)", got, want)
-	}
-	v.Rate = 0 // stalled: floored at 5 % of the configured 50/s
-	if got, want := queue.ETA(v, 250), 120*time.Second; got != want {
-		t.Errorf("ETA with a stalled room = %v, want %v", got, want)
-	}
-}
-
 func TestPollAfter(t *testing.T) {
 	for _, tc := range []struct {
 		eta      time.Duration

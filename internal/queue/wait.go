@@ -19,11 +19,11 @@ func (q *Queue) ViewOrDefault(room string) View {
 }
 
 // Wait is what view v tells a visitor waiting at position (1 at the head):
-// the estimated wait (ETA) and when to poll again (PollAfter, exact near the
-// front).
-func (v View) Wait(position int64) (eta, pollAfter time.Duration) {
-	eta = ETA(v, position-1)
-	return eta, PollAfter(eta, position <= max(FastPolls(v.Settings), int64(math.Ceil(5*v.Rate))))
+// the forecast wait (ETA and range) and when to poll again (PollAfter,
+// every 1.5 s near the front: FastPolls).
+func (v View) Wait(position int64) (f Forecast, pollAfter time.Duration) {
+	f = v.Forecast(position)
+	return f, PollAfter(f.ETA, position <= max(FastPolls(v.Settings), int64(math.Ceil(5*v.Rate))))
 }
 
 // RoomState is the room's state as visitors are told it at now: its
@@ -50,7 +50,9 @@ func (v View) Place(now time.Time, room string, e Entry) wire.Place {
 		p.RoomState, p.OpensAt = wire.RoomPreQueue, v.Settings.OpensAt
 		p.ETA, p.PollAfter = v.PreQueueWait(now)
 	case e.Status == Waiting:
-		p.ETA, p.PollAfter = v.Wait(e.Position)
+		var f Forecast
+		f, p.PollAfter = v.Wait(e.Position)
+		p.ETA, p.ETALow, p.ETAHigh = f.ETA, f.Low, f.High
 	}
 	return p
 }

@@ -41,6 +41,7 @@ func FuzzParseTicket(f *testing.F) {
 		{Room: "sale", Visitor: "Zr3cq0kqH2wqU7dc2hR7bA", Seq: 1, IssuedAt: fuzzNow.Add(-time.Hour)},
 		{Room: "r", Visitor: "", Seq: -1, IssuedAt: fuzzNow},
 		{Room: "sale", Visitor: "old", Seq: 9, IssuedAt: fuzzNow.Add(-2 * token.TicketTTL)},
+		{Room: "sale", Visitor: "eta", Seq: 3, IssuedAt: fuzzNow.Add(-time.Minute), Wait: 26 * time.Second, WaitLow: 21 * time.Second, WaitHigh: 33 * time.Second},
 	} {
 		s := k.SignTicket(tk)
 		f.Add(s, tk.Room)

@@ -12,9 +12,12 @@ import (
 	"time"
 )
 
-// Prefixes name the kind and version of an HMAC token.
+// Prefixes name the kind and version of an HMAC token. A t2 ticket is a t1
+// ticket that also carries the wait forecast when it was issued; a ticket
+// without one is still signed as t1, so that older instances parse it.
 const (
 	ticketPrefix  = "t1."
+	ticket2Prefix = "t2."
 	visitorPrefix = "v1."
 )
 
@@ -25,10 +28,20 @@ var macLen = base64.RawURLEncoding.EncodedLen(sha256.Size)
 type Ticket struct {
 	Room, Visitor string
 	Seq           int64
-	IssuedAt      time.Time // kept to the second; parsed as UTC
+	// IssuedAt is kept to the second, or to the millisecond in a ticket
+	// with a forecast; parsed as UTC.
+	IssuedAt time.Time
+	// Wait is the wait forecast when the ticket was issued, WaitLow and
+	// WaitHigh its range (whole milliseconds, none negative). All zero: no
+	// forecast (a ticket from before forecasts, or for no place in line).
+	Wait, WaitLow, WaitHigh time.Duration
 }
 
-// SignTicket returns t as a ticket signed by the ring's current key.
+// forecast reports whether t carries a wait forecast.
+func (t Ticket) forecast() bool { return t.Wait != 0 || t.WaitLow != 0 || t.WaitHigh != 0 }
+
+// SignTicket returns t as a ticket signed by the ring's current key: t1
+// (issued at whole seconds) without a forecast, t2 with one.
 func (k *Keyring) SignTicket(t Ticket) string {
 	ky := k.signer()
 	st := ky.ticket.get()
@@ -37,16 +50,29 @@ func (k *Keyring) SignTicket(t Ticket) string {
 	p = binary.AppendUvarint(p, uint64(len(t.Room)))
 	p = append(p, t.Room...)
 	p = binary.AppendVarint(p, t.Seq)
-	p = binary.AppendVarint(p, t.IssuedAt.Unix())
+	prefix := ticketPrefix
+	if t.forecast() {
+		prefix = ticket2Prefix
+		p = binary.AppendVarint(p, t.IssuedAt.UnixMilli())
+		for _, d := range []time.Duration{t.Wait, t.WaitLow, t.WaitHigh} {
+			p = binary.AppendUvarint(p, uint64(max(0, d.Milliseconds())))
+		}
+	} else {
+		p = binary.AppendVarint(p, t.IssuedAt.Unix())
+	}
 	p = append(p, t.Visitor...)
 	st.buf = p
-	return st.seal(ticketPrefix, ky.ID, p)
+	return st.seal(prefix, ky.ID, p)
 }
 
 // ParseTicket verifies s and that it belongs to room. It returns ErrInvalid,
 // ErrWrongRoom, or ErrExpired TicketTTL after the ticket was issued.
 func (k *Keyring) ParseTicket(s, room string) (Ticket, error) {
-	ky, body, ok := k.split(s, ticketPrefix)
+	prefix := ticketPrefix
+	if strings.HasPrefix(s, ticket2Prefix) {
+		prefix = ticket2Prefix
+	}
+	ky, body, ok := k.split(s, prefix)
 	if !ok {
 		return Ticket{}, ErrInvalid
 	}
@@ -72,15 +98,34 @@ func (k *Keyring) ParseTicket(s, room string) (Ticket, error) {
 		return Ticket{}, ErrInvalid
 	}
 	p = p[w:]
+	issued := time.Unix(iat, 0)
+	var wait [3]time.Duration
+	if prefix == ticket2Prefix {
+		issued = time.UnixMilli(iat)
+		for i := range wait {
+			ms, w := binary.Uvarint(p)
+			if w <= 0 || ms > uint64(maxWait/time.Millisecond) {
+				return Ticket{}, ErrInvalid
+			}
+			wait[i] = time.Duration(ms) * time.Millisecond
+			p = p[w:]
+		}
+		if wait == [3]time.Duration{} { // signed as t1
+			return Ticket{}, ErrInvalid
+		}
+	}
 	if string(r) != room {
 		return Ticket{}, ErrWrongRoom
 	}
-	t := Ticket{Room: room, Visitor: string(p), Seq: seq, IssuedAt: time.Unix(iat, 0).UTC()}
+	t := Ticket{Room: room, Visitor: string(p), Seq: seq, IssuedAt: issued.UTC(), Wait: wait[0], WaitLow: wait[1], WaitHigh: wait[2]}
 	if !k.now().Before(t.IssuedAt.Add(TicketTTL)) {
 		return Ticket{}, ErrExpired
 	}
 	return t, nil
 }
+
+// maxWait bounds a forecast in a ticket (the queue caps its ETAs at a day).
+const maxWait = TicketTTL
 
 // NewVisitorID returns a random anonymous visitor id: 16 bytes from
 // crypto/rand, base64url without padding (22 characters).

@@ -298,3 +298,40 @@ func TestKeyFileUnchanged(t *testing.T) {
 		t.Errorf("key file changed (-before +after):\n%s", diff)
 	}
 }
+
+// TestTicketForecast: a ticket with a wait forecast is a t2 ticket that
+// keeps its issue time to the millisecond; one without stays t1, as older
+// instances read it.
+func TestTicketForecast(t *testing.T) {
+	k, _ := newRing(t, newClock(t0))
+	want := token.Ticket{Room: "sale", Visitor: "v", Seq: 7, IssuedAt: t0.Add(-1234 * time.Millisecond),
+		Wait: 26400 * time.Millisecond, WaitLow: 22 * time.Second, WaitHigh: 31500 * time.Millisecond}
+	s := k.SignTicket(want)
+	checkSafe(t, s)
+	if !strings.HasPrefix(s, "t2.") {
+		t.Errorf("ticket with a forecast %q does not start with t2.", s)
+	}
+	got, err := k.ParseTicket(s, "sale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	if _, err := k.ParseTicket(s, "other"); !errors.Is(err, token.ErrWrongRoom) {
+		t.Errorf("t2 ticket for another room: %v, want ErrWrongRoom", err)
+	}
+	if _, err := k.ParseTicket("t1"+s[2:], "sale"); !errors.Is(err, token.ErrInvalid) {
+		t.Errorf("t2 ticket relabelled t1: %v, want ErrInvalid", err)
+	}
+	low := want
+	low.Wait, low.WaitHigh = 0, 0 // a forecast of "now" still is one
+	if got, err := k.ParseTicket(k.SignTicket(low), "sale"); err != nil || got != low {
+		t.Errorf("forecast with only a low end: %+v, %v; want %+v", got, err, low)
+	}
+	plain := want
+	plain.Wait, plain.WaitLow, plain.WaitHigh = 0, 0, 0
+	if s := k.SignTicket(plain); !strings.HasPrefix(s, "t1.") {
+		t.Errorf("ticket without a forecast %q does not start with t1.", s)
+	}
+}

@@ -19,6 +19,12 @@ type Entry struct {
 	Position   int64  `json:"position"`
 	Ahead      int64  `json:"ahead"`
 	ETASeconds int64  `json:"eta_seconds"`
+	// ETARangeSeconds is the range the wait should fall in nine times in
+	// ten, [low, high] in whole seconds around ETASeconds; only for a
+	// place in line (not in the pre-queue). Zero: none (high is never 0,
+	// as a visitor learns of an admission at its next poll). A value, not
+	// a pointer, so that the status poll allocates nothing for it.
+	ETARangeSeconds [2]int64 `json:"eta_range_seconds,omitzero"`
 	// PollAfterMS is when to poll again, with jitter already applied; 0 when
 	// polling cannot change the answer (admitted, or the place is gone).
 	PollAfterMS   int64      `json:"poll_after_ms"`
@@ -39,9 +45,10 @@ type Place struct {
 	// Status is the queue's word for the entry: "waiting", "active", or
 	// anything else for a place that is gone.
 	Status string
-	// Position (1 at the head), ETA and PollAfter count when waiting.
-	Position       int64
-	ETA, PollAfter time.Duration
+	// Position (1 at the head), ETA and PollAfter count when waiting;
+	// ETALow and ETAHigh are the ETA's range (both zero: none).
+	Position                        int64
+	ETA, ETALow, ETAHigh, PollAfter time.Duration
 	// Pass and PassExpiresAt count when active.
 	Pass          string
 	PassExpiresAt time.Time
@@ -51,8 +58,8 @@ type Place struct {
 }
 
 // EntryFor is the one place that turns a visitor's place into the answer:
-//   - waiting: StateWaiting with position, ahead, the ETA in whole seconds
-//     and PollAfter in milliseconds;
+//   - waiting: StateWaiting with position, ahead, the ETA in whole seconds,
+//     its range (low rounded down, high up) and PollAfter in milliseconds;
 //   - active: StateAdmitted with the pass and its expiry (whole seconds, UTC),
 //     poll_after_ms 0;
 //   - gone: StateExpired, poll_after_ms 0;
@@ -73,6 +80,11 @@ func EntryFor(p Place) Entry {
 		if p.RoomState == RoomPreQueue {
 			at := p.OpensAt.UTC()
 			e.OpensAt = &at
+		} else if p.ETALow != 0 || p.ETAHigh != 0 {
+			e.ETARangeSeconds = [2]int64{
+				int64(p.ETALow / time.Second),                      // floor
+				int64((p.ETAHigh + time.Second - 1) / time.Second), // ceiling
+			}
 		}
 	case "active":
 		exp := p.PassExpiresAt.Truncate(time.Second).UTC()
@@ -108,6 +120,13 @@ func (e Entry) AppendJSON(b []byte) []byte {
 	b = strconv.AppendInt(b, e.Ahead, 10)
 	b = append(b, `,"eta_seconds":`...)
 	b = strconv.AppendInt(b, e.ETASeconds, 10)
+	if r := e.ETARangeSeconds; r != [2]int64{} {
+		b = append(b, `,"eta_range_seconds":[`...)
+		b = strconv.AppendInt(b, r[0], 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, r[1], 10)
+		b = append(b, ']')
+	}
 	b = append(b, `,"poll_after_ms":`...)
 	b = strconv.AppendInt(b, e.PollAfterMS, 10)
 	if e.Pass != "" {

@@ -17,6 +17,7 @@ func TestEntryJSON(t *testing.T) {
 		{Room: "r", State: "admitted", RoomState: "paused", Pass: "eyJ.x.y", PassExpiresAt: &exp, Position: -1},
 		{Room: "quote\"back\\slash<>&\u00e9\u2028\x01", State: "expired"},
 		{Room: "r", State: "waiting", RoomState: "pre_queue", ETASeconds: 60, PollAfterMS: 7000, OpensAt: &exp},
+		{Room: "r", State: "waiting", RoomState: "open", Position: 400, Ahead: 399, ETASeconds: 26, ETARangeSeconds: [2]int64{22, 31}, PollAfterMS: 2600},
 	} {
 		want, err := json.Marshal(e)
 		if err != nil {
@@ -39,6 +40,10 @@ func TestEntryFor(t *testing.T) {
 	}{
 		{"waiting", wire.Place{Room: "r", Ticket: "t", RoomState: "open", Status: "waiting", Position: 4, ETA: 2600 * time.Millisecond, PollAfter: 1522 * time.Millisecond},
 			wire.Entry{Room: "r", Ticket: "t", State: "waiting", RoomState: "open", Position: 4, Ahead: 3, ETASeconds: 3, PollAfterMS: 1522}},
+		{"waiting, with a range", wire.Place{Room: "r", RoomState: "open", Status: "waiting", Position: 400, ETA: 26400 * time.Millisecond, ETALow: 22900 * time.Millisecond, ETAHigh: 30100 * time.Millisecond, PollAfter: 2600 * time.Millisecond},
+			wire.Entry{Room: "r", State: "waiting", RoomState: "open", Position: 400, Ahead: 399, ETASeconds: 26, ETARangeSeconds: [2]int64{22, 31}, PollAfterMS: 2600}},
+		{"pre-queue: no range", wire.Place{Room: "r", RoomState: "pre_queue", Status: "waiting", ETA: 90 * time.Second, ETALow: time.Second, ETAHigh: 2 * time.Second, PollAfter: 8 * time.Second, OpensAt: exp},
+			wire.Entry{Room: "r", State: "waiting", RoomState: "pre_queue", ETASeconds: 90, PollAfterMS: 8000, OpensAt: &expPre}},
 		{"waiting, paused", wire.Place{Room: "r", RoomState: "paused", Status: "waiting", Position: 1, PollAfter: time.Second},
 			wire.Entry{Room: "r", State: "waiting", RoomState: "paused", Position: 1, PollAfterMS: 1000}},
 		{"waiting, closed", wire.Place{Room: "r", RoomState: "closed", Status: "waiting", Position: 2, PollAfter: time.Second},

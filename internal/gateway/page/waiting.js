@@ -14,10 +14,12 @@
     var args = Array.prototype.slice.call(arguments, 1);
     return f.replace(/%d/g, function () { return String(args.shift()); });
   }
-  function eta(secs) {
-    if (secs < 60) return t.eta_less;
-    var lo = Math.max(1, Math.floor(secs * 0.8 / 60));
-    var hi = Math.ceil(secs * 1.2 / 60);
+  // eta shows the wait's range (eta_range_seconds) in whole minutes, as the
+  // server renders it (entryETA); without one, the ETA ± 20 %.
+  function eta(secs, r) {
+    if ((r ? r[1] : secs) < 60) return t.eta_less;
+    var lo = Math.max(1, Math.floor((r ? r[0] : secs * 0.8) / 60));
+    var hi = Math.ceil((r ? r[1] : secs * 1.2) / 60);
     return hi <= lo ? fmt(t.eta_about, lo) : fmt(t.eta_range, lo, hi);
   }
   function setText(id, v) { var e = el(id); if (e && e.textContent !== v) e.textContent = v; }
@@ -51,7 +53,7 @@
     el("eta-line").hidden = paused;
     setText("position", String(st.position));
     setText("ahead", fmt(st.ahead === 1 ? t.ahead_one : t.ahead_many, st.ahead));
-    setText("eta", eta(st.eta_seconds));
+    setText("eta", eta(st.eta_seconds, st.eta_range_seconds));
     var p = el("progress");
     var pct = start > 1 && st.position < start ? Math.floor((start - Math.max(1, st.position)) * 100 / (start - 1)) : 0;
     p.value = pct; p.textContent = pct + " %";

@@ -234,6 +234,7 @@ func (f *fakeRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			e.ETASeconds = int64(float64(e.Position) / f.rate)
+			e.ETARangeSeconds = [2]int64{0, 3600}
 		}
 		json.NewEncoder(w).Encode(e)
 	}
@@ -306,8 +307,8 @@ func TestQueued(t *testing.T) {
 	if rep.TimeInQueue.Count != 30 || rep.TimeInQueue.P50 > rep.TimeInQueue.Max {
 		t.Errorf("time in queue %+v", rep.TimeInQueue)
 	}
-	if rep.ETA == nil || rep.ETA.Count == 0 {
-		t.Errorf("ETA error %+v, want measured", rep.ETA)
+	if rep.ETA == nil || rep.ETA.Count == 0 || rep.ETA.Ranged != rep.ETA.Count || rep.ETA.Coverage == nil || *rep.ETA.Coverage != 1 {
+		t.Errorf("ETA error %+v, want measured, every wait inside its hour-long range", rep.ETA)
 	}
 	if rep.Origin.Utilization == nil || *rep.Origin.Utilization <= 0 {
 		t.Errorf("origin utilisation %v, want read from /stats", rep.Origin.Utilization)
@@ -378,5 +379,38 @@ func TestQueuedGiveUp(t *testing.T) {
 	}
 	if err := (Config{Scenario: Queued, Target: Target{URL: "http://x/"}, Usher: "http://x", Room: "r", Users: 1, Duration: time.Second, GiveUp: 1.5}).validate(); err == nil {
 		t.Error("give-up 1.5: no error")
+	}
+}
+
+// TestETAErrorRelativeAndCoverage: relative errors and range coverage of
+// ten visitors who waited 10 s each, told 10 s … 19 s, the range [8, 12].
+func TestETAErrorRelativeAndCoverage(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	var visits []visit
+	for i := range 10 {
+		visits = append(visits, visit{
+			enterRecv: t0, admittedAt: t0.Add(10 * time.Second), waitedAtEntry: true,
+			etaSeconds: int64(10 + i), etaRange: [2]int64{int64(8 + i), int64(12 + i)},
+		})
+	}
+	visits = append(visits,
+		visit{enterRecv: t0, admittedAt: t0.Add(time.Second)},                                           // passthrough: not counted
+		visit{enterRecv: t0, waitedAtEntry: true, etaSeconds: 5},                                        // never admitted: not counted
+		visit{enterRecv: t0, admittedAt: t0.Add(10 * time.Second), waitedAtEntry: true, etaSeconds: 10}, // no range
+	)
+	e := etaError(visits)
+	if e.Count != 11 || e.Ranged != 10 {
+		t.Fatalf("count %d, ranged %d; want 11 and 10", e.Count, e.Ranged)
+	}
+	// |error| ÷ 10 s: 0, 0, 0.1, …, 0.9 → p50 (6th of 11) 0.4, p90 (10th) 0.8.
+	if math.Abs(e.P50Relative-0.4) > 1e-9 || math.Abs(e.P90Relative-0.8) > 1e-9 {
+		t.Errorf("relative error p50 %v, p90 %v; want 0.4 and 0.8", e.P50Relative, e.P90Relative)
+	}
+	// Inside [8+i, 12+i] for i = 0, 1, 2.
+	if e.Coverage == nil || math.Abs(*e.Coverage-0.3) > 1e-9 || e.MeanRangeSeconds != 4 {
+		t.Errorf("coverage %v of ranges %v s wide, want 0.3 of 4 s", e.Coverage, e.MeanRangeSeconds)
+	}
+	if e := etaError(visits[len(visits)-1:]); e.Coverage != nil || e.Ranged != 0 {
+		t.Errorf("without ranges: coverage %v, ranged %d; want none", e.Coverage, e.Ranged)
 	}
 }

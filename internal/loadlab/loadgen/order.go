@@ -45,9 +45,10 @@ func inversions(visits []visit) int64 {
 	return n
 }
 
-// ETAError compares the wait usher predicted at entry (eta_seconds) with
-// the wait the visitor saw (entry to the first "admitted" answer), for
-// visitors who waited. The observed wait is late by up to one poll interval.
+// ETAError compares the wait usher predicted at entry (eta_seconds and
+// eta_range_seconds) with the wait the visitor saw (entry to the first
+// "admitted" answer), for visitors who waited. The observed wait is late by
+// up to one poll interval; usher's ETA counts half of one.
 type ETAError struct {
 	Count int64 `json:"count"`
 	// MeanSeconds is the mean of actual − predicted: positive when visitors
@@ -56,6 +57,18 @@ type ETAError struct {
 	// P50AbsSeconds and P90AbsSeconds are percentiles of |actual − predicted|.
 	P50AbsSeconds float64 `json:"p50_abs_s"`
 	P90AbsSeconds float64 `json:"p90_abs_s"`
+	// P50Relative and P90Relative are percentiles of the relative error
+	// |actual − predicted| ÷ actual.
+	P50Relative float64 `json:"p50_rel"`
+	P90Relative float64 `json:"p90_rel"`
+	// Ranged counts the visitors told a range (eta_range_seconds), and
+	// Coverage is the share of them admitted inside it; nil when usher
+	// sent no range.
+	Ranged   int64    `json:"ranged"`
+	Coverage *float64 `json:"range_coverage,omitempty"`
+	// MeanRangeSeconds is the ranges' mean width (high − low): a range
+	// covers more the wider it is.
+	MeanRangeSeconds float64 `json:"mean_range_s,omitempty"`
 	// MeanPredictedSeconds and MeanActualSeconds put the error in scale.
 	MeanPredictedSeconds float64 `json:"mean_predicted_s"`
 	MeanActualSeconds    float64 `json:"mean_actual_s"`
@@ -65,6 +78,9 @@ func etaError(visits []visit) *ETAError {
 	abs := hist.New()
 	var e ETAError
 	var sum, pred, act float64
+	var rel []float64
+	var inside int64
+	var width float64
 	for _, v := range visits {
 		if v.admittedAt.IsZero() || !v.waitedAtEntry {
 			continue
@@ -76,6 +92,16 @@ func etaError(visits []visit) *ETAError {
 		pred += float64(v.etaSeconds)
 		act += actual
 		abs.Record(time.Duration(math.Abs(diff) * float64(time.Second)))
+		if actual > 0 {
+			rel = append(rel, math.Abs(diff)/actual)
+		}
+		if r := v.etaRange; r != [2]int64{} {
+			e.Ranged++
+			width += float64(r[1] - r[0])
+			if float64(r[0]) <= actual && actual <= float64(r[1]) {
+				inside++
+			}
+		}
 	}
 	if e.Count == 0 {
 		return nil
@@ -83,5 +109,20 @@ func etaError(visits []visit) *ETAError {
 	n := float64(e.Count)
 	e.MeanSeconds, e.MeanPredictedSeconds, e.MeanActualSeconds = sum/n, pred/n, act/n
 	e.P50AbsSeconds, e.P90AbsSeconds = abs.Quantile(0.5).Seconds(), abs.Quantile(0.9).Seconds()
+	slices.Sort(rel)
+	e.P50Relative, e.P90Relative = quantile(rel, 0.5), quantile(rel, 0.9)
+	if e.Ranged > 0 {
+		c := float64(inside) / float64(e.Ranged)
+		e.Coverage, e.MeanRangeSeconds = &c, width/float64(e.Ranged)
+	}
 	return &e
+}
+
+// quantile is the nearest-rank q-quantile of sorted xs (0 when empty: the
+// report is JSON, which has no NaN).
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	return xs[max(0, int(math.Ceil(q*float64(len(xs))))-1)]
 }

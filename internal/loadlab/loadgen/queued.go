@@ -20,7 +20,10 @@ type visit struct {
 	// admittedAt when the first "admitted" answer arrived (zero if never).
 	lastWaiting, admittedAt time.Time
 	etaSeconds              int64
-	waitedAtEntry           bool
+	// etaRange is the entry's eta_range_seconds (zero from an usher
+	// without one).
+	etaRange      [2]int64
+	waitedAtEntry bool
 }
 
 // visit runs one visitor: enter, poll until admitted, call the origin, leave.
@@ -43,7 +46,7 @@ func (r *runner) visit(due time.Time) bool {
 		return false
 	}
 	v.enterRecv = res.recv
-	v.etaSeconds, v.waitedAtEntry = e.ETASeconds, e.State == wire.StateWaiting
+	v.etaSeconds, v.etaRange, v.waitedAtEntry = e.ETASeconds, e.ETARangeSeconds, e.State == wire.StateWaiting
 	ticket := e.Ticket
 	if v.waitedAtEntry {
 		r.waiting.Add(1)

@@ -225,6 +225,13 @@ func (rep *Report) WriteText(w io.Writer) error {
 	if e := rep.ETA; e != nil {
 		fmt.Fprintf(&b, "  ETA error (actual − predicted): mean %+.1f s, |error| p50 %s s, p90 %s s; mean predicted %s s, actual %s s (%s visitors)\n",
 			e.MeanSeconds, num(e.P50AbsSeconds), num(e.P90AbsSeconds), num(e.MeanPredictedSeconds), num(e.MeanActualSeconds), num(float64(e.Count)))
+		fmt.Fprintf(&b, "  ETA relative error |actual − predicted| ÷ actual: p50 %.1f %%, p90 %.1f %%", 100*e.P50Relative, 100*e.P90Relative)
+		if e.Coverage != nil {
+			fmt.Fprintf(&b, "; admitted inside the range: %.1f %% of %s (mean width %s s)", 100**e.Coverage, num(float64(e.Ranged)), num(e.MeanRangeSeconds))
+		} else {
+			b.WriteString("; no range (eta_range_seconds) from usher")
+		}
+		b.WriteString("\n")
 	}
 	if rep.Inversions != nil {
 		fmt.Fprintf(&b, "  admission-order inversions: %d\n", *rep.Inversions)

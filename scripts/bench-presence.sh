@@ -3,16 +3,16 @@
 # into a room admitting 10/s, 30 % of those who wait give up silently (they
 # stop polling and never leave: usher loadtest --give-up 0.3), and the run
 # goes on until the line has drained. One run with presence_timeout_seconds
-# 0 (off) and one per timeout given (default: 15, the minimum, and 30). Prints a Markdown table: the present
+# 0 (off) and one per timeout given (default: 10, the default, 15 and 30). Prints a Markdown table: the present
 # visitors' admissions per second while present visitors waited, against
 # admit_rate, and what the admission steps did with the absent.
 #
-#   scripts/bench-presence.sh [arrival seconds=120] [drain seconds=240] [timeouts="0 15 30"]
+#   scripts/bench-presence.sh [arrival seconds=120] [drain seconds=240] [timeouts="0 10 15 30"]
 #
 # Needs jq and curl. USHER_BIN=path uses a prebuilt usher. Loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-arrive=${1:-120} drain=${2:-240} timeouts=${3:-0 15 30}
+arrive=${1:-120} drain=${2:-240} timeouts=${3:-0 10 15 30}
 out=${RESULTS:-artifacts/presence}
 mkdir -p "$out"
 . scripts/benchlib.sh

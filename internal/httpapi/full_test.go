@@ -38,7 +38,7 @@ func TestAdmissionSettingsBadInput(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, false)
 	e.putRoom("r", `{}`)
-	for _, body := range []string{`{"max_waiting":-1}`, `{"max_waiting":100000001}`, `{"presence_timeout_seconds":5}`,
+	for _, body := range []string{`{"max_waiting":-1}`, `{"max_waiting":100000001}`, `{"presence_timeout_seconds":4}`,
 		`{"presence_timeout_seconds":3601}`, `{"presence_timeout_seconds":-10}`, `{"presence_timeout_seconds":1e300}`} {
 		if r := e.do(nil, "PUT", "/api/v1/rooms/r", adminKey, body); r.status != 400 || r.errorCode(t) != "invalid_request" {
 			t.Errorf("PUT %s: %d %s, want 400", body, r.status, r.body)

@@ -20,10 +20,10 @@ const (
 	MaxClientEnters = 1_000_000   // new places per client per minute; 0 is off
 	MaxPowBits      = 32
 	MaxMaxWaiting   = 100_000_000
-	// A waiting visitor polls at least every 8 s + 20 % jitter
-	// (PresenceMargin); a presence timeout near that would pass over
-	// visitors who are there.
-	MinPresenceTimeout = 15 * time.Second
+	// Near the head a waiting visitor polls every 1.5 to 3 s; a shorter
+	// presence timeout would park visitors who are there (which costs
+	// them a poll interval, not their place).
+	MinPresenceTimeout = 5 * time.Second
 	MaxPresenceTimeout = time.Hour
 	// VisitorsPerUnit is 0 (off) or in this range; MaxInventory bounds
 	// Store.SetInventory (far beyond a sale, exact in Lua's doubles).

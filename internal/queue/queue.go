@@ -92,6 +92,20 @@ type Settings struct {
 	// at it, the opening draw (draw.go) orders them and later entrants
 	// queue behind them. Zero: no pre-queue.
 	OpensAt time.Time
+	// Admission says who sets the admission rate: Static (AdmitRate) or
+	// Adaptive (the room's controller, control.go, between MinAdmitRate
+	// and MaxAdmitRate, starting from AdmitRate).
+	Admission Admission
+	// TargetP95 is the origin latency the adaptive controller holds at the
+	// 95th percentile; 0: 1.5 × the unloaded p95 it learns.
+	TargetP95 time.Duration
+	// MinAdmitRate and MaxAdmitRate bound the adaptive rate (visitors per
+	// second).
+	MinAdmitRate, MaxAdmitRate float64
+	// ControlPeriod is how often the adaptive controller steps: at least the
+	// time an admission takes to show in the origin's latency (the poll
+	// that picks up the pass plus the first requests).
+	ControlPeriod time.Duration
 }
 
 // DefaultSettings are used for a new room's omitted fields.
@@ -108,6 +122,10 @@ func DefaultSettings() Settings {
 		// ten a second after, while one bot on one address takes at most
 		// 600 places in its first minute and 10/s after.
 		ClientEntersPerMinute: 600,
+		Admission:             Static,
+		MinAdmitRate:          1,
+		MaxAdmitRate:          1000,
+		ControlPeriod:         2 * time.Second,
 	}
 }
 
@@ -195,6 +213,9 @@ type Stats struct {
 	HeadSeq int64
 	// Draw is the room's opening draw, if it has one.
 	Draw Draw
+	// Control is the adaptive controller's state (zero for a room whose
+	// controller never stepped).
+	Control Control
 }
 
 // Store keeps rooms. Every method is one atomic operation on the backend:
@@ -247,4 +268,17 @@ type Store interface {
 	Admit(ctx context.Context, room string, now time.Time) (AdmitResult, error)
 	// Stats reads the room's settings, counters and draw; it never draws.
 	Stats(ctx context.Context, room string, now time.Time) (Stats, error)
+
+	// Adaptive admission (control.go). Admit and Enter refill the bucket at
+	// Settings.CurrentRate(Control), so an adaptive room admits at the
+	// rate its controller last stored.
+	//
+	// AddSignals adds s to the room's pool of origin signals and returns
+	// the pool, in one atomic step.
+	AddSignals(ctx context.Context, room string, s Signals) (Signals, error)
+	// SetControl stores next as the room's controller state if the stored
+	// state's Version is next.Version-1, and then takes used out of the
+	// pool (samples added since stay for the next step), atomically. ok is
+	// false, and nothing changes, when another caller stepped first.
+	SetControl(ctx context.Context, room string, next Control, used Signals) (ok bool, err error)
 }

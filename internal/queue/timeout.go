@@ -74,3 +74,11 @@ func (t *timeoutStore) Admit(ctx context.Context, room string, now time.Time) (A
 func (t *timeoutStore) Stats(ctx context.Context, room string, now time.Time) (Stats, error) {
 	return call(t, ctx, "stats", func(ctx context.Context) (Stats, error) { return t.s.Stats(ctx, room, now) })
 }
+
+func (t *timeoutStore) AddSignals(ctx context.Context, room string, s Signals) (Signals, error) {
+	return call(t, ctx, "add signals", func(ctx context.Context) (Signals, error) { return t.s.AddSignals(ctx, room, s) })
+}
+
+func (t *timeoutStore) SetControl(ctx context.Context, room string, next Control, used Signals) (bool, error) {
+	return call(t, ctx, "set control", func(ctx context.Context) (bool, error) { return t.s.SetControl(ctx, room, next, used) })
+}

@@ -47,7 +47,9 @@ type room struct {
 	expiries expiryHeap           // at least one entry per active visitor
 	draw     queue.Draw           // Entrants counts pre before the draw
 	// pre is the pre-queue before the draw: visitor → queue.DrawKey.
-	pre map[string][32]byte
+	pre     map[string][32]byte
+	control queue.Control // the adaptive controller's state
+	signals queue.Signals // its pool since the last step
 }
 
 func newRoom(set queue.Settings) *room {
@@ -239,6 +241,7 @@ func (s *Store) Stats(_ context.Context, name string, now time.Time) (queue.Stat
 		LastSeq:       r.seq,
 		HeadSeq:       r.seq + 1,
 		Draw:          r.draw,
+		Control:       r.control,
 	}
 	if !r.draw.Done {
 		st.Draw.Entrants = int64(len(r.pre))
@@ -252,6 +255,32 @@ func (s *Store) Stats(_ context.Context, name string, now time.Time) (queue.Stat
 		}
 	}
 	return st, nil
+}
+
+// AddSignals implements queue.Store.
+func (s *Store) AddSignals(_ context.Context, name string, sig queue.Signals) (queue.Signals, error) {
+	r, err := s.room(name)
+	if err != nil {
+		return queue.Signals{}, err
+	}
+	defer r.mu.Unlock()
+	r.signals.Merge(sig, 1)
+	return r.signals, nil
+}
+
+// SetControl implements queue.Store.
+func (s *Store) SetControl(_ context.Context, name string, next queue.Control, used queue.Signals) (bool, error) {
+	r, err := s.room(name)
+	if err != nil {
+		return false, err
+	}
+	defer r.mu.Unlock()
+	if r.control.Version != next.Version-1 {
+		return false, nil
+	}
+	r.control = next
+	r.signals.Merge(used, -1)
+	return true, nil
 }
 
 // entry returns the visitor's live entry. An active visitor whose expiry has
@@ -325,13 +354,14 @@ func (r *room) expire(now time.Time) int64 {
 }
 
 func (r *room) refill(now time.Time) {
+	set := r.settings.Current(r.control) // the adaptive rate, if adaptive
 	if now.After(r.refilled) {
 		if !r.refilled.IsZero() {
-			r.tokens += r.settings.AdmitRate * now.Sub(r.refilled).Seconds()
+			r.tokens += set.AdmitRate * now.Sub(r.refilled).Seconds()
 		}
 		r.refilled = now
 	}
-	r.tokens = math.Min(r.tokens, r.settings.BucketCapacity())
+	r.tokens = math.Min(r.tokens, set.BucketCapacity())
 }
 
 type expiry struct {

@@ -16,6 +16,7 @@ end
 local expired = redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
 local phase, _, base, _, moved = draw_phase(meta, pre, now)
 
+admit_rate, batch = current_rate(meta, admit_rate, batch)
 tokens, refilled = refill(tokens, refilled, tonumber(admit_rate), tonumber(batch), now)
 
 local res = {expired}

@@ -17,6 +17,9 @@ type Metrics struct {
 	expired    *prometheus.CounterVec
 	step       *prometheus.HistogramVec
 	stepErrors *prometheus.CounterVec
+	rate       *prometheus.GaugeVec
+	originP95  *prometheus.GaugeVec
+	targetP95  *prometheus.GaugeVec
 }
 
 // NewMetrics registers the queue's metrics with reg.
@@ -47,8 +50,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		stepErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "usher_admission_step_errors_total", Help: "Admission steps that failed.",
 		}, []string{"room"}),
+		rate: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "usher_admit_rate_current", Help: "The admission rate in force (visitors per second): admit_rate, or what the adaptive controller set.",
+		}, []string{"room"}),
+		originP95: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "usher_adaptive_origin_p95_seconds", Help: "Adaptive rooms: the origin's p95 latency in the controller's last window.",
+		}, []string{"room"}),
+		targetP95: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "usher_adaptive_target_p95_seconds", Help: "Adaptive rooms: the p95 the controller holds (target_p95, or 1.5 × the learned unloaded p95).",
+		}, []string{"room"}),
 	}
-	reg.MustRegister(m.waiting, m.active, m.enters, m.polls, m.admissions, m.expired, m.step, m.stepErrors)
+	reg.MustRegister(m.waiting, m.active, m.enters, m.polls, m.admissions, m.expired, m.step, m.stepErrors,
+		m.rate, m.originP95, m.targetP95)
 	return m
 }
 
@@ -97,6 +110,9 @@ func (m *Metrics) forget(room string) {
 	}
 	m.waiting.DeleteLabelValues(room)
 	m.active.DeleteLabelValues(room)
+	m.rate.DeleteLabelValues(room)
+	m.originP95.DeleteLabelValues(room)
+	m.targetP95.DeleteLabelValues(room)
 }
 
 func (m *Metrics) observed(room string, st Stats) {
@@ -105,4 +121,12 @@ func (m *Metrics) observed(room string, st Stats) {
 	}
 	m.waiting.WithLabelValues(room).Set(float64(st.Waiting))
 	m.active.WithLabelValues(room).Set(float64(st.Active))
+	m.rate.WithLabelValues(room).Set(st.Settings.CurrentRate(st.Control))
+	if st.Settings.Admission == Adaptive {
+		m.originP95.WithLabelValues(room).Set(st.Control.P95.Seconds())
+		m.targetP95.WithLabelValues(room).Set(st.Settings.Target(st.Control).Seconds())
+	} else {
+		m.originP95.DeleteLabelValues(room)
+		m.targetP95.DeleteLabelValues(room)
+	}
 }

@@ -58,6 +58,8 @@ type Queue struct {
 	// changed, once ViewRooms made it, is closed and cleared when the set
 	// of rooms in views changes.
 	changed chan struct{}
+	sigMu   sync.Mutex
+	local   map[string]*Signals // origin signals since the last Control, by room (adaptive.go)
 }
 
 // View is a room's stats as last read by this instance, with the measured
@@ -83,7 +85,8 @@ func New(store Store, o Options) *Queue {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	q := &Queue{store: WithTimeout(store, o.StoreTimeout), now: o.Now, refresh: o.Refresh, metrics: o.Metrics, log: o.Logger}
+	q := &Queue{store: WithTimeout(store, o.StoreTimeout), now: o.Now, refresh: o.Refresh, metrics: o.Metrics, log: o.Logger,
+		local: make(map[string]*Signals)}
 	q.views.Store(&map[string]View{})
 	return q
 }
@@ -236,7 +239,8 @@ const staleAfter = 2 * time.Second
 // ExactWithin is how many places from the head a poll gets an exact answer:
 // two batches, five seconds of admissions, and at least 50.
 func ExactWithin(v View) int64 {
-	return max(50, 2*v.Settings.Batch(), int64(math.Ceil(5*max(v.Rate, v.Settings.AdmitRate))))
+	set := v.Settings.Current(v.Control)
+	return max(50, 2*set.Batch(), int64(math.Ceil(5*max(v.Rate, set.AdmitRate))))
 }
 
 // Renew slides an admitted visitor's expiry and returns the new one;

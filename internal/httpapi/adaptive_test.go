@@ -111,4 +111,14 @@ func TestSignals(t *testing.T) {
 	if m := e.do(nil, "GET", "/metrics", adminKey, ""); !strings.Contains(string(m.body), `usher_admit_rate_current{room="sale"} 5`) {
 		t.Error("metrics lack usher_admit_rate_current 5 for the room")
 	}
+	// Static, then adaptive again: the controller starts afresh from
+	// admit_rate.
+	e.putRoom("sale", `{"admission":"static"}`)
+	if r := e.do(nil, "GET", "/api/v1/rooms/sale", adminKey, ""); !strings.Contains(string(r.body), `"admit_rate_current":10}`) {
+		t.Errorf("static room: %s, want admit_rate_current 10 (admit_rate)", r.body)
+	}
+	e.putRoom("sale", `{"admission":"adaptive"}`)
+	if r := e.do(nil, "GET", "/api/v1/rooms/sale", adminKey, ""); !strings.Contains(string(r.body), `"admit_rate_current":10}`) {
+		t.Errorf("room made adaptive again: %s, want the controller reset to admit_rate 10", r.body)
+	}
 }

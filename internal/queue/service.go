@@ -112,7 +112,9 @@ func checkVisitor(room, visitor string) error {
 }
 
 // PutRoom validates and stores a room's settings. A room draws once: after
-// its draw, OpensAt cannot change.
+// its draw, OpensAt cannot change. A room switched to adaptive admission
+// starts its controller afresh (its rate from AdmitRate, its baseline
+// learned again).
 func (q *Queue) PutRoom(ctx context.Context, room string, s Settings) error {
 	if err := checkRoom(room); err != nil {
 		return err
@@ -131,6 +133,13 @@ func (q *Queue) PutRoom(ctx context.Context, room string, s Settings) error {
 	}
 	if err := q.store.PutRoom(ctx, room, s); err != nil {
 		return err
+	}
+	if s.Admission == Adaptive && err == nil && cur.Settings.Admission != Adaptive && cur.Control.Version > 0 {
+		// Switched to adaptive: the controller starts afresh, from
+		// admit_rate, and learns the baseline again.
+		if _, err := q.store.SetControl(ctx, room, Control{Version: cur.Control.Version + 1}, Signals{}); err != nil {
+			return err
+		}
 	}
 	return q.refreshRoom(ctx, room)
 }

@@ -36,6 +36,10 @@ const (
 	// fewer the pool keeps filling, for at most StaleSteps periods.
 	MinSamples = 20
 	StaleSteps = 5
+	// BaselineSamples is the fewest samples of a window that teaches the
+	// baseline: a lower p95 moves it halfway down, so that one lucky
+	// window does not set the target.
+	BaselineSamples = 100
 	// MaxErrorShare: a window with more errors than this share of its
 	// samples counts as overloaded (twice the target).
 	MaxErrorShare = 0.05
@@ -51,8 +55,11 @@ type Control struct {
 	// Rate is the admission rate the controller set (admit_rate_current);
 	// 0 before its first step.
 	Rate float64
-	// Baseline is the learned unloaded p95: the lowest p95 of a window of
-	// at least MinSamples samples; 0 before the first.
+	// Baseline is the learned unloaded p95: it starts at the p95 of the
+	// first window of at least BaselineSamples samples, and each such
+	// window with a lower p95 moves it halfway down to it (a minimum that
+	// the p95's sampling noise does not drag far below the truth); 0
+	// before the first.
 	Baseline time.Duration
 	// At is the time of the last step (whole milliseconds); zero before
 	// the first.
@@ -120,9 +127,11 @@ type Window struct {
 //
 // The law (docs/architecture.md#adaptive-admission): with q = p95 ÷
 // target, q > 1 lowers the rate by max(MaxDecrease, DecreaseAim ÷ q) and
-// skips the next step; q < HoldBand raises it by min(MaxIncrease,
-// HoldBand ÷ q) when the rate was what held admissions back; otherwise the
-// rate holds. Errors above MaxErrorShare count as q = 2.
+// skips the next step, unless the p95 fell since the last window (the
+// backlog of an earlier overload draining); q < HoldBand raises it by
+// min(MaxIncrease, HoldBand ÷ q) when the rate was what held admissions
+// back; otherwise the rate holds. Errors above
+// MaxErrorShare count as q = 2.
 func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 	next := c
 	next.At, next.Admitted, next.Version = now.Truncate(time.Millisecond), w.Admitted, c.Version+1
@@ -141,20 +150,34 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 	}
 	p := w.Signals.Quantile(0.95)
 	next.P95 = p
-	if c.Baseline == 0 || p < c.Baseline {
+	switch {
+	case w.Signals.Count < BaselineSamples:
+	case c.Baseline == 0:
 		next.Baseline = p
+	case p < c.Baseline:
+		next.Baseline = c.Baseline - (c.Baseline-p)/2
 	}
 	if c.Hold > 0 {
 		next.Hold = c.Hold - 1
 		return next, true
 	}
+	failing := float64(w.Signals.Errors) > MaxErrorShare*float64(w.Signals.Count)
 	target := s.Target(next)
-	q := float64(p) / float64(target)
-	if float64(w.Signals.Errors) > MaxErrorShare*float64(w.Signals.Count) {
+	var q float64
+	switch {
+	case target > 0:
+		q = float64(p) / float64(target)
+	case !failing: // no target set and no window big enough to learn one
+		return next, true
+	}
+	if failing {
 		q = max(q, 2)
 	}
+	// A p95 above the target but below the last window's, after a
+	// decrease, is the backlog draining: the decrease works.
+	improving := c.P95 > 0 && p < c.P95 && !failing
 	switch {
-	case q > 1:
+	case q > 1 && !improving:
 		rate *= max(MaxDecrease, DecreaseAim/q)
 		next.Hold = 1
 	case q < HoldBand && s.demand(c, w, rate, elapsed):

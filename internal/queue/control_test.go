@@ -98,6 +98,7 @@ type phaseResult struct {
 	util        float64
 	rate        float64 // mean rate set
 	reversals   int     // changes of the rate's direction
+	swing       float64 // highest ÷ lowest rate
 	capacityPS  float64 // visitors per second the pool serves
 	unloadedP95 time.Duration
 }
@@ -118,7 +119,7 @@ func simulate(t *testing.T, set queue.Settings, phases []float64, phaseLen, sett
 		p.conns = conns
 		res := phaseResult{conns: conns, capacityPS: conns / (p.calls * meanService.Seconds())}
 		var settled queue.Signals
-		var rateSum float64
+		var rateSum, lo, hi float64
 		var rateN int
 		lastRate, lastDir := set.CurrentRate(c), 0
 		for i := range int(phaseLen / tick) {
@@ -136,6 +137,10 @@ func simulate(t *testing.T, set queue.Settings, phases []float64, phaseLen, sett
 				settled.Merge(sig, 1)
 				rateSum += rate
 				rateN++
+				if rateN == 1 || rate < lo {
+					lo = rate
+				}
+				hi = max(hi, rate)
 				if i == int(settle/tick) {
 					p.utilisation()
 				}
@@ -157,7 +162,7 @@ func simulate(t *testing.T, set queue.Settings, phases []float64, phaseLen, sett
 				}
 			}
 		}
-		res.p95, res.util, res.rate = settled.Quantile(0.95), p.utilisation(), rateSum/float64(rateN)
+		res.p95, res.util, res.rate, res.swing = settled.Quantile(0.95), p.utilisation(), rateSum/float64(rateN), hi/lo
 		out = append(out, res)
 	}
 	return out
@@ -195,8 +200,10 @@ func bestStatic(t *testing.T, conns float64, target time.Duration) (float64, pha
 // connections, the controller holds each phase's p95 at or below its
 // target (1.5 × the unloaded p95 it learns) while admitting at least 85 %
 // of the best static rate for that pool (found by a sweep, in hindsight),
-// and its rate settles instead of oscillating: once settled it changes
-// direction at most twice a phase. The same run with a static rate sized
+// and its rate settles instead of oscillating: once settled it stays
+// within ±15 % (highest ÷ lowest ≤ 1.35) and changes direction at most
+// three times in 30 s (15 steps), which noise in windows of 100 samples
+// causes, not a cycle. The same run with a static rate sized
 // for the first phase breaks in the second.
 func TestControllerOnSimulatedPlant(t *testing.T) {
 	phases := []float64{10, 5, 10}
@@ -205,17 +212,17 @@ func TestControllerOnSimulatedPlant(t *testing.T) {
 	adaptive := simulate(t, adaptiveSettings(), phases, phaseLen, settle)
 	for i, r := range adaptive {
 		best, b := bestStatic(t, r.conns, target)
-		t.Logf("adaptive phase %d (conns %v): p95 %v (%.2f× unloaded), utilisation %.2f, rate %.2f/s (best static %.2f/s: utilisation %.2f, p95 %.2f×; capacity %.2f/s), %d reversals",
+		t.Logf("adaptive phase %d (conns %v): p95 %v (%.2f× unloaded), utilisation %.2f, rate %.2f/s (best static %.2f/s: utilisation %.2f, p95 %.2f×; capacity %.2f/s), %d reversals, swing %.2f",
 			i+1, r.conns, r.p95.Round(time.Millisecond), float64(r.p95)/float64(unloadedP95), r.util, r.rate,
-			best, b.util, float64(b.p95)/float64(unloadedP95), r.capacityPS, r.reversals)
+			best, b.util, float64(b.p95)/float64(unloadedP95), r.capacityPS, r.reversals, r.swing)
 		if r.p95 > target {
 			t.Errorf("phase %d: p95 %v, want at most the target %v", i+1, r.p95, target)
 		}
 		if r.rate < 0.85*best {
 			t.Errorf("phase %d: rate %.2f/s, want at least 85 %% of the best static rate %.2f/s", i+1, r.rate, best)
 		}
-		if r.reversals > 2 {
-			t.Errorf("phase %d: the rate changed direction %d times once settled, want at most 2", i+1, r.reversals)
+		if r.reversals > 3 || r.swing > 1.35 {
+			t.Errorf("phase %d: once settled the rate changed direction %d times and swung by %.2f, want at most 3 and 1.35", i+1, r.reversals, r.swing)
 		}
 	}
 	static := adaptiveSettings()
@@ -260,6 +267,8 @@ func TestStep(t *testing.T) {
 		{"too few samples for long: hold", prev, queue.Window{Signals: window(time.Second, 19, 0)}, t0.Add(5 * set.ControlPeriod), true, 10, 0, 0},
 		{"above target: decrease to aim inside the band", prev, withSignals(demand, window(150*time.Millisecond, 100, 0)), now, true, -0.9, 1, 0},
 		{"far above target: halve at most", prev, withSignals(demand, window(time.Second, 100, 0)), now, true, 5, 1, 0},
+		{"above target but below the last window's p95: the backlog drains, hold", queue.Control{Rate: 10, At: t0, Admitted: 100, Version: 3, P95: time.Second}, withSignals(demand, window(200*time.Millisecond, 100, 0)), now, true, 10, 0, 0},
+		{"above target and above the last window's p95: decrease", queue.Control{Rate: 10, At: t0, Admitted: 100, Version: 3, P95: 100 * time.Millisecond}, withSignals(demand, window(time.Second, 100, 0)), now, true, 5, 1, 0},
 		{"errors count as overload", prev, withSignals(demand, window(50*time.Millisecond, 100, 6)), now, true, 5, 1, 0},
 		{"in the band: hold", prev, withSignals(demand, window(90*time.Millisecond, 100, 0)), now, true, 10, 0, 0},
 		{"below the band with demand: increase", prev, withSignals(demand, window(70*time.Millisecond, 100, 0)), now, true, -0.8, 0, 0},
@@ -300,21 +309,34 @@ func withSignals(w queue.Window, s queue.Signals) queue.Window {
 	return w
 }
 
-// TestLearnedTarget: without target_p95 the target is 1.5 × the lowest
-// window p95 seen, which never rises.
+// TestLearnedTarget: without target_p95 the target is 1.5 × the learned
+// baseline: the first big window's p95, then halfway down to each lower
+// one; a higher p95, or a window under BaselineSamples, leaves it.
 func TestLearnedTarget(t *testing.T) {
 	set := adaptiveSettings()
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	c := queue.Control{Rate: 10, At: t0, Version: 1}
-	for i, ms := range []int{80, 60, 300, 70} {
+	window := func(ms, n int) queue.Signals {
 		var s queue.Signals
-		for range 100 {
+		for range n {
 			s.Add(time.Duration(ms)*time.Millisecond, false)
 		}
-		c, _ = set.Step(c, queue.Window{Signals: s}, t0.Add(time.Duration(i+1)*set.ControlPeriod))
+		return s
 	}
-	if got, want := set.Target(c), time.Duration(1.5*float64(c.Baseline)); got != want || c.Baseline < 60*time.Millisecond || c.Baseline > 66*time.Millisecond {
-		t.Errorf("baseline %v, target %v; want the lowest window's p95 (60 ms, within a bucket) and 1.5 × it", c.Baseline, got)
+	var baselines []time.Duration
+	for i, w := range []queue.Signals{window(10, 99), window(80, 100), window(60, 100), window(300, 100), window(60, 100), window(60, 100)} {
+		c, _ = set.Step(c, queue.Window{Signals: w}, t0.Add(time.Duration(i+1)*set.ControlPeriod))
+		baselines = append(baselines, c.Baseline)
+	}
+	p80, p60 := window(80, 100).Quantile(0.95), window(60, 100).Quantile(0.95)
+	want := []time.Duration{0, p80, p80 - (p80-p60)/2, p80 - (p80-p60)/2, p80 - 3*(p80-p60)/4, p80 - 7*(p80-p60)/8}
+	for i := range want {
+		if baselines[i] != want[i] {
+			t.Errorf("baseline after window %d = %v, want %v", i+1, baselines[i], want[i])
+		}
+	}
+	if got, want := set.Target(c), time.Duration(1.5*float64(c.Baseline)); got != want {
+		t.Errorf("target %v, want 1.5 × the baseline %v", got, c.Baseline)
 	}
 }
 

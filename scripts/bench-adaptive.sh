@@ -61,14 +61,17 @@ for mode in static adaptive; do
 done
 
 echo
-echo "| Phase | Origin | Admission | Origin p95 ÷ unloaded p95 | Utilisation | Admitted visitors/s | Origin calls/s |"
+echo "| Phase | Origin | Admission | p95 ÷ unloaded p95 | Utilisation | Admitted/s | Settled (from 10 s into the phase): p95 ÷ unloaded, utilisation, admitted/s |"
 echo "|---|---|---|---|---|---|---|"
 n=$(jq '.[0].phases | length' "$out/static.json")
 for i in $(seq 0 $((n - 1))); do
   for mode in static adaptive; do
     jq -r --arg mode "$mode" --argjson i "$i" '.[0].phases[$i] as $p |
-      "| \($p.phase) (\($p.seconds | round) s) | \($p.settings) | \($mode) | \($p.p95_ratio * 100 | round / 100) (\($p.origin_p95_ms | round) ms) | \($p.utilization * 100 | round) % | \($p.admitted_ps * 10 | round / 10) | \($p.origin_rps | round) |"' "$out/$mode.json"
+      "| \($p.phase) | \($p.settings) | \($mode) | \($p.p95_ratio * 100 | round / 100) (\($p.origin_p95_ms | round) ms) | \($p.utilization * 100 | round) % | \($p.admitted_ps * 10 | round / 10) | \($p.settled_p95_ratio // 0 * 100 | round / 100), \(($p.settled_utilization // 0) * 100 | round) %, \(($p.settled_admitted_ps // 0) * 10 | round / 10) |"' "$out/$mode.json"
   done
+done
+for mode in static adaptive; do
+  jq -r --arg mode "$mode" '.[0] as $r | "\($mode): origin p95 \($r.origin.latency.p95_ms | round) ms, \($r.origin.throughput | round) calls/s, \($r.visits.admitted) admitted, time in queue p50 \($r.time_in_queue.p50_ms / 1000 | round) s"' "$out/$mode.json"
 done
 if [ $docs = 1 ]; then
   cp "$out/static.svg" docs/adaptive-static.svg

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"usher/internal/loadlab/hist"
 	"usher/internal/loadlab/simorigin"
@@ -28,7 +29,17 @@ type PhaseReport struct {
 	// admissions per second as the generator saw them.
 	OriginRPS  float64 `json:"origin_rps"`
 	AdmittedPS float64 `json:"admitted_ps"`
+	// Settled: the same from PhaseSettle into the phase on (what a
+	// controller holds once it followed the change), when the phase is
+	// longer.
+	SettledP95MS       float64 `json:"settled_p95_ms,omitempty"`
+	SettledP95Ratio    float64 `json:"settled_p95_ratio,omitempty"`
+	SettledUtilization float64 `json:"settled_utilization,omitempty"`
+	SettledAdmittedPS  float64 `json:"settled_admitted_ps,omitempty"`
 }
+
+// PhaseSettle is when a phase counts as settled.
+const PhaseSettle = 10 * time.Second
 
 // phaseAcc sums the ticks of one phase.
 type phaseAcc struct {
@@ -40,6 +51,10 @@ type phaseAcc struct {
 	lat            *hist.Snapshot
 	ok, admitted   int64
 	busy, capacity float64
+	// the same from PhaseSettle on
+	sSeconds, sBusy, sCapacity float64
+	sLat                       *hist.Snapshot
+	sAdmitted                  int64
 }
 
 // addPhase counts a tick of dt seconds, ending in the phase st reports,
@@ -57,7 +72,7 @@ func (tl *timeline) addPhase(prev, st simorigin.Stats, dt float64, od *hist.Snap
 		if parts := strings.Split(st.Phases, ","); st.Phase <= len(parts) {
 			settings = parts[st.Phase-1]
 		}
-		acc = &phaseAcc{phase: st.Phase, settings: settings, conns: st.Conns, unloaded: st.ServiceP95MS, lat: hist.New()}
+		acc = &phaseAcc{phase: st.Phase, settings: settings, conns: st.Conns, unloaded: st.ServiceP95MS, lat: hist.New(), sLat: hist.New()}
 		tl.phases = append(tl.phases, acc)
 	}
 	acc.seconds += dt
@@ -66,6 +81,13 @@ func (tl *timeline) addPhase(prev, st simorigin.Stats, dt float64, od *hist.Snap
 	acc.admitted += adm
 	acc.busy += st.ConnBusySeconds - prev.ConnBusySeconds
 	acc.capacity += st.ConnCapacitySeconds - prev.ConnCapacitySeconds
+	if acc.seconds-dt >= PhaseSettle.Seconds() {
+		acc.sSeconds += dt
+		acc.sLat.Merge(od)
+		acc.sAdmitted += adm
+		acc.sBusy += st.ConnBusySeconds - prev.ConnBusySeconds
+		acc.sCapacity += st.ConnCapacitySeconds - prev.ConnCapacitySeconds
+	}
 }
 
 func (tl *timeline) phaseReports() []PhaseReport {
@@ -80,6 +102,14 @@ func (tl *timeline) phaseReports() []PhaseReport {
 		if a.capacity > 0 {
 			p.Utilization = min(1, a.busy/a.capacity)
 		}
+		if a.sSeconds > 0 && a.sCapacity > 0 {
+			p.SettledP95MS = ms(a.sLat.Quantile(0.95))
+			p.SettledUtilization = min(1, a.sBusy/a.sCapacity)
+			p.SettledAdmittedPS = float64(a.sAdmitted) / a.sSeconds
+			if a.unloaded > 0 {
+				p.SettledP95Ratio = p.SettledP95MS / a.unloaded
+			}
+		}
 		out = append(out, p)
 	}
 	return out
@@ -91,9 +121,14 @@ func writePhases(b *strings.Builder, phases []PhaseReport) {
 		return
 	}
 	fmt.Fprintf(b, "  origin phases (ticks attributed to the phase at their end):\n")
-	fmt.Fprintf(b, "    %-5s %-28s %6s %9s %9s %7s %6s %10s %11s\n", "phase", "settings", "secs", "p95 ms", "unloaded", "ratio", "util", "origin/s", "admitted/s")
+	fmt.Fprintf(b, "    %-5s %-28s %6s %9s %9s %7s %6s %10s %11s   %s\n", "phase", "settings", "secs", "p95 ms", "unloaded", "ratio", "util", "origin/s", "admitted/s",
+		"settled ("+PhaseSettle.String()+" on): ratio, util, admitted/s")
 	for _, p := range phases {
-		fmt.Fprintf(b, "    %-5d %-28s %6.1f %9s %9s %6.2f× %5.0f%% %10s %11s\n", p.Phase, p.Settings, p.Seconds,
+		fmt.Fprintf(b, "    %-5d %-28s %6.1f %9s %9s %6.2f× %5.0f%% %10s %11s", p.Phase, p.Settings, p.Seconds,
 			num(p.OriginP95MS), num(p.UnloadedP95MS), p.P95Ratio, 100*p.Utilization, num(p.OriginRPS), num(p.AdmittedPS))
+		if p.SettledP95MS > 0 {
+			fmt.Fprintf(b, "   %.2f×, %.0f%%, %s", p.SettledP95Ratio, 100*p.SettledUtilization, num(p.SettledAdmittedPS))
+		}
+		b.WriteString("\n")
 	}
 }

@@ -67,7 +67,7 @@ n=$(jq '.[0].phases | length' "$out/static.json")
 for i in $(seq 0 $((n - 1))); do
   for mode in static adaptive; do
     jq -r --arg mode "$mode" --argjson i "$i" '.[0].phases[$i] as $p |
-      "| \($p.phase) | \($p.settings) | \($mode) | \($p.p95_ratio * 100 | round / 100) (\($p.origin_p95_ms | round) ms) | \($p.utilization * 100 | round) % | \($p.admitted_ps * 10 | round / 10) | \($p.settled_p95_ratio // 0 * 100 | round / 100), \(($p.settled_utilization // 0) * 100 | round) %, \(($p.settled_admitted_ps // 0) * 10 | round / 10) |"' "$out/$mode.json"
+      "| \($p.phase) | \($p.settings) | \($mode) | \($p.p95_ratio * 100 | round / 100) (\($p.origin_p95_ms | round) ms) | \($p.utilization * 100 | round) % | \($p.admitted_ps * 10 | round / 10) | \((($p.settled_p95_ratio // 0) * 100 | round) / 100), \(($p.settled_utilization // 0) * 100 | round) %, \(($p.settled_admitted_ps // 0) * 10 | round / 10) |"' "$out/$mode.json"
   done
 done
 for mode in static adaptive; do

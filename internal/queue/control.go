@@ -36,10 +36,6 @@ const (
 	// fewer the pool keeps filling, for at most StaleSteps periods.
 	MinSamples = 20
 	StaleSteps = 5
-	// BaselineSamples is the fewest samples of a window that teaches the
-	// baseline: a lower p95 moves it halfway down, so that one lucky
-	// window does not set the target.
-	BaselineSamples = 100
 	// MaxErrorShare: a window with more errors than this share of its
 	// samples counts as overloaded (twice the target).
 	MaxErrorShare = 0.05
@@ -56,10 +52,9 @@ type Control struct {
 	// 0 before its first step.
 	Rate float64
 	// Baseline is the learned unloaded p95: it starts at the p95 of the
-	// first window of at least BaselineSamples samples, and each such
-	// window with a lower p95 moves it halfway down to it (a minimum that
-	// the p95's sampling noise does not drag far below the truth); 0
-	// before the first.
+	// first window, and each window with a lower p95 moves it halfway
+	// down to it (a minimum that the p95's sampling noise does not drag
+	// far below the truth); 0 before the first.
 	Baseline time.Duration
 	// At is the time of the last step (whole milliseconds); zero before
 	// the first.
@@ -151,7 +146,6 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 	p := w.Signals.Quantile(0.95)
 	next.P95 = p
 	switch {
-	case w.Signals.Count < BaselineSamples:
 	case c.Baseline == 0:
 		next.Baseline = p
 	case p < c.Baseline:

@@ -26,6 +26,9 @@ const (
 	// HoldBand is the bottom of the dead band: while the measured p95 is
 	// between HoldBand × target and the target, the rate holds.
 	HoldBand = 0.8
+	// GoodBand: a rate whose whole window kept the p95 at or below this
+	// share of the target is a good rate, one to come back to.
+	GoodBand = 0.9
 	// MaxIncrease is the largest factor one step raises the rate by.
 	MaxIncrease = 1.25
 	// MaxDecrease is the smallest factor one step lowers the rate to.
@@ -39,6 +42,23 @@ const (
 	// MaxErrorShare: a window with more errors than this share of its
 	// samples counts as overloaded (twice the target).
 	MaxErrorShare = 0.05
+	// ProbeStep is the first probe beyond the good rate (a share of the
+	// rate; it doubles with each probe that held, up to MaxIncrease);
+	// MaxBackoff bounds the wait between probes (2^Backoff calm steps).
+	ProbeStep = 0.05
+	// SevereOverload: a window above this many times the target means
+	// the origin changed, not that a probe went too far.
+	SevereOverload = 1.5
+	MaxBackoff     = 3
+	MaxStreak      = 3
+	// DrainShare: a cut after the origin changed keeps at least this
+	// share of the visitors per second it served, so that its backlog
+	// drains without starving it.
+	DrainShare = 0.7
+	// PerAdmitFrom is the fewest admissions in a window that update
+	// PerAdmit, PerAdmitGain the weight of the window's ratio.
+	PerAdmitFrom = 10
+	PerAdmitGain = 0.3
 	// DemandShare: the rate goes up only if the room admitted at least this
 	// share of it during the period while visitors waited (the rate, not
 	// MaxActive or an empty queue, was what held admissions back).
@@ -51,11 +71,26 @@ type Control struct {
 	// Rate is the admission rate the controller set (admit_rate_current);
 	// 0 before its first step.
 	Rate float64
-	// Baseline is the learned unloaded p95: it starts at the p95 of the
-	// first window, and each window with a lower p95 moves it halfway
-	// down to it (a minimum that the p95's sampling noise does not drag
-	// far below the truth); 0 before the first.
+	// Baseline is the learned unloaded p95: the least, over the windows
+	// so far, of the window's p95 × (1 + 1/√n) for its n samples (the
+	// correction offsets the p95's sampling noise, which would drag a
+	// plain minimum below the truth); 0 before the first window.
 	Baseline time.Duration
+	// PerAdmit is the origin samples per admitted visitor, an average
+	// over windows within the target: with the samples per second of an
+	// overloaded window, the rate the origin keeps up with.
+	PerAdmit float64
+	// Good is the highest rate that held (two windows within the target)
+	// since the origin last changed (0: none known). Steady counts the
+	// steps since the rate last changed, Calm the steps at or above Good
+	// below the band since the last probe, Backoff the probes that
+	// overloaded in a row (the next waits 2^Backoff calm steps), Streak
+	// those that held (the next probes twice as far).
+	Good                          float64
+	Steady, Calm, Backoff, Streak int64
+	// Limit is the rate at which the origin was last overloaded (0: none
+	// since it last changed): increases below it probe, above it grow.
+	Limit float64
 	// At is the time of the last step (whole milliseconds); zero before
 	// the first.
 	At time.Time
@@ -120,13 +155,26 @@ type Window struct {
 // returns the next state and whether it used the window: when it did not
 // (too few samples yet), the caller stores nothing and keeps pooling.
 //
-// The law (docs/architecture.md#adaptive-admission): with q = p95 ÷
-// target, q > 1 lowers the rate by max(MaxDecrease, DecreaseAim ÷ q) and
-// skips the next step, unless the p95 fell since the last window (the
-// backlog of an earlier overload draining); q < HoldBand raises it by
-// min(MaxIncrease, HoldBand ÷ q) when the rate was what held admissions
-// back; otherwise the rate holds. Errors above
-// MaxErrorShare count as q = 2.
+// The law (docs/architecture.md#adaptive-admission), with q = the
+// window's p95 ÷ the target (more than MaxErrorShare errors count as
+// q ≥ 2), deciding only on windows that a whole period of one rate
+// produced:
+//   - q > SevereOverload, or q > 1 with no good rate known: the origin
+//     changed. Cut by max(MaxDecrease, DecreaseAim ÷ q), not below
+//     DrainShare of the visitors per second it served; forget the good
+//     rate; skip the next step (its window still shows the old load).
+//   - 1 < q ≤ SevereOverload: a probe went too far, or the good rate was
+//     optimistic: back to DecreaseAim × the good rate; double the wait
+//     before the next probe; skip the next step.
+//     Neither when the p95 fell since the last window (the backlog of an
+//     earlier overload draining).
+//   - HoldBand ≤ q ≤ 1: hold.
+//   - q < HoldBand, visitors waiting and the rate used: with no overload
+//     seen since the origin last changed, × MaxIncrease; else back up to
+//     the good rate, or, after 2^Backoff calm steps at it, probe beyond
+//     it by ProbeStep, doubling with each probe that held.
+//
+// A rate whose whole window kept q ≤ GoodBand becomes the good rate.
 func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 	next := c
 	next.At, next.Admitted, next.Version = now.Truncate(time.Millisecond), w.Admitted, c.Version+1
@@ -145,17 +193,16 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 	}
 	p := w.Signals.Quantile(0.95)
 	next.P95 = p
-	switch {
-	case c.Baseline == 0:
-		next.Baseline = p
-	case p < c.Baseline:
-		next.Baseline = c.Baseline - (c.Baseline-p)/2
+	n := float64(w.Signals.Count)
+	if b := time.Duration(float64(p) * (1 + 1/math.Sqrt(n))); c.Baseline == 0 || b < c.Baseline {
+		next.Baseline = b
 	}
-	if c.Hold > 0 {
+	next.Steady = c.Steady + 1
+	if c.Hold > 0 { // the window after a decrease still shows the load before it
 		next.Hold = c.Hold - 1
 		return next, true
 	}
-	failing := float64(w.Signals.Errors) > MaxErrorShare*float64(w.Signals.Count)
+	failing := float64(w.Signals.Errors) > MaxErrorShare*n
 	target := s.Target(next)
 	var q float64
 	switch {
@@ -167,17 +214,62 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 	if failing {
 		q = max(q, 2)
 	}
+	if q <= GoodBand && c.Steady > 0 && rate > c.Good { // held for a whole window: a good rate
+		if c.Limit > 0 && rate > c.Good {
+			next.Streak, next.Backoff = min(c.Streak+1, MaxStreak), 0 // a probe held
+		}
+		if c.Limit > 0 && rate >= c.Limit {
+			next.Limit, next.Streak = 0, 0 // beyond the old limit: the origin grew
+		}
+		next.Good = rate
+	}
 	// A p95 above the target but below the last window's, after a
 	// decrease, is the backlog draining: the decrease works.
 	improving := c.P95 > 0 && p < c.P95 && !failing
 	switch {
 	case q > 1 && !improving:
-		rate *= max(MaxDecrease, DecreaseAim/q)
-		next.Hold = 1
-	case q < HoldBand && s.demand(c, w, rate, elapsed):
-		rate *= min(MaxIncrease, HoldBand/q)
+		next.Hold, next.Calm, next.Streak, next.Limit = 1, 0, 0, rate
+		if q <= SevereOverload && c.Good > 0 {
+			// Just above the target: a probe beyond the good rate, or a
+			// good rate that was too optimistic. Back below it while the
+			// backlog drains, and wait twice as long before the next probe.
+			next.Rate, next.Backoff = DecreaseAim*min(rate, c.Good), min(c.Backoff+1, MaxBackoff)
+			if rate <= c.Good {
+				next.Good = next.Rate
+			}
+			break
+		}
+		// Far above the target: the origin changed. Cut deep enough to
+		// drain the backlog, but not below DrainShare of what the origin
+		// served (it keeps serving that), and learn the good rate again.
+		next.Rate, next.Good, next.Backoff = rate*max(MaxDecrease, DecreaseAim/q), 0, 0
+		if c.PerAdmit > 0 {
+			next.Rate = max(next.Rate, min(rate, DrainShare*n/elapsed.Seconds()/c.PerAdmit))
+		}
+	case q < HoldBand && c.Steady > 0 && s.demand(c, w, rate, elapsed):
+		next.Calm = c.Calm + 1
+		switch {
+		case next.Limit == 0: // no overload known: up, one verified step at a time
+			next.Rate, next.Calm = rate*MaxIncrease, 0
+		case rate < next.Good:
+			next.Rate = next.Good
+		case next.Calm > 1<<next.Backoff:
+			// Probe beyond the good rate, by a step that doubles with each
+			// probe that held.
+			next.Rate, next.Calm = rate*min(MaxIncrease, 1+ProbeStep*float64(int64(1)<<next.Streak)), 0
+		}
 	}
-	next.Rate = min(max(rate, s.MinAdmitRate), s.MaxAdmitRate)
+	if admitted := float64(w.Admitted - c.Admitted); q <= 1 && c.Steady > 0 && admitted >= PerAdmitFrom {
+		if per := n / admitted; c.PerAdmit == 0 {
+			next.PerAdmit = per
+		} else {
+			next.PerAdmit = c.PerAdmit + PerAdmitGain*(per-c.PerAdmit)
+		}
+	}
+	next.Rate = min(max(next.Rate, s.MinAdmitRate), s.MaxAdmitRate)
+	if next.Rate != rate {
+		next.Steady = 0
+	}
 	return next, true
 }
 
@@ -222,6 +314,19 @@ var controlFields = []ControlField{
 		}},
 	ctlInt("ctl_admitted", func(c *Control) *int64 { return &c.Admitted }),
 	ctlInt("ctl_hold", func(c *Control) *int64 { return &c.Hold }),
+	{"ctl_good",
+		func(c Control) string { return strconv.FormatFloat(c.Good, 'g', -1, 64) },
+		func(c *Control, v string) (err error) { c.Good, err = strconv.ParseFloat(v, 64); return err }},
+	ctlInt("ctl_steady", func(c *Control) *int64 { return &c.Steady }),
+	{"ctl_limit",
+		func(c Control) string { return strconv.FormatFloat(c.Limit, 'g', -1, 64) },
+		func(c *Control, v string) (err error) { c.Limit, err = strconv.ParseFloat(v, 64); return err }},
+	ctlInt("ctl_backoff", func(c *Control) *int64 { return &c.Backoff }),
+	ctlInt("ctl_calm", func(c *Control) *int64 { return &c.Calm }),
+	ctlInt("ctl_streak", func(c *Control) *int64 { return &c.Streak }),
+	{"ctl_per_admit",
+		func(c Control) string { return strconv.FormatFloat(c.PerAdmit, 'g', -1, 64) },
+		func(c *Control, v string) (err error) { c.PerAdmit, err = strconv.ParseFloat(v, 64); return err }},
 	ctlInt("ctl_version", func(c *Control) *int64 { return &c.Version }),
 	ctlInt("ctl_p95_ns", func(c *Control) *int64 { return (*int64)(&c.P95) }),
 }

@@ -3,97 +3,16 @@ package queue_test
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
 	"usher/internal/queue"
 )
 
-// plant is a simulated origin behind a waiting room, deterministic (seeded
-// random numbers, a clock that moves in ticks): admitted visitors notice
-// their admission after a poll delay, then each makes Calls requests back
-// to back on a pool of Conns connections (service time lognormal, median
-// 50 ms, σ 0.25, as usher origin's default). The pool's utilisation is the
-// visitors in session ÷ Conns; a request's latency is its service time plus
-// a wait that grows as the pool fills (Sakasegawa's M/M/c approximation of
-// the mean wait, exponentially distributed), plus the backlog's wait when
-// the offered load exceeds the pool.
-type plant struct {
-	rng     *rand.Rand
-	conns   float64
-	calls   float64
-	delay   int       // ticks from admission to the first request
-	pending []float64 // visitors admitted per tick, not yet in session
-	session []float64 // visitors in session, by tick started
-	backlog float64   // connection-seconds of work queued beyond the pool
-	busy    float64   // connection-seconds used, summed
-	offered float64   // connection-seconds of capacity, summed
-}
-
-const (
-	tick   = 100 * time.Millisecond
-	median = 50 * time.Millisecond
-	sigma  = 0.25
-)
-
-var meanService = time.Duration(float64(median) * math.Exp(sigma*sigma/2))
-
-func newPlant(conns float64, delay time.Duration) *plant {
-	p := &plant{rng: rand.New(rand.NewPCG(1, 2)), conns: conns, calls: 10, delay: int(delay / tick)}
-	p.pending = make([]float64, p.delay)
-	// A session lasts Calls × the mean service time.
-	p.session = make([]float64, int(math.Ceil(p.calls*meanService.Seconds()/tick.Seconds())))
-	return p
-}
-
-// step admits admitted visitors in this tick and adds the latencies of the
-// tick's requests to sig.
-func (p *plant) step(admitted float64, sig *queue.Signals) {
-	starting := p.pending[0]
-	copy(p.pending, p.pending[1:])
-	p.pending[len(p.pending)-1] = admitted
-	copy(p.session[1:], p.session)
-	p.session[0] = starting
-	var inSession float64
-	for _, n := range p.session {
-		inSession += n
-	}
-	dt := tick.Seconds()
-	load := inSession // connections wanted
-	p.backlog = max(0, p.backlog+(load-p.conns)*dt)
-	used := min(load, p.conns)
-	if p.backlog > 0 {
-		used = p.conns
-	}
-	p.busy += used * dt
-	p.offered += p.conns * dt
-	rho := min(used/p.conns, 0.995)
-	c := p.conns
-	meanWait := meanService.Seconds() * math.Pow(rho, math.Sqrt(2*(c+1))-1) / (c * (1 - rho))
-	backlogWait := p.backlog / p.conns
-	// Requests this tick: those in session, one per mean service time.
-	n := load * dt / meanService.Seconds()
-	whole := int(n)
-	if p.rng.Float64() < n-float64(whole) {
-		whole++
-	}
-	for range whole {
-		svc := float64(median) * math.Exp(sigma*p.rng.NormFloat64())
-		wait := p.rng.ExpFloat64() * meanWait * float64(time.Second)
-		sig.Add(time.Duration(svc+wait+backlogWait*float64(time.Second)), false)
-	}
-}
-
-// utilisation returns the pool's utilisation since the last call.
-func (p *plant) utilisation() float64 {
-	u := p.busy / p.offered
-	p.busy, p.offered = 0, 0
-	return u
-}
-
 // phaseResult is what a simulated phase showed once settled.
 type phaseResult struct {
-	conns       float64
+	conns       int
 	p95         time.Duration // of the settled part's samples
 	util        float64
 	rate        float64 // mean rate set
@@ -106,7 +25,7 @@ type phaseResult struct {
 // simulate runs the room's controller (or a static rate when set is
 // static) against the plant through phases of the given pool sizes, each
 // phaseLen long, and reports each phase's last settled part.
-func simulate(t *testing.T, set queue.Settings, phases []float64, phaseLen, settle, delay time.Duration) []phaseResult {
+func simulate(t *testing.T, set queue.Settings, phases []int, phaseLen, settle, delay time.Duration) []phaseResult {
 	t.Helper()
 	p := newPlant(phases[0], delay)
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -116,8 +35,8 @@ func simulate(t *testing.T, set queue.Settings, phases []float64, phaseLen, sett
 	tokens := 0.0
 	var out []phaseResult
 	for _, conns := range phases {
-		p.conns = conns
-		res := phaseResult{conns: conns, capacityPS: conns / (p.calls * meanService.Seconds())}
+		p.resize(conns)
+		res := phaseResult{conns: conns, capacityPS: float64(conns) / (float64(p.calls) * meanService.Seconds())}
 		var settled queue.Signals
 		var rateSum, lo, hi float64
 		var rateN int
@@ -130,7 +49,8 @@ func simulate(t *testing.T, set queue.Settings, phases []float64, phaseLen, sett
 			tokens -= n
 			admitted += n
 			var sig queue.Signals
-			p.step(n, &sig)
+			p.admit(int(n))
+			p.run(tick, &sig)
 			pool.Merge(sig, 1)
 			inSettled := time.Duration(i)*tick >= settle
 			if inSettled {
@@ -170,25 +90,22 @@ func simulate(t *testing.T, set queue.Settings, phases []float64, phaseLen, sett
 
 func adaptiveSettings() queue.Settings {
 	set := queue.DefaultSettings()
-	set.Admission, set.AdmitRate, set.MinAdmitRate, set.MaxAdmitRate = queue.Adaptive, 5, 1, 100
+	set.Admission, set.AdmitRate, set.MinAdmitRate, set.MaxAdmitRate = queue.Adaptive, 15, 1, 100
 	return set
 }
-
-// unloadedP95 is the plant's p95 with no wait: the service time's.
-var unloadedP95 = time.Duration(float64(median) * math.Exp(sigma*1.6449))
 
 // bestStatic returns the highest static rate (in steps of 2 %) whose
 // settled p95 on a pool of conns stays within target: the best an operator
 // who knew the pool could have typed in.
-func bestStatic(t *testing.T, conns float64, target time.Duration) (float64, phaseResult) {
+func bestStatic(t *testing.T, conns int, target time.Duration, delay time.Duration) (float64, phaseResult) {
 	set := adaptiveSettings()
 	set.Admission = queue.Static
-	capacity := conns / (10 * meanService.Seconds())
+	capacity := float64(conns) / (10 * meanService.Seconds())
 	var best float64
 	var res phaseResult
 	for rate := 0.3 * capacity; rate <= capacity; rate *= 1.02 {
 		set.AdmitRate = rate
-		r := simulate(t, set, []float64{conns}, 60*time.Second, 30*time.Second, time.Second)[0]
+		r := simulate(t, set, []int{conns}, 60*time.Second, 30*time.Second, delay)[0]
 		if r.p95 <= target {
 			best, res = rate, r
 		}
@@ -196,45 +113,71 @@ func bestStatic(t *testing.T, conns float64, target time.Duration) (float64, pha
 	return best, res
 }
 
+// seeds are the plant's random seeds the controller is judged on: one
+// lucky run proves little.
+var seeds = []uint64{1, 2, 3, 4, 5, 6}
+
+// runSeeds simulates the room on every seed and returns all phases.
+func runSeeds(t *testing.T, set queue.Settings, phases []int, delay time.Duration) []phaseResult {
+	t.Helper()
+	defer func() { plantSeed = 1 }()
+	var out []phaseResult
+	for _, seed := range seeds {
+		plantSeed = seed
+		out = append(out, simulate(t, set, phases, 60*time.Second, 30*time.Second, delay)...)
+	}
+	return out
+}
+
+// middle returns the middle value of xs (the upper one of two).
+func middle(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
 // TestControllerOnSimulatedPlant: on an origin whose pool goes 10 → 5 → 10
-// connections, the controller holds each phase's p95 at or below its
-// target (1.5 × the unloaded p95 it learns) while admitting at least 85 %
-// of the best static rate for that pool (found by a sweep, in hindsight),
-// and its rate settles instead of oscillating: once settled it stays
-// within ±15 % (highest ÷ lowest ≤ 1.35; TestControlPeriodAgainstDelay
-// shows an oscillating loop's 2.7). The small corrections inside that
-// range (at most 5 changes of direction in 15 steps) follow the noise of
-// windows of 100-odd samples. The same run with a static rate sized
-// for the first phase breaks in the second.
+// connections (60 s each, judged on the last 30 s of each, over six
+// seeds), the controller admits at least 80 % of the best static rate for
+// each pool (found by a sweep, in hindsight), holds the median phase's
+// p95 within the target (1.5 × the unloaded p95 it learns) and every
+// phase's within 2.5 × it (a probe's overload counts in its phase), and
+// its rate stays in a band (highest ÷ lowest at most 2, median at most
+// 1.5) instead of oscillating. A static rate that is the best for the
+// first pool breaks the target tenfold in the second.
 func TestControllerOnSimulatedPlant(t *testing.T) {
-	phases := []float64{10, 5, 10}
-	const phaseLen, settle = 60 * time.Second, 30 * time.Second
+	phases := []int{10, 5, 10}
 	target := time.Duration(queue.LearnedTargetFactor * float64(unloadedP95))
-	adaptive := simulate(t, adaptiveSettings(), phases, phaseLen, settle, time.Second)
-	for i, r := range adaptive {
-		best, b := bestStatic(t, r.conns, target)
-		t.Logf("adaptive phase %d (conns %v): p95 %v (%.2f× unloaded), utilisation %.2f, rate %.2f/s (best static %.2f/s: utilisation %.2f, p95 %.2f×; capacity %.2f/s), %d reversals, swing %.2f",
-			i+1, r.conns, r.p95.Round(time.Millisecond), float64(r.p95)/float64(unloadedP95), r.util, r.rate,
-			best, b.util, float64(b.p95)/float64(unloadedP95), r.capacityPS, r.reversals, r.swing)
-		if r.p95 > target {
-			t.Errorf("phase %d: p95 %v, want at most the target %v", i+1, r.p95, target)
+	best := map[int]float64{}
+	for _, conns := range []int{10, 5} {
+		b, r := bestStatic(t, conns, target, time.Second)
+		best[conns] = b
+		t.Logf("best static rate for %d connections: %.2f/s (utilisation %.2f, p95 %.2f× unloaded)", conns, b, r.util, float64(r.p95)/float64(unloadedP95))
+	}
+	var p95s, swings []float64
+	for i, r := range runSeeds(t, adaptiveSettings(), phases, time.Second) {
+		ratio := float64(r.p95) / float64(target)
+		p95s, swings = append(p95s, ratio), append(swings, r.swing)
+		t.Logf("seed %d phase %d (%d conns): rate %.2f/s (%.2f of the best static), utilisation %.2f, p95 %.2f× target, swing %.2f",
+			seeds[i/3], i%3+1, r.conns, r.rate, r.rate/best[r.conns], r.util, ratio, r.swing)
+		if r.rate < 0.8*best[r.conns] {
+			t.Errorf("seed %d phase %d: rate %.2f/s, want at least 80 %% of the best static %.2f/s", seeds[i/3], i%3+1, r.rate, best[r.conns])
 		}
-		if r.rate < 0.85*best {
-			t.Errorf("phase %d: rate %.2f/s, want at least 85 %% of the best static rate %.2f/s", i+1, r.rate, best)
+		if ratio > 2.5 || r.swing > 2 {
+			t.Errorf("seed %d phase %d: p95 %.2f× target, swing %.2f; want at most 2.5 and 2", seeds[i/3], i%3+1, ratio, r.swing)
 		}
-		if r.reversals > 5 || r.swing > 1.35 {
-			t.Errorf("phase %d: once settled the rate changed direction %d times and swung by %.2f, want at most 5 and 1.35", i+1, r.reversals, r.swing)
-		}
+	}
+	if m, s := middle(p95s), middle(swings); m > 1 || s > 1.5 {
+		t.Errorf("median phase: p95 %.2f× target, swing %.2f; want at most 1 and 1.5", m, s)
 	}
 	static := adaptiveSettings()
-	static.Admission, static.AdmitRate = queue.Static, adaptive[0].rate
-	fixed := simulate(t, static, phases, phaseLen, settle, time.Second)
+	static.Admission, static.AdmitRate = queue.Static, best[10]
+	fixed := simulate(t, static, phases, 60*time.Second, 30*time.Second, time.Second)
 	for i, r := range fixed {
-		t.Logf("static %.2f/s phase %d (conns %v): p95 %v (%.2f× unloaded), utilisation %.2f",
-			static.AdmitRate, i+1, r.conns, r.p95.Round(time.Millisecond), float64(r.p95)/float64(unloadedP95), r.util)
+		t.Logf("static %.2f/s phase %d (%d conns): p95 %.2f× target, utilisation %.2f", static.AdmitRate, i+1, r.conns, float64(r.p95)/float64(target), r.util)
 	}
-	if fixed[1].p95 < 2*target {
-		t.Errorf("static rate in the small phase: p95 %v, want it to break the target %v by far", fixed[1].p95, target)
+	if fixed[1].p95 < 10*target {
+		t.Errorf("static rate in the small phase: p95 %v, want it to break the target %v tenfold", fixed[1].p95, target)
 	}
 }
 
@@ -251,33 +194,70 @@ func TestStep(t *testing.T) {
 		}
 		return s
 	}
-	prev := queue.Control{Rate: 10, At: t0, Admitted: 100, Version: 3}
-	demand := queue.Window{Waiting: 5, Admitted: 120} // 20 in 2 s at 10/s
+	// A steady room at 10/s, 20 admitted in the 2 s window, visitors waiting.
+	base := queue.Control{Rate: 10, At: t0, Admitted: 100, Version: 3, Steady: 1}
+	with := func(edit func(*queue.Control)) queue.Control { c := base; edit(&c); return c }
+	w := func(latency time.Duration, errs int) queue.Window {
+		return queue.Window{Signals: window(latency, 100, errs), Waiting: 5, Admitted: 120}
+	}
 	tests := []struct {
-		name     string
-		c        queue.Control
-		w        queue.Window
-		at       time.Time
-		used     bool
-		rate     float64 // -f: 10 × f ÷ (p95 ÷ target), the law's proportional branch
-		hold     int64
-		baseline time.Duration
+		name string
+		c    queue.Control
+		w    queue.Window
+		at   time.Time
+		used bool
+		want func(next queue.Control) bool
+		says string
 	}{
-		{"first step starts the clock", queue.Control{}, queue.Window{Admitted: 7}, now, true, 5, 0, 0},
-		{"too few samples: keep pooling", prev, queue.Window{Signals: window(time.Second, 19, 0)}, now, false, 10, 0, 0},
-		{"too few samples for long: hold", prev, queue.Window{Signals: window(time.Second, 19, 0)}, t0.Add(5 * set.ControlPeriod), true, 10, 0, 0},
-		{"above target: decrease to aim inside the band", prev, withSignals(demand, window(150*time.Millisecond, 100, 0)), now, true, -0.9, 1, 0},
-		{"far above target: halve at most", prev, withSignals(demand, window(time.Second, 100, 0)), now, true, 5, 1, 0},
-		{"above target but below the last window's p95: the backlog drains, hold", queue.Control{Rate: 10, At: t0, Admitted: 100, Version: 3, P95: time.Second}, withSignals(demand, window(200*time.Millisecond, 100, 0)), now, true, 10, 0, 0},
-		{"above target and above the last window's p95: decrease", queue.Control{Rate: 10, At: t0, Admitted: 100, Version: 3, P95: 100 * time.Millisecond}, withSignals(demand, window(time.Second, 100, 0)), now, true, 5, 1, 0},
-		{"errors count as overload", prev, withSignals(demand, window(50*time.Millisecond, 100, 6)), now, true, 5, 1, 0},
-		{"in the band: hold", prev, withSignals(demand, window(90*time.Millisecond, 100, 0)), now, true, 10, 0, 0},
-		{"below the band with demand: increase", prev, withSignals(demand, window(70*time.Millisecond, 100, 0)), now, true, -0.8, 0, 0},
-		{"far below: by 25 % at most", prev, withSignals(demand, window(10*time.Millisecond, 100, 0)), now, true, 12.5, 0, 0},
-		{"below the band, nobody waits: hold", prev, queue.Window{Signals: window(10*time.Millisecond, 100, 0), Admitted: 120}, now, true, 10, 0, 0},
-		{"below the band, rate not used (max_active binds): hold", prev, queue.Window{Signals: window(10*time.Millisecond, 100, 0), Waiting: 5, Admitted: 110}, now, true, 10, 0, 0},
-		{"after a decrease: skip one step", queue.Control{Rate: 10, At: t0, Admitted: 100, Version: 3, Hold: 1}, withSignals(demand, window(time.Second, 100, 0)), now, true, 10, 0, 0},
-		{"the rate stays within max_admit_rate", queue.Control{Rate: 90, At: t0, Admitted: 0, Version: 3}, queue.Window{Signals: window(10*time.Millisecond, 100, 0), Waiting: 5, Admitted: 1000}, now, true, 100, 0, 0},
+		{"first step starts the clock", queue.Control{}, queue.Window{Admitted: 7}, now, true,
+			func(n queue.Control) bool { return n.Rate == 15 && n.Admitted == 7 && n.At.Equal(now) }, "rate admit_rate 15, admitted 7"},
+		{"too few samples: keep pooling", base, queue.Window{Signals: window(time.Second, queue.MinSamples-1, 0)}, now, false, nil, ""},
+		{"too few samples for long: hold", base, queue.Window{Signals: window(time.Second, queue.MinSamples-1, 0)}, t0.Add(queue.StaleSteps * set.ControlPeriod), true,
+			func(n queue.Control) bool { return n.Rate == 10 }, "rate 10"},
+		{"after a decrease: skip one step", with(func(c *queue.Control) { c.Hold = 1 }), w(time.Second, 0), now, true,
+			func(n queue.Control) bool { return n.Rate == 10 && n.Hold == 0 }, "rate 10, hold 0"},
+		{"far above target: the origin changed, cut", with(func(c *queue.Control) { c.Good = 10 }), w(160*time.Millisecond, 0), now, true,
+			func(n queue.Control) bool {
+				return math.Abs(n.Rate-10*0.9/(float64(n.P95)/1e8)) < 1e-9 && n.Good == 0 && n.Limit == 10 && n.Hold == 1 && n.Steady == 0
+			}, "rate 10 × 0.9 ÷ q, good forgotten, limit 10, hold 1"},
+		{"far above: halve at most", base, w(time.Second, 0), now, true,
+			func(n queue.Control) bool { return n.Rate == 5 }, "rate 5"},
+		{"far above: not below DrainShare of what the origin served", with(func(c *queue.Control) { c.PerAdmit = 5 }), w(time.Second, 0), now, true,
+			func(n queue.Control) bool { return math.Abs(n.Rate-queue.DrainShare*100/2/5) < 1e-9 }, "rate 0.7 × 100 samples ÷ 2 s ÷ 5 per visitor = 7"},
+		{"just above: back below the good rate, back off", with(func(c *queue.Control) { c.Rate, c.Good, c.Backoff = 11, 10, 1 }), w(120*time.Millisecond, 0), now, true,
+			func(n queue.Control) bool {
+				return n.Rate == 9 && n.Good == 10 && n.Backoff == 2 && n.Limit == 11 && n.Hold == 1
+			}, "rate 9, good 10, backoff 2, limit 11"},
+		{"just above at the good rate: it was optimistic", with(func(c *queue.Control) { c.Good = 10 }), w(120*time.Millisecond, 0), now, true,
+			func(n queue.Control) bool { return n.Rate == 9 && n.Good == 9 }, "rate and good 9"},
+		{"above but below the last window's p95: the backlog drains, hold", with(func(c *queue.Control) { c.P95 = time.Second }), w(300*time.Millisecond, 0), now, true,
+			func(n queue.Control) bool { return n.Rate == 10 && n.Hold == 0 }, "rate 10"},
+		{"errors count as far above", base, w(50*time.Millisecond, 6), now, true,
+			func(n queue.Control) bool { return n.Rate == 5 && n.Hold == 1 }, "rate 5"},
+		{"in the band: hold", base, w(90*time.Millisecond, 0), now, true,
+			func(n queue.Control) bool { return n.Rate == 10 && n.Good == 0 }, "rate 10, not a good rate (above GoodBand)"},
+		{"within GoodBand for a whole window: a good rate", base, w(80*time.Millisecond, 0), now, true,
+			func(n queue.Control) bool { return n.Rate == 10 && n.Good == 10 }, "good 10"},
+		{"below, no overload seen: up by MaxIncrease", base, w(50*time.Millisecond, 0), now, true,
+			func(n queue.Control) bool { return n.Rate == 12.5 && n.Steady == 0 }, "rate 12.5"},
+		{"below, but the rate just changed: verify first", with(func(c *queue.Control) { c.Steady = 0 }), w(50*time.Millisecond, 0), now, true,
+			func(n queue.Control) bool { return n.Rate == 10 }, "rate 10"},
+		{"below, nobody waits: hold", base, queue.Window{Signals: window(50*time.Millisecond, 100, 0), Admitted: 120}, now, true,
+			func(n queue.Control) bool { return n.Rate == 10 }, "rate 10"},
+		{"below, the rate not used (max_active binds): hold", base, queue.Window{Signals: window(50*time.Millisecond, 100, 0), Waiting: 5, Admitted: 110}, now, true,
+			func(n queue.Control) bool { return n.Rate == 10 }, "rate 10"},
+		{"below the good rate after an overload: back to it", with(func(c *queue.Control) { c.Rate, c.Good, c.Limit = 9, 10, 11 }), queue.Window{Signals: window(50*time.Millisecond, 100, 0), Waiting: 5, Admitted: 118}, now, true,
+			func(n queue.Control) bool { return n.Rate == 10 }, "rate 10"},
+		{"at the good rate: wait 2^backoff calm steps", with(func(c *queue.Control) { c.Good, c.Limit, c.Backoff, c.Calm = 10, 11, 1, 1 }), w(50*time.Millisecond, 0), now, true,
+			func(n queue.Control) bool { return n.Rate == 10 && n.Calm == 2 }, "rate 10, calm 2"},
+		{"at the good rate, calm long enough: probe", with(func(c *queue.Control) { c.Good, c.Limit, c.Backoff, c.Calm, c.Streak = 10, 11, 1, 2, 1 }), w(50*time.Millisecond, 0), now, true,
+			func(n queue.Control) bool { return math.Abs(n.Rate-11) < 1e-9 && n.Calm == 0 }, "rate 10 × (1 + 0.05 × 2)"},
+		{"a probe held: good, streak up, backoff reset", with(func(c *queue.Control) { c.Rate, c.Good, c.Limit, c.Backoff, c.Streak = 10.5, 10, 12, 2, 0 }), w(80*time.Millisecond, 0), now, true,
+			func(n queue.Control) bool { return n.Good == 10.5 && n.Streak == 1 && n.Backoff == 0 && n.Limit == 12 }, "good 10.5, streak 1, backoff 0"},
+		{"a good rate past the old limit: the origin grew", with(func(c *queue.Control) { c.Good, c.Limit = 9, 9.5 }), w(80*time.Millisecond, 0), now, true,
+			func(n queue.Control) bool { return n.Good == 10 && n.Limit == 0 }, "good 10, limit forgotten"},
+		{"the rate stays within max_admit_rate", with(func(c *queue.Control) { c.Rate, c.Admitted = 90, 0 }), queue.Window{Signals: window(10*time.Millisecond, 100, 0), Waiting: 5, Admitted: 1000}, now, true,
+			func(n queue.Control) bool { return n.Rate == 100 }, "rate 100"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -291,15 +271,11 @@ func TestStep(t *testing.T) {
 				}
 				return
 			}
-			want := tc.rate
-			if want < 0 {
-				want = 10 * -want / (float64(next.P95) / float64(set.TargetP95))
+			if next.Version != tc.c.Version+1 || !next.At.Equal(tc.at) || next.Admitted != tc.w.Admitted {
+				t.Errorf("next = %+v, want version %d, at %v, admitted %d", next, tc.c.Version+1, tc.at, tc.w.Admitted)
 			}
-			if math.Abs(next.Rate-want) > 1e-9 || next.Hold != tc.hold || next.Version != tc.c.Version+1 || !next.At.Equal(tc.at) {
-				t.Errorf("next = %+v, want rate %v, hold %d, version %d, at %v", next, want, tc.hold, tc.c.Version+1, tc.at)
-			}
-			if next.Admitted != tc.w.Admitted {
-				t.Errorf("next.Admitted = %d, want %d", next.Admitted, tc.w.Admitted)
+			if !tc.want(next) {
+				t.Errorf("next = %+v, want %s", next, tc.says)
 			}
 		})
 	}
@@ -311,8 +287,8 @@ func withSignals(w queue.Window, s queue.Signals) queue.Window {
 }
 
 // TestLearnedTarget: without target_p95 the target is 1.5 × the learned
-// baseline: the first window's p95, then halfway down to each lower one; a
-// higher p95, or a window too small to decide on, leaves it.
+// baseline: the least window p95 × (1 + 1/√n) so far; a higher window, or
+// one too small to decide on, leaves it.
 func TestLearnedTarget(t *testing.T) {
 	set := adaptiveSettings()
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -324,13 +300,15 @@ func TestLearnedTarget(t *testing.T) {
 		}
 		return s
 	}
+	corrected := func(ms, n int) time.Duration {
+		return time.Duration(float64(window(ms, n).Quantile(0.95)) * (1 + 1/math.Sqrt(float64(n))))
+	}
 	var baselines []time.Duration
-	for i, w := range []queue.Signals{window(10, queue.MinSamples-1), window(80, 100), window(60, 100), window(300, 100), window(60, 100), window(60, 100)} {
+	for i, w := range []queue.Signals{window(10, queue.MinSamples-1), window(80, 100), window(60, 400), window(300, 100), window(60, 25)} {
 		c, _ = set.Step(c, queue.Window{Signals: w}, t0.Add(time.Duration(i+1)*set.ControlPeriod))
 		baselines = append(baselines, c.Baseline)
 	}
-	p80, p60 := window(80, 100).Quantile(0.95), window(60, 100).Quantile(0.95)
-	want := []time.Duration{0, p80, p80 - (p80-p60)/2, p80 - (p80-p60)/2, p80 - 3*(p80-p60)/4, p80 - 7*(p80-p60)/8}
+	want := []time.Duration{0, corrected(80, 100), corrected(60, 400), corrected(60, 400), corrected(60, 400)}
 	for i := range want {
 		if baselines[i] != want[i] {
 			t.Errorf("baseline after window %d = %v, want %v", i+1, baselines[i], want[i])
@@ -370,32 +348,31 @@ func TestSignalsQuantile(t *testing.T) {
 }
 
 // TestControlPeriodAgainstDelay: the control period must exceed the delay
-// from an admission to the visitor's requests. With visitors who reach the
-// origin 2.5 s after admission, a 3 s period settles as on a quick plant;
-// a 1 s period, shorter than the delay, raises the rate again before it
-// sees its last rise, overshoots, and swings by far more.
+// from an admission to the visitor's requests. With visitors who reach
+// the origin up to 5 s (2.5 s on average) after admission, a 3 s period
+// keeps the median phase's p95 within 1.1 × the target and every phase's
+// within 3 ×; a 1 s period raises the rate again before it sees its last
+// rise: its median p95 is more than twice the 3 s period's.
 func TestControlPeriodAgainstDelay(t *testing.T) {
-	phases := []float64{10, 5, 10}
-	const phaseLen, settle, delay = 60 * time.Second, 30 * time.Second, 2500 * time.Millisecond
+	phases := []int{10, 5, 10}
+	const delay = 2500 * time.Millisecond
 	target := time.Duration(queue.LearnedTargetFactor * float64(unloadedP95))
-	set := adaptiveSettings()
-	set.ControlPeriod = 3 * time.Second
-	for i, r := range simulate(t, set, phases, phaseLen, settle, delay) {
-		t.Logf("period 3 s, delay 2.5 s, phase %d (conns %v): p95 %.2f× unloaded, utilisation %.2f, rate %.2f/s, %d reversals, swing %.2f",
-			i+1, r.conns, float64(r.p95)/float64(unloadedP95), r.util, r.rate, r.reversals, r.swing)
-		if r.p95 > target || r.reversals > 5 || r.swing > 1.35 {
-			t.Errorf("period 3 s, phase %d: p95 %v (target %v), %d reversals, swing %.2f; want within target, ≤ 5, ≤ 1.35",
-				i+1, r.p95, target, r.reversals, r.swing)
+	medianP95 := func(period time.Duration) (float64, float64) {
+		set := adaptiveSettings()
+		set.ControlPeriod = period
+		var p95s []float64
+		for _, r := range runSeeds(t, set, phases, delay) {
+			p95s = append(p95s, float64(r.p95)/float64(target))
 		}
+		return middle(p95s), slices.Max(p95s)
 	}
-	set.ControlPeriod = time.Second
-	var worst float64
-	for i, r := range simulate(t, set, phases, phaseLen, settle, delay) {
-		t.Logf("period 1 s, delay 2.5 s, phase %d (conns %v): p95 %.2f× unloaded, utilisation %.2f, rate %.2f/s, %d reversals, swing %.2f",
-			i+1, r.conns, float64(r.p95)/float64(unloadedP95), r.util, r.rate, r.reversals, r.swing)
-		worst = max(worst, r.swing)
+	slow, slowWorst := medianP95(3 * time.Second)
+	fast, fastWorst := medianP95(time.Second)
+	t.Logf("delay 2.5 s: period 3 s: median p95 %.2f× target (worst %.2f); period 1 s: %.2f× (worst %.2f)", slow, slowWorst, fast, fastWorst)
+	if slow > 1.1 || slowWorst > 3 {
+		t.Errorf("period 3 s: median p95 %.2f× target, worst %.2f; want at most 1.1 and 3", slow, slowWorst)
 	}
-	if worst < 2 {
-		t.Errorf("period 1 s against a 2.5 s delay: largest swing %.2f; want the short period to show its overshoot (≥ 2)", worst)
+	if fast < 2*slow {
+		t.Errorf("period 1 s: median p95 %.2f× target, want more than twice the 3 s period's %.2f", fast, slow)
 	}
 }

@@ -51,6 +51,9 @@ const (
 	SevereOverload = 1.5
 	MaxBackoff     = 3
 	MaxStreak      = 3
+	// Settling: an overloaded window whose p95 is below this many times
+	// the last window's does not cut again.
+	Settling = 1.05
 	// DrainShare: a cut after the origin changed keeps at least this
 	// share of the visitors per second it served, so that its backlog
 	// drains without starving it.
@@ -166,8 +169,8 @@ type Window struct {
 //   - 1 < q ≤ SevereOverload: a probe went too far, or the good rate was
 //     optimistic: back to DecreaseAim × the good rate; double the wait
 //     before the next probe; skip the next step.
-//     Neither when the p95 fell since the last window (the backlog of an
-//     earlier overload draining).
+//     Neither when the p95 stopped growing (below Settling × the last
+//     window's): the backlog of an earlier overload no longer fills.
 //   - HoldBand ≤ q ≤ 1: hold.
 //   - q < HoldBand, visitors waiting and the rate used: with no overload
 //     seen since the origin last changed, × MaxIncrease; else back up to
@@ -223,9 +226,10 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 		}
 		next.Good = rate
 	}
-	// A p95 above the target but below the last window's, after a
-	// decrease, is the backlog draining: the decrease works.
-	improving := c.P95 > 0 && p < c.P95 && !failing
+	// A p95 above the target that stopped growing (within Settling of the
+	// last window's) is a backlog no longer filling: the last decrease
+	// works, and the next window will show it draining.
+	improving := c.P95 > 0 && float64(p) < Settling*float64(c.P95) && !failing
 	switch {
 	case q > 1 && !improving:
 		next.Hold, next.Calm, next.Streak, next.Limit = 1, 0, 0, rate

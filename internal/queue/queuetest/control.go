@@ -3,6 +3,7 @@ package queuetest
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -66,6 +67,32 @@ func testAdaptiveRate(t *testing.T, s queue.Store) {
 	}
 }
 
+// fullControl returns a Control with every field set to a value other
+// than zero, by reflection, so that a field forgotten in
+// queue.ControlFields or a store fails testControlSteps; Version is 1.
+func fullControl(t *testing.T) queue.Control {
+	t.Helper()
+	var c queue.Control
+	v := reflect.ValueOf(&c).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch {
+		case f.Type() == reflect.TypeFor[time.Time]():
+			f.Set(reflect.ValueOf(t0.Add(time.Duration(i) * time.Second)))
+		case f.Type() == reflect.TypeFor[time.Duration]():
+			f.SetInt(int64(time.Duration(i+1) * 1234567))
+		case f.CanInt():
+			f.SetInt(int64(i + 3))
+		case f.CanFloat():
+			f.SetFloat(float64(i) + 0.25)
+		default:
+			t.Fatalf("queuetest: no value for Control.%s of type %s: add a case to fullControl", v.Type().Field(i).Name, f.Type())
+		}
+	}
+	c.Version = 1
+	return c
+}
+
 // testControlSteps: signals pool across calls; SetControl stores a step
 // only over the version it read, takes out only the samples it used, and
 // keeps its state across PutRoom; both fail with ErrRoomNotFound for an
@@ -90,7 +117,7 @@ func testControlSteps(t *testing.T, s queue.Store) {
 	if pool != want {
 		t.Fatalf("pool after two adds = %+v, want %+v", pool, want)
 	}
-	next := queue.Control{Rate: 12.5, Baseline: 75 * time.Millisecond, At: t0, Admitted: 7, Hold: 1, Version: 1, P95: 80 * time.Millisecond}
+	next := fullControl(t)
 	if ok, err := s.SetControl(ctx, "r", next, a); err != nil || !ok {
 		t.Fatalf("SetControl over version 0 = %v, %v; want stored", ok, err)
 	}

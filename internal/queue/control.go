@@ -174,8 +174,9 @@ type Window struct {
 //   - HoldBand ≤ q ≤ 1: hold.
 //   - q < HoldBand, visitors waiting and the rate used: with no overload
 //     seen since the origin last changed, × MaxIncrease; else back up to
-//     the good rate, or, after 2^Backoff calm steps at it, probe beyond
-//     it by ProbeStep, doubling with each probe that held.
+//     the good rate, or, after 2^Backoff calm steps at it (one after a
+//     probe that held), probe beyond it by ProbeStep, doubling with each
+//     probe that held.
 //
 // A rate whose whole window kept q ≤ GoodBand becomes the good rate.
 func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
@@ -257,7 +258,7 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 			next.Rate, next.Calm = rate*MaxIncrease, 0
 		case rate < next.Good:
 			next.Rate = next.Good
-		case next.Calm > 1<<next.Backoff:
+		case next.Calm > 1<<next.Backoff || next.Streak > 0 && next.Calm >= 1:
 			// Probe beyond the good rate, by a step that doubles with each
 			// probe that held.
 			next.Rate, next.Calm = rate*min(MaxIncrease, 1+ProbeStep*float64(int64(1)<<next.Streak)), 0

@@ -29,7 +29,7 @@ func loadtest(ctx context.Context, args []string, getenv func(string) string, st
 	usherURL := f.string("usher", "http://127.0.0.1:8080", "usher base URL (queued)")
 	room := f.string("room", "sale", "room id (queued)")
 	setupRoom := f.string("setup-room", "", "room settings to PUT before the queued scenario, e.g. from usher plan --json | jq -c .plan.room")
-	adminKey := f.string("admin-key", "", "admin API key, for --setup-room")
+	adminKey := f.string("admin-key", "", "admin API key, for --setup-room and to chart the room's admission rate in force (admit_rate_current)")
 	users := f.int("users", 100, "closed model: concurrent users")
 	spawn := floatFlag(f, "spawn-rate", 0, "closed model: users started per second (0: all at once)")
 	iterations := f.int("iterations", 0, "closed model: iterations per user, an origin call (direct) or a visit (queued); 0 until --duration ends")
@@ -143,6 +143,7 @@ func loadtest(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		c := cfg
 		c.Scenario = name
+		c.AdminKey = *adminKey
 		if name == loadgen.Queued && *setupRoom != "" {
 			if err := loadgen.PutRoom(ctx, cfg.Client, c.Usher, c.Room, *adminKey, []byte(*setupRoom)); err != nil {
 				return err

@@ -29,6 +29,7 @@ func origin(ctx context.Context, args []string, getenv func(string) string, stdo
 	seats := f.int("seats", 50_000, "seats that POST /reservations can reserve")
 	usherURL := f.string("usher", "", "usher base URL whose gate every request must pass (with --gate-room)")
 	room := f.string("gate-room", "", "room whose pass every request must carry (checked by usher's GET /api/v1/rooms/{room}/pass)")
+	phasesSpec := f.string("phases", "", "settings that change during the run, from the first request: DURATION:SETTING=VALUE:…, comma-separated, e.g. 30s:conns=10,30s:conns=5,30s:conns=10 (workers, conns, service, timeout)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -45,6 +46,10 @@ func origin(ctx context.Context, args []string, getenv func(string) string, stdo
 	if err != nil {
 		f.errs = append(f.errs, "--service: "+err.Error())
 	}
+	phases, err := simorigin.ParsePhases(*phasesSpec)
+	if err != nil {
+		f.errs = append(f.errs, "--phases: "+err.Error())
+	}
 	logs.check(f)
 	if err := f.check(); err != nil {
 		return err
@@ -52,7 +57,7 @@ func origin(ctx context.Context, args []string, getenv func(string) string, stdo
 	root := logs.logger(stderr)
 	log := root.With("component", "origin")
 
-	cfg := simorigin.Config{Workers: *workers, Conns: *conns, Service: dist, Timeout: *timeout, Seats: *seats, Logger: log}
+	cfg := simorigin.Config{Workers: *workers, Conns: *conns, Service: dist, Timeout: *timeout, Seats: *seats, Phases: phases, Logger: log}
 	gateDesc := "none"
 	if *room != "" {
 		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *workers}, Timeout: 10 * time.Second}
@@ -76,8 +81,12 @@ func origin(ctx context.Context, args []string, getenv func(string) string, stdo
 	if err != nil {
 		return fmt.Errorf("bad setting --addr/%s=%q: %w", f.envName("addr"), *addr, err)
 	}
-	fmt.Fprintf(stdout, "usher origin serving on %s (workers %d, conns %d, service %s, timeout %v, gate %s)\n",
-		baseURL(ln.Addr()), *workers, *conns, dist, *timeout, gateDesc)
+	phaseDesc := ""
+	if *phasesSpec != "" {
+		phaseDesc = ", phases " + *phasesSpec
+	}
+	fmt.Fprintf(stdout, "usher origin serving on %s (workers %d, conns %d, service %s, timeout %v, gate %s%s)\n",
+		baseURL(ln.Addr()), *workers, *conns, dist, *timeout, gateDesc, phaseDesc)
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {

@@ -10,7 +10,8 @@
 // (queue.Queue.ViewRooms), which queue.Queue.Run keeps in step with the
 // store. A room's loop starts when the room joins the view and stops when it
 // leaves it (the store lost the room); each step's delay is the room's
-// Interval read from the view, never from the store.
+// Interval read from the view, never from the store. The same loop runs
+// the room's adaptive controller (queue.Queue.Control) every ControlEvery.
 package admission
 
 import (
@@ -72,16 +73,29 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 }
 
+// ControlEvery is how often a room's loop hands this instance's origin
+// signals to the store and lets the room's adaptive controller step when
+// its period is due (queue.Queue.Control); rooms that are not adaptive
+// cost nothing.
+const ControlEvery = 250 * time.Millisecond
+
 // loop runs room's admission steps until ctx ends. A step that finds the
 // room missing is not an error: the view drops the room at the next refresh,
 // which stops the loop.
 func (s *Scheduler) loop(ctx context.Context, room string) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	control := time.NewTicker(ControlEvery)
+	defer control.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-control.C:
+			if err := s.q.Control(ctx, room); err != nil && !errors.Is(err, queue.ErrRoomNotFound) && ctx.Err() == nil {
+				s.log.Warn("adaptive admission control", "room", room, "err", err)
+			}
+			continue
 		case <-timer.C:
 		}
 		_, err := s.q.Admit(ctx, room)

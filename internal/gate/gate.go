@@ -43,6 +43,11 @@ type Options struct {
 	SecureCookie bool
 	Errors       apierror.Writer
 	Logger       *slog.Logger
+	// Unmeasured turns off what Middleware reports by default: the wrapped
+	// handler's latency and its 5xx answers, for the room's adaptive
+	// admission (queue.Queue.Observe). usher's own API sets it (its
+	// handler is not the site).
+	Unmeasured bool
 }
 
 type ctxKey struct{}
@@ -85,16 +90,50 @@ func New(q *queue.Queue, keys *token.Keyring, o Options) *Gate {
 
 // Middleware lets a request through to next only when Admit passes it for
 // the room Options.Room names, with the renewed pass set on the response;
-// otherwise it writes the error.
+// otherwise it writes the error. Unless Options.Unmeasured, it reports how
+// long next took and whether it answered 5xx to the room's adaptive
+// admission (rooms that are not adaptive ignore it).
 func (g *Gate) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a, ok := g.Check(w, r, g.o.Room(r))
+		room := g.o.Room(r)
+		a, ok := g.Check(w, r, room)
 		if !ok {
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, a)))
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, a))
+		if g.o.Unmeasured {
+			next.ServeHTTP(w, r)
+			return
+		}
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		g.q.Observe(room, time.Since(start), sw.status >= 500)
 	})
 }
+
+// statusWriter remembers the status a handler answered with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Check is the gate for a handler that learns the room only from the
 // request body: it runs Admit and writes the decision. When the request may

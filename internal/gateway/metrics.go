@@ -7,8 +7,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are the proxy's view of the origin, per room: they are meant to
-// feed adaptive admission later.
+// metrics are the proxy's view of the origin, per room. Gated requests'
+// latencies and failures also feed the room's adaptive admission
+// (queue.Queue.Observe, in proxy.go).
 type metrics struct {
 	inflight  *prometheus.GaugeVec
 	latency   *prometheus.HistogramVec

@@ -305,6 +305,9 @@ func flightOf(r *http.Request) *flight {
 func (p *Proxy) modifyResponse(res *http.Response) error {
 	f := flightOf(res.Request)
 	p.metrics.observe(f.room, res.StatusCode, time.Since(f.start))
+	if f.visitor != "" { // a gated request: what the room's admission loads the origin with
+		p.c.Queue.Observe(f.room, time.Since(f.start), res.StatusCode >= 500)
+	}
 	if f.visitor != "" { // a gated answer, for this visitor only
 		if res.Header.Get("Cache-Control") == "" {
 			res.Header.Set("Cache-Control", "private")
@@ -357,6 +360,9 @@ func (p *Proxy) originError(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusGatewayTimeout
 	}
 	p.metrics.observe(f.room, status, time.Since(f.start))
+	if f.visitor != "" && r.Context().Err() == nil {
+		p.c.Queue.Observe(f.room, time.Since(f.start), true)
+	}
 	if r.Context().Err() != nil { // the visitor went away; nobody reads this
 		p.log.Debug("origin request canceled", "room", f.room, "err", err)
 	} else {

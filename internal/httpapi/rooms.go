@@ -52,6 +52,21 @@ func applySettings(rs wire.RoomSettings, s queue.Settings) (queue.Settings, erro
 	if rs.VisitorsPerUnit != nil {
 		s.VisitorsPerUnit = *rs.VisitorsPerUnit
 	}
+	if rs.Admission != nil {
+		s.Admission = queue.Admission(*rs.Admission)
+	}
+	if rs.TargetP95MS != nil {
+		s.TargetP95 = millis(*rs.TargetP95MS)
+	}
+	if rs.MinAdmitRate != nil {
+		s.MinAdmitRate = *rs.MinAdmitRate
+	}
+	if rs.MaxAdmitRate != nil {
+		s.MaxAdmitRate = *rs.MaxAdmitRate
+	}
+	if rs.ControlPeriodMS != nil {
+		s.ControlPeriod = millis(*rs.ControlPeriodMS)
+	}
 	if rs.OpensAt != nil {
 		s.OpensAt = time.Time{}
 		if *rs.OpensAt != "" {
@@ -96,6 +111,14 @@ func roomResponse(room string, v queue.View) wire.Room {
 		o := s.OpensAt.UTC().Format(time.RFC3339Nano)
 		opens = &o
 	}
+	admission := string(s.Admission)
+	target, period := s.TargetP95.Milliseconds(), s.ControlPeriod.Milliseconds()
+	stats := wire.RoomStats{Waiting: v.Waiting, Active: v.Active, AdmittedTotal: v.AdmittedTotal, AdmitRateMeasured: v.Rate,
+		AdmitRateCurrent: s.CurrentRate(v.Control), EffectiveState: string(v.EffectiveState()), Inventory: inventory}
+	if s.Admission == queue.Adaptive && v.Control.P95 > 0 {
+		p95, goal := msFloat(v.Control.P95), msFloat(s.Target(v.Control))
+		stats.OriginP95MS, stats.TargetP95MS = &p95, &goal
+	}
 	return wire.Room{
 		Room: room,
 		RoomSettings: wire.RoomSettings{
@@ -104,11 +127,15 @@ func roomResponse(room string, v queue.View) wire.Room {
 			ClientEntersPerMinute: &s.ClientEntersPerMinute, PowBits: &s.PowBits, RequireIdentity: &s.RequireIdentity,
 			RequireInvite: &s.RequireInvite, OpensAt: opens, MaxWaiting: &s.MaxWaiting, PresenceTimeoutSeconds: &presence,
 			VisitorsPerUnit: &s.VisitorsPerUnit,
+			Admission:       &admission, TargetP95MS: &target, MinAdmitRate: &s.MinAdmitRate, MaxAdmitRate: &s.MaxAdmitRate,
+			ControlPeriodMS: &period,
 		},
-		Stats: wire.RoomStats{Waiting: v.Waiting, Active: v.Active, AdmittedTotal: v.AdmittedTotal, AdmitRateMeasured: v.Rate,
-			EffectiveState: string(v.EffectiveState()), Inventory: inventory},
+		Stats: stats,
 	}
 }
+
+// msFloat is d in milliseconds, to the microsecond.
+func msFloat(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func (s *server) putRoom() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -248,4 +275,54 @@ func (s *server) createInvites() http.Handler {
 		}
 		encode(w, http.StatusCreated, out)
 	})
+}
+
+// signals takes a site's report of its origin's latency and errors for the
+// room's adaptive controller (the site gates with the API, so no usher
+// component sees its requests).
+func (s *server) signals() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		room := r.PathValue("room")
+		req, err := decode[wire.Signals](w, r)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		sig, err := signalsFrom(req)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		if _, err := s.Queue.Room(r.Context(), room); err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		pooled := s.Queue.AddSignals(room, sig)
+		encode(w, http.StatusAccepted, wire.SignalsAccepted{Room: room, Samples: len(req.LatencyMS), Errors: req.Errors, Pooled: pooled})
+	})
+}
+
+// maxSignalErrors bounds the error count of one report.
+const maxSignalErrors = 1_000_000
+
+// signalsFrom checks a report: at most wire.MaxSignalSamples latencies,
+// each finite, not negative and at most queue.MaxSignalLatency; errors from
+// 0 to maxSignalErrors.
+func signalsFrom(req wire.Signals) (queue.Signals, error) {
+	var sig queue.Signals
+	if len(req.LatencyMS) > wire.MaxSignalSamples {
+		return sig, queue.ErrInvalid.Detail("latency_ms: %d values, want at most %d", len(req.LatencyMS), wire.MaxSignalSamples)
+	}
+	if req.Errors < 0 || req.Errors > maxSignalErrors {
+		return sig, queue.ErrInvalid.Detail("errors %d: want 0 to %d", req.Errors, maxSignalErrors)
+	}
+	limit := float64(queue.MaxSignalLatency / time.Millisecond)
+	for i, ms := range req.LatencyMS {
+		if !(ms >= 0 && ms <= limit) { // NaN fails too
+			return sig, queue.ErrInvalid.Detail("latency_ms[%d] %v: want 0 to %v", i, ms, limit)
+		}
+		sig.Add(time.Duration(ms*float64(time.Millisecond)), false)
+	}
+	sig.Errors = req.Errors
+	return sig, nil
 }

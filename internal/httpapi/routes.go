@@ -24,11 +24,13 @@ func (s *server) routes(mux *http.ServeMux) {
 	mux.Handle("GET /api/v1/rooms/{room}", s.admin(s.getRoom()))
 	mux.Handle("PUT /api/v1/rooms/{room}", s.admin(s.putRoom()))
 	mux.Handle("POST /api/v1/rooms/{room}/invites", s.admin(s.createInvites()))
+	mux.Handle("POST /api/v1/rooms/{room}/signals", s.admin(s.signals()))
 
 	paths := []string{
 		"/healthz", "/readyz", "/metrics", "/.well-known/jwks.json",
 		"/api/v1/rooms/{room}/entries", "/api/v1/rooms/{room}/entries/me",
 		"/api/v1/rooms/{room}/pass", "/api/v1/rooms/{room}/draw", "/api/v1/rooms", "/api/v1/rooms/{room}", "/api/v1/rooms/{room}/invites",
+		"/api/v1/rooms/{room}/signals",
 	}
 	if s.Sale != nil {
 		mux.Handle("GET /api/v1/schedules/{id}/seats", s.seats())

@@ -20,6 +20,9 @@ type Metrics struct {
 	stepErrors *prometheus.CounterVec
 	etaError   *prometheus.HistogramVec
 	etaRange   *prometheus.CounterVec
+	rate       *prometheus.GaugeVec
+	originP95  *prometheus.GaugeVec
+	targetP95  *prometheus.GaugeVec
 }
 
 // NewMetrics registers the queue's metrics with reg.
@@ -62,8 +65,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "usher_eta_range_total",
 			Help: "Visitors found admitted by a poll on this instance, by where their actual wait fell against the range predicted when their ticket was issued: inside, early (below) or late (above).",
 		}, []string{"room", "result"}),
+		rate: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "usher_admit_rate_current", Help: "The admission rate in force (visitors per second): admit_rate, or what the adaptive controller set.",
+		}, []string{"room"}),
+		originP95: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "usher_adaptive_origin_p95_seconds", Help: "Adaptive rooms: the origin's p95 latency in the controller's last window.",
+		}, []string{"room"}),
+		targetP95: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "usher_adaptive_target_p95_seconds", Help: "Adaptive rooms: the p95 the controller holds (target_p95, or 1.5 × the learned unloaded p95).",
+		}, []string{"room"}),
 	}
-	reg.MustRegister(m.waiting, m.active, m.enters, m.polls, m.admissions, m.expired, m.absent, m.step, m.stepErrors, m.etaError, m.etaRange)
+	reg.MustRegister(m.waiting, m.active, m.enters, m.polls, m.admissions, m.expired, m.absent, m.step, m.stepErrors,
+		m.etaError, m.etaRange, m.rate, m.originP95, m.targetP95)
 	return m
 }
 
@@ -124,6 +137,9 @@ func (m *Metrics) forget(room string) {
 	}
 	m.waiting.DeleteLabelValues(room)
 	m.active.DeleteLabelValues(room)
+	m.rate.DeleteLabelValues(room)
+	m.originP95.DeleteLabelValues(room)
+	m.targetP95.DeleteLabelValues(room)
 }
 
 func (m *Metrics) observed(room string, st Stats) {
@@ -132,6 +148,14 @@ func (m *Metrics) observed(room string, st Stats) {
 	}
 	m.waiting.WithLabelValues(room).Set(float64(st.Waiting))
 	m.active.WithLabelValues(room).Set(float64(st.Active))
+	m.rate.WithLabelValues(room).Set(st.Settings.CurrentRate(st.Control))
+	if st.Settings.Admission == Adaptive {
+		m.originP95.WithLabelValues(room).Set(st.Control.P95.Seconds())
+		m.targetP95.WithLabelValues(room).Set(st.Settings.Target(st.Control).Seconds())
+	} else {
+		m.originP95.DeleteLabelValues(room)
+		m.targetP95.DeleteLabelValues(room)
+	}
 }
 
 // etaObserved records one admitted visitor's actual wait against the

@@ -109,6 +109,20 @@ type Settings struct {
 	// MaxActive). 0 turns the cap off; an inventory of 0 turns the room
 	// sold out whatever this is (Stats.EffectiveState).
 	VisitorsPerUnit float64
+	// Admission says who sets the admission rate: Static (AdmitRate) or
+	// Adaptive (the room's controller, control.go, between MinAdmitRate
+	// and MaxAdmitRate, starting from AdmitRate).
+	Admission Admission
+	// TargetP95 is the origin latency the adaptive controller holds at the
+	// 95th percentile; 0: 1.5 × the unloaded p95 it learns.
+	TargetP95 time.Duration
+	// MinAdmitRate and MaxAdmitRate bound the adaptive rate (visitors per
+	// second).
+	MinAdmitRate, MaxAdmitRate float64
+	// ControlPeriod is how often the adaptive controller steps: at least the
+	// time an admission takes to show in the origin's latency (the poll
+	// that picks up the pass plus the first requests).
+	ControlPeriod time.Duration
 }
 
 // DefaultSettings are used for a new room's omitted fields.
@@ -138,6 +152,10 @@ func DefaultSettings() Settings {
 		// over by thousands (docs/architecture.md, inventory-aware
 		// admission).
 		VisitorsPerUnit: 2,
+		Admission:       Static,
+		MinAdmitRate:    1,
+		MaxAdmitRate:    1000,
+		ControlPeriod:   2 * time.Second,
 	}
 }
 
@@ -285,6 +303,9 @@ type Stats struct {
 	Since time.Time
 	// Inventory is the units left for sale, when the sale service set it.
 	Inventory Inventory
+	// Control is the adaptive controller's state (zero for a room whose
+	// controller never stepped).
+	Control Control
 }
 
 // EffectiveState is the state the room acts in: Settings.State, except
@@ -357,4 +378,17 @@ type Store interface {
 	// and while it is low Admit and passthrough keep the active set
 	// below InventoryCap. A room never set acts as before (unknown).
 	SetInventory(ctx context.Context, room string, units int64) error
+
+	// Adaptive admission (control.go). Admit and Enter refill the bucket at
+	// Settings.CurrentRate(Control), so an adaptive room admits at the
+	// rate its controller last stored.
+	//
+	// AddSignals adds s to the room's pool of origin signals and returns
+	// the pool, in one atomic step.
+	AddSignals(ctx context.Context, room string, s Signals) (Signals, error)
+	// SetControl stores next as the room's controller state if the stored
+	// state's Version is next.Version-1, and then takes used out of the
+	// pool (samples added since stay for the next step), atomically. ok is
+	// false, and nothing changes, when another caller stepped first.
+	SetControl(ctx context.Context, room string, next Control, used Signals) (ok bool, err error)
 }

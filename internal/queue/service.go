@@ -59,6 +59,8 @@ type Queue struct {
 	// changed, once ViewRooms made it, is closed and cleared when the set
 	// of rooms in views changes.
 	changed chan struct{}
+	sigMu   sync.Mutex
+	local   map[string]*Signals // origin signals since the last Control, by room (adaptive.go)
 }
 
 // View is a room's stats as last read by this instance, with the measured
@@ -88,7 +90,8 @@ func New(store Store, o Options) *Queue {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	q := &Queue{store: WithTimeout(store, o.StoreTimeout), now: o.Now, refresh: o.Refresh, metrics: o.Metrics, log: o.Logger}
+	q := &Queue{store: WithTimeout(store, o.StoreTimeout), now: o.Now, refresh: o.Refresh, metrics: o.Metrics, log: o.Logger,
+		local: make(map[string]*Signals)}
 	q.views.Store(&map[string]View{})
 	return q
 }
@@ -114,7 +117,9 @@ func checkVisitor(room, visitor string) error {
 }
 
 // PutRoom validates and stores a room's settings. A room draws once: after
-// its draw, the store refuses a change of OpensAt (ErrDrawn).
+// its draw, the store refuses a change of OpensAt (ErrDrawn). A room
+// switched to adaptive admission starts its controller afresh (its rate
+// from AdmitRate, its baseline learned again).
 func (q *Queue) PutRoom(ctx context.Context, room string, s Settings) error {
 	if err := checkRoom(room); err != nil {
 		return err
@@ -122,8 +127,19 @@ func (q *Queue) PutRoom(ctx context.Context, room string, s Settings) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
+	cur, err := q.store.Stats(ctx, room, q.now())
+	if err != nil && !errors.Is(err, ErrRoomNotFound) {
+		return err
+	}
 	if err := q.store.PutRoom(ctx, room, s); err != nil {
 		return err
+	}
+	if s.Admission == Adaptive && err == nil && cur.Settings.Admission != Adaptive && cur.Control.Version > 0 {
+		// Switched to adaptive: the controller starts afresh, from
+		// admit_rate, and learns the baseline again.
+		if _, err := q.store.SetControl(ctx, room, Control{Version: cur.Control.Version + 1}, Signals{}); err != nil {
+			return err
+		}
 	}
 	return q.refreshRoom(ctx, room)
 }
@@ -255,7 +271,9 @@ const staleAfter = 2 * time.Second
 // estimate overstates the place by them; or five seconds of admissions at
 // the measured rate when that is more.
 func ExactWithin(v View) int64 {
-	return max(Watched(v.Settings)+int64(math.Ceil(staleAfter.Seconds()*v.Settings.AdmitRate)), int64(math.Ceil(5*v.Rate)))
+	set := v.Settings.Current(v.Control)
+	rate := max(set.AdmitRate, v.Settings.AdmitRate)
+	return max(max(Watched(v.Settings), Watched(set))+int64(math.Ceil(staleAfter.Seconds()*rate)), int64(math.Ceil(5*v.Rate)))
 }
 
 // PreQueueSeq is the sequence number in the ticket of a pre-queue entry,

@@ -30,6 +30,10 @@ const (
 	MinVisitorsPerUnit = 0.01
 	MaxVisitorsPerUnit = 1000
 	MaxInventory       = 1_000_000_000
+	// The adaptive controller's limits.
+	MaxTargetP95     = time.Minute
+	MinControlPeriod = 500 * time.Millisecond
+	MaxControlPeriod = 10 * time.Minute
 )
 
 // The range of OpensAt (besides zero, no opening).
@@ -77,20 +81,10 @@ var settingFields = []Field{
 		},
 	},
 	intField("max_active", func(s *Settings) *int64 { return &s.MaxActive }, MinMaxActive, MaxMaxActive),
-	{
-		Name:   "admit_rate",
-		Encode: func(s Settings) string { return strconv.FormatFloat(s.AdmitRate, 'g', -1, 64) },
-		Decode: func(s *Settings, v string) (err error) {
-			s.AdmitRate, err = strconv.ParseFloat(v, 64)
-			return err
-		},
-		Check: func(s Settings) error {
-			if !(s.AdmitRate >= MinAdmitRate) || s.AdmitRate > MaxAdmitRate {
-				return invalid("admit_rate %v: want %v to %d per second", s.AdmitRate, MinAdmitRate, MaxAdmitRate)
-			}
-			return nil
-		},
-	},
+	rateField("admit_rate", func(s *Settings) *float64 { return &s.AdmitRate },
+		func(Settings) (float64, float64, string) {
+			return MinAdmitRate, MaxAdmitRate, strconv.Itoa(MaxAdmitRate)
+		}),
 	durationField("interval", func(s *Settings) *time.Duration { return &s.Interval },
 		func(Settings) (time.Duration, time.Duration, string) { return MinInterval, MaxInterval, "1m" }),
 	durationField("active_ttl", func(s *Settings) *time.Duration { return &s.ActiveTTL },
@@ -159,6 +153,31 @@ var settingFields = []Field{
 			return nil
 		},
 	},
+	{
+		Name:   "admission",
+		Encode: func(s Settings) string { return string(s.Admission) },
+		Decode: func(s *Settings, v string) error { s.Admission = Admission(v); return nil },
+		Check: func(s Settings) error {
+			if s.Admission != Static && s.Admission != Adaptive {
+				return invalid("admission %q: want static or adaptive", s.Admission)
+			}
+			return nil
+		},
+	},
+	durationField("target_p95", func(s *Settings) *time.Duration { return &s.TargetP95 },
+		func(Settings) (time.Duration, time.Duration, string) { return 0, MaxTargetP95, "1m" }),
+	rateField("min_admit_rate", func(s *Settings) *float64 { return &s.MinAdmitRate },
+		func(Settings) (float64, float64, string) {
+			return MinAdmitRate, MaxAdmitRate, strconv.Itoa(MaxAdmitRate)
+		}),
+	rateField("max_admit_rate", func(s *Settings) *float64 { return &s.MaxAdmitRate },
+		func(s Settings) (float64, float64, string) {
+			return max(MinAdmitRate, s.MinAdmitRate), MaxAdmitRate, strconv.Itoa(MaxAdmitRate) + ", and at least min_admit_rate"
+		}),
+	durationField("control_period", func(s *Settings) *time.Duration { return &s.ControlPeriod },
+		func(Settings) (time.Duration, time.Duration, string) {
+			return MinControlPeriod, MaxControlPeriod, "10m"
+		}),
 }
 
 // Validate reports the first setting out of range, wrapped in ErrInvalid.
@@ -188,6 +207,27 @@ func intField(name string, field func(*Settings) *int64, lo, hi int64) Field {
 		Check: func(s Settings) error {
 			if n := *field(&s); n < lo || n > hi {
 				return invalid("%s %d: want %d to %d", name, n, lo, hi)
+			}
+			return nil
+		},
+	}
+}
+
+// rateField is a rate in visitors per second, kept in the shortest decimal
+// form that reads back exactly. limits returns the range and how to name
+// its upper end.
+func rateField(name string, field func(*Settings) *float64, limits func(Settings) (lo, hi float64, hiName string)) Field {
+	return Field{
+		Name:   name,
+		Encode: func(s Settings) string { return strconv.FormatFloat(*field(&s), 'g', -1, 64) },
+		Decode: func(s *Settings, v string) (err error) {
+			*field(s), err = strconv.ParseFloat(v, 64)
+			return err
+		},
+		Check: func(s Settings) error {
+			lo, hi, hiName := limits(s)
+			if r := *field(&s); !(r >= lo) || r > hi {
+				return invalid("%s %v: want %v to %s per second", name, r, lo, hiName)
 			}
 			return nil
 		},

@@ -81,3 +81,11 @@ func (t *timeoutStore) SetInventory(ctx context.Context, room string, units int6
 	})
 	return err
 }
+
+func (t *timeoutStore) AddSignals(ctx context.Context, room string, s Signals) (Signals, error) {
+	return call(t, ctx, "add signals", func(ctx context.Context) (Signals, error) { return t.s.AddSignals(ctx, room, s) })
+}
+
+func (t *timeoutStore) SetControl(ctx context.Context, room string, next Control, used Signals) (bool, error) {
+	return call(t, ctx, "set control", func(ctx context.Context) (bool, error) { return t.s.SetControl(ctx, room, next, used) })
+}

@@ -44,6 +44,17 @@ type RoomSettings struct {
 	// VisitorsPerUnit caps the admitted visitors at this many per unit of
 	// the sale's inventory left (0: off).
 	VisitorsPerUnit *float64 `json:"visitors_per_unit,omitempty"`
+	// Admission is static (admit_rate) or adaptive (a controller sets the
+	// rate from the origin's latency).
+	Admission *string `json:"admission,omitempty"`
+	// TargetP95MS is the origin p95 latency an adaptive room holds (0: 1.5 ×
+	// the unloaded p95 the controller learns).
+	TargetP95MS *int64 `json:"target_p95_ms,omitempty"`
+	// MinAdmitRate and MaxAdmitRate bound the adaptive rate.
+	MinAdmitRate *float64 `json:"min_admit_rate,omitempty"`
+	MaxAdmitRate *float64 `json:"max_admit_rate,omitempty"`
+	// ControlPeriodMS is how often the adaptive controller steps.
+	ControlPeriodMS *int64 `json:"control_period_ms,omitempty"`
 }
 
 // Draw is the answer of GET /api/v1/rooms/{room}/draw: a room's opening
@@ -87,6 +98,37 @@ type RoomStats struct {
 	// Inventory is the units the sale has left (neither sold nor held),
 	// when a schedule's sale keeps it; omitted otherwise.
 	Inventory *int64 `json:"inventory,omitempty"`
+	// AdmitRateCurrent is the rate in force: admit_rate, or what the
+	// adaptive controller set.
+	AdmitRateCurrent float64 `json:"admit_rate_current"`
+	// Adaptive rooms: the origin's p95 in the controller's last window and
+	// the p95 it holds (ms), once known.
+	OriginP95MS *float64 `json:"origin_p95_ms,omitempty"`
+	TargetP95MS *float64 `json:"target_p95_ms,omitempty"`
+}
+
+// MaxSignalSamples is the most latencies one signals report carries.
+const MaxSignalSamples = 1000
+
+// Signals is the body of POST /api/v1/rooms/{room}/signals: what a site
+// that gates with the API measured of its origin since its last report,
+// for the room's adaptive controller.
+type Signals struct {
+	// LatencyMS are request latencies in milliseconds (at most
+	// MaxSignalSamples, each finite and not negative).
+	LatencyMS []float64 `json:"latency_ms"`
+	// Errors counts failed requests (5xx, timeouts).
+	Errors int64 `json:"errors"`
+}
+
+// SignalsAccepted is the answer of POST /api/v1/rooms/{room}/signals.
+type SignalsAccepted struct {
+	Room    string `json:"room"`
+	Samples int    `json:"samples"`
+	Errors  int64  `json:"errors"`
+	// Pooled is false when the room is not adaptive: the report was
+	// dropped.
+	Pooled bool `json:"pooled"`
 }
 
 // Room is a room's settings and stats: the answer of GET and PUT

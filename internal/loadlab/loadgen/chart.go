@@ -51,6 +51,12 @@ func WriteSVG(w io.Writer, reports []*Report) error {
 			{"origin successes", "#1f78b4", func(t Tick) (float64, bool) { return t.OriginRate, true }, false},
 			{"origin errors", "#e31a1c", func(t Tick) (float64, bool) { return t.OriginErrors, true }, false},
 			{"admissions", "#ff7f00", func(t Tick) (float64, bool) { return t.AdmittedRate, true }, true},
+			{"admission rate in force", "#a6761d", func(t Tick) (float64, bool) {
+				if t.AdmitRate == nil {
+					return 0, false
+				}
+				return *t.AdmitRate, true
+			}, true},
 		}},
 		{title: "Origin pool utilisation (%)", skip: func(rep *Report) string {
 			if rep.Origin.Utilization == nil {
@@ -131,6 +137,14 @@ func WriteSVG(w io.Writer, reports []*Report) error {
 			for _, t := range linearTicks(0, xMax) {
 				x := xOf(t)
 				fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="middle">%ss</text>`, x, y0+panelH+14, num(t))
+			}
+			// The origin's phase changes (usher origin --phases).
+			for i := 1; i < len(rep.Timeline); i++ {
+				if t := rep.Timeline[i]; t.Phase != rep.Timeline[i-1].Phase && t.Phase > 0 {
+					x := xOf(rep.Timeline[i-1].T)
+					fmt.Fprintf(&b, `<line x1="%.1f" y1="%.0f" x2="%.1f" y2="%.0f" stroke="#888" stroke-dasharray="4 3"/><text x="%.1f" y="%.0f" fill="#888">phase %d</text>`,
+						x, y0, x, y0+panelH, x+3, y0+panelH-4, t.Phase)
+				}
 			}
 			b.WriteString("\n")
 			if rw.skip != nil {

@@ -32,6 +32,9 @@ type Config struct {
 	Target Target
 	// Usher is usher's base URL and Room the room (Queued only).
 	Usher, Room string
+	// AdminKey, if set, lets each tick read the room's admission rate in
+	// force (admit_rate_current, Tick.AdmitRate).
+	AdminKey string
 
 	// Closed model: Users users, started SpawnRate per second (0: at once),
 	// each running Iterations iterations (0: until Duration ends). An

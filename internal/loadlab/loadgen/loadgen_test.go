@@ -414,3 +414,39 @@ func TestETAErrorRelativeAndCoverage(t *testing.T) {
 		t.Errorf("without ranges: coverage %v, ranged %d; want none", e.Coverage, e.Ranged)
 	}
 }
+
+// TestPhases: a run against an origin with phases reports each phase: its
+// settings, pool size, p95 against the unloaded p95, utilisation.
+func TestPhases(t *testing.T) {
+	phases, err := simorigin.ParsePhases("400ms:conns=4,400ms:conns=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := simorigin.New(simorigin.Config{Conns: 4, Service: simorigin.Constant(2 * time.Millisecond), Phases: phases})
+	origin := httptest.NewServer(o.Handler())
+	t.Cleanup(origin.Close)
+	rep, err := Run(context.Background(), Config{
+		Scenario: Direct, Target: Target{URL: origin.URL + "/seats"}, Users: 4,
+		Duration: 1200 * time.Millisecond, Tick: 50 * time.Millisecond, OriginStats: origin.URL + "/stats",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Phases) != 2 {
+		t.Fatalf("phases %+v, want 2", rep.Phases)
+	}
+	for i, want := range []struct {
+		settings string
+		conns    int
+	}{{"400ms:conns=4", 4}, {"400ms:conns=1", 1}} {
+		p := rep.Phases[i]
+		if p.Phase != i+1 || p.Settings != want.settings || p.Conns != want.conns || p.UnloadedP95MS != 2 || p.Seconds <= 0 ||
+			p.Utilization <= 0 || p.OriginP95MS < 2 || p.P95Ratio != p.OriginP95MS/2 {
+			t.Errorf("phase %d = %+v, want settings %s, %d conns, unloaded p95 2 ms", i+1, p, want.settings, want.conns)
+		}
+	}
+	var sb strings.Builder
+	if err := rep.WriteText(&sb); err != nil || !strings.Contains(sb.String(), "origin phases") {
+		t.Errorf("text report lacks the phase table:\n%s", sb.String())
+	}
+}

@@ -48,6 +48,8 @@ type Report struct {
 	Interrupted int64 `json:"interrupted_calls"`
 
 	Timeline []Tick `json:"timeline"`
+	// Phases are the origin's phases, when it has some.
+	Phases []PhaseReport `json:"phases,omitempty"`
 }
 
 // Calls counts one kind of call. Requests = Successes + the sum of Errors.
@@ -128,6 +130,7 @@ func (r *runner) report(elapsed time.Duration, tl *timeline) *Report {
 		Dropped:     r.dropped.Load(),
 		Interrupted: r.interrupted.Load(),
 		Timeline:    tl.ticks,
+		Phases:      tl.phaseReports(),
 	}
 	if c.Open() {
 		rep.Model = "open"
@@ -241,6 +244,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  origin utilisation: %.0f %% of %d connections (peak %d busy); its unloaded p95 (%s) is %s ms\n",
 			100**u, st.Conns, st.PeakBusyConns, st.ServiceDist, num(st.ServiceP95MS))
 	}
+	writePhases(&b, rep.Phases)
 	if rep.Dropped > 0 || rep.Interrupted > 0 {
 		fmt.Fprintf(&b, "  dropped iterations: %d, interrupted calls: %d\n", rep.Dropped, rep.Interrupted)
 	}

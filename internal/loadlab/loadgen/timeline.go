@@ -11,6 +11,7 @@ import (
 
 	"usher/internal/loadlab/hist"
 	"usher/internal/loadlab/simorigin"
+	"usher/internal/wire"
 )
 
 // Tick is one interval of the run's timeline.
@@ -34,6 +35,11 @@ type Tick struct {
 	AdmittedRate float64 `json:"admitted_ps"`
 	// Utilization of the origin's connection pool over the interval.
 	Utilization *float64 `json:"utilization,omitempty"`
+	// Phase is the origin's phase at the tick (usher origin --phases).
+	Phase int `json:"phase,omitempty"`
+	// AdmitRate is the room's admission rate in force at the tick
+	// (admit_rate_current), when the generator may read the room.
+	AdmitRate *float64 `json:"admit_rate,omitempty"`
 }
 
 // timeline samples the run every Tick and draws the progress line.
@@ -46,6 +52,7 @@ type timeline struct {
 	lastOK, lastErr       int64
 	lastQueueN, lastAdm   int64
 	lastStats             *simorigin.Stats
+	phases                []*phaseAcc
 }
 
 func newTimeline(r *runner, stats *simorigin.Stats) *timeline {
@@ -95,7 +102,14 @@ func (tl *timeline) sample(last bool) {
 		if st, err := r.originStats(); err == nil {
 			u := simorigin.Utilization(*tl.lastStats, st)
 			tick.Utilization = &u
+			tick.Phase = st.Phase
+			tl.addPhase(*tl.lastStats, st, dt, od, ok-tl.lastOK, adm-tl.lastAdm)
 			tl.lastStats = &st
+		}
+	}
+	if r.cfg.Scenario == Queued && r.cfg.AdminKey != "" {
+		if rate, err := r.admitRate(); err == nil {
+			tick.AdmitRate = &rate
 		}
 	}
 	tl.ticks = append(tl.ticks, tick)
@@ -159,6 +173,30 @@ func (r *runner) originStats() (simorigin.Stats, error) {
 		return simorigin.Stats{}, fmt.Errorf("GET %s: not an usher origin's stats", r.cfg.OriginStats)
 	}
 	return st, nil
+}
+
+// admitRate reads the room's admission rate in force.
+func (r *runner) admitRate() (float64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.cfg.Usher+"/api/v1/rooms/"+r.cfg.Room, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+r.cfg.AdminKey)
+	res, err := r.cfg.Client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	var room wire.Room
+	if res.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET room: %s", res.Status)
+	}
+	if err := json.NewDecoder(res.Body).Decode(&room); err != nil {
+		return 0, err
+	}
+	return room.Stats.AdmitRateCurrent, nil
 }
 
 func progressOr(c Config) io.Writer {

@@ -10,6 +10,10 @@
 // pools; GET /healthz and GET /stats (pool gauges, utilisation, wait and
 // service-time histograms), which are not.
 //
+// Phases (Config.Phases) change the pools, the service time and the
+// timeout during the run, so that a load test meets an origin whose
+// capacity changes.
+//
 // Limits, honestly: the "work" is a timer, not CPU or I/O, so the origin
 // models a pool-bound site, not a CPU-bound one; the worker queue is
 // unbounded (Tomcat's accept queue and the kernel backlog are not modelled);
@@ -46,6 +50,10 @@ type Config struct {
 	Timeout time.Duration
 	// Seats is the number of seats (default 50,000, seed 002's).
 	Seats int
+	// Phases, if any, change the settings while the origin runs, from its
+	// first pool-bound request on (the first phase's settings override the
+	// ones above); the last phase's settings stay.
+	Phases []Phase
 	// Gate, if set, is asked about every pool-bound request while it holds a
 	// worker but no connection (seed 000 checks its queue token so).
 	Gate   Gate
@@ -70,9 +78,12 @@ func (e *GateError) Error() string { return "gate: refused with status " + strco
 // Origin is the simulated site.
 type Origin struct {
 	cfg      Config
-	workers  chan struct{}
-	conns    chan struct{}
+	workers  *pool
+	conns    *pool
+	service  atomic.Pointer[Dist]
+	timeout  atomic.Int64 // nanoseconds; 0 waits for ever
 	start    time.Time
+	phases   phaseClock
 	reserved []atomic.Bool
 	taken    atomic.Int64
 	nextID   atomic.Int64
@@ -82,7 +93,7 @@ type Origin struct {
 	peakBusyConns                      atomic.Int64
 	served, rejected, timedOut, queued atomic.Int64
 	connBusy                           atomic.Int64 // nanoseconds of connections held, summed
-	wait, service                      *hist.Recorder
+	wait, serviceHist                  *hist.Recorder
 }
 
 // New returns an Origin; it starts nothing (serve its Handler).
@@ -102,15 +113,19 @@ func New(cfg Config) *Origin {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Origin{
-		cfg:      cfg,
-		workers:  make(chan struct{}, cfg.Workers),
-		conns:    make(chan struct{}, cfg.Conns),
-		start:    time.Now(),
-		reserved: make([]atomic.Bool, cfg.Seats+1),
-		wait:     hist.NewRecorder(),
-		service:  hist.NewRecorder(),
+	o := &Origin{
+		cfg:         cfg,
+		start:       time.Now(),
+		reserved:    make([]atomic.Bool, cfg.Seats+1),
+		wait:        hist.NewRecorder(),
+		serviceHist: hist.NewRecorder(),
 	}
+	o.workers = newPool(cfg.Workers, &o.waitingWorker)
+	o.conns = newPool(cfg.Conns, &o.waitingConn)
+	o.service.Store(&cfg.Service)
+	o.timeout.Store(int64(cfg.Timeout))
+	o.phases.init(o.start, cfg.Workers, cfg.Conns)
+	return o
 }
 
 // Handler serves the origin's endpoints.
@@ -131,20 +146,21 @@ var errTimeout = errors.New("timed out waiting for the pool")
 func (o *Origin) pooled(serve func(w http.ResponseWriter, r *http.Request)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived := time.Now()
+		o.phases.once.Do(o.startPhases)
 		o.inFlight.Add(1)
 		defer o.inFlight.Add(-1)
 		var deadline <-chan time.Time
-		if o.cfg.Timeout > 0 {
-			t := time.NewTimer(o.cfg.Timeout)
+		if timeout := time.Duration(o.timeout.Load()); timeout > 0 {
+			t := time.NewTimer(timeout)
 			defer t.Stop()
 			deadline = t.C
 		}
-		if _, err := acquire(r.Context(), o.workers, &o.waitingWorker, deadline); err != nil {
+		if _, err := o.workers.acquire(r.Context(), deadline); err != nil {
 			o.fail(w, err)
 			return
 		}
 		o.busyWorkers.Add(1)
-		defer func() { o.busyWorkers.Add(-1); <-o.workers }()
+		defer func() { o.busyWorkers.Add(-1); o.workers.release() }()
 
 		if o.cfg.Gate != nil {
 			renewed, err := o.cfg.Gate.Check(r.Context(), r)
@@ -166,7 +182,7 @@ func (o *Origin) pooled(serve func(w http.ResponseWriter, r *http.Request)) http
 			}
 		}
 
-		waited, err := acquire(r.Context(), o.conns, &o.waitingConn, deadline)
+		waited, err := o.conns.acquire(r.Context(), deadline)
 		if err != nil {
 			o.fail(w, err)
 			return
@@ -179,35 +195,15 @@ func (o *Origin) pooled(serve func(w http.ResponseWriter, r *http.Request)) http
 			o.queued.Add(1)
 		}
 		o.wait.Record(held.Sub(arrived))
-		time.Sleep(o.cfg.Service.Sample())
+		time.Sleep((*o.service.Load()).Sample())
 		d := time.Since(held)
 		o.busyConns.Add(-1)
-		<-o.conns
+		o.conns.release()
 		o.connBusy.Add(int64(d))
-		o.service.Record(d)
+		o.serviceHist.Record(d)
 		o.served.Add(1)
 		serve(w, r)
 	})
-}
-
-// acquire takes a slot of sem, waiting (FIFO: a channel's blocked senders
-// are served in order) until deadline or the request ends.
-func acquire(ctx context.Context, sem chan struct{}, waiting *atomic.Int64, deadline <-chan time.Time) (waited bool, err error) {
-	select {
-	case sem <- struct{}{}:
-		return false, nil
-	default:
-	}
-	waiting.Add(1)
-	defer waiting.Add(-1)
-	select {
-	case sem <- struct{}{}:
-		return true, nil
-	case <-deadline:
-		return true, errTimeout
-	case <-ctx.Done():
-		return true, ctx.Err()
-	}
 }
 
 func (o *Origin) fail(w http.ResponseWriter, err error) {

@@ -1,6 +1,7 @@
 package simorigin
 
 import (
+	"strings"
 	"time"
 
 	"usher/internal/loadlab/hist"
@@ -35,8 +36,15 @@ type Stats struct {
 
 	UptimeSeconds   float64 `json:"uptime_seconds"`
 	ConnBusySeconds float64 `json:"conn_busy_seconds"`
-	// Utilization is ConnBusySeconds ÷ (Conns × UptimeSeconds), since start.
+	// ConnCapacitySeconds is the pool's size summed over time: Conns ×
+	// UptimeSeconds unless phases changed the pool.
+	ConnCapacitySeconds float64 `json:"conn_capacity_seconds"`
+	// Utilization is ConnBusySeconds ÷ ConnCapacitySeconds, since start.
 	Utilization float64 `json:"utilization"`
+	// Phase is the phase running (1-based; 0 before the first request or
+	// without phases), Phases the whole schedule.
+	Phase  int    `json:"phase"`
+	Phases string `json:"phases,omitempty"`
 
 	// Wait is the time from arrival to holding a connection; Service the
 	// time a connection was held. Latency ≈ Wait + Service.
@@ -46,38 +54,52 @@ type Stats struct {
 
 // Stats reads the counters.
 func (o *Origin) Stats() Stats {
-	up := time.Since(o.start).Seconds()
+	now := time.Now()
+	up := now.Sub(o.start).Seconds()
 	busy := time.Duration(o.connBusy.Load()).Seconds()
+	capSecs, phase, workers, conns := o.phases.capacity(now)
+	service := *o.service.Load()
+	phases := make([]string, len(o.cfg.Phases))
+	for i, ph := range o.cfg.Phases {
+		phases[i] = ph.String()
+	}
 	return Stats{
-		Workers: o.cfg.Workers, Conns: o.cfg.Conns,
-		ServiceDist: o.cfg.Service.String(), ServiceP95MS: ms(o.cfg.Service.Quantile(0.95)),
-		TimeoutMS:        ms(o.cfg.Timeout),
-		InFlight:         o.inFlight.Load(),
-		BusyWorkers:      o.busyWorkers.Load(),
-		BusyConns:        o.busyConns.Load(),
-		WaitingForWorker: o.waitingWorker.Load(),
-		WaitingForConn:   o.waitingConn.Load(),
-		PeakBusyConns:    o.peakBusyConns.Load(),
-		Served:           o.served.Load(),
-		Rejected:         o.rejected.Load(),
-		TimedOut:         o.timedOut.Load(),
-		Queued:           o.queued.Load(),
-		UptimeSeconds:    up,
-		ConnBusySeconds:  busy,
-		Utilization:      Utilization(Stats{}, Stats{Conns: o.cfg.Conns, UptimeSeconds: up, ConnBusySeconds: busy}),
-		Wait:             o.wait.Snapshot().Summary(),
-		Service:          o.service.Snapshot().Summary(),
+		Workers: workers, Conns: conns,
+		ServiceDist: service.String(), ServiceP95MS: ms(service.Quantile(0.95)),
+		TimeoutMS:           ms(time.Duration(o.timeout.Load())),
+		ConnCapacitySeconds: capSecs,
+		Phase:               phase,
+		Phases:              strings.Join(phases, ","),
+		InFlight:            o.inFlight.Load(),
+		BusyWorkers:         o.busyWorkers.Load(),
+		BusyConns:           o.busyConns.Load(),
+		WaitingForWorker:    o.waitingWorker.Load(),
+		WaitingForConn:      o.waitingConn.Load(),
+		PeakBusyConns:       o.peakBusyConns.Load(),
+		Served:              o.served.Load(),
+		Rejected:            o.rejected.Load(),
+		TimedOut:            o.timedOut.Load(),
+		Queued:              o.queued.Load(),
+		UptimeSeconds:       up,
+		ConnBusySeconds:     busy,
+		Utilization:         Utilization(Stats{}, Stats{Conns: conns, UptimeSeconds: up, ConnBusySeconds: busy, ConnCapacitySeconds: capSecs}),
+		Wait:                o.wait.Snapshot().Summary(),
+		Service:             o.serviceHist.Snapshot().Summary(),
 	}
 }
 
 // Utilization is the share of the connection pool held between two reads
-// of the same origin's stats, from 0 to 1.
+// of the same origin's stats, from 0 to 1 (over the pool's capacity in the
+// window, which phases may change).
 func Utilization(before, after Stats) float64 {
-	dt := after.UptimeSeconds - before.UptimeSeconds
-	if after.Conns <= 0 || dt <= 0 {
+	capacity := after.ConnCapacitySeconds - before.ConnCapacitySeconds
+	if after.ConnCapacitySeconds == 0 { // an origin without the field
+		capacity = float64(after.Conns) * (after.UptimeSeconds - before.UptimeSeconds)
+	}
+	if capacity <= 0 {
 		return 0
 	}
-	return min(1, max(0, (after.ConnBusySeconds-before.ConnBusySeconds)/(float64(after.Conns)*dt)))
+	return min(1, max(0, (after.ConnBusySeconds-before.ConnBusySeconds)/capacity))
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -48,7 +48,9 @@ type room struct {
 	expiries expiryHeap           // at least one entry per active visitor
 	draw     queue.Draw           // Entrants counts pre before the draw
 	// pre is the pre-queue before the draw: visitor → queue.DrawKey.
-	pre map[string][32]byte
+	pre     map[string][32]byte
+	control queue.Control // the adaptive controller's state
+	signals queue.Signals // its pool since the last step
 	// Presence (queue.Settings.PresenceTimeout): seen is when each watched
 	// waiting visitor (near the front, or parked) was last seen; zoneSeq
 	// the last sequence number marked near. parked holds the absent taken
@@ -373,6 +375,7 @@ func (s *Store) Stats(_ context.Context, name string, now time.Time) (queue.Stat
 		Draw:          r.draw,
 		Since:         r.since,
 		Inventory:     r.inventory,
+		Control:       r.control,
 	}
 	if !r.draw.Done {
 		st.Draw.Entrants = int64(len(r.pre))
@@ -402,6 +405,32 @@ func (s *Store) SetInventory(_ context.Context, name string, units int64) error 
 // state is the room's queue.Stats.EffectiveState.
 func (r *room) state() queue.RoomState {
 	return queue.Stats{Settings: r.settings, Inventory: r.inventory}.EffectiveState()
+}
+
+// AddSignals implements queue.Store.
+func (s *Store) AddSignals(_ context.Context, name string, sig queue.Signals) (queue.Signals, error) {
+	r, err := s.room(name)
+	if err != nil {
+		return queue.Signals{}, err
+	}
+	defer r.mu.Unlock()
+	r.signals.Merge(sig, 1)
+	return r.signals, nil
+}
+
+// SetControl implements queue.Store.
+func (s *Store) SetControl(_ context.Context, name string, next queue.Control, used queue.Signals) (bool, error) {
+	r, err := s.room(name)
+	if err != nil {
+		return false, err
+	}
+	defer r.mu.Unlock()
+	if r.control.Version != next.Version-1 {
+		return false, nil
+	}
+	r.control = next
+	r.signals.Merge(used, -1)
+	return true, nil
 }
 
 // entry returns the visitor's live entry. An active visitor whose expiry has
@@ -494,13 +523,14 @@ func (r *room) expire(now time.Time) int64 {
 }
 
 func (r *room) refill(now time.Time) {
+	set := r.settings.Current(r.control) // the adaptive rate, if adaptive
 	if now.After(r.refilled) {
 		if !r.refilled.IsZero() {
-			r.tokens += r.settings.AdmitRate * now.Sub(r.refilled).Seconds()
+			r.tokens += set.AdmitRate * now.Sub(r.refilled).Seconds()
 		}
 		r.refilled = now
 	}
-	r.tokens = math.Min(r.tokens, r.settings.BucketCapacity())
+	r.tokens = math.Min(r.tokens, set.BucketCapacity())
 }
 
 type expiry struct {

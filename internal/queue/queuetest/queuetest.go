@@ -125,6 +125,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"FractionalRate", testFractionalRate},
 		{"StatusNeverShortensExpiry", testStatusNeverShortensExpiry},
 		{"SettingsRoundTrip", testSettingsRoundTrip},
+		{"AdaptiveRate", testAdaptiveRate},
+		{"ControlSteps", testControlSteps},
 		{"DrawPreQueue", testDrawPreQueue},
 		{"DrawClearedOpening", testDrawClearedOpening},
 		{"DrawConcurrentOpening", testDrawConcurrentOpening},
@@ -679,6 +681,8 @@ func nonDefault(t *testing.T, def queue.Settings) queue.Settings {
 		switch {
 		case f.Type() == reflect.TypeFor[queue.RoomState]():
 			f.Set(reflect.ValueOf(queue.Paused))
+		case f.Type() == reflect.TypeFor[queue.Admission]():
+			f.Set(reflect.ValueOf(queue.Adaptive))
 		case f.Type() == reflect.TypeFor[time.Time]():
 			f.Set(reflect.ValueOf(t0.Add(time.Hour + 1234*time.Millisecond)))
 		case f.Type() == reflect.TypeFor[time.Duration]():

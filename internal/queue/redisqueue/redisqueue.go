@@ -11,6 +11,10 @@
 //	<prefix>{<room>}:seen    sorted set: watched visitors → last seen (lua/admit.lua, presence)
 //	<prefix>{<room>}:parked  sorted set: absent visitors out of the line → seq (lua/presence.lua)
 //	<prefix>{<room>}:back    sorted set: parked visitors who came back → seq, admitted first
+//	<prefix>{<room>}:signals hash: the adaptive controller's pool of origin signals (lua/signals.lua)
+//
+// The adaptive controller's state (queue.ControlFields, admit_rate_current
+// among them) lives in the meta hash by name, next to the settings.
 //
 // Lua cannot compute HMAC-SHA256, so the store computes a visitor's draw
 // key (queue.DrawKey) in Go, with the room's seed, which it caches: a
@@ -87,6 +91,10 @@ var (
 	inventoryLua string
 	//go:embed lua/set_inventory.lua
 	setInventoryLua string
+	//go:embed lua/signals.lua
+	signalsLua string
+	//go:embed lua/set_control.lua
+	setControlLua string
 )
 
 // Result kinds returned by enter.lua and status.lua.
@@ -112,6 +120,7 @@ type Store struct {
 	seeds  sync.Map // room → drawSeed, read from the store
 
 	putRoomScript, enter, status, leave, admit, stats, setInventory *rueidis.Lua
+	signals, setControl                                             *rueidis.Lua
 }
 
 // New returns a store that keeps its keys under prefix (usher uses "usher:")
@@ -128,6 +137,8 @@ func New(c rueidis.Client, prefix string) *Store {
 		admit:         rueidis.NewLuaScript(bucketLua + inventoryLua + drawLua + admitLua),
 		stats:         rueidis.NewLuaScript(statsLua),
 		setInventory:  rueidis.NewLuaScript(setInventoryLua),
+		signals:       rueidis.NewLuaScript(signalsLua),
+		setControl:    rueidis.NewLuaScript(setControlLua),
 	}
 }
 
@@ -454,6 +465,58 @@ func (s *Store) Stats(ctx context.Context, room string, now time.Time) (queue.St
 	return st, nil
 }
 
+// signalKeys are the keys of the scripts that touch the signal pool: the
+// meta hash and the pool.
+func (s *Store) signalKeys(room string) []string {
+	return []string{s.keys(room)[0], s.prefix + "{" + room + "}:signals"}
+}
+
+// AddSignals implements queue.Store.
+func (s *Store) AddSignals(ctx context.Context, room string, sig queue.Signals) (queue.Signals, error) {
+	arr, err := s.signals.Exec(ctx, s.c, s.signalKeys(room), sig.SignalPairs()).ToArray()
+	if err != nil {
+		return queue.Signals{}, unavailable("add signals", room, err)
+	}
+	if len(arr) == 0 {
+		return queue.Signals{}, notFound("add signals", room)
+	}
+	var pool queue.Signals
+	for i := 0; i+1 < len(arr); i += 2 {
+		name, err := arr[i].ToString()
+		if err != nil {
+			return queue.Signals{}, unavailable("add signals", room, err)
+		}
+		v, err := str(arr[i+1])
+		if err != nil {
+			return queue.Signals{}, unavailable("add signals", room, err)
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return queue.Signals{}, unavailable("add signals", room, err)
+		}
+		pool.SetSignal(name, n)
+	}
+	return pool, nil
+}
+
+// SetControl implements queue.Store.
+func (s *Store) SetControl(ctx context.Context, room string, next queue.Control, used queue.Signals) (bool, error) {
+	fields := queue.ControlFields()
+	args := []string{strconv.FormatInt(next.Version-1, 10), strconv.Itoa(len(fields))}
+	for _, f := range fields {
+		args = append(args, f.Name, f.Encode(next))
+	}
+	args = append(args, used.SignalPairs()...)
+	r, err := s.setControl.Exec(ctx, s.c, s.signalKeys(room), args).AsInt64()
+	switch {
+	case err != nil:
+		return false, unavailable("set control", room, err)
+	case r < 0:
+		return false, notFound("set control", room)
+	}
+	return r == 1, nil
+}
+
 // parseStats decodes stats.lua's reply: name/value pairs. Settings are read
 // by their queue.SettingFields names; one missing from the hash (a room
 // written before the setting existed) keeps its default.
@@ -493,6 +556,13 @@ func parseStats(arr []rueidis.RedisMessage) (queue.Stats, error) {
 		var err error
 		if *c.n, err = strconv.ParseInt(named[c.name], 10, 64); err != nil {
 			return queue.Stats{}, fmt.Errorf("%s: %w", c.name, err)
+		}
+	}
+	for _, f := range queue.ControlFields() {
+		if v, ok := named[f.Name]; ok {
+			if err := f.Decode(&st.Control, v); err != nil {
+				return queue.Stats{}, fmt.Errorf("%s: %w", f.Name, err)
+			}
 		}
 	}
 	if st.HeadSeq < 0 {

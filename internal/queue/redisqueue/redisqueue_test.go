@@ -340,10 +340,9 @@ func TestRoomFromOldVersion(t *testing.T) {
 	s := redisqueue.New(c, prefix)
 	now := time.UnixMilli(1_800_000_000_000)
 	// Settings the old version did not have read as their defaults.
-	want := queue.Settings{State: queue.Open, MaxActive: 7, AdmitRate: 2.5, Interval: 200 * time.Millisecond,
-		ActiveTTL: time.Minute, ClaimWindow: 10 * time.Second,
-		ClientEntersPerMinute: queue.DefaultSettings().ClientEntersPerMinute, PowBits: queue.DefaultSettings().PowBits,
-		PresenceTimeout: queue.DefaultSettings().PresenceTimeout, VisitorsPerUnit: queue.DefaultSettings().VisitorsPerUnit}
+	want := queue.DefaultSettings()
+	want.MaxActive, want.AdmitRate, want.Interval, want.ActiveTTL, want.ClaimWindow =
+		7, 2.5, 200*time.Millisecond, time.Minute, 10*time.Second
 	st, err := s.Stats(ctx, "old", now)
 	if err != nil || st.Settings != want || st.LastSeq != 0 || st.HeadSeq != 1 {
 		t.Fatalf("Stats of an old room = %+v, %v; want settings %+v, last seq 0, head 1", st, err, want)

@@ -22,6 +22,8 @@ local phase, _, base, entrants, moved = draw_phase(meta, pre, now)
 presence = math.floor((tonumber(presence) or tonumber(ARGV[2])) / 1e6)
 batch, admit_rate = tonumber(batch), tonumber(admit_rate)
 
+admit_rate, batch = current_rate(meta, admit_rate, batch)
+batch, admit_rate = tonumber(batch), tonumber(admit_rate)
 tokens, refilled = refill(tokens, refilled, admit_rate, batch, now)
 
 -- zadd_chunks ZADDs score/member pairs in chunks: unpack is limited by

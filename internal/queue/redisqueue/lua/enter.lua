@@ -69,6 +69,7 @@ if state == 'open' and not phase and line == 0 then
     unpack(redis.call('HMGET', meta, 'max_active', 'active_ttl', 'batch',
       'admit_rate', 'tokens', 'refilled_ms'))
   redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
+  admit_rate, batch = current_rate(meta, admit_rate, batch)
   tokens, refilled = refill(tokens, refilled, tonumber(admit_rate), tonumber(batch), now)
   local admit = redis.call('ZCARD', active) < inventory_cap(meta, tonumber(max_active)) and tokens >= 1
   if admit then

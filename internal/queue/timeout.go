@@ -81,3 +81,10 @@ func (t *timeoutStore) SetInventory(ctx context.Context, room string, units int6
 	})
 	return err
 }
+
+func (t *timeoutStore) DeleteRoom(ctx context.Context, room string, force bool, now time.Time) error {
+	_, err := call(t, ctx, "delete room", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, t.s.DeleteRoom(ctx, room, force, now)
+	})
+	return err
+}

@@ -40,7 +40,7 @@ var (
 	ErrUnavailable = fault.New(fault.Unavailable, "store unavailable")
 	// ErrRoomInUse: DeleteRoom without force while visitors wait or are
 	// active in the room.
-	ErrRoomInUse = fault.New(fault.RoomInUse, "visitors are waiting or active in the room; delete it with force")
+	ErrRoomInUse = fault.New(fault.RoomInUse, "visitors are waiting or active in the room; force=true removes them with it")
 )
 
 // RoomState says what a room does with arriving and waiting visitors.

@@ -219,7 +219,11 @@ func TestReservationsAndSales(t *testing.T) {
 			if r.status != 200 {
 				t.Fatalf("reservation with the admin key: %d %s", r.status, r.body)
 			}
-			return decodeInto[wire.Reservation](t, r).Status == "confirmed"
+			got := decodeInto[wire.AdminReservation](t, r)
+			if got.Visitor == "" {
+				t.Fatalf("reservation with the admin key lacks its visitor: %s", r.body)
+			}
+			return got.Status == "confirmed"
 		})
 	}
 	// A rejected one, decided in SQL: the first buyer's seat again.

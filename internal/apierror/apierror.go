@@ -74,6 +74,8 @@ var statuses = map[string]int{
 	fault.IdentityRequired:    http.StatusUnauthorized,
 	fault.IdentityInvalid:     http.StatusUnauthorized,
 	fault.InviteRequired:      http.StatusForbidden,
+	fault.RoomInUse:           http.StatusConflict,
+	fault.RoomOfSchedule:      http.StatusConflict,
 }
 
 // Status returns the HTTP status and code for err: the code of the outermost

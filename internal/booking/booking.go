@@ -181,8 +181,34 @@ type Store interface {
 	Stock(ctx context.Context, scheduleID int64) (Stock, error)
 	// Reservation returns a decided reservation.
 	Reservation(ctx context.Context, id string) (Reservation, error)
+
+	// The operator's reads (lists.go). Each list returns at most limit rows
+	// (ErrInvalid below 1) after the cursor, in a stable order: a list read
+	// again from the last row's key continues where the first stopped,
+	// whatever was added meanwhile.
+
+	// Concert returns a concert.
+	Concert(ctx context.Context, id int64) (Concert, error)
+	// ListConcerts lists the concerts whose id is above after, by id.
+	ListConcerts(ctx context.Context, after int64, limit int) ([]Concert, error)
+	// ListSchedules lists the schedules whose id is above after, by id;
+	// concertID > 0 keeps only that concert's (none for an unknown one).
+	ListSchedules(ctx context.Context, concertID, after int64, limit int) ([]Schedule, error)
+	// ListReservations lists a schedule's decided reservations whose id is
+	// above after in byte order, by id in byte order (whatever the
+	// database's collation); status "" keeps every status. Pending
+	// reservations are in the broker, not in SQL: none is listed.
+	ListReservations(ctx context.Context, scheduleID int64, status ReservationStatus, after string, limit int) ([]Reservation, error)
 	// Close releases the connections.
 	Close() error
+}
+
+// CheckLimit refuses a list limit below 1 with ErrInvalid.
+func CheckLimit(limit int) error {
+	if limit < 1 {
+		return ErrInvalid.Detail("limit: want 1 or more")
+	}
+	return nil
 }
 
 // CheckSeatSpecs refuses a (section, row, number) that appears twice in one

@@ -56,6 +56,8 @@ const (
 	IdentityRequired    = "identity_required"
 	IdentityInvalid     = "identity_invalid"
 	InviteRequired      = "invite_required"
+	RoomInUse           = "room_in_use"
+	RoomOfSchedule      = "room_of_schedule"
 	Internal            = "internal"
 )
 

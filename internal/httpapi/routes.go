@@ -25,6 +25,7 @@ func (s *server) routes(mux *http.ServeMux) {
 	mux.Handle("PUT /api/v1/rooms/{room}", s.admin(s.putRoom()))
 	mux.Handle("POST /api/v1/rooms/{room}/invites", s.admin(s.createInvites()))
 	mux.Handle("POST /api/v1/rooms/{room}/signals", s.admin(s.signals()))
+	mux.Handle("DELETE /api/v1/rooms/{room}", s.admin(s.deleteRoom()))
 
 	paths := []string{
 		"/healthz", "/readyz", "/metrics", "/.well-known/jwks.json",
@@ -45,10 +46,19 @@ func (s *server) routes(mux *http.ServeMux) {
 		mux.Handle("POST /api/v1/concerts/{id}/schedules", s.admin(s.createSchedule()))
 		mux.Handle("POST /api/v1/schedules/{id}/seats", s.admin(s.addSeats()))
 		mux.Handle("PUT /api/v1/schedules/{id}/stock", s.admin(s.setStock()))
+
+		mux.Handle("GET /api/v1/concerts", s.listConcerts())
+		mux.Handle("GET /api/v1/concerts/{id}", s.getConcert())
+		mux.Handle("GET /api/v1/schedules", s.listSchedules())
+		mux.Handle("GET /api/v1/schedules/{id}", s.getSchedule())
+		mux.Handle("GET /api/v1/schedules/{id}/reservations", s.admin(s.listReservations()))
+		mux.Handle("GET /api/v1/schedules/{id}/sales", s.admin(s.sales()))
 		paths = append(paths,
 			"/api/v1/schedules/{id}/seats", "/api/v1/schedules/{id}/stock", "/api/v1/schedules/{id}/holds", "/api/v1/schedules/{id}/holds/{hold}",
 			"/api/v1/reservations", "/api/v1/reservations/{id}", "/api/v1/reservations/{id}/events",
-			"/api/v1/concerts", "/api/v1/concerts/{id}/schedules")
+			"/api/v1/concerts", "/api/v1/concerts/{id}/schedules",
+			"/api/v1/concerts/{id}", "/api/v1/schedules", "/api/v1/schedules/{id}",
+			"/api/v1/schedules/{id}/reservations", "/api/v1/schedules/{id}/sales")
 	}
 	for _, path := range paths {
 		mux.Handle(path, s.fail(apierror.ErrMethodNotAllowed))

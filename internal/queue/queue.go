@@ -38,6 +38,9 @@ var (
 	// Enter is safe (idempotent), and visitors admitted by a step whose
 	// answer was lost lose their slot after ClaimWindow unless they poll.
 	ErrUnavailable = fault.New(fault.Unavailable, "store unavailable")
+	// ErrRoomInUse: DeleteRoom without force while visitors wait or are
+	// active in the room.
+	ErrRoomInUse = fault.New(fault.RoomInUse, "visitors are waiting or active in the room; force=true removes them with it")
 )
 
 // RoomState says what a room does with arriving and waiting visitors.
@@ -391,4 +394,11 @@ type Store interface {
 	// pool (samples added since stay for the next step), atomically. ok is
 	// false, and nothing changes, when another caller stepped first.
 	SetControl(ctx context.Context, room string, next Control, used Signals) (ok bool, err error)
+	// DeleteRoom removes the room and everything the store keeps of it
+	// (settings, queue, active set, counters, draw, inventory; its record
+	// in the room list and, for a store that keeps rooms on disk, there).
+	// Unless force, it refuses with ErrRoomInUse, changing nothing, while
+	// anyone waits (the pre-queue included) or holds an unexpired active
+	// slot at now; the check and the removal are one atomic step.
+	DeleteRoom(ctx context.Context, room string, force bool, now time.Time) error
 }

@@ -89,3 +89,10 @@ func (t *timeoutStore) AddSignals(ctx context.Context, room string, s Signals) (
 func (t *timeoutStore) SetControl(ctx context.Context, room string, next Control, used Signals) (bool, error) {
 	return call(t, ctx, "set control", func(ctx context.Context) (bool, error) { return t.s.SetControl(ctx, room, next, used) })
 }
+
+func (t *timeoutStore) DeleteRoom(ctx context.Context, room string, force bool, now time.Time) error {
+	_, err := call(t, ctx, "delete room", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, t.s.DeleteRoom(ctx, room, force, now)
+	})
+	return err
+}

@@ -43,6 +43,9 @@ var (
 	// ErrInvalid: malformed input; validators return ErrInvalid.Detail
 	// naming the field.
 	ErrInvalid = fault.New(fault.Invalid, "invalid input")
+	// ErrRoomOfSchedule: deleting the waiting room of a schedule, which
+	// the service would create again within seconds (provisionRooms).
+	ErrRoomOfSchedule = fault.New(fault.RoomOfSchedule, "the room gates a schedule; close it instead of deleting it")
 )
 
 // NotHeldError lists the seats the caller does not hold.

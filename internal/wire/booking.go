@@ -68,3 +68,74 @@ type Stock struct {
 	ScheduleID int64 `json:"schedule_id"`
 	Available  int64 `json:"available"`
 }
+
+// Concert is a concert as the API shows it (GET /api/v1/concerts…).
+type Concert struct {
+	ConcertID int64     `json:"concert_id"`
+	Title     string    `json:"title"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Schedule is a schedule as the API shows it (GET /api/v1/schedules…).
+type Schedule struct {
+	ScheduleID int64     `json:"schedule_id"`
+	ConcertID  int64     `json:"concert_id"`
+	StartsAt   time.Time `json:"starts_at"`
+	Room       string    `json:"room"`
+}
+
+// The paged lists: one page in id order, and Next, the opaque cursor of
+// the next page (?after=<next>), absent on the last page.
+
+// ConcertList is the answer of GET /api/v1/concerts.
+type ConcertList struct {
+	Concerts []Concert `json:"concerts"`
+	Next     string    `json:"next,omitempty"`
+}
+
+// ScheduleList is the answer of GET /api/v1/schedules.
+type ScheduleList struct {
+	Schedules []Schedule `json:"schedules"`
+	Next      string     `json:"next,omitempty"`
+}
+
+// ReservationList is the answer of GET /api/v1/schedules/{id}/reservations
+// (admin): decided reservations, with their visitors.
+type ReservationList struct {
+	Reservations []AdminReservation `json:"reservations"`
+	Next         string             `json:"next,omitempty"`
+}
+
+// AdminReservation is a reservation as the admin key reads it: with the
+// visitor who made it.
+type AdminReservation struct {
+	Reservation
+	Visitor string `json:"visitor"`
+}
+
+// Sales is the answer of GET /api/v1/schedules/{id}/sales: the schedule's
+// units sold, held and available, seats and general-admission stock
+// together, then each apart (Seats absent without seats, Stock without
+// stock). Revenue is the price of the seats sold, in minor units (stock
+// units have no price); absent without seats. AsOf is when the seat map
+// counted was built.
+type Sales struct {
+	ScheduleID int64       `json:"schedule_id"`
+	Room       string      `json:"room"`
+	Sold       int64       `json:"sold"`
+	Held       int64       `json:"held"`
+	Available  int64       `json:"available"`
+	Revenue    *int64      `json:"revenue,omitempty"`
+	Seats      *SalesCount `json:"seats,omitempty"`
+	Stock      *SalesCount `json:"stock,omitempty"`
+	AsOf       time.Time   `json:"as_of"`
+}
+
+// SalesCount is one kind of unit's count in Sales.
+type SalesCount struct {
+	Total     int64  `json:"total"`
+	Sold      int64  `json:"sold"`
+	Held      int64  `json:"held"`
+	Available int64  `json:"available"`
+	Revenue   *int64 `json:"revenue,omitempty"`
+}

@@ -61,6 +61,9 @@ func Run(t *testing.T, newStore NewStore) {
 		{"DecideStock", testDecideStock},
 		{"DecideStockRedelivery", testDecideStockRedelivery},
 		{"DecideStockConcurrent", testDecideStockConcurrent},
+		{"ListConcerts", testListConcerts},
+		{"ListSchedules", testListSchedules},
+		{"ListReservations", testListReservations},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -95,8 +95,8 @@ func TestMigrations(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT version) FROM schema_migrations`).Scan(&rows, &versions); err != nil {
 		t.Fatal(err)
 	}
-	if rows != 2 || versions != 2 {
-		t.Errorf("schema_migrations has %d rows for %d versions, want 2 and 2", rows, versions)
+	if rows != 3 || versions != 3 {
+		t.Errorf("schema_migrations has %d rows for %d versions, want 3 and 3", rows, versions)
 	}
 }
 

@@ -82,8 +82,8 @@ func TestMigrations(t *testing.T) {
 	if err := db.QueryRow(`SELECT count(*), count(DISTINCT version) FROM schema_migrations`).Scan(&applied, &versions); err != nil {
 		t.Fatal(err)
 	}
-	if applied != 2 || versions != 2 {
-		t.Errorf("schema_migrations has %d rows for %d versions, want 2 and 2", applied, versions)
+	if applied != 3 || versions != 3 {
+		t.Errorf("schema_migrations has %d rows for %d versions, want 3 and 3", applied, versions)
 	}
 	var mode string
 	if err := db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil {

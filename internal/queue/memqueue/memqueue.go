@@ -68,6 +68,9 @@ type room struct {
 	// inventory is the sale's units left (SetInventory); not kept on
 	// disk: the sale service sets it again within seconds of a restart.
 	inventory queue.Inventory
+	// deleted marks a room DeleteRoom removed, for callers that found it
+	// just before.
+	deleted bool
 }
 
 type parkedVisitor struct {
@@ -104,11 +107,15 @@ func (s *Store) room(name string) (*room, error) {
 		return nil, fmt.Errorf("memqueue: room %s: %w", name, queue.ErrRoomNotFound)
 	}
 	r.mu.Lock()
+	if r.deleted {
+		r.mu.Unlock()
+		return nil, fmt.Errorf("memqueue: room %s: %w", name, queue.ErrRoomNotFound)
+	}
 	return r, nil
 }
 
 // PutRoom implements queue.Store.
-func (s *Store) PutRoom(_ context.Context, name string, set queue.Settings) error {
+func (s *Store) PutRoom(ctx context.Context, name string, set queue.Settings) error {
 	s.mu.Lock()
 	r := s.rooms[name]
 	if r == nil {
@@ -123,6 +130,10 @@ func (s *Store) PutRoom(_ context.Context, name string, set queue.Settings) erro
 	}
 	s.mu.Unlock()
 	r.mu.Lock()
+	if r.deleted { // deleted since: create it afresh
+		r.mu.Unlock()
+		return s.PutRoom(ctx, name, set)
+	}
 	defer r.mu.Unlock()
 	if r.draw.Done && !set.OpensAt.Equal(r.settings.OpensAt) {
 		return fmt.Errorf("memqueue: put room %s: %w", name, queue.ErrDrawn)
@@ -549,4 +560,37 @@ func (h *expiryHeap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
+}
+
+// DeleteRoom implements queue.Store. The store's lock is held throughout,
+// so no Enter slips in between the check and the removal.
+func (s *Store) DeleteRoom(_ context.Context, name string, force bool, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.rooms[name]
+	if r == nil {
+		return fmt.Errorf("memqueue: delete room %s: %w", name, queue.ErrRoomNotFound)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !force && (r.waitingLen() > 0 || r.activeAt(now) > 0) {
+		return fmt.Errorf("memqueue: delete room %s: %w", name, queue.ErrRoomInUse)
+	}
+	if err := s.unsave(name); err != nil { // nothing was deleted
+		return err
+	}
+	delete(s.rooms, name)
+	r.deleted = true
+	return nil
+}
+
+// activeAt counts the active visitors whose expiry is after now.
+func (r *room) activeAt(now time.Time) int64 {
+	var n int64
+	for _, exp := range r.active {
+		if exp.After(now) {
+			n++
+		}
+	}
+	return n
 }

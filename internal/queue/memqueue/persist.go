@@ -136,6 +136,32 @@ func (s *Store) save(name string, r *room) error {
 	return nil
 }
 
+// unsave removes room name's record and rewrites the file. Without a file
+// it does nothing. A failure wraps queue.ErrUnavailable and keeps the
+// record.
+func (s *Store) unsave(name string) error {
+	if s.disk == nil {
+		return nil
+	}
+	d := s.disk
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	prev, had := d.rooms[name]
+	if !had {
+		return nil
+	}
+	delete(d.rooms, name)
+	b, err := json.MarshalIndent(fileFormat{Rooms: d.rooms}, "", "  ")
+	if err == nil {
+		err = writeFile(d.path, b)
+	}
+	if err != nil {
+		d.rooms[name] = prev
+		return fmt.Errorf("memqueue: save rooms: %w: %v", queue.ErrUnavailable, err)
+	}
+	return nil
+}
+
 // writeFile replaces path with b: a temporary file in the same directory,
 // fsynced, renamed over path, and the directory fsynced.
 func writeFile(path string, b []byte) error {

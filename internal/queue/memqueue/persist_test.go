@@ -187,3 +187,29 @@ func TestRestartedPreQueueTicketIsExact(t *testing.T) {
 		t.Errorf("Status of a ticket from after the restart = %+v, estimated %v; want the view's pre-queue answer", e, estimated)
 	}
 }
+
+// A deleted room leaves the rooms file: it does not come back at restart.
+func TestDeletedRoomStaysDeleted(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "rooms.json")
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	s, err := memqueue.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, room := range []string{"gone", "kept"} {
+		if err := s.PutRoom(ctx, room, queue.DefaultSettings()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteRoom(ctx, "gone", false, t0); err != nil {
+		t.Fatal(err)
+	}
+	again, err := memqueue.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := again.Rooms(ctx); !slices.Equal(got, []string{"kept"}) {
+		t.Errorf("rooms after restart = %v, want [kept]", got)
+	}
+}

@@ -135,6 +135,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"PresenceFarBack", testPresenceFarBack},
 		{"InventorySoldOut", testInventorySoldOut},
 		{"InventoryCap", testInventoryCap},
+		{"DeleteRoom", testDeleteRoom},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

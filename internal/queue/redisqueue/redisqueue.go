@@ -31,7 +31,11 @@
 // A fourth key, the set <prefix>rooms, lists the room ids for Rooms. It lives
 // outside every room's slot, so PutRoom writes it in a second command after
 // the room's script: if that command fails, PutRoom returns ErrUnavailable
-// and the room exists but is not listed until PutRoom is retried.
+// and the room exists but is not listed until PutRoom is retried. DeleteRoom
+// likewise removes the room's keys in its script (lua/delete_room.lua) and
+// its member of the set in a second command; a failure between leaves an
+// id listed without a room (Stats answers ErrRoomNotFound), which a retry
+// of DeleteRoom removes.
 //
 // Every other method is one Lua script (lua/*.lua, run with EVALSHA), so each
 // is atomic however many instances share the server: a call either ran whole
@@ -95,6 +99,8 @@ var (
 	signalsLua string
 	//go:embed lua/set_control.lua
 	setControlLua string
+	//go:embed lua/delete_room.lua
+	deleteRoomLua string
 )
 
 // Result kinds returned by enter.lua and status.lua.
@@ -120,7 +126,7 @@ type Store struct {
 	seeds  sync.Map // room → drawSeed, read from the store
 
 	putRoomScript, enter, status, leave, admit, stats, setInventory *rueidis.Lua
-	signals, setControl                                             *rueidis.Lua
+	signals, setControl, deleteRoom                                 *rueidis.Lua
 }
 
 // New returns a store that keeps its keys under prefix (usher uses "usher:")
@@ -139,6 +145,7 @@ func New(c rueidis.Client, prefix string) *Store {
 		setInventory:  rueidis.NewLuaScript(setInventoryLua),
 		signals:       rueidis.NewLuaScript(signalsLua),
 		setControl:    rueidis.NewLuaScript(setControlLua),
+		deleteRoom:    rueidis.NewLuaScript(deleteRoomLua),
 	}
 }
 
@@ -598,4 +605,30 @@ func str(m rueidis.RedisMessage) (string, error) {
 		return strconv.FormatInt(n, 10), nil
 	}
 	return m.ToString()
+}
+
+// DeleteRoom implements queue.Store: the room's keys go in one script, then
+// its member of the rooms set (also when the room was already gone, so a
+// retry repairs a failure between the two).
+func (s *Store) DeleteRoom(ctx context.Context, room string, force bool, now time.Time) error {
+	f := "0"
+	if force {
+		f = "1"
+	}
+	keys := append(s.keys(room), s.signalKeys(room)[1]) // and the controller's signal pool
+	r, err := s.deleteRoom.Exec(ctx, s.c, keys, []string{f, ms(now)}).AsInt64()
+	if err != nil {
+		return unavailable("delete room", room, err)
+	}
+	if r == 0 {
+		return fmt.Errorf("redisqueue: delete room %s: %w", room, queue.ErrRoomInUse)
+	}
+	if err := s.c.Do(ctx, s.c.B().Srem().Key(s.roomsKey()).Member(room).Build()).Error(); err != nil {
+		return unavailable("delete room", room, err)
+	}
+	s.seeds.Delete(room)
+	if r < 0 {
+		return notFound("delete room", room)
+	}
+	return nil
 }

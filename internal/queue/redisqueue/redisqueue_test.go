@@ -366,3 +366,47 @@ func TestRoomFromOldVersion(t *testing.T) {
 		t.Errorf("Stats after PutRoom = %+v, %v; want settings %+v, 1 active, last seq 1", st, err, want)
 	}
 }
+
+// TestDeleteRoomKeys: a forced DeleteRoom leaves no key of the room and
+// no member in the rooms set; another room's keys stay.
+func TestDeleteRoomKeys(t *testing.T) {
+	c := openClient(t)
+	ctx := context.Background()
+	prefix := testenv.RedisPrefix(t, c)
+	s := redisqueue.New(c, prefix)
+	set := queue.DefaultSettings()
+	set.OpensAt = time.Now().Add(time.Hour).Truncate(time.Millisecond) // a pre-queue and a seed
+	for _, room := range []string{"gone", "kept"} {
+		if err := s.PutRoom(ctx, room, set); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.Enter(ctx, room, "v", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		var sig queue.Signals // the adaptive controller's pool, a key of its own
+		sig.Add(20*time.Millisecond, false)
+		if _, err := s.AddSignals(ctx, room, sig); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteRoom(ctx, "gone", true, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := c.Do(ctx, c.B().Keys().Pattern(prefix+"{gone}*").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 0 {
+		t.Errorf("keys of the deleted room left: %v", keys)
+	}
+	members, err := c.Do(ctx, c.B().Smembers().Key(prefix+"rooms").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(members, []string{"kept"}) {
+		t.Errorf("rooms set = %v, want [kept]", members)
+	}
+	if n, err := c.Do(ctx, c.B().Exists().Key(prefix+"{kept}:meta", prefix+"{kept}:pre").Build()).AsInt64(); err != nil || n != 2 {
+		t.Errorf("keys of the other room: %d of 2 exist (%v)", n, err)
+	}
+}

@@ -74,9 +74,10 @@ func (v *View) measure(prev View, dt float64) {
 		return
 	}
 	left := 0.0
-	if v.Draw.Seed == nil {
+	if v.Draw.Done == prev.Draw.Done {
 		// An opening draw assigns sequence numbers to visitors already
-		// counted as waiting, which would read as arrivals that left.
+		// counted as waiting, which would read as arrivals that left: the
+		// refresh that sees it measures no leaving.
 		left = max(0, float64(v.LastSeq-prev.LastSeq)-admitted-float64(v.Waiting-prev.Waiting))
 	}
 	a := 1 - math.Exp(-dt/rateTimeConstant)
@@ -114,7 +115,7 @@ func (v *View) carry(old View) {
 // so that a stalled or paused room shows a long wait rather than none),
 // the measured leaving ahead, and their variances; capped at a day.
 func (v View) Forecast(position int64) Forecast {
-	floor := 0.05 * v.Settings.AdmitRate
+	floor := 0.05 * v.Settings.Current(v.Control).AdmitRate
 	mu := max(v.Rate, floor)
 	n := float64(max(position, 1))
 	h := 0.0

@@ -369,7 +369,10 @@ type Store interface {
 	// number of concurrent callers admit at AdmitRate in total and never
 	// exceed MaxActive, nor the inventory's cap. A paused, closed or sold-out
 	// room (EffectiveState), or one before its draw, admits nobody (expiry
-	// still runs).
+	// still runs, and so does the removal of parked visitors absent past
+	// PresenceTimeout+ActiveTTL). With PresenceTimeout, parked visitors who
+	// came back are taken first, then present ones from the head, parking
+	// the absent (AdmitResult.Skipped).
 	Admit(ctx context.Context, room string, now time.Time) (AdmitResult, error)
 	// Stats reads the room's settings, counters, draw and inventory; it
 	// never draws.

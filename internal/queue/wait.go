@@ -23,7 +23,7 @@ func (q *Queue) ViewOrDefault(room string) View {
 // every 1.5 s near the front: FastPolls).
 func (v View) Wait(position int64) (f Forecast, pollAfter time.Duration) {
 	f = v.Forecast(position)
-	return f, PollAfter(f.ETA, position <= max(FastPolls(v.Settings), int64(math.Ceil(5*v.Rate))))
+	return f, PollAfter(f.ETA, position <= max(FastPolls(v.Settings.Current(v.Control)), int64(math.Ceil(5*v.Rate))))
 }
 
 // RoomState is the room's state as visitors are told it at now: its

@@ -267,12 +267,11 @@ func (s *Store) Admit(_ context.Context, name string, now time.Time) (queue.Admi
 	if r.unsaved && s.save(name, r) == nil {
 		r.unsaved = false
 	}
-	res := queue.AdmitResult{Expired: r.expire(now)}
+	res := queue.AdmitResult{Expired: r.expire(now), Abandoned: r.unpark(now)}
 	r.refill(now)
 	if r.settings.State != queue.Open || r.draw.PreQueue(r.settings, now) {
 		return res, nil
 	}
-	res.Abandoned = r.unpark(now)
 	n := min(queue.InventoryCap(r.settings, r.inventory)-int64(len(r.active)), int64(r.tokens), r.waitingLen())
 	if n <= 0 {
 		return res, nil
@@ -283,9 +282,11 @@ func (s *Store) Admit(_ context.Context, name string, now time.Time) (queue.Admi
 		delete(r.seen, r.back[0].visitor)
 		r.back = r.back[1:]
 	}
-	if left := n - int64(len(admit)); r.settings.PresenceTimeout > 0 {
+	switch left := n - int64(len(admit)); {
+	case left <= 0: // the returned filled the step
+	case r.settings.PresenceTimeout > 0:
 		admit = append(admit, r.present(now, left, &res)...)
-	} else {
+	default:
 		for range left {
 			v := r.waiting.pop()
 			delete(r.seen, v)
@@ -332,7 +333,7 @@ func (r *room) unpark(now time.Time) int64 {
 // front since the last step as seen now: presence is measured from when
 // their polls started to reach the store (queue.Watched).
 func (r *room) present(now time.Time, n int64, res *queue.AdmitResult) []string {
-	near := queue.Watched(r.settings)
+	near := queue.Watched(r.settings.Current(r.control))
 	r.waiting.scan(func(_ int, seq int64, id []byte) bool {
 		if near--; near < 0 {
 			return false
@@ -573,7 +574,7 @@ func (s *Store) DeleteRoom(_ context.Context, name string, force bool, now time.
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !force && (r.waitingLen() > 0 || r.activeAt(now) > 0) {
+	if !force && (r.waitingLen()+int64(len(r.parked)) > 0 || r.activeAt(now) > 0) {
 		return fmt.Errorf("memqueue: delete room %s: %w", name, queue.ErrRoomInUse)
 	}
 	if err := s.unsave(name); err != nil { // nothing was deleted

@@ -140,3 +140,26 @@ func testPresenceFarBack(t *testing.T, s queue.Store) {
 		t.Errorf("admitted %v, want %v", admitted, want)
 	}
 }
+
+// testPresenceReturnedFillStep: when the parked visitors who came back
+// fill a step, nobody else is taken: the cap holds.
+func testPresenceReturnedFillStep(t *testing.T, s queue.Store) {
+	set := settings(2, 1) // batch 1 per 100 ms step, bucket of 2
+	set.PresenceTimeout, set.ClaimWindow, set.ActiveTTL = 5*time.Second, 30*time.Second, time.Minute
+	fill(t, s, "r", set, 3)
+	if got := mustAdmit(t, s, "r", t0).Admitted; !slices.Equal(got, []string{"v1"}) {
+		t.Fatalf("first step admitted %v, want [v1]", got)
+	}
+	if res := mustAdmit(t, s, "r", t0.Add(6*time.Second)); len(res.Admitted) != 0 || res.Skipped != 2 {
+		t.Fatalf("step with v2 and v3 absent = %+v, want both parked", res)
+	}
+	mustStatus(t, s, "r", "v2", t0.Add(6*time.Second)) // back
+	mustEnter(t, s, "r", "v4", t0.Add(6*time.Second))  // present, behind it
+	res := mustAdmit(t, s, "r", t0.Add(7*time.Second)) // one slot left
+	if !slices.Equal(res.Admitted, []string{"v2"}) {
+		t.Errorf("step with one slot = %+v, want [v2] only", res)
+	}
+	if st := mustStats(t, s, "r", t0.Add(7*time.Second)); st.Active > set.MaxActive {
+		t.Errorf("%d active, over MaxActive %d", st.Active, set.MaxActive)
+	}
+}

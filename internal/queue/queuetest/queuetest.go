@@ -133,6 +133,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"MaxWaiting", testMaxWaiting},
 		{"Presence", testPresence},
 		{"PresenceFarBack", testPresenceFarBack},
+		{"PresenceReturnedFillStep", testPresenceReturnedFillStep},
 		{"InventorySoldOut", testInventorySoldOut},
 		{"InventoryCap", testInventoryCap},
 		{"DeleteRoom", testDeleteRoom},

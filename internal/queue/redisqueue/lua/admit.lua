@@ -39,14 +39,16 @@ local function zrem_chunks(key, members)
   end
 end
 
--- Parked visitors absent past the grace lose their place.
+-- Parked visitors absent past the grace lose their place: up to 1,000 a
+-- step, the longest parked (lowest seq) first.
 local abandoned = {}
 if redis.call('EXISTS', parked) == 1 then
-  local stale = redis.call('ZRANGEBYSCORE', seen, '-inf',
-    now - presence - math.floor(tonumber(ttl) / 1e6), 'LIMIT', 0, 1000)
-  for i = 1, #stale do
-    if redis.call('ZSCORE', parked, stale[i]) then
-      abandoned[#abandoned + 1] = stale[i]
+  local cutoff = now - presence - math.floor(tonumber(ttl) / 1e6)
+  local oldest = redis.call('ZRANGE', parked, 0, 999)
+  for i = 1, #oldest do
+    local last = tonumber(redis.call('ZSCORE', seen, oldest[i]))
+    if not last or last <= cutoff then
+      abandoned[#abandoned + 1] = oldest[i]
     end
   end
   zrem_chunks(parked, abandoned)

@@ -78,6 +78,17 @@ var statuses = map[string]int{
 	fault.RoomOfSchedule:      http.StatusConflict,
 }
 
+// Codes returns a copy of the table: every error code and its status (the
+// OpenAPI document's tests compare it with the codes the document lists).
+func Codes() map[string]int {
+	out := make(map[string]int, len(statuses)+1)
+	for code, status := range statuses {
+		out[code] = status
+	}
+	out[fault.Internal] = http.StatusInternalServerError
+	return out
+}
+
 // Status returns the HTTP status and code for err: the code of the outermost
 // fault.Error in its chain; 503 "unavailable" for a missed deadline without
 // one; 500 "internal" otherwise.

@@ -216,7 +216,7 @@ func readEvents(t *testing.T, e *env, path, bearer string) wire.Reservation {
 	t.Helper()
 	req, _ := http.NewRequest("GET", e.srv.URL+path, nil)
 	req.Header.Set("Authorization", "Bearer "+bearer)
-	res, err := e.srv.Client().Do(req)
+	res, err := validated(t, e.srv.Client()).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

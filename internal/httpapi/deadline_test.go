@@ -40,7 +40,7 @@ func TestHungStore(t *testing.T) {
 				t.Fatal(err)
 			}
 			ticket := keys.SignTicket(token.Ticket{Room: "sale", Visitor: "b", Seq: 1, IssuedAt: time.Now()})
-			client := &http.Client{Timeout: 30 * time.Second} // the bound: a hung call fails the test here
+			client := validated(t, &http.Client{Timeout: 30 * time.Second}) // the bound: a hung call fails the test here
 			get := func(path, bearer string) (int, string, string) {
 				t.Helper()
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -99,11 +99,12 @@ func newEnvClock(t *testing.T, qs queue.Store, failOpen bool, now func() time.Ti
 	return &env{t: t, srv: srv, store: store, q: q, keys: keys}
 }
 
-// client returns a browser-like client with its own cookie jar.
+// client returns a browser-like client with its own cookie jar, whose
+// requests and answers are checked against the OpenAPI document.
 func (e *env) client() *http.Client {
 	jar, _ := cookiejar.New(nil)
 	c := e.srv.Client()
-	return &http.Client{Transport: c.Transport, Jar: jar}
+	return validated(e.t, &http.Client{Transport: c.Transport, Jar: jar})
 }
 
 type resp struct {
@@ -140,12 +141,14 @@ func (e *env) do(c *http.Client, method, path, bearer, body string) resp {
 	return e.doHeader(c, method, path, bearer, body, nil)
 }
 
-// doHeader is do with extra request headers.
+// doHeader is do with extra request headers. Every request and answer is
+// checked against the OpenAPI document (openapi_test.go).
 func (e *env) doHeader(c *http.Client, method, path, bearer, body string, header map[string]string) resp {
 	e.t.Helper()
 	if c == nil {
 		c = e.srv.Client()
 	}
+	c = validated(e.t, c)
 	req, err := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		e.t.Fatal(err)

@@ -13,6 +13,7 @@ func (s *server) routes(mux *http.ServeMux) {
 	mux.Handle("GET /readyz", s.readyz())
 	mux.Handle("GET /metrics", s.metrics())
 	mux.Handle("GET /.well-known/jwks.json", s.jwks())
+	mux.Handle("GET /api/v1/openapi.json", s.openAPI())
 
 	mux.Handle("POST /api/v1/rooms/{room}/entries", s.enter())
 	mux.Handle("GET /api/v1/rooms/{room}/entries/me", s.status())
@@ -28,7 +29,7 @@ func (s *server) routes(mux *http.ServeMux) {
 	mux.Handle("DELETE /api/v1/rooms/{room}", s.admin(s.deleteRoom()))
 
 	paths := []string{
-		"/healthz", "/readyz", "/metrics", "/.well-known/jwks.json",
+		"/healthz", "/readyz", "/metrics", "/.well-known/jwks.json", "/api/v1/openapi.json",
 		"/api/v1/rooms/{room}/entries", "/api/v1/rooms/{room}/entries/me",
 		"/api/v1/rooms/{room}/pass", "/api/v1/rooms/{room}/draw", "/api/v1/rooms", "/api/v1/rooms/{room}", "/api/v1/rooms/{room}/invites",
 		"/api/v1/rooms/{room}/signals",

@@ -15,11 +15,29 @@ import (
 // when the test ends.
 func Redis(tb testing.TB) rueidis.Client {
 	tb.Helper()
-	opt, err := rueidis.ParseURL(URL(tb, "USHER_TEST_REDIS"))
+	return RedisAt(tb, "USHER_TEST_REDIS")
+}
+
+// RedisSentinel connects through the sentinels at USHER_TEST_REDIS_SENTINEL
+// (a URL with master_set, as scripts/sentinel.sh prints it), as Redis does.
+func RedisSentinel(tb testing.TB) rueidis.Client {
+	tb.Helper()
+	return RedisAt(tb, "USHER_TEST_REDIS_SENTINEL")
+}
+
+// RedisAt connects to the Redis whose URL is in the variable name, as
+// usher's redisqueue.Open would (no client-side cache; with master_set,
+// through Sentinel with its topology refreshed every few seconds).
+func RedisAt(tb testing.TB, name string) rueidis.Client {
+	tb.Helper()
+	opt, err := rueidis.ParseURL(URL(tb, name))
 	if err != nil {
-		tb.Fatalf("USHER_TEST_REDIS: %v", err)
+		tb.Fatalf("%s: %v", name, err)
 	}
 	opt.DisableCache = true
+	if opt.Sentinel.MasterSet != "" {
+		opt.Sentinel.TopologyRefreshInterval = 5 * time.Second
+	}
 	c, err := rueidis.NewClient(opt)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -29,7 +47,7 @@ func Redis(tb testing.TB) rueidis.Client {
 		}
 	}
 	if err != nil {
-		tb.Fatalf("USHER_TEST_REDIS is set but Redis does not answer: %v", err)
+		tb.Fatalf("%s is set but Redis does not answer: %v", name, err)
 	}
 	tb.Cleanup(c.Close)
 	return c

@@ -38,6 +38,13 @@ func TestConformance(t *testing.T) {
 	holdtest.Run(t, newStoreFunc(openClient(t)))
 }
 
+// TestConformanceSentinel runs the suite through the sentinels of
+// USHER_TEST_REDIS_SENTINEL (scripts/sentinel.sh), as usher does with a
+// Sentinel URL in --store.
+func TestConformanceSentinel(t *testing.T) {
+	holdtest.Run(t, newStoreFunc(testenv.RedisSentinel(t)))
+}
+
 func BenchmarkStore(b *testing.B) {
 	holdtest.Bench(b, newStoreFunc(openClient(b)))
 }

@@ -35,6 +35,13 @@ func TestConformance(t *testing.T) {
 	queuetest.Run(t, newStoreFunc(openClient(t)))
 }
 
+// TestConformanceSentinel runs the suite through the sentinels of
+// USHER_TEST_REDIS_SENTINEL (scripts/sentinel.sh), as usher does with a
+// Sentinel URL in --store.
+func TestConformanceSentinel(t *testing.T) {
+	queuetest.Run(t, newStoreFunc(testenv.RedisSentinel(t)))
+}
+
 func BenchmarkStore(b *testing.B) {
 	queuetest.Bench(b, newStoreFunc(openClient(b)))
 }

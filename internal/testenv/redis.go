@@ -18,16 +18,9 @@ func Redis(tb testing.TB) rueidis.Client {
 	return RedisAt(tb, "USHER_TEST_REDIS")
 }
 
-// RedisSentinel connects through the sentinels at USHER_TEST_REDIS_SENTINEL
-// (a URL with master_set, as scripts/sentinel.sh prints it), as Redis does.
-func RedisSentinel(tb testing.TB) rueidis.Client {
-	tb.Helper()
-	return RedisAt(tb, "USHER_TEST_REDIS_SENTINEL")
-}
-
-// RedisAt connects to the Redis whose URL is in the variable name, as
-// usher's redisqueue.Open would (no client-side cache; with master_set,
-// through Sentinel with its topology refreshed every few seconds).
+// RedisAt connects to the Redis whose URL is in the variable name, with no
+// client-side cache. Tests of a Sentinel URL call redisqueue.Open instead,
+// which adds usher's Sentinel settings.
 func RedisAt(tb testing.TB, name string) rueidis.Client {
 	tb.Helper()
 	opt, err := rueidis.ParseURL(URL(tb, name))
@@ -35,9 +28,6 @@ func RedisAt(tb testing.TB, name string) rueidis.Client {
 		tb.Fatalf("%s: %v", name, err)
 	}
 	opt.DisableCache = true
-	if opt.Sentinel.MasterSet != "" {
-		opt.Sentinel.TopologyRefreshInterval = 5 * time.Second
-	}
 	c, err := rueidis.NewClient(opt)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

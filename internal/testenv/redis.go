@@ -15,9 +15,17 @@ import (
 // when the test ends.
 func Redis(tb testing.TB) rueidis.Client {
 	tb.Helper()
-	opt, err := rueidis.ParseURL(URL(tb, "USHER_TEST_REDIS"))
+	return RedisAt(tb, "USHER_TEST_REDIS")
+}
+
+// RedisAt connects to the Redis whose URL is in the variable name, with no
+// client-side cache. Tests of a Sentinel URL call redisqueue.Open instead,
+// which adds usher's Sentinel settings.
+func RedisAt(tb testing.TB, name string) rueidis.Client {
+	tb.Helper()
+	opt, err := rueidis.ParseURL(URL(tb, name))
 	if err != nil {
-		tb.Fatalf("USHER_TEST_REDIS: %v", err)
+		tb.Fatalf("%s: %v", name, err)
 	}
 	opt.DisableCache = true
 	c, err := rueidis.NewClient(opt)
@@ -29,7 +37,7 @@ func Redis(tb testing.TB) rueidis.Client {
 		}
 	}
 	if err != nil {
-		tb.Fatalf("USHER_TEST_REDIS is set but Redis does not answer: %v", err)
+		tb.Fatalf("%s is set but Redis does not answer: %v", name, err)
 	}
 	tb.Cleanup(c.Close)
 	return c

@@ -103,6 +103,10 @@ var (
 	deleteRoomLua string
 )
 
+// sentinelRefresh is how often a client through Sentinel checks the master
+// set's primary besides listening for failovers.
+const sentinelRefresh = 5 * time.Second
+
 // Result kinds returned by enter.lua and status.lua.
 const (
 	kindNotFound = 0
@@ -152,15 +156,26 @@ func New(c rueidis.Client, prefix string) *Store {
 // Open connects to the Redis server at rawURL (redis://[user:password@]host:port[/db]
 // or rediss:// for TLS; see rueidis.ParseURL for the options) and checks it
 // answers a PING within ctx. Failing to reach it wraps queue.ErrUnavailable.
+//
+// A URL with master_set connects through Sentinel: its host and its addr
+// parameters are the sentinels, the master set's current primary serves
+// every call, and a failover moves the client to the new primary
+// (docs/operations.md#redis-high-availability). A password in the URL is
+// the primary's; the sentinels are reached without one, and without TLS.
 func Open(ctx context.Context, rawURL string) (rueidis.Client, error) {
 	opt, err := rueidis.ParseURL(rawURL)
 	if err != nil {
 		if ue, ok := errors.AsType[*url.Error](err); ok {
 			err = ue.Err // url.Error repeats the URL, password included
 		}
-		return nil, fmt.Errorf("redisqueue: open: bad url (want redis://host:port/db or rediss://…): %v", err)
+		return nil, fmt.Errorf("redisqueue: open: bad url (want redis://host:port/db, rediss://… or redis://sentinel:port/db?addr=…&master_set=name): %v", err)
 	}
 	opt.DisableCache = true // no client-side caching: every read must see the latest write
+	if opt.Sentinel.MasterSet != "" {
+		// Through Sentinel, rueidis follows +switch-master events; a periodic
+		// check recovers from a missed one (rueidis.SentinelOption).
+		opt.Sentinel.TopologyRefreshInterval = sentinelRefresh
+	}
 	addr := fmt.Sprint(opt.InitAddress)
 	c, err := rueidis.NewClient(opt)
 	if err != nil {

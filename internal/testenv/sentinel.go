@@ -1,0 +1,120 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// SentinelSet is the master set name of StartSentinel's topology.
+const SentinelSet = "usher"
+
+// Sentinel is a Redis Sentinel topology of a test's own on loopback: a
+// primary, one replica and three sentinels, each a redis-server process
+// this test started (so a test may kill one). Like scripts/sentinel.sh,
+// which serves USHER_TEST_REDIS_SENTINEL, it detects a dead primary after
+// one second (down-after-milliseconds 1000) and has no persistence.
+type Sentinel struct {
+	// URL reaches the primary through the sentinels (redisqueue.Open).
+	URL string
+	// Primary and Replica are the data servers, as started: after a
+	// failover the replica is the primary.
+	Primary, Replica *exec.Cmd
+	// PrimaryAddr and ReplicaAddr are their host:port.
+	PrimaryAddr, ReplicaAddr string
+	sentinels                []string
+}
+
+// StartSentinel starts the topology on free ports and waits until the
+// sentinels know the replica and each other (a failover needs both). It
+// skips without redis-server, but fails under CI. Every process is killed
+// when the test ends.
+func StartSentinel(tb testing.TB) *Sentinel {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		Skip(tb, "redis-server", "install redis-server (apt-get install redis-server)")
+	}
+	dir := tb.TempDir()
+	start := func(args ...string) *exec.Cmd {
+		cmd := exec.Command(bin, args...)
+		if err := cmd.Start(); err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	s := &Sentinel{PrimaryAddr: ClosedAddr(tb), ReplicaAddr: ClosedAddr(tb)}
+	data := func(addr string, extra ...string) *exec.Cmd {
+		host, port, _ := net.SplitHostPort(addr)
+		return start(append([]string{"--port", port, "--bind", host, "--save", "", "--appendonly", "no",
+			"--dir", dir, "--dbfilename", "dump-" + port + ".rdb"}, extra...)...)
+	}
+	s.Primary = data(s.PrimaryAddr)
+	phost, pport, _ := net.SplitHostPort(s.PrimaryAddr)
+	s.Replica = data(s.ReplicaAddr, "--replicaof", phost, pport)
+	for range 3 {
+		addr := ClosedAddr(tb)
+		host, port, _ := net.SplitHostPort(addr)
+		// A sentinel rewrites its config file: each gets one of its own.
+		conf := filepath.Join(dir, "sentinel-"+port+".conf")
+		text := fmt.Sprintf("port %s\nbind %s\ndir %s\n"+
+			"sentinel monitor %s %s %s 2\n"+
+			"sentinel down-after-milliseconds %[4]s 1000\n"+
+			"sentinel failover-timeout %[4]s 5000\n"+
+			"sentinel parallel-syncs %[4]s 1\n", port, host, dir, SentinelSet, phost, pport)
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+		start(conf, "--sentinel")
+		s.sentinels = append(s.sentinels, addr)
+	}
+	s.URL = "redis://" + s.sentinels[0] + "/0?addr=" + s.sentinels[1] + "&addr=" + s.sentinels[2] + "&master_set=" + SentinelSet
+	Eventually(tb, time.Minute, "the sentinels to know the replica and each other", func() bool {
+		for _, addr := range s.sentinels {
+			m, err := s.master(addr)
+			if err != nil || m["num-other-sentinels"] != "2" || m["num-slaves"] != "1" {
+				return false
+			}
+		}
+		return true
+	})
+	return s
+}
+
+// PrimaryOf returns the address of the primary that the first sentinel
+// that answers names.
+func (s *Sentinel) PrimaryOf() (string, error) {
+	var last error
+	for _, addr := range s.sentinels {
+		m, err := s.master(addr)
+		if err != nil {
+			last = err
+			continue
+		}
+		return net.JoinHostPort(m["ip"], m["port"]), nil
+	}
+	return "", last
+}
+
+// master asks the sentinel at addr for SENTINEL MASTER of the set.
+func (s *Sentinel) master(addr string) (map[string]string, error) {
+	c, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true, DisableRetry: true,
+		Dialer: net.Dialer{Timeout: time.Second},
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return c.Do(ctx, c.B().Arbitrary("SENTINEL", "MASTER").Args(SentinelSet).Build()).AsStrMap()
+}

@@ -136,9 +136,23 @@ func (q *Queue) PutRoom(ctx context.Context, room string, s Settings) error {
 	}
 	if s.Admission == Adaptive && err == nil && cur.Settings.Admission != Adaptive && cur.Control.Version > 0 {
 		// Switched to adaptive: the controller starts afresh, from
-		// admit_rate, and learns the baseline again.
-		if _, err := q.store.SetControl(ctx, room, Control{Version: cur.Control.Version + 1}, Signals{}); err != nil {
-			return err
+		// admit_rate, and learns the baseline again. A controller step of
+		// another instance may store its state in between: read the
+		// version again and retry (a few times; steps are seconds apart).
+		version := cur.Control.Version
+		for range 3 {
+			ok, err := q.store.SetControl(ctx, room, Control{Version: version + 1}, Signals{})
+			if err != nil {
+				return err
+			}
+			if ok {
+				break
+			}
+			st, err := q.store.Stats(ctx, room, q.now())
+			if err != nil {
+				return err
+			}
+			version = st.Control.Version
 		}
 	}
 	return q.refreshRoom(ctx, room)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"usher/internal/queue/redisqueue"
 )
 
 // Redis connects to the Redis at USHER_TEST_REDIS (skipping or failing as
@@ -18,24 +20,14 @@ func Redis(tb testing.TB) rueidis.Client {
 	return RedisAt(tb, "USHER_TEST_REDIS")
 }
 
-// RedisAt connects to the Redis whose URL is in the variable name, with no
-// client-side cache. Tests of a Sentinel URL call redisqueue.Open instead,
-// which adds usher's Sentinel settings.
+// RedisAt connects to the Redis whose URL is in the variable name as usher
+// does (redisqueue.Open: no client-side cache; a Sentinel URL through its
+// sentinels) and closes the client when the test ends.
 func RedisAt(tb testing.TB, name string) rueidis.Client {
 	tb.Helper()
-	opt, err := rueidis.ParseURL(URL(tb, name))
-	if err != nil {
-		tb.Fatalf("%s: %v", name, err)
-	}
-	opt.DisableCache = true
-	c, err := rueidis.NewClient(opt)
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err = c.Do(ctx, c.B().Ping().Build()).Error(); err != nil {
-			c.Close()
-		}
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := redisqueue.Open(ctx, URL(tb, name))
 	if err != nil {
 		tb.Fatalf("%s is set but Redis does not answer: %v", name, err)
 	}

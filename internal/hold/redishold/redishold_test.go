@@ -19,7 +19,6 @@ import (
 	"usher/internal/hold/holdtest"
 	"usher/internal/hold/memhold"
 	"usher/internal/hold/redishold"
-	"usher/internal/queue/redisqueue"
 	"usher/internal/testenv"
 )
 
@@ -39,26 +38,11 @@ func TestConformance(t *testing.T) {
 	holdtest.Run(t, newStoreFunc(openClient(t)))
 }
 
-// openSentinel connects as usher does to USHER_TEST_REDIS_SENTINEL (a
-// Sentinel URL: scripts/sentinel.sh url), closed when the test ends.
-func openSentinel(tb testing.TB) rueidis.Client {
-	tb.Helper()
-	u := testenv.URL(tb, "USHER_TEST_REDIS_SENTINEL")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := redisqueue.Open(ctx, u)
-	if err != nil {
-		tb.Fatalf("USHER_TEST_REDIS_SENTINEL is set but Redis does not answer: %v", err)
-	}
-	tb.Cleanup(c.Close)
-	return c
-}
-
 // TestConformanceSentinel runs the suite through the sentinels of
 // USHER_TEST_REDIS_SENTINEL (scripts/sentinel.sh), as usher does with a
 // Sentinel URL in --store.
 func TestConformanceSentinel(t *testing.T) {
-	holdtest.Run(t, newStoreFunc(openSentinel(t)))
+	holdtest.Run(t, newStoreFunc(testenv.RedisAt(t, "USHER_TEST_REDIS_SENTINEL")))
 }
 
 func BenchmarkStore(b *testing.B) {

@@ -35,26 +35,11 @@ func TestConformance(t *testing.T) {
 	queuetest.Run(t, newStoreFunc(openClient(t)))
 }
 
-// openSentinel connects as usher does to USHER_TEST_REDIS_SENTINEL (a
-// Sentinel URL: scripts/sentinel.sh url), closed when the test ends.
-func openSentinel(tb testing.TB) rueidis.Client {
-	tb.Helper()
-	u := testenv.URL(tb, "USHER_TEST_REDIS_SENTINEL")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := redisqueue.Open(ctx, u)
-	if err != nil {
-		tb.Fatalf("USHER_TEST_REDIS_SENTINEL is set but Redis does not answer: %v", err)
-	}
-	tb.Cleanup(c.Close)
-	return c
-}
-
 // TestConformanceSentinel runs the suite through the sentinels of
 // USHER_TEST_REDIS_SENTINEL (scripts/sentinel.sh), as usher does with a
 // Sentinel URL in --store.
 func TestConformanceSentinel(t *testing.T) {
-	queuetest.Run(t, newStoreFunc(openSentinel(t)))
+	queuetest.Run(t, newStoreFunc(testenv.RedisAt(t, "USHER_TEST_REDIS_SENTINEL")))
 }
 
 func BenchmarkStore(b *testing.B) {
@@ -185,30 +170,7 @@ func TestMatchesMemqueue(t *testing.T) {
 	pick := func(xs ...int64) int64 { return xs[rnd.IntN(len(xs))] }
 	now := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	rooms := []string{"a", "b", "missing"}
-	for _, room := range rooms[:2] {
-		set := queue.DefaultSettings()
-		set.State = queue.Paused
-		for _, s := range []queue.Store{redis, mem} {
-			if err := s.PutRoom(ctx, room, set); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	errKind := func(err error) string {
-		switch {
-		case err == nil:
-			return "ok"
-		case errors.Is(err, queue.ErrRoomNotFound):
-			return "not found"
-		case errors.Is(err, queue.ErrRoomClosed):
-			return "closed"
-		}
-		return err.Error()
-	}
-	sameEntry := func(a, b queue.Entry) bool {
-		return a.Visitor == b.Visitor && a.Status == b.Status && a.Seq == b.Seq &&
-			a.Position == b.Position && a.ExpiresAt.Equal(b.ExpiresAt)
-	}
+	putPaused(t, rooms[:2], redis, mem)
 	for i := range 4000 {
 		switch d := rnd.IntN(20); {
 		case d == 0:

@@ -127,33 +127,8 @@ func (q *Queue) PutRoom(ctx context.Context, room string, s Settings) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
-	cur, err := q.store.Stats(ctx, room, q.now())
-	if err != nil && !errors.Is(err, ErrRoomNotFound) {
-		return err
-	}
 	if err := q.store.PutRoom(ctx, room, s); err != nil {
 		return err
-	}
-	if s.Admission == Adaptive && err == nil && cur.Settings.Admission != Adaptive && cur.Control.Version > 0 {
-		// Switched to adaptive: the controller starts afresh, from
-		// admit_rate, and learns the baseline again. A controller step of
-		// another instance may store its state in between: read the
-		// version again and retry (a few times; steps are seconds apart).
-		version := cur.Control.Version
-		for range 3 {
-			ok, err := q.store.SetControl(ctx, room, Control{Version: version + 1}, Signals{})
-			if err != nil {
-				return err
-			}
-			if ok {
-				break
-			}
-			st, err := q.store.Stats(ctx, room, q.now())
-			if err != nil {
-				return err
-			}
-			version = st.Control.Version
-		}
 	}
 	return q.refreshRoom(ctx, room)
 }

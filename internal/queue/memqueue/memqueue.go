@@ -138,12 +138,15 @@ func (s *Store) PutRoom(ctx context.Context, name string, set queue.Settings) er
 	if r.draw.Done && !set.OpensAt.Equal(r.settings.OpensAt) {
 		return fmt.Errorf("memqueue: put room %s: %w", name, queue.ErrDrawn)
 	}
-	old, oldTokens, oldDraw, oldPre := r.settings, r.tokens, r.draw, r.pre
+	old, oldTokens, oldDraw, oldPre, oldControl := r.settings, r.tokens, r.draw, r.pre, r.control
+	if set.Admission == queue.Adaptive && old.Admission != queue.Adaptive {
+		r.control = queue.Control{Version: r.control.Version + 1} // afresh
+	}
 	r.settings = set
 	r.tokens = math.Min(r.tokens, set.BucketCapacity())
 	r.seed()
 	if err := s.save(name, r); err != nil { // nothing changes
-		r.settings, r.tokens, r.draw, r.pre = old, oldTokens, oldDraw, oldPre
+		r.settings, r.tokens, r.draw, r.pre, r.control = old, oldTokens, oldDraw, oldPre, oldControl
 		return err
 	}
 	return nil

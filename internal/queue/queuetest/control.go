@@ -134,6 +134,22 @@ func testControlSteps(t *testing.T, s queue.Store) {
 	if got := mustStats(t, s, "r", t0).Control; got != next {
 		t.Errorf("Control after PutRoom = %+v, want %+v kept", got, next)
 	}
+	// Switched to adaptive: the controller starts afresh, and a step over
+	// the old state loses; settings that keep it adaptive keep the state.
+	adaptive := settings(20, 2)
+	adaptive.Admission, adaptive.MinAdmitRate, adaptive.MaxAdmitRate = queue.Adaptive, 1, 100
+	mustPut(t, s, "r", adaptive)
+	afresh := queue.Control{Version: next.Version + 1}
+	if got := mustStats(t, s, "r", t0).Control; got != afresh {
+		t.Errorf("Control after switching to adaptive = %+v, want %+v", got, afresh)
+	}
+	if ok, err := s.SetControl(ctx, "r", queue.Control{Rate: 99, Version: next.Version + 1}, queue.Signals{}); err != nil || ok {
+		t.Errorf("a step over the state before the switch = %v, %v; want refused", ok, err)
+	}
+	mustPut(t, s, "r", adaptive)
+	if got := mustStats(t, s, "r", t0).Control; got != afresh {
+		t.Errorf("Control after PutRoom of an adaptive room = %+v, want %+v kept", got, afresh)
+	}
 	_, err = s.AddSignals(ctx, "nope", a)
 	_, err2 := s.SetControl(ctx, "nope", next, a)
 	if !errors.Is(err, queue.ErrRoomNotFound) || !errors.Is(err2, queue.ErrRoomNotFound) {

@@ -24,6 +24,16 @@ if existed and redis.call('HGET', meta, 'drawn') == '1' then
     end
   end
 end
+-- Switched to adaptive: the controller starts afresh (its fields go, its
+-- version moves on, so a step over the old state loses).
+local reset = false
+if existed and redis.call('HGET', meta, 'admission') ~= 'adaptive' then
+  for i = 5, #ARGV, 2 do
+    if ARGV[i] == 'admission' and ARGV[i + 1] == 'adaptive' then
+      reset = true
+    end
+  end
+end
 local tokens = batch
 if existed then
   tokens = math.min(tonumber(redis.call('HGET', meta, 'tokens')) or batch, batch + 1)
@@ -35,5 +45,13 @@ if seed ~= '' and redis.call('HSETNX', meta, 'draw_seed', seed) == 1 then
 end
 if not existed then
   redis.call('HSET', meta, 'seq', 0, 'admitted_total', 0)
+end
+if reset then
+  for _, f in ipairs(redis.call('HKEYS', meta)) do
+    if f == 'admit_rate_current' or (string.sub(f, 1, 4) == 'ctl_' and f ~= 'ctl_version') then
+      redis.call('HDEL', meta, f)
+    end
+  end
+  redis.call('HINCRBY', meta, 'ctl_version', 1)
 end
 return existed and 0 or 1

@@ -20,12 +20,7 @@ func (q *Queue) Observe(room string, latency time.Duration, failed bool) {
 	}
 	q.sigMu.Lock()
 	defer q.sigMu.Unlock()
-	s := q.local[room]
-	if s == nil {
-		s = new(Signals)
-		q.local[room] = s
-	}
-	s.Add(latency, failed)
+	q.pool(room).Add(latency, failed)
 }
 
 // AddSignals records a batch of signals of room (the API's signals
@@ -36,13 +31,18 @@ func (q *Queue) AddSignals(room string, add Signals) bool {
 	}
 	q.sigMu.Lock()
 	defer q.sigMu.Unlock()
+	q.pool(room).Merge(add, 1)
+	return true
+}
+
+// pool is this instance's pool of room's signals; the caller holds sigMu.
+func (q *Queue) pool(room string) *Signals {
 	s := q.local[room]
 	if s == nil {
 		s = new(Signals)
 		q.local[room] = s
 	}
-	s.Merge(add, 1)
-	return true
+	return s
 }
 
 func (q *Queue) adaptive(room string) bool {

@@ -219,7 +219,7 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 		q = max(q, 2)
 	}
 	if q <= GoodBand && c.Steady > 0 && rate > c.Good { // held for a whole window: a good rate
-		if c.Limit > 0 && rate > c.Good {
+		if c.Limit > 0 {
 			next.Streak, next.Backoff = min(c.Streak+1, MaxStreak), 0 // a probe held
 		}
 		if c.Limit > 0 && rate >= c.Limit {
@@ -390,9 +390,6 @@ func (s *Signals) Merge(o Signals, sign int64) {
 		s.Buckets[i] += sign * o.Buckets[i]
 	}
 }
-
-// Empty reports whether s holds nothing.
-func (s Signals) Empty() bool { return s.Count == 0 && s.Errors == 0 }
 
 // Quantile returns the latency below which a share q of the samples fall,
 // interpolated geometrically within its bucket (within 9 %); 0 when empty.

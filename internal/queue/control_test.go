@@ -281,11 +281,6 @@ func TestStep(t *testing.T) {
 	}
 }
 
-func withSignals(w queue.Window, s queue.Signals) queue.Window {
-	w.Signals = s
-	return w
-}
-
 // TestLearnedTarget: without target_p95 the target is 1.5 × the learned
 // baseline: the least window p95 × (1 + 1/√n) so far; a higher window, or
 // one too small to decide on, leaves it.

@@ -155,10 +155,6 @@ func seconds(s float64) time.Duration {
 	return time.Duration(min(s, maxETA.Seconds()) * float64(time.Second))
 }
 
-// ETA estimates the wait for a visitor with ahead visitors in front: the
-// Forecast's best estimate.
-func ETA(v View, ahead int64) time.Duration { return v.Forecast(ahead + 1).ETA }
-
 // Admitted records how the wait forecast when a visitor's ticket was issued
 // (at issued) compares with the wait it had: a poll on this instance found
 // the visitor admitted at the Queue's now. The error ratio (actual −

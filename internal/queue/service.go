@@ -260,9 +260,11 @@ const staleAfter = 2 * time.Second
 // estimate overstates the place by them; or five seconds of admissions at
 // the measured rate when that is more.
 func ExactWithin(v View) int64 {
-	set := v.Settings.Current(v.Control)
-	rate := max(set.AdmitRate, v.Settings.AdmitRate)
-	return max(max(Watched(v.Settings), Watched(set))+int64(math.Ceil(staleAfter.Seconds()*rate)), int64(math.Ceil(5*v.Rate)))
+	// Watched grows with the rate: take it at the higher of the configured
+	// rate (the store's watched zone, static) and the one in force.
+	s := v.Settings
+	s.AdmitRate = max(s.AdmitRate, s.CurrentRate(v.Control))
+	return max(Watched(s)+int64(math.Ceil(staleAfter.Seconds()*s.AdmitRate)), int64(math.Ceil(5*v.Rate)))
 }
 
 // PreQueueSeq is the sequence number in the ticket of a pre-queue entry,

@@ -14,7 +14,10 @@ import (
 func TestSettingFields(t *testing.T) {
 	set := queue.Settings{State: queue.SoldOut, MaxActive: 12345, AdmitRate: 0.1 + 0.2,
 		Interval: 1234567 * time.Nanosecond, ActiveTTL: 90*time.Minute + 1, ClaimWindow: 7*time.Second + 3,
-		ClientEntersPerMinute: 17, PowBits: 7, RequireIdentity: true, RequireInvite: true}
+		ClientEntersPerMinute: 17, PowBits: 7, RequireIdentity: true, RequireInvite: true,
+		OpensAt: time.UnixMilli(1_900_000_000_123).UTC(), MaxWaiting: 9, PresenceTimeout: 7*time.Second + 11,
+		VisitorsPerUnit: 0.25 + 0.5, Admission: queue.Adaptive, TargetP95: 7*time.Millisecond + 1,
+		MinAdmitRate: 1.5, MaxAdmitRate: 77.25, ControlPeriod: 3*time.Second + 5}
 	seen := map[string]bool{}
 	got := queue.DefaultSettings()
 	for _, f := range queue.SettingFields() {

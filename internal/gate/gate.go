@@ -106,34 +106,36 @@ func (g *Gate) Middleware(next http.Handler) http.Handler {
 			return
 		}
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &StatusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		g.q.Observe(room, time.Since(start), sw.status >= 500)
+		g.q.Observe(room, time.Since(start), sw.Status() >= 500)
 	})
 }
 
-// statusWriter remembers the status a handler answered with.
-type statusWriter struct {
+// StatusWriter remembers the status a handler answered with, for
+// middleware that measures handlers.
+type StatusWriter struct {
 	http.ResponseWriter
 	status int
 }
 
-func (w *statusWriter) WriteHeader(code int) {
+// Status is the status written: the first WriteHeader's, else 200.
+func (w *StatusWriter) Status() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}
+
+func (w *StatusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
 // Unwrap lets http.ResponseController reach the connection.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+func (w *StatusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Check is the gate for a handler that learns the room only from the
 // request body: it runs Admit and writes the decision. When the request may

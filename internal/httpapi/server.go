@@ -98,9 +98,9 @@ func (s *server) instrument(reg prometheus.Registerer, next http.Handler) http.H
 	}
 	var counters sync.Map // key → prometheus.Counter
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		rec := &gate.StatusWriter{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
-		k := key{r.Pattern, rec.status}
+		k := key{r.Pattern, rec.Status()}
 		c, ok := counters.Load(k)
 		if !ok {
 			c, _ = counters.LoadOrStore(k, requests.WithLabelValues(k.route, strconv.Itoa(k.status)))
@@ -109,17 +109,6 @@ func (s *server) instrument(reg prometheus.Registerer, next http.Handler) http.H
 	})
 }
 
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *statusRecorder) WriteHeader(code int) {
-	r.status = code
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // metrics serves the registry to the admin key only: the metrics name
 // every room and count its visitors. Prometheus sends the key as a bearer

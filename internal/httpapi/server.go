@@ -109,7 +109,6 @@ func (s *server) instrument(reg prometheus.Registerer, next http.Handler) http.H
 	})
 }
 
-
 // metrics serves the registry to the admin key only: the metrics name
 // every room and count its visitors. Prometheus sends the key as a bearer
 // token, or scrapes the separate listener of --metrics-addr.

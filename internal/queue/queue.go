@@ -330,8 +330,8 @@ type Store interface {
 	// PutRoom creates a room or replaces its settings; queue, active set and
 	// counters are kept. When s.OpensAt is set and the room has no draw
 	// seed yet, the store chooses one (NewSeed) and keeps it for good (so
-	// does CreateRoom). Settings that switch an existing room's Admission
-	// to Adaptive reset its controller state in the same step (a zero
+	// does CreateRoom). Settings that switch an existing room whose
+	// controller has stepped to Adaptive reset its controller state in the same step (a zero
 	// Control with the next Version), so the controller starts afresh and
 	// a concurrent step over the old state loses.
 	PutRoom(ctx context.Context, room string, s Settings) error

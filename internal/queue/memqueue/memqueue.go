@@ -139,7 +139,7 @@ func (s *Store) PutRoom(ctx context.Context, name string, set queue.Settings) er
 		return fmt.Errorf("memqueue: put room %s: %w", name, queue.ErrDrawn)
 	}
 	old, oldTokens, oldDraw, oldPre, oldControl := r.settings, r.tokens, r.draw, r.pre, r.control
-	if set.Admission == queue.Adaptive && old.Admission != queue.Adaptive {
+	if set.Admission == queue.Adaptive && old.Admission != queue.Adaptive && r.control.Version > 0 {
 		r.control = queue.Control{Version: r.control.Version + 1} // afresh
 	}
 	r.settings = set

@@ -27,7 +27,8 @@ end
 -- Switched to adaptive: the controller starts afresh (its fields go, its
 -- version moves on, so a step over the old state loses).
 local reset = false
-if existed and redis.call('HGET', meta, 'admission') ~= 'adaptive' then
+if existed and redis.call('HGET', meta, 'admission') ~= 'adaptive' and
+    (tonumber(redis.call('HGET', meta, 'ctl_version')) or 0) > 0 then
   for i = 5, #ARGV, 2 do
     if ARGV[i] == 'admission' and ARGV[i + 1] == 'adaptive' then
       reset = true

@@ -1,7 +1,7 @@
 // Package redisqueue is the queue.Store on Redis: the backend for several
 // usher instances sharing rooms, and for rooms that outlive a restart.
 //
-// One room is seven keys under one hash tag, so that it lives on one Redis
+// One room is eight keys under one hash tag, so that it lives on one Redis
 // Cluster slot and a Lua script may touch all of them:
 //
 //	<prefix>{<room>}:meta    hash: settings, batch, seq, admitted_total, tokens, refilled_ms, the draw's fields, inventory (lua/set_inventory.lua)

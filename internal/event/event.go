@@ -1,0 +1,46 @@
+// Package event defines usher's events: every state change of a room, a
+// visitor, a hold or a reservation, with a stable schema (seed 001's event
+// pipeline). Producers publish them; a collector counts them into
+// analytics; the console shows a room's recent ones as its timeline.
+//
+// The schema is a contract with whoever consumes the stream: fields are
+// only ever added, never renamed or given a new meaning.
+package event
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Type names what happened. The values are part of the wire format (and of
+// the subject usher.events.<room>.<type>).
+type Type string
+
+// The event types.
+const (
+	Entered              Type = "entered"  // a visitor joined the queue
+	Admitted             Type = "admitted" // a visitor was admitted
+	Expired              Type = "expired"  // an admitted visitor's pass ran out
+	Left                 Type = "left"     // a visitor left the queue or the active set
+	Skipped              Type = "skipped"  // an absent visitor was parked out of line
+	HoldPlaced           Type = "hold_placed"
+	HoldReleased         Type = "hold_released"
+	HoldExpired          Type = "hold_expired"
+	ReservationSubmitted Type = "reservation_submitted"
+	ReservationConfirmed Type = "reservation_confirmed"
+	ReservationRejected  Type = "reservation_rejected"
+	SettingsChanged      Type = "settings_changed" // Data: {"who", "old", "new"}
+)
+
+// Event is one state change.
+type Event struct {
+	// ID is unique per event; consumers de-duplicate on it.
+	ID   string    `json:"id"`
+	Type Type      `json:"type"`
+	Room string    `json:"room"`
+	At   time.Time `json:"at"`
+	// Visitor is the visitor the event is about, when there is one.
+	Visitor string `json:"visitor,omitempty"`
+	// Data holds the type's own fields (a JSON object), when it has any.
+	Data json.RawMessage `json:"data,omitempty"`
+}

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -178,6 +179,21 @@ var settingFields = []Field{
 		func(Settings) (time.Duration, time.Duration, string) {
 			return MinControlPeriod, MaxControlPeriod, "10m"
 		}),
+}
+
+// DecodeSettings reads settings stored by name (SettingFields' names and
+// encodings): a setting missing from named (stored before it existed)
+// keeps its default. It does not validate.
+func DecodeSettings(named map[string]string) (Settings, error) {
+	s := DefaultSettings()
+	for _, f := range SettingFields() {
+		if v, ok := named[f.Name]; ok {
+			if err := f.Decode(&s, v); err != nil {
+				return Settings{}, fmt.Errorf("setting %s: %w", f.Name, err)
+			}
+		}
+	}
+	return s, nil
 }
 
 // Validate reports the first setting out of range, wrapped in ErrInvalid.

@@ -135,11 +135,11 @@ func (f *fifo) find(seq int64) int {
 }
 
 func (f *fifo) kill(i int) {
-	id := string(f.blocks.get(f.ids[i]))
-	if _, ok := f.clash[id]; ok {
-		delete(f.clash, id)
+	id := f.blocks.get(f.ids[i]) // no string built: map lookups by string(id) do not allocate
+	if _, ok := f.clash[string(id)]; ok {
+		delete(f.clash, string(id))
 	} else {
-		delete(f.index, f.hash(id))
+		delete(f.index, maphash.Bytes(f.seed, id)&f.mask) // = f.hash(string(id))
 	}
 	f.blocks.release(f.ids[i])
 	f.ids[i] = 0

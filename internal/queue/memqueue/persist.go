@@ -74,13 +74,9 @@ func saved(r *room) savedRoom {
 }
 
 func (sr savedRoom) room() (*room, error) {
-	set := queue.DefaultSettings()
-	for _, f := range queue.SettingFields() {
-		if v, ok := sr.Settings[f.Name]; ok {
-			if err := f.Decode(&set, v); err != nil {
-				return nil, fmt.Errorf("setting %s: %w", f.Name, err)
-			}
-		}
+	set, err := queue.DecodeSettings(sr.Settings)
+	if err != nil {
+		return nil, err
 	}
 	if err := set.Validate(); err != nil {
 		return nil, err
@@ -113,6 +109,18 @@ type roomFile struct {
 // A failure wraps queue.ErrUnavailable and leaves the file's record of the
 // room as it was.
 func (s *Store) save(name string, r *room) error {
+	sr := saved(r)
+	return s.rewrite(name, &sr)
+}
+
+// unsave removes room name's record and rewrites the file. Without a file
+// it does nothing. A failure wraps queue.ErrUnavailable and keeps the
+// record.
+func (s *Store) unsave(name string) error { return s.rewrite(name, nil) }
+
+// rewrite sets room name's record to sr (nil: removes it) and rewrites the
+// file; on failure the record is restored.
+func (s *Store) rewrite(name string, sr *savedRoom) error {
 	if s.disk == nil {
 		return nil
 	}
@@ -120,7 +128,14 @@ func (s *Store) save(name string, r *room) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	prev, had := d.rooms[name]
-	d.rooms[name] = saved(r)
+	if sr == nil && !had {
+		return nil
+	}
+	if sr == nil {
+		delete(d.rooms, name)
+	} else {
+		d.rooms[name] = *sr
+	}
 	b, err := json.MarshalIndent(fileFormat{Rooms: d.rooms}, "", "  ")
 	if err == nil {
 		err = writeFile(d.path, b)
@@ -131,32 +146,6 @@ func (s *Store) save(name string, r *room) error {
 		} else {
 			delete(d.rooms, name)
 		}
-		return fmt.Errorf("memqueue: save rooms: %w: %v", queue.ErrUnavailable, err)
-	}
-	return nil
-}
-
-// unsave removes room name's record and rewrites the file. Without a file
-// it does nothing. A failure wraps queue.ErrUnavailable and keeps the
-// record.
-func (s *Store) unsave(name string) error {
-	if s.disk == nil {
-		return nil
-	}
-	d := s.disk
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	prev, had := d.rooms[name]
-	if !had {
-		return nil
-	}
-	delete(d.rooms, name)
-	b, err := json.MarshalIndent(fileFormat{Rooms: d.rooms}, "", "  ")
-	if err == nil {
-		err = writeFile(d.path, b)
-	}
-	if err != nil {
-		d.rooms[name] = prev
 		return fmt.Errorf("memqueue: save rooms: %w: %v", queue.ErrUnavailable, err)
 	}
 	return nil

@@ -556,14 +556,11 @@ func parseStats(arr []rueidis.RedisMessage) (queue.Stats, error) {
 			return queue.Stats{}, fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	st := queue.Stats{Settings: queue.DefaultSettings()}
-	for _, f := range queue.SettingFields() {
-		if v, ok := named[f.Name]; ok {
-			if err := f.Decode(&st.Settings, v); err != nil {
-				return queue.Stats{}, fmt.Errorf("setting %s: %w", f.Name, err)
-			}
-		}
+	set, err := queue.DecodeSettings(named)
+	if err != nil {
+		return queue.Stats{}, err
 	}
+	st := queue.Stats{Settings: set}
 	for _, c := range []struct {
 		name string
 		n    *int64

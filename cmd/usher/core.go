@@ -37,6 +37,14 @@ type coreFlags struct {
 	identitySecret, identityKey                          *string
 	// roomsFile is the memory store's rooms file in the data directory.
 	roomsFile string
+	// parsed holds what check read from the settings, for openCore.
+	parsed *parsedCore
+}
+
+// parsedCore is what coreFlags.check parsed: read once.
+type parsedCore struct {
+	trusted     clientip.Trusted
+	identityPub ed25519.PublicKey // nil without --identity-public-key
 }
 
 // addCoreFlags adds the shared flags; dataDirUse says what the command
@@ -46,6 +54,7 @@ type coreFlags struct {
 func addCoreFlags(f *flags, dataDirUse, roomsFile string) coreFlags {
 	return coreFlags{
 		roomsFile:   roomsFile,
+		parsed:      new(parsedCore),
 		addr:        f.string("addr", ":8080", "listen address"),
 		store:       f.string("store", "memory", "queue and hold store: memory (one instance; rooms and their settings kept in <data-dir>/"+roomsFile+", queues lost on restart) or redis://host:port/db"),
 		dataDir:     f.string("data-dir", "./data", "directory for what the embedded defaults keep ("+dataDirUse+")"),
@@ -82,11 +91,13 @@ func (c coreFlags) check(f *flags) {
 		f.errs = append(f.errs, fmt.Sprintf("bad setting --identity-secret/%sIDENTITY_SECRET: %d bytes, want at least 32", sharedPrefix, n))
 	}
 	if p := *c.identityKey; p != "" {
-		if _, err := identity.LoadPublicKey(p); err != nil {
+		var err error
+		if c.parsed.identityPub, err = identity.LoadPublicKey(p); err != nil {
 			f.errs = append(f.errs, fmt.Sprintf("bad setting --identity-public-key/%sIDENTITY_PUBLIC_KEY: %v", sharedPrefix, err))
 		}
 	}
-	if _, err := clientip.ParseTrusted(*c.trustedProxies); err != nil {
+	var err error
+	if c.parsed.trusted, err = clientip.ParseTrusted(*c.trustedProxies); err != nil {
 		f.errs = append(f.errs, fmt.Sprintf("bad setting --trusted-proxies/%sTRUSTED_PROXIES: %v", sharedPrefix, err))
 	}
 }
@@ -132,15 +143,8 @@ func openCore(ctx context.Context, c coreFlags, log *slog.Logger, cl *closers) (
 	k.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	k.q = queue.New(qs, queue.Options{Metrics: queue.NewMetrics(k.reg), Logger: k.log.With("component", "queue"), StoreTimeout: *c.storeTimeout})
 	k.sched = admission.New(k.q, k.log.With("component", "admission"))
-	trusted, _ := clientip.ParseTrusted(*c.trustedProxies) // checked before
-	k.flood = flood.New(ls, pow.New(k.keys, ls, time.Now), trusted, time.Now)
-	var pub ed25519.PublicKey
-	if *c.identityKey != "" {
-		if pub, err = identity.LoadPublicKey(*c.identityKey); err != nil {
-			return nil, err
-		}
-	}
-	if k.identity, err = identity.New([]byte(*c.identitySecret), pub, time.Now); err != nil {
+	k.flood = flood.New(ls, pow.New(k.keys, ls, time.Now), c.parsed.trusted, time.Now)
+	if k.identity, err = identity.New([]byte(*c.identitySecret), c.parsed.identityPub, time.Now); err != nil {
 		return nil, err
 	}
 	return k, nil

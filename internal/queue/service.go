@@ -327,16 +327,26 @@ func (q *Queue) Admit(ctx context.Context, room string) (AdmitResult, error) {
 	return res, err
 }
 
-// PollAfter tells a waiting visitor when to poll again: about 1.5 s near the
-// front, growing with the ETA to about 8 s far back, with ±20 % jitter so that
-// polls spread out (seed 003 §3).
+// PollAfter tells a waiting visitor when to poll again: PollBase with ±20 %
+// jitter (uniform), so that polls spread out (seed 003 §3).
 func PollAfter(eta time.Duration, exact bool) time.Duration {
+	return time.Duration(float64(PollBase(eta, exact)) * (0.8 + 0.4*rand.Float64()))
+}
+
+// PollBase is the poll interval before jitter: 1.5 s near the front
+// (exact), else a tenth of the ETA, from 1.5 s to 8 s far back.
+func PollBase(eta time.Duration, exact bool) time.Duration {
 	base := 1500 * time.Millisecond
 	if !exact {
 		base = min(max(eta/10, base), 8*time.Second)
 	}
-	return time.Duration(float64(base) * (0.8 + 0.4*rand.Float64()))
+	return base
 }
+
+// PollJitterMean is the mean of 1 ÷ PollAfter's jitter factor: a visitor
+// whose PollBase is b polls PollJitterMean ÷ b times a second on average
+// (the mean of 1/U for U uniform on [0.8, 1.2] is ln(1.5) ÷ 0.4).
+const PollJitterMean = 1.0136627702704109
 
 // Run refreshes the view of every room every Refresh until ctx ends. A failed
 // refresh is logged and retried; views older than two seconds are not used.

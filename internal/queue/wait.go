@@ -23,7 +23,14 @@ func (q *Queue) ViewOrDefault(room string) View {
 // every 1.5 s near the front: FastPolls).
 func (v View) Wait(position int64) (f Forecast, pollAfter time.Duration) {
 	f = v.Forecast(position)
-	return f, PollAfter(f.ETA, position <= max(FastPolls(v.Settings.Current(v.Control)), int64(math.Ceil(5*v.Rate))))
+	return f, PollAfter(f.ETA, position <= v.FastZone())
+}
+
+// FastZone is how many visitors from the head poll every 1.5 s (PollBase's
+// exact): FastPolls of the settings in force, and at least five seconds of
+// admissions at the measured rate.
+func (v View) FastZone() int64 {
+	return max(FastPolls(v.Settings.Current(v.Control)), int64(math.Ceil(5*v.Rate)))
 }
 
 // RoomState is the room's state as visitors are told it at now: its

@@ -9,6 +9,7 @@ package event
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -44,3 +45,24 @@ type Event struct {
 	// Data holds the type's own fields (a JSON object), when it has any.
 	Data json.RawMessage `json:"data,omitempty"`
 }
+
+// The NATS layout of the event stream, shared by the publishers (the queue
+// instance and the outbox relay) and the collector. prefix is the
+// deployment's --nats-name ("usher" by default).
+//
+//   - subject: <prefix>.events.<room>.<type> (room IDs are [a-z0-9-], so
+//     they are always one subject token);
+//   - stream: <PREFIX>_EVENTS (prefix upper-cased) over <prefix>.events.>;
+//   - message: the JSON of one Event, with the header Nats-Msg-Id set to
+//     Event.ID so that the broker drops a re-published duplicate.
+
+// Subject is the subject an event is published on.
+func Subject(prefix, room string, t Type) string {
+	return prefix + ".events." + room + "." + string(t)
+}
+
+// SubjectFilter matches every event of a deployment.
+func SubjectFilter(prefix string) string { return prefix + ".events.>" }
+
+// StreamName is the JetStream stream that holds a deployment's events.
+func StreamName(prefix string) string { return strings.ToUpper(prefix) + "_EVENTS" }

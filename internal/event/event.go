@@ -42,8 +42,42 @@ type Event struct {
 	At   time.Time `json:"at"`
 	// Visitor is the visitor the event is about, when there is one.
 	Visitor string `json:"visitor,omitempty"`
-	// Data holds the type's own fields (a JSON object), when it has any.
+	// Data holds the type's own fields (a JSON object of Data's fields),
+	// when it has any.
 	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// Data lists the fields an event's Data may hold, by type; all are
+// optional and a consumer ignores fields it does not know.
+//
+//   - entered: ETAMS, the wait forecast when the place was created (none in
+//     a pre-queue). Only a new place is an entry; a visitor entering again
+//     into the place it holds is not.
+//   - admitted: none (the time in queue is At less the visitor's entered
+//     At; the ETA error compares it with that entry's ETAMS).
+//   - left: From, "waiting" or "active".
+//   - expired: Count, active visitors whose pass lapsed in one admission
+//     step (the step knows how many, not who).
+//   - skipped: Count parked as absent in one step, Removed of them given
+//     up as gone (abandons).
+//   - hold_placed, hold_released, hold_expired: Schedule, Units.
+//   - reservation_submitted, reservation_confirmed, reservation_rejected:
+//     Reservation, Schedule, Units, and Amount (minor units, confirmed
+//     seats with prices).
+//   - settings_changed: Who, Old, New (the room's settings as the API
+//     shows them).
+type Data struct {
+	ETAMS       int64           `json:"eta_ms,omitempty"`
+	From        string          `json:"from,omitempty"`
+	Count       int64           `json:"count,omitempty"`
+	Removed     int64           `json:"removed,omitempty"`
+	Schedule    int64           `json:"schedule,omitempty"`
+	Units       int64           `json:"units,omitempty"`
+	Reservation string          `json:"reservation,omitempty"`
+	Amount      int64           `json:"amount,omitempty"`
+	Who         string          `json:"who,omitempty"`
+	Old         json.RawMessage `json:"old,omitempty"`
+	New         json.RawMessage `json:"new,omitempty"`
 }
 
 // The NATS layout of the event stream, shared by the publishers (the queue

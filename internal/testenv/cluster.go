@@ -7,10 +7,13 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"usher/internal/queue/redisqueue"
 )
 
 // Cluster is a Redis Cluster of a test's own on loopback: primaries only,
@@ -24,7 +27,9 @@ type Cluster struct {
 	// Addrs are the primaries' host:port, in the order of their slot
 	// ranges as created (Addrs[0] serves slot 0).
 	Addrs []string
-	ids   map[string]string // addr → node id
+	ids   map[string]string         // addr → node id
+	mu    sync.Mutex
+	conns map[string]rueidis.Client // addr → a client of that node only
 }
 
 // StartCluster starts n ≥ 3 primaries on free ports and waits until every
@@ -42,7 +47,14 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 		Skip(tb, "redis-cli", "install redis-tools (apt-get install redis-tools)")
 	}
 	dir := tb.TempDir()
-	cl := &Cluster{ids: map[string]string{}}
+	cl := &Cluster{ids: map[string]string{}, conns: map[string]rueidis.Client{}}
+	tb.Cleanup(func() {
+		cl.mu.Lock()
+		defer cl.mu.Unlock()
+		for _, c := range cl.conns {
+			c.Close()
+		}
+	})
 	for range n {
 		addr := ClosedAddr(tb)
 		host, port, _ := net.SplitHostPort(addr)
@@ -84,42 +96,56 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 }
 
 // MoveSlot moves slot from the primary at from to the one at to while
-// clients keep using it, as `redis-cli --cluster reshard` does: the target
-// imports it, the source migrates it, its keys go over by MIGRATE batch
-// keys at a time, then both nodes and the others are told the new owner.
-// Between batches the slot is half moved: clients see ASK redirections and
-// TRYAGAIN. It returns the number of keys moved.
+// clients keep using it, as `redis-cli --cluster reshard` does: BeginMove,
+// then MIGRATE batch keys at a time until the source has none left, then
+// FinishMove. Between batches the slot is half moved: clients see ASK
+// redirections and TRYAGAIN. It returns the number of keys moved.
 func (cl *Cluster) MoveSlot(slot int, from, to string, batch int) (int, error) {
-	s := strconv.Itoa(slot)
-	if err := cl.do(to, "CLUSTER", "SETSLOT", s, "IMPORTING", cl.ids[from]); err != nil {
+	if err := cl.BeginMove(slot, from, to); err != nil {
 		return 0, err
 	}
-	if err := cl.do(from, "CLUSTER", "SETSLOT", s, "MIGRATING", cl.ids[to]); err != nil {
-		return 0, err
-	}
-	host, port, _ := net.SplitHostPort(to)
 	moved := 0
 	for {
-		keys, err := cl.strs(from, "CLUSTER", "GETKEYSINSLOT", s, strconv.Itoa(batch))
+		keys, err := cl.strs(from, "CLUSTER", "GETKEYSINSLOT", strconv.Itoa(slot), strconv.Itoa(batch))
 		if err != nil {
 			return moved, err
 		}
 		if len(keys) == 0 {
 			break
 		}
-		args := append([]string{"MIGRATE", host, port, "", "0", "5000", "KEYS"}, keys...)
-		if err := cl.do(from, args...); err != nil {
+		if err := cl.Migrate(from, to, keys...); err != nil {
 			return moved, err
 		}
 		moved += len(keys)
 	}
-	// The target first, so that the slot is never owned by no one.
-	for _, addr := range append([]string{to, from}, cl.Addrs...) {
-		if err := cl.do(addr, "CLUSTER", "SETSLOT", s, "NODE", cl.ids[to]); err != nil {
-			return moved, fmt.Errorf("setslot node on %s: %w", addr, err)
+	return moved, cl.FinishMove(slot, to)
+}
+
+// BeginMove starts moving slot from the primary at from to the one at to:
+// the target imports it, then the source migrates it.
+func (cl *Cluster) BeginMove(slot int, from, to string) error {
+	s := strconv.Itoa(slot)
+	if err := cl.do(to, "CLUSTER", "SETSLOT", s, "IMPORTING", cl.ids[from]); err != nil {
+		return err
+	}
+	return cl.do(from, "CLUSTER", "SETSLOT", s, "MIGRATING", cl.ids[to])
+}
+
+// Migrate moves keys from the primary at from to the one at to (MIGRATE).
+func (cl *Cluster) Migrate(from, to string, keys ...string) error {
+	host, port, _ := net.SplitHostPort(to)
+	return cl.do(from, append([]string{"MIGRATE", host, port, "", "0", "5000", "KEYS"}, keys...)...)
+}
+
+// FinishMove gives slot to the primary at to on every node, the target
+// first, so that the slot is never owned by no one.
+func (cl *Cluster) FinishMove(slot int, to string) error {
+	for _, addr := range append([]string{to}, cl.Addrs...) {
+		if err := cl.do(addr, "CLUSTER", "SETSLOT", strconv.Itoa(slot), "NODE", cl.ids[to]); err != nil {
+			return fmt.Errorf("setslot node on %s: %w", addr, err)
 		}
 	}
-	return moved, nil
+	return nil
 }
 
 // Owner returns the address of the primary that the node at Addrs[0]
@@ -129,7 +155,6 @@ func (cl *Cluster) Owner(slot int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ranges, err := c.Do(ctx, c.B().ClusterSlots().Build()).ToArray()
@@ -157,12 +182,22 @@ func (cl *Cluster) Owner(slot int) (string, error) {
 	return "", fmt.Errorf("no node serves slot %d", slot)
 }
 
-// client connects to one node only.
+// client returns a client of one node only.
 func (cl *Cluster) client(addr string) (rueidis.Client, error) {
-	return rueidis.NewClient(rueidis.ClientOption{
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if c, ok := cl.conns[addr]; ok {
+		return c, nil
+	}
+	c, err := rueidis.NewClient(rueidis.ClientOption{
 		InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true, DisableRetry: true,
 		Dialer: net.Dialer{Timeout: time.Second},
 	})
+	if err != nil {
+		return nil, err
+	}
+	cl.conns[addr] = c
+	return c, nil
 }
 
 func (cl *Cluster) result(addr string, args ...string) rueidis.RedisResult {
@@ -170,7 +205,6 @@ func (cl *Cluster) result(addr string, args ...string) rueidis.RedisResult {
 	if err != nil {
 		return rueidis.NewErrorResult(err)
 	}
-	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return c.Do(ctx, c.B().Arbitrary(args[0]).Args(args[1:]...).Build())
@@ -184,4 +218,28 @@ func (cl *Cluster) str(addr string, args ...string) (string, error) {
 
 func (cl *Cluster) strs(addr string, args ...string) ([]string, error) {
 	return cl.result(addr, args...).AsStrSlice()
+}
+
+// Client connects to the cluster as usher does (redisqueue.Open) and
+// closes the client when the test ends.
+func (cl *Cluster) Client(tb testing.TB) rueidis.Client {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := redisqueue.Open(ctx, cl.URL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.Close)
+	return c
+}
+
+// Other returns a primary other than addr.
+func (cl *Cluster) Other(addr string) string {
+	for _, a := range cl.Addrs {
+		if a != addr {
+			return a
+		}
+	}
+	return ""
 }

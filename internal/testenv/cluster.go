@@ -27,7 +27,7 @@ type Cluster struct {
 	// Addrs are the primaries' host:port, in the order of their slot
 	// ranges as created (Addrs[0] serves slot 0).
 	Addrs []string
-	ids   map[string]string         // addr → node id
+	ids   map[string]string // addr → node id
 	mu    sync.Mutex
 	conns map[string]rueidis.Client // addr → a client of that node only
 }

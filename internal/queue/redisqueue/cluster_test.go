@@ -3,8 +3,11 @@ package redisqueue_test
 import (
 	"context"
 	"fmt"
+	mathrand "math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,6 +77,50 @@ func TestRoomsSpreadOverPrimaries(t *testing.T) {
 		t.Errorf("%d rooms landed on %d primaries (%v), want all three", rooms, len(perPrimary), perPrimary)
 	}
 	t.Logf("rooms per primary: %v", perPrimary)
+}
+
+// BenchmarkEnterRooms measures Enter from 50 goroutines sharing one client
+// over 30 paused rooms (every visitor waits), goroutine g entering room
+// g mod 30: on the single Redis of USHER_TEST_REDIS and on the cluster of
+// USHER_TEST_REDIS_CLUSTER, where the rooms spread over the three
+// primaries (docs/benchmarks-redis.md#5-redis-cluster).
+func BenchmarkEnterRooms(b *testing.B) {
+	for _, target := range []struct{ name, env string }{{"single", "USHER_TEST_REDIS"}, {"cluster", "USHER_TEST_REDIS_CLUSTER"}} {
+		b.Run(target.name, func(b *testing.B) {
+			const concurrency, rooms = 50, 30
+			c := testenv.RedisAt(b, target.env)
+			ctx := context.Background()
+			s := newStoreFunc(c)(b)
+			set := queue.DefaultSettings()
+			set.State = queue.Paused
+			for r := range rooms {
+				if err := s.PutRoom(ctx, fmt.Sprintf("room-%d", r), set); err != nil {
+					b.Fatal(err)
+				}
+			}
+			now := time.Now()
+			var left atomic.Int64
+			left.Store(int64(b.N))
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for g := range concurrency {
+				room := fmt.Sprintf("room-%d", g%rooms)
+				wg.Go(func() {
+					var buf []byte
+					for left.Add(-1) >= 0 {
+						buf = fmt.Appendf(buf[:0], "v%012d", mathrand.IntN(1_000_000_000))
+						if _, _, err := s.Enter(ctx, room, string(buf), now); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "enters/s")
+		})
+	}
 }
 
 // slotOwners maps each of the 16384 slots to the address of its primary,

@@ -54,6 +54,13 @@ func BenchmarkStore(b *testing.B) {
 	queuetest.Bench(b, newStoreFunc(openClient(b)))
 }
 
+// BenchmarkStoreCluster is BenchmarkStore on the cluster of
+// USHER_TEST_REDIS_CLUSTER: one room, so one primary, reached through the
+// cluster client (docs/benchmarks-redis.md#5-redis-cluster).
+func BenchmarkStoreCluster(b *testing.B) {
+	queuetest.Bench(b, newStoreFunc(testenv.RedisAt(b, "USHER_TEST_REDIS_CLUSTER")))
+}
+
 // TestKeys pins the key layout that docs, scripts/bench-redis.sh and
 // operators rely on: one hash tag per room, nothing per visitor.
 func TestKeys(t *testing.T) {

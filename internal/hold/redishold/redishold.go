@@ -11,6 +11,7 @@
 //	<prefix>{<scope>}:hold         hash: hold id → "holder quantity expiry_ms seat…"
 //	<prefix>{<scope>}:held         hash: s:<holder> → seats, u:<holder> → units, units → all units held
 //	<prefix>{<scope>}:seat:<seat>  string: the id of the hold that has the seat
+//	<prefix>{<scope>}:guard        never written; every script declares it (Store.keys)
 //
 // Every method is one Lua script (lua/*.lua, run with EVALSHA), atomic
 // however many instances share the server: a call either ran whole or not at
@@ -18,7 +19,9 @@
 // connection) may still have run. Scripts that end holds derive the seat
 // keys from the hold's record instead of declaring them: they share the
 // scope's hash tag and so the slot of the declared keys, which Redis Cluster
-// accepts, but a proxy that demands every key in KEYS would not.
+// accepts (the guard key keeps such a script from running while the slot
+// migrates, when a seat key may already be on the other node), but a proxy
+// that demands every key in KEYS would not.
 //
 // Two clocks. Liveness follows the caller's now alone: a hold is live while
 // its expiry in the holds set is after now, and every script (but SetStock,

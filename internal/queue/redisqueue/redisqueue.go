@@ -12,7 +12,12 @@
 //	<prefix>{<room>}:parked  sorted set: absent visitors out of the line → seq (lua/presence.lua)
 //	<prefix>{<room>}:back    sorted set: parked visitors who came back → seq, admitted first
 //	<prefix>{<room>}:signals hash: the adaptive controller's pool of origin signals (lua/signals.lua)
+//	<prefix>{<room>}:guard   never written; every script declares it (Store.guardKey)
 //
+// On Redis Cluster a room is thus one slot: its scripts run on the slot's
+// primary, and while the slot migrates they are refused (TRYAGAIN) and
+// retried within the caller's deadline rather than run half on each node
+// (docs/operations.md#redis-high-availability).
 // The adaptive controller's state (queue.ControlFields, admit_rate_current
 // among them) lives in the meta hash by name, next to the settings.
 //
@@ -28,8 +33,8 @@
 // change here. A setting missing from an older room's hash reads as its
 // default.
 //
-// A fourth key, the set <prefix>rooms, lists the room ids for Rooms. It lives
-// outside every room's slot, so PutRoom writes it in a second command after
+// One more key, the set <prefix>rooms, lists the room ids for Rooms. It lives
+// outside every room's slot (on a cluster: on one primary for all rooms), so PutRoom writes it in a second command after
 // the room's script: if that command fails, PutRoom returns ErrUnavailable
 // and the room exists but is not listed until PutRoom is retried. DeleteRoom
 // likewise removes the room's keys in its script (lua/delete_room.lua) and
@@ -156,6 +161,11 @@ func New(c rueidis.Client, prefix string) *Store {
 // Open connects to the Redis server at rawURL (redis://[user:password@]host:port[/db]
 // or rediss:// for TLS; see rueidis.ParseURL for the options) and checks it
 // answers a PING within ctx. Failing to reach it wraps queue.ErrUnavailable.
+//
+// A Redis Cluster needs no option: the host and any addr parameters are
+// seed nodes (redis://node-a:6379?addr=node-b:6379), rueidis reads the slot
+// map from the first that answers, sends each call to its slot's primary
+// and follows MOVED and ASK. A cluster has only database 0.
 //
 // A URL with master_set connects through Sentinel: its host and its addr
 // parameters are the sentinels, the master set's current primary serves

@@ -2,8 +2,8 @@
 # A Redis Cluster on loopback for the tests: three primaries with one replica
 # each, run by Debian's redis-server and joined by `redis-cli --cluster
 # create`. No persistence; node configs (nodes-<port>.conf), logs and pid
-# files live in $USHER_CLUSTER_DIR (default /tmp/usher-cluster), which this
-# script owns: `start` wipes it before it creates a new cluster.
+# files live in $USHER_CLUSTER_DIR (default /tmp/usher-cluster): `start`
+# removes the node configs there before it creates a new cluster.
 #
 #   scripts/cluster.sh start   start it, or reuse it if it already answers
 #   scripts/cluster.sh stop    stop the processes this script started
@@ -43,8 +43,10 @@ start() {
     return 0
   fi
   stop >/dev/null 2>&1 || true
-  rm -rf "$dir"
   mkdir -p "$dir"
+  # a node keeps its cluster identity in nodes-<port>.conf: a new cluster
+  # starts from none (only this script's files go, whatever $dir is)
+  rm -f "$dir"/nodes-*.conf "$dir"/redis-*.log "$dir"/dump*.rdb "$dir"/create.log
   local p addrs=()
   for p in "${ports[@]}"; do
     redis-server --port "$p" --bind $host --save '' --appendonly no --dir "$dir" \

@@ -22,7 +22,10 @@ import (
 // (testenv.StartCluster: CI's shared cluster is not disturbed) while
 // visitors enter, poll, are admitted, hold seats and leave through the
 // stores that openStores builds from the cluster URL, with the store
-// deadline usher serves with. Each slot moves twenty times, ten keys per
+// deadline usher serves with. The room and the scope are named so that
+// their slots are among the lowest: three times, `redis-cli --cluster
+// reshard` moves the sixteen lowest slots of their primary to the next one.
+// Then each slot moves twenty times more by hand, ten keys per
 // MIGRATE (redis-cli's default --cluster-pipeline); while a slot is half
 // moved the source answers ASK for the keys already gone, the target
 // TRYAGAIN for a script (every script declares a key that is on neither:
@@ -50,7 +53,11 @@ func TestClusterReshard(t *testing.T) {
 	qs = queue.WithTimeout(qs, queue.DefaultStoreTimeout)
 	hs = hold.WithTimeout(hs, queue.DefaultStoreTimeout)
 
-	const room, scope, seats, workers, moves = "sale", "show", 3000, 32, 20
+	const seats, workers, moves, reshards, low = 20000, 32, 20, 3, 16
+	admin := clusterClient(t, cl.URL)
+	// A room and a scope among the lowest slots, which redis-cli's reshard
+	// moves first.
+	room, scope := lowSlotName(t, admin, "usher:{sale-%d}:meta", low), lowSlotName(t, admin, "usher:hold:{show-%d}:stock", low)
 	set := queue.DefaultSettings()
 	set.MaxActive = 20
 	set.AdmitRate = 1000
@@ -66,7 +73,6 @@ func TestClusterReshard(t *testing.T) {
 	if err := hs.SetStock(ctx, scope, 1); err != nil { // the scope's stock key, so its slot has a key from the start
 		t.Fatal(err)
 	}
-	admin := clusterClient(t, cl.URL)
 	slots := []int{keySlot(t, admin, "usher:{"+room+"}:meta"), keySlot(t, admin, "usher:hold:{"+scope+"}:stock")}
 
 	l := newFailoverLog()
@@ -98,8 +104,28 @@ func TestClusterReshard(t *testing.T) {
 	testenv.Eventually(t, time.Minute, "100 holds before the moves", func() bool { return l.count(func() int { return len(l.holds) }) >= 100 })
 	before := serverCounters(t, cl)
 	l.kill() // the log counts calls from here on
-	keysMoved := 0
+	// First redis-cli itself: each reshard moves the source's lowest slots,
+	// the two in use among them, to the next primary.
 	start := time.Now()
+	for range reshards {
+		from, err := cl.Owner(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		to := cl.Addrs[(indexOf(cl.Addrs, from)+1)%len(cl.Addrs)]
+		if err := cl.Reshard(from, to, low); err != nil {
+			t.Fatal(err)
+		}
+		for _, slot := range slots {
+			if owner, err := cl.Owner(slot); err != nil || owner != to {
+				t.Fatalf("after redis-cli reshard %d slots from %s to %s, slot %d is on %s (%v)", low, from, to, slot, owner, err)
+			}
+		}
+	}
+	resharding := time.Since(start)
+	// Then by hand, one slot at a time, as often as the test likes.
+	keysMoved := 0
+	start = time.Now()
 	for i := range moves {
 		for _, slot := range slots {
 			from, err := cl.Owner(slot)
@@ -148,11 +174,11 @@ func TestClusterReshard(t *testing.T) {
 		t.Logf("failed call %s: %s", k, v)
 	}
 	t.Logf("error replies the servers sent during and after the moves, by code: %v", errs)
-	t.Logf("moved slots %v %d times each (%d keys, ten per MIGRATE) in %.2fs; calls during and after the moves: %v",
-		slots, moves, keysMoved, moving.Seconds(), l.calls)
-	t.Logf("BenchmarkClusterReshard moves %d keys_moved %d moving_s %.2f acked_enters %d acked_admissions %d acked_holds %d acked_leaves %d "+
+	t.Logf("redis-cli resharded %d slots %d times in %.2fs, then moved slots %v %d times each (%d keys, ten per MIGRATE) in %.2fs; calls during and after the moves: %v",
+		low, reshards, resharding.Seconds(), slots, moves, keysMoved, moving.Seconds(), l.calls)
+	t.Logf("BenchmarkClusterReshard reshards %d resharding_s %.2f moves %d keys_moved %d moving_s %.2f acked_enters %d acked_admissions %d acked_holds %d acked_leaves %d "+
 		"lost %d failed_calls %d moved_replies %d ask_replies %d asking %d tryagain_replies %d max_active %d store_max_active %d",
-		moves*len(slots), keysMoved, moving.Seconds(), len(l.entered), len(l.admitted), len(l.holds), len(l.left),
+		reshards, resharding.Seconds(), moves*len(slots), keysMoved, moving.Seconds(), len(l.entered), len(l.admitted), len(l.holds), len(l.left),
 		lost, l.failed, counters["errorstat_MOVED"], counters["errorstat_ASK"], counters["cmdstat_asking"],
 		counters["errorstat_TRYAGAIN"], set.MaxActive, l.storeMaxActive)
 }
@@ -181,6 +207,21 @@ func keySlot(tb testing.TB, c rueidis.Client, key string) int {
 		tb.Fatal(err)
 	}
 	return int(n)
+}
+
+// lowSlotName returns the first fmt.Sprintf(format, i) … name whose key,
+// format with i, is in a slot below low: the name is what %d becomes
+// inside the key's hash tag.
+func lowSlotName(tb testing.TB, c rueidis.Client, format string, low int) string {
+	tb.Helper()
+	for i := range 1_000_000 {
+		if keySlot(tb, c, fmt.Sprintf(format, i)) < low {
+			key := fmt.Sprintf(format, i)
+			return key[strings.Index(key, "{")+1 : strings.Index(key, "}")]
+		}
+	}
+	tb.Fatalf("no name of %q in a slot below %d", format, low)
+	return ""
 }
 
 func indexOf(s []string, v string) int {

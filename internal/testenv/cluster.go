@@ -243,3 +243,15 @@ func (cl *Cluster) Other(addr string) string {
 	}
 	return ""
 }
+
+// Reshard moves n slots from the primary at from to the one at to with
+// `redis-cli --cluster reshard`, which takes the source's lowest-numbered
+// slots, ten keys per MIGRATE (its default --cluster-pipeline).
+func (cl *Cluster) Reshard(from, to string, n int) error {
+	out, err := exec.Command("redis-cli", "--cluster", "reshard", from, "--cluster-from", cl.ids[from],
+		"--cluster-to", cl.ids[to], "--cluster-slots", strconv.Itoa(n), "--cluster-yes").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("redis-cli --cluster reshard: %v\n%s", err, out)
+	}
+	return nil
+}

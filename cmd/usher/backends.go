@@ -47,7 +47,7 @@ func checkStore(spec string) error {
 	if spec == "memory" || strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://") {
 		return nil
 	}
-	return fmt.Errorf("bad setting --store/USHER_STORE=%q: want memory, redis://…, rediss://… or redis://sentinel:port/db?addr=…&master_set=name (Sentinel)", redactURL(spec))
+	return fmt.Errorf("bad setting --store/USHER_STORE=%q: want memory, redis://…, rediss://…, redis://sentinel:port/db?addr=…&master_set=name (Sentinel) or redis://node:port?addr=node:port… (Cluster)", redactURL(spec))
 }
 
 func checkDB(spec string) error {
@@ -77,7 +77,8 @@ func checkBroker(spec string, replicas int) error {
 
 // openStores is the switch that picks the fast store: the queue, the holds
 // and the per-client limits live in the same backend. A redis:// URL with
-// master_set goes through Sentinel (redisqueue.Open). The memory store
+// master_set goes through Sentinel; one whose nodes run Redis Cluster is a
+// cluster client (redisqueue.Open). The memory store
 // keeps its rooms in roomsFile ("": nowhere), creating its directory.
 func openStores(ctx context.Context, spec, prefix, roomsFile string, cl *closers) (queue.Store, hold.Store, limit.Store, error) {
 	switch {

@@ -7,6 +7,7 @@ import (
 	mathrand "math/rand/v2"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -138,6 +139,7 @@ type failoverLog struct {
 	failed               int
 	calls                map[string]int // after the kill, by operation and outcome
 	unexpected           []error
+	samples              map[string]string // after the kill: an unavailable error of each kind, by operation
 
 	entered  map[string]time.Time // acknowledged enters, when
 	admitted map[string]time.Time // visitors told they were active, when
@@ -153,7 +155,7 @@ type failoverLog struct {
 
 func newFailoverLog() *failoverLog {
 	return &failoverLog{entered: map[string]time.Time{}, admitted: map[string]time.Time{}, left: map[string]time.Time{},
-		holds: map[string]hold.Hold{}, heldAt: map[string]time.Time{}, calls: map[string]int{}, lost: map[string]bool{}, back: map[string]bool{}}
+		holds: map[string]hold.Hold{}, heldAt: map[string]time.Time{}, calls: map[string]int{}, samples: map[string]string{}, lost: map[string]bool{}, back: map[string]bool{}}
 }
 
 func (l *failoverLog) count(f func() int) int {
@@ -202,6 +204,16 @@ func (l *failoverLog) call(op string, err error, write bool, expected ...error) 
 		l.unexpected = append(l.unexpected, fmt.Errorf("answered %d %s: %w", st, code, err))
 	}
 	l.failed++
+	if !l.killed.IsZero() {
+		msg := err.Error()
+		if i := strings.LastIndex(msg, ": "); i >= 0 {
+			msg = msg[i+2:]
+		}
+		if len(msg) > 60 {
+			msg = msg[:60]
+		}
+		l.samples[op+": "+msg] = err.Error()
+	}
 	if write && !l.killed.IsZero() && l.firstFail.IsZero() {
 		l.firstFail = now
 	}
@@ -276,7 +288,8 @@ func (l *failoverLog) visit(qs queue.Store, hs hold.Store, room, scope, v string
 	l.activate(v, true)
 	for range 3 {
 		h, err := hs.HoldSeats(context.Background(), scope, v, []string{fmt.Sprintf("A-%d", 1+mathrand.IntN(seats))}, 1, 10*time.Minute, time.Now())
-		if l.call("hold", err, true, hold.ErrTaken) {
+		// ErrLimit: an earlier try failed unavailable but had run.
+		if l.call("hold", err, true, hold.ErrTaken, hold.ErrLimit) {
 			l.mu.Lock()
 			l.holds[h.ID] = h
 			l.heldAt[h.ID] = time.Now()

@@ -46,7 +46,9 @@ func RedisPrefix(tb testing.TB, c rueidis.Client) string {
 	return prefix
 }
 
-// DeleteKeys removes every key under prefix on every node.
+// DeleteKeys removes every key under prefix on every node (each primary of
+// a Redis Cluster; a replica's keys are its primary's, and UNLINK goes
+// through c, which routes it to the key's primary).
 func DeleteKeys(tb testing.TB, c rueidis.Client, prefix string) {
 	tb.Helper()
 	ctx := context.Background()
@@ -59,7 +61,7 @@ func DeleteKeys(tb testing.TB, c rueidis.Client, prefix string) {
 				return
 			}
 			for _, k := range e.Elements {
-				if err := node.Do(ctx, node.B().Unlink().Key(k).Build()).Error(); err != nil {
+				if err := c.Do(ctx, c.B().Unlink().Key(k).Build()).Error(); err != nil {
 					tb.Errorf("unlink %s: %v", k, err)
 				}
 			}

@@ -46,6 +46,8 @@ func example(name string) string {
 		return "=redis://127.0.0.1:6379/0"
 	case "USHER_TEST_REDIS_SENTINEL":
 		return "=$(scripts/sentinel.sh url) after scripts/sentinel.sh start"
+	case "USHER_TEST_REDIS_CLUSTER":
+		return "=$(scripts/cluster.sh url) after scripts/cluster.sh start"
 	case "USHER_TEST_POSTGRES":
 		return "='postgres://postgres@127.0.0.1:5432/test?sslmode=disable'"
 	case "USHER_TEST_NATS":

@@ -11,6 +11,7 @@
 //	<prefix>{<scope>}:hold         hash: hold id → "holder quantity expiry_ms seat…"
 //	<prefix>{<scope>}:held         hash: s:<holder> → seats, u:<holder> → units, units → all units held
 //	<prefix>{<scope>}:seat:<seat>  string: the id of the hold that has the seat
+//	<prefix>{<scope>}:guard        never written; every script declares it (Store.keys)
 //
 // Every method is one Lua script (lua/*.lua, run with EVALSHA), atomic
 // however many instances share the server: a call either ran whole or not at
@@ -18,7 +19,9 @@
 // connection) may still have run. Scripts that end holds derive the seat
 // keys from the hold's record instead of declaring them: they share the
 // scope's hash tag and so the slot of the declared keys, which Redis Cluster
-// accepts, but a proxy that demands every key in KEYS would not.
+// accepts (the guard key keeps such a script from running while the slot
+// migrates, when a seat key may already be on the other node), but a proxy
+// that demands every key in KEYS would not.
 //
 // Two clocks. Liveness follows the caller's now alone: a hold is live while
 // its expiry in the holds set is after now, and every script (but SetStock,
@@ -122,11 +125,22 @@ func New(c rueidis.Client, prefix string) *Store {
 // base is the start of every key of scope.
 func (s *Store) base(scope string) string { return s.prefix + "{" + scope + "}:" }
 
-// keys returns the scope's four fixed keys (common.lua's KEYS[1..4]) with
-// room for extra more.
+// keys returns the scope's four fixed keys and its guard key (common.lua's
+// KEYS[1..5]) with room for extra more.
+//
+// The guard, <prefix>{<scope>}:guard, is never written. Every script
+// declares it so that Redis Cluster never runs a scope's script while the
+// scope's slot migrates: the source refuses a script with a declared key it
+// does not have (ASK), the target one with a declared key it does not have
+// yet (TRYAGAIN), and the guard is on neither. Without it, a script could
+// run on the source while the slot migrates and stop half-way, its first
+// writes done, at the first key that is not there: a seat key that a
+// MIGRATE has moved (the seat keys of the holds a script ends are not
+// declared) or a hash the script itself emptied. exec retries the TRYAGAIN
+// until the slot has moved.
 func (s *Store) keys(scope string, extra int) []string {
 	base := s.base(scope)
-	return append(make([]string, 0, 4+extra), base+"stock", base+"holds", base+"hold", base+"held")
+	return append(make([]string, 0, 5+extra), base+"stock", base+"holds", base+"hold", base+"held", base+"guard")
 }
 
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
@@ -151,6 +165,37 @@ func notFound(op, scope, id string) error {
 	return fmt.Errorf("redishold: %s %s/%s: %w", op, scope, id, hold.ErrNotFound)
 }
 
+// tryAgainFor bounds the retries of a script that Redis Cluster refused
+// with TRYAGAIN when the caller's context has no deadline of its own.
+const tryAgainFor = time.Second
+
+// exec runs script, and again while Redis Cluster refuses it with TRYAGAIN:
+// during a slot migration (docs/operations.md#redis-cluster) a script whose
+// keys are split between the two nodes, or not all on the target yet, is
+// refused before it runs, so running it again is safe. The retries back off
+// from 1 ms to 16 ms and stop at the context's end (the store deadline) or
+// after tryAgainFor; the last TRYAGAIN is then the answer (unavailable).
+// rueidis follows MOVED and ASK itself, but retries TRYAGAIN only for
+// scripts marked retryable, which it would also resend after a broken
+// connection, when a script may have run: these scripts are not idempotent.
+func exec(ctx context.Context, c rueidis.Client, script *rueidis.Lua, keys, args []string) rueidis.RedisResult {
+	wait, give := time.Millisecond, time.Now().Add(tryAgainFor)
+	for {
+		r := script.Exec(ctx, c, keys, args)
+		if e, ok := rueidis.IsRedisErr(r.Error()); !ok || !e.IsTryAgain() || time.Now().After(give) {
+			return r
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return r
+		case <-t.C:
+		}
+		wait = min(2*wait, 16*time.Millisecond)
+	}
+}
+
 // HoldSeats implements hold.Store.
 func (s *Store) HoldSeats(ctx context.Context, scope, holder string, seats []string, limit int, ttl time.Duration, now time.Time) (hold.Hold, error) {
 	const op = "hold seats"
@@ -164,7 +209,7 @@ func (s *Store) HoldSeats(ctx context.Context, scope, holder string, seats []str
 	args := append(make([]string, 0, 7+len(seats)),
 		base, ms(now), id, holder, strconv.Itoa(limit), strconv.FormatInt(exp, 10), px)
 	args = append(args, seats...)
-	arr, err := s.holdSeats.Exec(ctx, s.c, keys, args).ToArray()
+	arr, err := exec(ctx, s.c, s.holdSeats, keys, args).ToArray()
 	if err != nil {
 		return hold.Hold{}, unavailable(op, scope, err)
 	}
@@ -202,7 +247,7 @@ func (s *Store) HoldStock(ctx context.Context, scope, holder string, n, limit in
 	exp, px := expiry(now, ttl)
 	args := []string{s.base(scope), ms(now), id, holder,
 		strconv.FormatInt(n, 10), strconv.FormatInt(limit, 10), strconv.FormatInt(exp, 10), px}
-	arr, err := s.holdStock.Exec(ctx, s.c, s.keys(scope, 0), args).ToArray()
+	arr, err := exec(ctx, s.c, s.holdStock, s.keys(scope, 0), args).ToArray()
 	if err != nil {
 		return hold.Hold{}, unavailable(op, scope, err)
 	}
@@ -230,7 +275,7 @@ func resultOf(arr []rueidis.RedisMessage) (int64, error) {
 
 // Get implements hold.Store.
 func (s *Store) Get(ctx context.Context, scope, id string, now time.Time) (hold.Hold, error) {
-	rec, err := s.get.Exec(ctx, s.c, s.keys(scope, 0), []string{s.base(scope), ms(now), id}).ToString()
+	rec, err := exec(ctx, s.c, s.get, s.keys(scope, 0), []string{s.base(scope), ms(now), id}).ToString()
 	if rueidis.IsRedisNil(err) {
 		return hold.Hold{}, notFound("get", scope, id)
 	}
@@ -247,7 +292,7 @@ func (s *Store) Get(ctx context.Context, scope, id string, now time.Time) (hold.
 
 // Find implements hold.Store.
 func (s *Store) Find(ctx context.Context, scope, seat string, now time.Time) (hold.Hold, error) {
-	arr, err := s.find.Exec(ctx, s.c, s.keys(scope, 0), []string{s.base(scope), ms(now), seat}).ToArray()
+	arr, err := exec(ctx, s.c, s.find, s.keys(scope, 0), []string{s.base(scope), ms(now), seat}).ToArray()
 	if rueidis.IsRedisNil(err) {
 		return hold.Hold{}, notFound("find", scope, seat)
 	}
@@ -299,7 +344,7 @@ func (s *Store) Consume(ctx context.Context, scope, id string, now time.Time) er
 }
 
 func (s *Store) endHold(ctx context.Context, op, scope, id string, now time.Time) error {
-	n, err := s.end.Exec(ctx, s.c, s.keys(scope, 0), []string{s.base(scope), ms(now), id, op}).AsInt64()
+	n, err := exec(ctx, s.c, s.end, s.keys(scope, 0), []string{s.base(scope), ms(now), id, op}).AsInt64()
 	if err != nil {
 		return unavailable(op, scope, err)
 	}
@@ -311,7 +356,7 @@ func (s *Store) endHold(ctx context.Context, op, scope, id string, now time.Time
 
 // HeldSeats implements hold.Store.
 func (s *Store) HeldSeats(ctx context.Context, scope string, now time.Time) ([]string, error) {
-	seats, err := s.heldSeats.Exec(ctx, s.c, s.keys(scope, 0), []string{s.base(scope), ms(now)}).AsStrSlice()
+	seats, err := exec(ctx, s.c, s.heldSeats, s.keys(scope, 0), []string{s.base(scope), ms(now)}).AsStrSlice()
 	if err != nil {
 		return nil, unavailable("held seats", scope, err)
 	}
@@ -320,7 +365,7 @@ func (s *Store) HeldSeats(ctx context.Context, scope string, now time.Time) ([]s
 
 // SetStock implements hold.Store.
 func (s *Store) SetStock(ctx context.Context, scope string, total int64) error {
-	if err := s.setStock.Exec(ctx, s.c, s.keys(scope, 0), []string{strconv.FormatInt(total, 10)}).Error(); err != nil {
+	if err := exec(ctx, s.c, s.setStock, s.keys(scope, 0), []string{strconv.FormatInt(total, 10)}).Error(); err != nil {
 		return unavailable("set stock", scope, err)
 	}
 	return nil
@@ -328,7 +373,7 @@ func (s *Store) SetStock(ctx context.Context, scope string, total int64) error {
 
 // Stock implements hold.Store.
 func (s *Store) Stock(ctx context.Context, scope string, now time.Time) (int64, error) {
-	n, err := s.stock.Exec(ctx, s.c, s.keys(scope, 0), []string{s.base(scope), ms(now)}).AsInt64()
+	n, err := exec(ctx, s.c, s.stock, s.keys(scope, 0), []string{s.base(scope), ms(now)}).AsInt64()
 	if err != nil {
 		return 0, unavailable("stock", scope, err)
 	}

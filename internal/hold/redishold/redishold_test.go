@@ -45,6 +45,14 @@ func TestConformanceSentinel(t *testing.T) {
 	holdtest.Run(t, newStoreFunc(testenv.RedisAt(t, "USHER_TEST_REDIS_SENTINEL")))
 }
 
+// TestConformanceCluster runs the suite on the Redis Cluster of
+// USHER_TEST_REDIS_CLUSTER (scripts/cluster.sh), as usher does with a
+// cluster URL in --store: every script's keys share one hash tag, so one
+// slot, or the cluster refuses it (CROSSSLOT).
+func TestConformanceCluster(t *testing.T) {
+	holdtest.Run(t, newStoreFunc(testenv.RedisAt(t, "USHER_TEST_REDIS_CLUSTER")))
+}
+
 func BenchmarkStore(b *testing.B) {
 	holdtest.Bench(b, newStoreFunc(openClient(b)))
 }

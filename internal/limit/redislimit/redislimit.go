@@ -6,7 +6,9 @@
 // key vanishes by itself. Allow is one Lua script (lua/allow.lua), atomic
 // however many instances call it. Times are the caller's clock at
 // microsecond resolution. A call that fails with limit.ErrUnavailable may
-// still have run.
+// still have run. On Redis Cluster the script's one key is its slot; while
+// that slot migrates, the node that has the key runs it (the source, or the
+// target after ASK), so it needs no guard key like the queue's.
 package redislimit
 
 import (

@@ -17,6 +17,15 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceCluster runs the suite on the Redis Cluster of
+// USHER_TEST_REDIS_CLUSTER (scripts/cluster.sh).
+func TestConformanceCluster(t *testing.T) {
+	c := testenv.RedisAt(t, "USHER_TEST_REDIS_CLUSTER")
+	limittest.Run(t, func(t *testing.T) limit.Store {
+		return New(c, testenv.RedisPrefix(t, c))
+	})
+}
+
 func TestKeyExpires(t *testing.T) {
 	c := testenv.Redis(t)
 	prefix := testenv.RedisPrefix(t, c)

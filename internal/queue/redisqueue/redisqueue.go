@@ -12,7 +12,12 @@
 //	<prefix>{<room>}:parked  sorted set: absent visitors out of the line → seq (lua/presence.lua)
 //	<prefix>{<room>}:back    sorted set: parked visitors who came back → seq, admitted first
 //	<prefix>{<room>}:signals hash: the adaptive controller's pool of origin signals (lua/signals.lua)
+//	<prefix>{<room>}:guard   never written; every script declares it (Store.guardKey)
 //
+// On Redis Cluster a room is thus one slot: its scripts run on the slot's
+// primary, and while the slot migrates they are refused (TRYAGAIN) and
+// retried within the caller's deadline rather than run half on each node
+// (docs/operations.md#redis-high-availability).
 // The adaptive controller's state (queue.ControlFields, admit_rate_current
 // among them) lives in the meta hash by name, next to the settings.
 //
@@ -28,8 +33,8 @@
 // change here. A setting missing from an older room's hash reads as its
 // default.
 //
-// A fourth key, the set <prefix>rooms, lists the room ids for Rooms. It lives
-// outside every room's slot, so PutRoom writes it in a second command after
+// One more key, the set <prefix>rooms, lists the room ids for Rooms. It lives
+// outside every room's slot (on a cluster: on one primary for all rooms), so PutRoom writes it in a second command after
 // the room's script: if that command fails, PutRoom returns ErrUnavailable
 // and the room exists but is not listed until PutRoom is retried. DeleteRoom
 // likewise removes the room's keys in its script (lua/delete_room.lua) and
@@ -157,6 +162,11 @@ func New(c rueidis.Client, prefix string) *Store {
 // or rediss:// for TLS; see rueidis.ParseURL for the options) and checks it
 // answers a PING within ctx. Failing to reach it wraps queue.ErrUnavailable.
 //
+// A Redis Cluster needs no option: the host and any addr parameters are
+// seed nodes (redis://node-a:6379?addr=node-b:6379), rueidis reads the slot
+// map from the first that answers, sends each call to its slot's primary
+// and follows MOVED and ASK. A cluster has only database 0.
+//
 // A URL with master_set connects through Sentinel: its host and its addr
 // parameters are the sentinels, the master set's current primary serves
 // every call, and a failover moves the client to the new primary
@@ -270,9 +280,58 @@ func notFound(op, room string) error {
 	return fmt.Errorf("redisqueue: %s %s: %w", op, room, queue.ErrRoomNotFound)
 }
 
+// tryAgainFor bounds the retries of a script that Redis Cluster refused
+// with TRYAGAIN when the caller's context has no deadline of its own.
+const tryAgainFor = time.Second
+
+// exec runs script, and again while Redis Cluster refuses it with TRYAGAIN:
+// during a slot migration (docs/operations.md#redis-cluster) a script whose
+// keys are split between the two nodes, or not all on the target yet, is
+// refused before it runs, so running it again is safe. The retries back off
+// from 1 ms to 16 ms and stop at the context's end (the store deadline) or
+// after tryAgainFor; the last TRYAGAIN is then the answer (unavailable).
+// rueidis follows MOVED and ASK itself, but retries TRYAGAIN only for
+// scripts marked retryable, which it would also resend after a broken
+// connection, when a script may have run: these scripts are not idempotent.
+func exec(ctx context.Context, c rueidis.Client, script *rueidis.Lua, keys, args []string) rueidis.RedisResult {
+	wait, give := time.Millisecond, time.Now().Add(tryAgainFor)
+	for {
+		r := script.Exec(ctx, c, keys, args)
+		if e, ok := rueidis.IsRedisErr(r.Error()); !ok || !e.IsTryAgain() || time.Now().After(give) {
+			return r
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return r
+		case <-t.C:
+		}
+		wait = min(2*wait, 16*time.Millisecond)
+	}
+}
+
+// exec runs a room's script with its keys and, last, the room's guard key
+// (see guardKey).
+func (s *Store) exec(ctx context.Context, script *rueidis.Lua, room string, keys, args []string) rueidis.RedisResult {
+	return exec(ctx, s.c, script, append(keys[:len(keys):len(keys)], s.guardKey(room)), args)
+}
+
+// guardKey is a key of the room's slot that is never written. Every script
+// declares it, last, so that Redis Cluster never runs a room's script while
+// the room's slot migrates: the source refuses a script with a declared key
+// it does not have (ASK), the target one with a declared key it does not
+// have yet (TRYAGAIN), and the guard is on neither. Without it, a script
+// could run on the source while the slot migrates and stop half-way, its
+// first writes done, at the first key that is not there (one MIGRATE has
+// moved, or one the script itself emptied): Redis fails "Script attempted
+// to access a non local key" at that command, not before the script. exec
+// retries the TRYAGAIN until the slot has moved.
+func (s *Store) guardKey(room string) string { return s.prefix + "{" + room + "}:guard" }
+
 // run runs a room's script and returns its array reply.
 func (s *Store) run(ctx context.Context, op string, script *rueidis.Lua, room string, args ...string) ([]rueidis.RedisMessage, error) {
-	arr, err := script.Exec(ctx, s.c, s.keys(room), args).ToArray()
+	arr, err := s.exec(ctx, script, room, s.keys(room), args).ToArray()
 	if err != nil {
 		return nil, unavailable(op, room, err)
 	}
@@ -331,7 +390,7 @@ func (s *Store) putRoom(ctx context.Context, op, room string, set queue.Settings
 	for _, f := range fields {
 		args = append(args, f.Name, f.Encode(set))
 	}
-	created, err := s.putRoomScript.Exec(ctx, s.c, s.keys(room)[:1], args).AsInt64()
+	created, err := s.exec(ctx, s.putRoomScript, room, s.keys(room)[:1], args).AsInt64()
 	if err != nil {
 		return false, unavailable(op, room, err)
 	}
@@ -412,7 +471,7 @@ func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time)
 // Leave implements queue.Store.
 func (s *Store) Leave(ctx context.Context, room, visitor string) error {
 	r, err := s.withKey(ctx, "leave", room, visitor, func(key, commitment string) ([]int64, error) {
-		n, err := s.leave.Exec(ctx, s.c, s.keys(room), []string{visitor, key, commitment}).AsInt64()
+		n, err := s.exec(ctx, s.leave, room, s.keys(room), []string{visitor, key, commitment}).AsInt64()
 		if err != nil {
 			return nil, unavailable("leave", room, err)
 		}
@@ -458,7 +517,7 @@ var defaultPerUnit = strconv.FormatFloat(queue.DefaultSettings().VisitorsPerUnit
 
 // SetInventory implements queue.Store.
 func (s *Store) SetInventory(ctx context.Context, room string, units int64) error {
-	ok, err := s.setInventory.Exec(ctx, s.c, s.keys(room)[:1], []string{strconv.FormatInt(units, 10), defaultPerUnit}).AsInt64()
+	ok, err := s.exec(ctx, s.setInventory, room, s.keys(room)[:1], []string{strconv.FormatInt(units, 10), defaultPerUnit}).AsInt64()
 	if err != nil {
 		return unavailable("set inventory", room, err)
 	}
@@ -495,7 +554,7 @@ func (s *Store) signalKeys(room string) []string {
 
 // AddSignals implements queue.Store.
 func (s *Store) AddSignals(ctx context.Context, room string, sig queue.Signals) (queue.Signals, error) {
-	arr, err := s.signals.Exec(ctx, s.c, s.signalKeys(room), sig.SignalPairs()).ToArray()
+	arr, err := s.exec(ctx, s.signals, room, s.signalKeys(room), sig.SignalPairs()).ToArray()
 	if err != nil {
 		return queue.Signals{}, unavailable("add signals", room, err)
 	}
@@ -529,7 +588,7 @@ func (s *Store) SetControl(ctx context.Context, room string, next queue.Control,
 		args = append(args, f.Name, f.Encode(next))
 	}
 	args = append(args, used.SignalPairs()...)
-	r, err := s.setControl.Exec(ctx, s.c, s.signalKeys(room), args).AsInt64()
+	r, err := s.exec(ctx, s.setControl, room, s.signalKeys(room), args).AsInt64()
 	switch {
 	case err != nil:
 		return false, unavailable("set control", room, err)
@@ -628,7 +687,7 @@ func (s *Store) DeleteRoom(ctx context.Context, room string, force bool, now tim
 		f = "1"
 	}
 	keys := append(s.keys(room), s.signalKeys(room)[1]) // and the controller's signal pool
-	r, err := s.deleteRoom.Exec(ctx, s.c, keys, []string{f, ms(now)}).AsInt64()
+	r, err := s.exec(ctx, s.deleteRoom, room, keys, []string{f, ms(now)}).AsInt64()
 	if err != nil {
 		return unavailable("delete room", room, err)
 	}

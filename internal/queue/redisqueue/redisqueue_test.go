@@ -42,8 +42,23 @@ func TestConformanceSentinel(t *testing.T) {
 	queuetest.Run(t, newStoreFunc(testenv.RedisAt(t, "USHER_TEST_REDIS_SENTINEL")))
 }
 
+// TestConformanceCluster runs the suite on the Redis Cluster of
+// USHER_TEST_REDIS_CLUSTER (scripts/cluster.sh), as usher does with a
+// cluster URL in --store: every script's keys share one hash tag, so one
+// slot, or the cluster refuses it (CROSSSLOT).
+func TestConformanceCluster(t *testing.T) {
+	queuetest.Run(t, newStoreFunc(testenv.RedisAt(t, "USHER_TEST_REDIS_CLUSTER")))
+}
+
 func BenchmarkStore(b *testing.B) {
 	queuetest.Bench(b, newStoreFunc(openClient(b)))
+}
+
+// BenchmarkStoreCluster is BenchmarkStore on the cluster of
+// USHER_TEST_REDIS_CLUSTER: one room, so one primary, reached through the
+// cluster client (docs/benchmarks-redis.md#5-redis-cluster).
+func BenchmarkStoreCluster(b *testing.B) {
+	queuetest.Bench(b, newStoreFunc(testenv.RedisAt(b, "USHER_TEST_REDIS_CLUSTER")))
 }
 
 // TestKeys pins the key layout that docs, scripts/bench-redis.sh and

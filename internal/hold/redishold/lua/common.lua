@@ -5,6 +5,8 @@
 --   KEYS[3] hold   hash: hold id → record "holder quantity expiry_ms seat..."
 --   KEYS[4] held   hash: "s:"..holder → seats held, "u:"..holder → units
 --                  held, "units" → units held by all
+--   KEYS[5] guard  never written: declared so that Redis Cluster runs no
+--                  script while the scope's slot migrates (Store.keys)
 -- ARGV[1] is the scope's key base "<prefix>{<scope>}:" (seat keys are
 -- base.."seat:"..seat), ARGV[2] the caller's now in unix ms. Ids and seats
 -- never contain a space (hold.Store's rule), so a record splits on spaces.

@@ -1,12 +1,12 @@
 -- hold_seats.lua: hold every seat or none (hold.Store.HoldSeats).
--- KEYS[5..] the seat keys, in request order
+-- KEYS[6..] the seat keys, in request order (KEYS[5] is the guard)
 -- ARGV[3] id, ARGV[4] holder, ARGV[5] limit, ARGV[6] expiry ms, ARGV[7] px
 -- (expiry - now + margin), ARGV[8..] the seats, in request order
 -- Returns {0} held, {1, seat...} taken (each once, in order of first
 -- appearance: held by a live hold, or asked for twice), {2} over the limit.
 local id, holder = ARGV[3], ARGV[4]
 local limit, px = tonumber(ARGV[5]), tonumber(ARGV[7])
-local n = #KEYS - 4
+local n = #KEYS - 5
 
 local times = {}
 for i = 8, #ARGV do
@@ -16,7 +16,7 @@ local taken = {1}
 for i = 1, n do
   local seat = ARGV[7 + i]
   if times[seat] > 0 then -- first appearance
-    local owner = redis.call('GET', KEYS[4 + i])
+    local owner = redis.call('GET', KEYS[5 + i])
     if times[seat] > 1 or (owner and redis.call('ZSCORE', holds_key, owner)) then
       taken[#taken + 1] = seat
     end
@@ -31,7 +31,7 @@ if count('s:' .. holder) + n > limit then
 end
 
 -- A seat key naming a hold that has ended is free: SET overwrites it.
-for i = 5, #KEYS do
+for i = 6, #KEYS do
   redis.call('SET', KEYS[i], id, 'PX', px)
 end
 if n > 0 then

@@ -202,11 +202,18 @@ func TestNATSClusterFailover(t *testing.T) {
 	for _, id := range inFlight {
 		inFlightWait = max(inFlightWait, decisions.decidedAt(id).Sub(s.killed))
 	}
-	var afterWait []time.Duration
-	for id, at := range s.submittedSince(s.killed) {
-		afterWait = append(afterWait, decisions.decidedAt(id).Sub(at))
+	var afterWait, beforeWait []time.Duration
+	since := s.submittedSince(s.killed)
+	for id, at := range s.submittedSince(time.Time{}) {
+		if _, after := since[id]; after {
+			afterWait = append(afterWait, decisions.decidedAt(id).Sub(at))
+		} else {
+			beforeWait = append(beforeWait, decisions.decidedAt(id).Sub(at))
+		}
 	}
-	slices.Sort(afterWait)
+	s.mu.Lock()
+	reserveBefore := slices.Clone(s.reserveBefore)
+	s.mu.Unlock()
 	// The visitors' unavailability: from the kill to the first successful
 	// Reserve after the first failed one (calls in flight at the kill hang
 	// until they fail).
@@ -293,16 +300,18 @@ func TestNATSClusterFailover(t *testing.T) {
 	for _, err := range s.unexpected {
 		t.Errorf("a call failed with something other than unavailable (503): %v", err)
 	}
-	p := func(q float64) float64 {
-		if len(afterWait) == 0 {
+	p := func(ds []time.Duration, q float64) float64 {
+		if len(ds) == 0 {
 			return 0
 		}
-		return afterWait[int(q*float64(len(afterWait)-1))].Seconds()
+		slices.Sort(ds)
+		return ds[int(q*float64(len(ds)-1))].Seconds()
 	}
 	t.Logf("killed %s (leader of most of stream, consumer, bucket); calls after the kill: %v", victim.Name, s.calls)
 	t.Logf("BenchmarkNATSClusterFailover reservations %d failed_calls %d unavailable_s %.2f first_fail_after_kill_s %.2f slowest_reserve_s %.2f in_flight_at_kill %d in_flight_decided_after_s %.2f "+
-		"after_kill_decided_p50_s %.3f after_kill_decided_max_s %.2f redelivered %d no_quorum_reserve_fail_s %s back_to_first_reserve_s %.2f retries %d",
-		len(s.visitor), failedCalls, unavailable, firstFailAfter, slowest.Seconds(), len(inFlight), inFlightWait.Seconds(), p(0.5), p(1),
+		"reserve_p50_before_kill_s %.3f decided_p50_before_kill_s %.3f after_kill_decided_p50_s %.3f after_kill_decided_max_s %.2f redelivered %d no_quorum_reserve_fail_s %s back_to_first_reserve_s %.2f retries %d",
+		len(s.visitor), failedCalls, unavailable, firstFailAfter, slowest.Seconds(), len(inFlight), inFlightWait.Seconds(),
+		p(reserveBefore, 0.5), p(beforeWait, 0.5), p(afterWait, 0.5), p(afterWait, 1),
 		decisions.redelivered(), durations(failTimes), back.Seconds(), retries)
 }
 
@@ -316,17 +325,20 @@ type failoverSale struct {
 	seats     []int64
 	decisions *decisionLog
 
-	mu         sync.Mutex
-	next       int
-	killed     time.Time // zero before the kill
-	firstFail  time.Time // first failed Reserve after the kill
-	recovered  time.Time // first successful Reserve after firstFail
-	failed     int
-	slowest    time.Duration     // the longest Reserve that ended after the kill
-	calls      map[string]int    // after the kill, by outcome
-	visitor    map[string]string // reservation id → visitor
-	submitted  map[string]time.Time
-	unexpected []error
+	mu        sync.Mutex
+	next      int
+	killed    time.Time // zero before the kill
+	firstFail time.Time // first failed Reserve after the kill
+	recovered time.Time // first successful Reserve after firstFail
+	failed    int
+	slowest   time.Duration // the longest Reserve that ended after the kill
+	// reserveBefore are the successful Reserves before the kill: the
+	// reference.
+	reserveBefore []time.Duration
+	calls         map[string]int    // after the kill, by outcome
+	visitor       map[string]string // reservation id → visitor
+	submitted     map[string]time.Time
+	unexpected    []error
 }
 
 // start runs workers visitors until the returned stop is called; stop
@@ -417,6 +429,8 @@ func (s *failoverSale) outcome(err error, start, at time.Time) {
 		if at.After(s.killed) {
 			s.slowest = max(s.slowest, at.Sub(start))
 		}
+	} else if err == nil {
+		s.reserveBefore = append(s.reserveBefore, at.Sub(start))
 	}
 	switch {
 	case err == nil:

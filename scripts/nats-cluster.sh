@@ -29,13 +29,24 @@ url() {
   (IFS=,; echo "${out[*]}")
 }
 
+# get PORT PATH: an HTTP GET on the monitoring port (bash alone, no curl).
+get() {
+  local out
+  exec 3<>"/dev/tcp/$host/$1" || return 1
+  printf 'GET %s HTTP/1.0\r\nHost: %s\r\n\r\n' "$2" "$host" >&3
+  out=$(timeout 2 cat <&3) || { exec 3>&-; return 1; }
+  exec 3>&-
+  grep -q '^HTTP/1\.[01] 200' <<<"$out" || return 1
+  echo "$out"
+}
+
 # healthy: every node answers /healthz (its JetStream is current) and sees
 # a meta group of three with a leader.
 healthy() {
   local p jsz
   for p in "${http_ports[@]}"; do
-    curl -sf "http://$host:$p/healthz" >/dev/null || return 1
-    jsz=$(curl -sf "http://$host:$p/jsz") || return 1
+    get "$p" /healthz >/dev/null 2>&1 || return 1
+    jsz=$(get "$p" /jsz 2>/dev/null) || return 1
     grep -q '"cluster_size": 3' <<<"$jsz" || return 1
     grep -q '"leader": "n[123]"' <<<"$jsz" || return 1
   done

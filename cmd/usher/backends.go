@@ -60,11 +60,13 @@ func checkDB(spec string) error {
 }
 
 // checkBroker checks the broker and its replicas: 1, 3 or 5, and 1 on the
-// embedded server, which is a single node.
+// embedded server, which is a single node. An external broker is one URL
+// or a comma-separated list of the nodes of a cluster (the client picks
+// one and moves to another when it goes away).
 func checkBroker(spec string, replicas int) error {
 	embedded := spec == "embedded"
-	if !embedded && !strings.HasPrefix(spec, "nats://") && !strings.HasPrefix(spec, "tls://") {
-		return fmt.Errorf("bad setting --nats/USHER_NATS=%q: want embedded or nats://…", redactURL(spec))
+	if !embedded && !natsURLs(spec) {
+		return fmt.Errorf("bad setting --nats/USHER_NATS=%q: want embedded, nats://… or a comma-separated list nats://…,nats://…", redactURL(spec))
 	}
 	switch {
 	case replicas != 1 && replicas != 3 && replicas != 5:
@@ -73,6 +75,25 @@ func checkBroker(spec string, replicas int) error {
 		return fmt.Errorf("bad setting --nats-replicas/USHER_NATS_REPLICAS=%d: the embedded NATS server is one node; want 1, or a clustered nats://…", replicas)
 	}
 	return nil
+}
+
+// natsURLs reports whether spec is a comma-separated list of nats:// or
+// tls:// URLs with a host each (spaces around the commas allowed).
+func natsURLs(spec string) bool {
+	for u := range strings.SplitSeq(spec, ",") {
+		u = strings.TrimSpace(u)
+		rest, ok := strings.CutPrefix(u, "nats://")
+		if !ok {
+			rest, ok = strings.CutPrefix(u, "tls://")
+		}
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			rest = rest[at+1:]
+		}
+		if !ok || rest == "" || strings.HasPrefix(rest, ":") || strings.Contains(rest, " ") {
+			return false
+		}
+	}
+	return true
 }
 
 // openStores is the switch that picks the fast store: the queue, the holds
@@ -149,7 +170,7 @@ func openBroker(ctx context.Context, spec string, o natsmq.Options, dataDir stri
 		if nc, err = natsmq.ConnectEmbedded(srv); err != nil {
 			return nil, err
 		}
-	case strings.HasPrefix(spec, "nats://"), strings.HasPrefix(spec, "tls://"):
+	case natsURLs(spec):
 		var err error
 		if nc, err = nats.Connect(spec, nats.Name("usher"), nats.MaxReconnects(-1)); err != nil {
 			return nil, fmt.Errorf("broker %s: %w", redactURL(spec), errors.Join(mq.ErrUnavailable, err))
@@ -162,8 +183,20 @@ func openBroker(ctx context.Context, spec string, o natsmq.Options, dataDir stri
 	return natsmq.Open(ctx, nc, o)
 }
 
-// redactURL hides a password in a connection URL.
+// redactURL hides a password in a connection URL, or in each of a
+// comma-separated list.
 func redactURL(s string) string {
+	parts := strings.Split(s, ",")
+	for i, p := range parts {
+		if !strings.Contains(p, "://") { // not a list: a comma in a password, say
+			return redactOne(s)
+		}
+		parts[i] = redactOne(p)
+	}
+	return strings.Join(parts, ",")
+}
+
+func redactOne(s string) string {
 	if at := strings.LastIndex(s, "@"); at >= 0 {
 		if scheme := strings.Index(s, "://"); scheme >= 0 && scheme < at {
 			return s[:scheme+3] + "…" + s[at:]

@@ -52,6 +52,8 @@ func example(name string) string {
 		return "='postgres://postgres@127.0.0.1:5432/test?sslmode=disable'"
 	case "USHER_TEST_NATS":
 		return "=nats://127.0.0.1:4222 (a server started with -js)"
+	case "USHER_TEST_NATS_CLUSTER":
+		return "=$(scripts/nats-cluster.sh url) after scripts/nats-cluster.sh start"
 	}
 	return ""
 }

@@ -21,6 +21,17 @@
 //     JSON; key "idem.<hex sha256 of visitor and idempotency key>" holds the
 //     pending reservation that the first Submit with that pair recorded.
 //
+// With Options.Replicas > 1 (a cluster), the stream, its consumer and the
+// bucket are replicated (Raft: a write is acknowledged once a majority of
+// the replicas has it), and the bucket's direct gets are turned off: every
+// read goes to the stream leader, never to a replica that has not applied
+// the latest write (read your writes: a reservation is found right after
+// Submit, and a decided one is never read back pending). A Watch's
+// consumer may still run on such a replica; when it has no value yet,
+// Watch asks the leader. Without a majority of the nodes the stream has
+// no leader, and every operation fails with mq.ErrUnavailable after at
+// most Options.Timeout.
+//
 // Submit creates the idempotency key (the first writer wins, atomically in
 // the server), then creates the state key, then publishes and waits for the
 // stream's acknowledgement. If it fails after the idempotency key was
@@ -223,7 +234,46 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Broker, error) {
 	if err != nil {
 		return nil, b.setupError("open: bucket "+o.Name+"_reservations", err)
 	}
+	if o.Replicas > 1 {
+		if b.kv, err = b.leaderReads(ctx, o.Name+"_reservations"); err != nil {
+			return nil, b.setupError("open: bucket "+o.Name+"_reservations", err)
+		}
+	}
 	return b, nil
+}
+
+// leaderReads turns direct gets off on a replicated bucket and returns a
+// handle whose reads go to the stream leader. A direct get (the bucket's
+// default) may be answered by any replica, also one that has not applied
+// the latest write yet: a visitor would not find the reservation Submit
+// just recorded, or would see it pending after its decision. Every Open
+// of the bucket turns them on again (CreateOrUpdateKeyValue), so it checks
+// that the handle was made while they were off.
+func (b *Broker) leaderReads(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
+	for range 3 {
+		st, err := b.js.Stream(ctx, "KV_"+bucket)
+		if err != nil {
+			return nil, err
+		}
+		if cfg := st.CachedInfo().Config; cfg.AllowDirect {
+			cfg.AllowDirect = false
+			if _, err := b.js.UpdateStream(ctx, cfg); err != nil {
+				return nil, err
+			}
+		}
+		kv, err := b.js.KeyValue(ctx, bucket) // reads the stream's settings
+		if err != nil {
+			return nil, err
+		}
+		if st, err = b.js.Stream(ctx, "KV_"+bucket); err != nil {
+			return nil, err
+		}
+		if !st.CachedInfo().Config.AllowDirect {
+			return kv, nil
+		}
+		// Another Open turned them on meanwhile.
+	}
+	return nil, errors.New("direct gets turned on again by concurrent opens of the bucket")
 }
 
 // Submit implements mq.Broker; see the package comment for its steps and
@@ -373,7 +423,22 @@ func (b *Broker) Watch(ctx context.Context, id string) (<-chan booking.Reservati
 		w.Stop()
 		return nil, b.unavailable("watch "+id, err)
 	}
-	if e == nil || e.Operation() != jetstream.KeyValuePut {
+	if e == nil {
+		// No value yet where the watcher's consumer runs: on a cluster
+		// that may be a replica behind the leader, so ask the leader.
+		gctx, cancel := context.WithTimeout(ctx, b.o.Timeout)
+		e, err = b.kv.Get(gctx, stateKey(id))
+		cancel()
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+			w.Stop()
+			return nil, fmt.Errorf("natsmq: watch %s: %w", id, mq.ErrNotFound)
+		case err != nil:
+			w.Stop()
+			return nil, b.unavailable("watch "+id, err)
+		}
+	}
+	if e.Operation() != jetstream.KeyValuePut {
 		w.Stop()
 		return nil, fmt.Errorf("natsmq: watch %s: %w", id, mq.ErrNotFound)
 	}
@@ -389,6 +454,7 @@ func (b *Broker) Watch(ctx context.Context, id string) (<-chan booking.Reservati
 		close(out)
 		return out, nil
 	}
+	seen := e.Revision() // the watcher sends it too if it came from the leader
 	go func() {
 		defer close(out)
 		defer w.Stop()
@@ -398,9 +464,10 @@ func (b *Broker) Watch(ctx context.Context, id string) (<-chan booking.Reservati
 				if !ok {
 					return
 				}
-				if e == nil {
+				if e == nil || e.Revision() <= seen {
 					continue
 				}
+				seen = e.Revision()
 				if e.Operation() != jetstream.KeyValuePut {
 					return
 				}

@@ -539,3 +539,88 @@ func TestOpenUnreachable(t *testing.T) {
 		t.Error("Open waited for the caller's deadline, want a failure of its own before it")
 	}
 }
+
+// TestCluster runs the suite against the three-node JetStream cluster at
+// USHER_TEST_NATS_CLUSTER (scripts/nats-cluster.sh) with the stream, its
+// consumer and the bucket replicated three times, as `usher serve --nats
+// nats://a,nats://b,nats://c --nats-replicas 3` runs. Each broker has a
+// unique name, deleted when its test ends.
+func TestCluster(t *testing.T) {
+	u := testenv.URL(t, "USHER_TEST_NATS_CLUSTER")
+	nc, err := nats.Connect(u, nats.Timeout(5*time.Second), nats.Name("usher natsmq cluster test"))
+	if err != nil {
+		t.Fatalf("USHER_TEST_NATS_CLUSTER is set but NATS at %s does not answer: %v", u, err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("Replicated", func(t *testing.T) {
+		o := testOptions()
+		o.Replicas = 3
+		open(t, nc, o)
+		t.Cleanup(func() { deleteAll(t, js, o.Name) })
+		b := open(t, nc, o) // a second instance's Open turns direct gets on, then off
+		checkReplicas(t, js, o.Name, 3)
+		// Reads go to the leader: a reservation is found, and watched, at
+		// once after Submit returned, whatever replica a direct get or
+		// the watcher's consumer would have reached.
+		ctx := context.Background()
+		for i := range 100 {
+			r := reservation(fmt.Sprintf("ryw-%d", i), fmt.Sprintf("v%d", i))
+			if _, _, err := b.Submit(ctx, r, "k"); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := b.Get(ctx, r.ID); err != nil || got.Status != booking.Pending {
+				t.Fatalf("Get(%s) right after Submit = %+v, %v; want pending", r.ID, got, err)
+			}
+			wctx, cancel := context.WithCancel(ctx)
+			w, err := b.Watch(wctx, r.ID)
+			if err != nil {
+				t.Fatalf("Watch(%s) right after Submit: %v", r.ID, err)
+			}
+			if got := <-w; got.Status != booking.Pending {
+				t.Fatalf("Watch(%s) right after Submit sent %+v, want pending", r.ID, got)
+			}
+			cancel()
+		}
+	})
+	mqtest.Run(t, func(tb testing.TB) mq.Broker {
+		o := testOptions()
+		o.Replicas = 3
+		b := open(tb, nc, o)
+		tb.Cleanup(func() { deleteAll(tb, js, o.Name) })
+		return b
+	})
+}
+
+// checkReplicas wants the broker's stream and bucket to have n replicas,
+// each on a node of its own.
+func checkReplicas(t *testing.T, js jetstream.JetStream, name string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for _, stream := range []string{streamName(name), "KV_" + name + "_reservations"} {
+		st, err := js.Stream(ctx, stream)
+		if err != nil {
+			t.Fatalf("stream %s: %v", stream, err)
+		}
+		info := st.CachedInfo()
+		if info.Config.Replicas != n {
+			t.Errorf("stream %s: %d replicas configured, want %d", stream, info.Config.Replicas, n)
+		}
+		if info.Cluster == nil {
+			t.Fatalf("stream %s: no cluster info: not on a cluster", stream)
+		}
+		nodes := map[string]bool{info.Cluster.Leader: true}
+		for _, p := range info.Cluster.Replicas {
+			nodes[p.Name] = true
+		}
+		if info.Cluster.Leader == "" || len(nodes) != n {
+			t.Errorf("stream %s: leader %q and replicas %+v: want %d nodes", stream, info.Cluster.Leader, info.Cluster.Replicas, n)
+		}
+		if info.Config.AllowDirect {
+			t.Errorf("stream %s: direct gets on: a replica behind the leader may answer reads", stream)
+		}
+	}
+}

@@ -330,7 +330,13 @@ func (q *Queue) Admit(ctx context.Context, room string) (AdmitResult, error) {
 // PollAfter tells a waiting visitor when to poll again: PollBase with ±20 %
 // jitter (uniform), so that polls spread out (seed 003 §3).
 func PollAfter(eta time.Duration, exact bool) time.Duration {
-	return time.Duration(float64(PollBase(eta, exact)) * (0.8 + 0.4*rand.Float64()))
+	return Jitter(PollBase(eta, exact), rand.Float64())
+}
+
+// Jitter is PollAfter's jitter for u in [0, 1): base × (0.8 + 0.4u). A
+// simulation passes its own seeded u to pace as usher does.
+func Jitter(base time.Duration, u float64) time.Duration {
+	return time.Duration(float64(base) * (0.8 + 0.4*u))
 }
 
 // PollBase is the poll interval before jitter: 1.5 s near the front

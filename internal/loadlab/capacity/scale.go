@@ -98,7 +98,7 @@ type Scale struct {
 	Instances int `json:"instances"`
 	Primaries int `json:"primaries"`
 	// Bandwidth is the status polls' answers, bytes a second.
-	Bandwidth float64 `json:"bandwidth_bytes"`
+	Bandwidth float64  `json:"bandwidth_bytes"`
 	Notes     []string `json:"notes,omitempty"`
 }
 

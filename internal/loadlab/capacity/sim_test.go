@@ -154,10 +154,10 @@ func TestSimulationChecksThePlan(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		name         string
-		pool         int
-		service      time.Duration
-		over         time.Duration
+		name    string
+		pool    int
+		service time.Duration
+		over    time.Duration
 	}{
 		{"seed 002, 90 per second", 10, 76 * time.Millisecond, 30 * time.Second},
 		{"1,000 per second", 100, 70 * time.Millisecond, 30 * time.Second},

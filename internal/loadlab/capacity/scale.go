@@ -44,8 +44,8 @@ func DefaultUnits() Units {
 // Figures measured for this section on this project's machine
 // (docs/scaling.md, "Per-unit figures").
 const (
-	ActiveBytesMeasured     = 125.8
-	PrimaryOpsMeasured      = 100_000
+	ActiveBytesMeasured     = 125.7
+	PrimaryOpsMeasured      = 111_839
 	PollAnswerBytesMeasured = 300
 )
 

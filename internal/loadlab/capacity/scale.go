@@ -216,7 +216,7 @@ func MakeScale(p Plan, in ScaleInput) (Scale, error) {
 	sc.Primaries = max(1, int(math.Ceil(sc.StoreOps/u.PrimaryOps-1e-9)))
 	if sc.Primaries > 1 {
 		sc.Notes = append(sc.Notes, fmt.Sprintf("one room is one Redis Cluster slot, so one primary: this room's %s store calls/s are %s times what one primary runs (%s/s), and more primaries do not share one room's load (hot-room sharding, issue 11 §3, is not built): split the sale over %d rooms, or slow the arrivals",
-			fmtNum(sc.StoreOps), fmtNum(sc.StoreOps/u.PrimaryOps), fmtNum(u.PrimaryOps), sc.Primaries))
+			fmtRate(sc.StoreOps), fmtNum(sc.StoreOps/u.PrimaryOps), fmtRate(u.PrimaryOps), sc.Primaries))
 	}
 	if sc.Instances > 1 {
 		sc.Notes = append(sc.Notes, "several instances need a shared store (--store redis://…): the memory store serves one instance")

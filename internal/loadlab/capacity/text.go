@@ -162,6 +162,7 @@ func (sc Scale) WriteText(w io.Writer) error {
 	for _, n := range sc.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
+	b.WriteString("Polls/s is the steady figure: when the arrivals start or stop at once, the polls ring for a few seconds up to 8 % above it (docs/scaling.md).\n")
 	b.WriteString("Per-unit figures: measured on a shared 2-vCPU machine (docs/scaling.md); measure yours and pass them (--primary-ops, --instance-polls, …).\n")
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -343,4 +344,117 @@ func TestRollingRestart(t *testing.T) {
 		t.Errorf("%d visitors were told waiting after a visitor who entered after them had been admitted", overtaken)
 	}
 	t.Logf("lost entries or admissions: %d; overtaken: %d", lost, overtaken)
+}
+
+// TestInstancesThroughput measures, for docs/benchmarks.md, status polls/s
+// (a visitor far back in a paused room of 2,000) and enters/s (a new
+// visitor each, into another paused room) through one `usher serve` on
+// Redis and through three on the same Redis, the load spread evenly over
+// them, in interleaved rounds. The load generator is a closed loop of 64
+// goroutines in this process, and the instances run in it too (through
+// run, as every cmd/usher test runs them): they, the generator and Redis
+// share the machine's cores and one Go runtime, so the figure is the
+// ratio, three ÷ one, and what it shows is the cost of three instances
+// on the same cores, not the gain of three machines. Opt-in:
+// USHER_BENCH_INSTANCES=1 (rounds of USHER_BENCH_INSTANCES_SECONDS, 5 s).
+func TestInstancesThroughput(t *testing.T) {
+	if os.Getenv("USHER_BENCH_INSTANCES") == "" {
+		t.Skip("USHER_BENCH_INSTANCES is unset: a measurement, not a test")
+	}
+	redisURL := testenv.URL(t, "USHER_TEST_REDIS")
+	prefix := testenv.RedisPrefix(t, testenv.Redis(t))
+	keys := t.TempDir()
+	const admin = "instances-bench-admin-key-0123456789"
+	seconds := 5
+	if s := os.Getenv("USHER_BENCH_INSTANCES_SECONDS"); s != "" {
+		fmt.Sscan(s, &seconds)
+	}
+	var bases []string
+	for range 3 {
+		bases = append(bases, startInstance(t, "--addr", "127.0.0.1:0", "--store", redisURL, "--redis-prefix", prefix,
+			"--keys-dir", keys, "--admin-key", admin, "--data-dir", t.TempDir()).base)
+	}
+	c := client{t, bases[0]}
+	for _, room := range []string{"sale", "crowd"} {
+		if st, _, m := c.do("PUT", "/api/v1/rooms/"+room, admin, `{"state":"paused","admit_rate":50,"client_enters_per_minute":0}`); st != 200 && st != 201 {
+			t.Fatalf("PUT %s: %d %v", room, st, m)
+		}
+	}
+	var ticket string
+	for i := range 2000 {
+		_, _, m := c.do("POST", "/api/v1/rooms/sale/entries", admin, fmt.Sprintf(`{"visitor_id":"fill-%d"}`, i))
+		ticket, _ = m["ticket"].(string)
+	}
+	httpc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	defer httpc.CloseIdleConnections()
+	var seq sync.Mutex
+	next := 0
+	// load runs 64 goroutines for the round against targets (each request
+	// to the next in turn) and returns the answers a second.
+	load := func(targets []string, enter bool) float64 {
+		var n, failed int
+		var mu sync.Mutex
+		end := time.Now().Add(time.Duration(seconds) * time.Second)
+		var wg sync.WaitGroup
+		for g := range 64 {
+			wg.Go(func() {
+				ok, bad := 0, 0
+				for i := g; time.Now().Before(end); i++ {
+					base := targets[i%len(targets)]
+					var req *http.Request
+					if enter {
+						seq.Lock()
+						next++
+						id := next
+						seq.Unlock()
+						req, _ = http.NewRequest("POST", base+"/api/v1/rooms/crowd/entries", strings.NewReader(fmt.Sprintf(`{"visitor_id":"e-%d"}`, id)))
+						req.Header.Set("Authorization", "Bearer "+admin)
+					} else {
+						req, _ = http.NewRequest("GET", base+"/api/v1/rooms/sale/entries/me", nil)
+						req.Header.Set("Authorization", "Bearer "+ticket)
+					}
+					res, err := httpc.Do(req)
+					if err != nil {
+						bad++
+						continue
+					}
+					io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+					if res.StatusCode/100 == 2 {
+						ok++
+					} else {
+						bad++
+					}
+				}
+				mu.Lock()
+				n, failed = n+ok, failed+bad
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		if failed > n/1000 {
+			t.Errorf("%d requests failed, %d succeeded", failed, n)
+		} else if failed > 0 {
+			t.Logf("%d requests failed, %d succeeded", failed, n)
+		}
+		return float64(n) / float64(seconds)
+	}
+	sums := map[string]float64{}
+	for round := range 4 {
+		order := [][]string{bases[:1], bases}
+		if round%2 == 1 {
+			order = [][]string{bases, bases[:1]}
+		}
+		for _, targets := range order {
+			for _, what := range []string{"polls", "enters"} {
+				r := load(targets, what == "enters")
+				k := fmt.Sprintf("%s on %d", what, len(targets))
+				sums[k] += r
+				t.Logf("round %d: %s instance(s): %.0f/s", round+1, k, r)
+			}
+		}
+	}
+	t.Logf("BenchmarkInstances polls_1 %.0f polls_3 %.0f ratio %.2f enters_1 %.0f enters_3 %.0f ratio %.2f (means of 4 rounds of %d s)",
+		sums["polls on 1"]/4, sums["polls on 3"]/4, sums["polls on 3"]/sums["polls on 1"],
+		sums["enters on 1"]/4, sums["enters on 3"]/4, sums["enters on 3"]/sums["enters on 1"], seconds)
 }

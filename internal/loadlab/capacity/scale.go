@@ -162,7 +162,7 @@ func PollRate(v queue.View, waiting int64) (all, store float64) {
 	return all, store
 }
 
-// ValidateScale reports the first scale input out of range.
+// Validate reports the first scale input out of range.
 func (in ScaleInput) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))

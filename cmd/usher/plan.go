@@ -37,6 +37,15 @@ func plan(ctx context.Context, args []string, getenv func(string) string, stdout
 	mWarm := f.int("measure-warmup", 10, "requests sent first and not measured")
 	mMethod := f.string("measure-method", http.MethodGet, "HTTP method of the measured requests")
 	mBody := f.string("measure-body", "", "body of the measured requests (sent as application/json)")
+	units := capacity.DefaultUnits()
+	visitors := f.int("visitors", 0, "add a scale section for a sale of this many visitors: store memory, polls/s, enters/s, Redis primaries and usher instances at the peak (docs/scaling.md)")
+	arriveOver := f.duration("arrive-over", 10*time.Minute, "with --visitors: the visitors arrive evenly over this long from the opening")
+	waitingBytes := floatFlag(f, "waiting-bytes", units.WaitingBytes, "with --visitors: Redis memory per waiting visitor, bytes (measured: docs/benchmarks-redis.md)")
+	activeBytes := floatFlag(f, "active-bytes", units.ActiveBytes, "with --visitors: Redis memory per active visitor, bytes (measured: docs/scaling.md)")
+	primaryOps := floatFlag(f, "primary-ops", units.PrimaryOps, "with --visitors: store calls/s one Redis primary runs (measured: enters at concurrency 50, docs/benchmarks-redis.md)")
+	instancePolls := floatFlag(f, "instance-polls", units.InstancePolls, "with --visitors: status polls/s one usher instance answers (measured: docs/benchmarks.md)")
+	instanceEnters := floatFlag(f, "instance-enters", units.InstanceEnters, "with --visitors: enters/s one usher instance takes (measured: docs/benchmarks.md)")
+	pollBytes := floatFlag(f, "poll-answer-bytes", units.PollAnswerBytes, "with --visitors: bytes of one status poll's answer, headers and body (measured: docs/scaling.md)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -80,20 +89,37 @@ func plan(ctx context.Context, args []string, getenv func(string) string, stdout
 	if err != nil {
 		return err
 	}
+	var sc *capacity.Scale
+	if *visitors != 0 {
+		units = capacity.Units{WaitingBytes: *waitingBytes, ActiveBytes: *activeBytes, PrimaryOps: *primaryOps,
+			InstancePolls: *instancePolls, InstanceEnters: *instanceEnters, PollAnswerBytes: *pollBytes}
+		got, err := capacity.MakeScale(p, capacity.ScaleInput{Visitors: int64(*visitors), ArriveOver: *arriveOver, Units: units})
+		if err != nil {
+			return fmt.Errorf("bad setting --visitors/--arrive-over or a per-unit figure: %w", err)
+		}
+		sc = &got
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			Measurement *capacity.Measurement `json:"measurement,omitempty"`
 			Plan        capacity.Plan         `json:"plan"`
-		}{m, p})
+			Scale       *capacity.Scale       `json:"scale,omitempty"`
+		}{m, p, sc})
 	}
 	if m != nil {
 		if err := m.WriteText(stdout); err != nil {
 			return err
 		}
 	}
-	return p.WriteText(stdout, *usherURL, *room)
+	if err := p.WriteText(stdout, *usherURL, *room); err != nil {
+		return err
+	}
+	if sc != nil {
+		return sc.WriteText(stdout)
+	}
+	return nil
 }
 
 // floatFlag is a float64 flag with the environment fallback of newFlags.

@@ -77,6 +77,9 @@ func TestPlanBadSettings(t *testing.T) {
 		{"--pool", "10", "--service-time", "76ms", "--margin", "2"},
 		{"--pool", "10", "--service-time", "76ms", "--batch", "3", "--interval", "1s"},
 		{"--pool", "10", "--service-time", "76ms", "--measure", "http://127.0.0.1:1/"},
+		{"--pool", "10", "--service-time", "76ms", "--visitors", "-5"},
+		{"--pool", "10", "--service-time", "76ms", "--visitors", "1000", "--arrive-over", "0s"},
+		{"--pool", "10", "--service-time", "76ms", "--visitors", "1000", "--primary-ops", "0"},
 	} {
 		var stdout, stderr strings.Builder
 		if err := plan(context.Background(), args, func(string) string { return "" }, &stdout, &stderr); err == nil {
@@ -91,5 +94,45 @@ func TestPlanBadSettings(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "16,200 visitors") {
 		t.Errorf("plan from USHER_PLAN_* variables:\n%s", stdout.String())
+	}
+}
+
+// TestPlanScale: --visitors adds the scale section, in text and in JSON,
+// with the per-unit figures given.
+func TestPlanScale(t *testing.T) {
+	t.Parallel()
+	out := runPlan(t, "--pool", "100", "--service-time", "70ms", "--visitors", "10000000", "--arrive-over", "10m")
+	for _, want := range []string{"Scale: 10,000,000 visitors arriving over 10m0s (16,667 enters/s), admitted at 1000/s",
+		"9,400,000 waiting at 10m0s", "the last is admitted at 2h46m40s", "1 primary at 111,839 calls/s", "Gbit/s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan --visitors output lacks %q:\n%s", want, out)
+		}
+	}
+	if out := runPlan(t, "--pool", "100", "--service-time", "70ms"); strings.Contains(out, "Scale:") {
+		t.Errorf("a plan without --visitors has a scale section:\n%s", out)
+	}
+	var got struct {
+		Scale struct {
+			PeakWaiting int64   `json:"peak_waiting"`
+			Polls       float64 `json:"polls"`
+			Instances   int     `json:"instances"`
+			Bandwidth   float64 `json:"bandwidth_bytes"`
+			Input       struct {
+				ArriveOver float64 `json:"arrive_over_s"`
+				Units      struct {
+					InstancePolls   float64 `json:"instance_polls"`
+					PollAnswerBytes float64 `json:"poll_answer_bytes"`
+				} `json:"units"`
+			} `json:"input"`
+		} `json:"scale"`
+	}
+	js := runPlan(t, "--pool", "100", "--service-time", "70ms", "--visitors", "10000000", "--arrive-over", "10m",
+		"--instance-polls", "1000000", "--instance-enters", "1000000", "--poll-answer-bytes", "100", "--json")
+	if err := json.Unmarshal([]byte(js), &got); err != nil {
+		t.Fatal(err)
+	}
+	sc := got.Scale
+	if sc.PeakWaiting != 9_400_000 || sc.Input.ArriveOver != 600 || sc.Input.Units.InstancePolls != 1e6 || sc.Instances != 2 || sc.Bandwidth != 100*sc.Polls {
+		t.Errorf("scale %+v: want 9,400,000 waiting, 600 s, the given units, 2 instances (1.2 M polls/s at 1 M each), 100 B × polls", sc)
 	}
 }

@@ -330,7 +330,13 @@ func (q *Queue) Admit(ctx context.Context, room string) (AdmitResult, error) {
 // PollAfter tells a waiting visitor when to poll again: PollBase with ±20 %
 // jitter (uniform), so that polls spread out (seed 003 §3).
 func PollAfter(eta time.Duration, exact bool) time.Duration {
-	return time.Duration(float64(PollBase(eta, exact)) * (0.8 + 0.4*rand.Float64()))
+	return Jitter(PollBase(eta, exact), rand.Float64())
+}
+
+// Jitter is PollAfter's jitter for u in [0, 1): base × (0.8 + 0.4u). A
+// simulation passes its own seeded u to pace as usher does.
+func Jitter(base time.Duration, u float64) time.Duration {
+	return time.Duration(float64(base) * (0.8 + 0.4*u))
 }
 
 // PollBase is the poll interval before jitter: 1.5 s near the front
@@ -343,9 +349,12 @@ func PollBase(eta time.Duration, exact bool) time.Duration {
 	return base
 }
 
-// PollJitterMean is the mean of 1 ÷ PollAfter's jitter factor: a visitor
-// whose PollBase is b polls PollJitterMean ÷ b times a second on average
-// (the mean of 1/U for U uniform on [0.8, 1.2] is ln(1.5) ÷ 0.4).
+// PollJitterMean is the mean of 1 ÷ PollAfter's jitter factor (the mean
+// of 1/U for U uniform on [0.8, 1.2] is ln(1.5) ÷ 0.4): the mean of 1 ÷
+// one interval drawn at random, relative to its base. It is not the rate
+// of a poller: a visitor's intervals average to its base b, so it polls
+// 1 ÷ b times a second (renewal theory), which is what usher plan counts
+// and what its simulation measures (docs/scaling.md).
 const PollJitterMean = 1.0136627702704109
 
 // Run refreshes the view of every room every Refresh until ctx ends. A failed

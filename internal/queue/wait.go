@@ -26,6 +26,13 @@ func (v View) Wait(position int64) (f Forecast, pollAfter time.Duration) {
 	return f, PollAfter(f.ETA, position <= v.FastZone())
 }
 
+// PollBase is the poll interval before jitter that view v gives a visitor
+// waiting at position (Wait's pacing without the jitter): what a planner
+// sums over the line to count the polls a second.
+func (v View) PollBase(position int64) time.Duration {
+	return PollBase(v.Forecast(position).ETA, position <= v.FastZone())
+}
+
 // FastZone is how many visitors from the head poll every 1.5 s (PollBase's
 // exact): FastPolls of the settings in force, and at least five seconds of
 // admissions at the measured rate.

@@ -37,3 +37,22 @@ func (m Measurement) MarshalJSON() ([]byte, error) {
 }
 
 func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// MarshalJSON writes the arrival time in seconds.
+func (in ScaleInput) MarshalJSON() ([]byte, error) {
+	type plain ScaleInput
+	return json.Marshal(struct {
+		plain
+		ArriveOverSeconds float64 `json:"arrive_over_s"`
+	}{plain(in), in.ArriveOver.Seconds()})
+}
+
+// MarshalJSON writes the peak's time and the last admission in seconds.
+func (sc Scale) MarshalJSON() ([]byte, error) {
+	type plain Scale
+	return json.Marshal(struct {
+		plain
+		PeakAtSeconds       float64 `json:"peak_at_s"`
+		LastAdmittedSeconds float64 `json:"last_admitted_s"`
+	}{plain(sc), sc.PeakAt.Seconds(), sc.LastAdmitted.Seconds()})
+}

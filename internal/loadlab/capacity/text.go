@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"usher/internal/queue"
 )
 
 // WriteText writes the plan for people: the reasoning step by step, a
@@ -133,3 +135,63 @@ func fmtDuration(d time.Duration) string {
 }
 
 func fmtPercent(f float64) string { return strconv.FormatFloat(100*f, 'f', 0, 64) + " %" }
+
+// WriteText writes the scale section for people.
+func (sc Scale) WriteText(w io.Writer) error {
+	var b strings.Builder
+	in, u := sc.Input, sc.Input.Units
+	fmt.Fprintf(&b, "\nScale: %s visitors arriving over %s (%s enters/s), admitted at %s/s\n\n",
+		fmtInt(in.Visitors), fmtDuration(in.ArriveOver), fmtRate(sc.EnterRate), fmtRate(sc.AdmitRate))
+	row := func(title, format string, args ...any) {
+		fmt.Fprintf(&b, "  %-13s %s\n", title, fmt.Sprintf(format, args...))
+	}
+	row("peak line", "%s waiting at %s (visitors − admit_rate × arrival time); the last is admitted at %s",
+		fmtInt(sc.PeakWaiting), fmtDuration(sc.PeakAt), fmtDuration(sc.LastAdmitted))
+	row("active", "%s visitors at most (admit_rate × TTL, within max_active)", fmtInt(sc.PeakActive))
+	row("store memory", "%s waiting (%s × %s B) + %s active (%s × %s B) = %s",
+		fmtBytes(sc.WaitingMemory), fmtInt(sc.PeakWaiting), fmtNum(u.WaitingBytes),
+		fmtBytes(sc.ActiveMemory), fmtInt(sc.PeakActive), fmtNum(u.ActiveBytes), fmtBytes(sc.WaitingMemory+sc.ActiveMemory))
+	row("status polls", "%s/s at the peak: the sum over the line of 1 ÷ its poll interval (%s for the first %s, then with the ETA up to %s), and one poll per admission; %s/s of them reach the store (the first %s places)",
+		fmtRate(sc.Polls), fmtDuration(queue.PollBase(0, true)), fmtInt(sc.FastZone), fmtDuration(queue.PollBase(24*time.Hour, false)),
+		fmtRate(sc.StorePolls), fmtInt(sc.ExactWithin))
+	row("enters", "%s/s while the visitors arrive", fmtRate(sc.EnterRate))
+	row("store calls", "%s/s: enters, store polls, admission steps, every instance's view refresh (10/s)", fmtRate(sc.StoreOps))
+	row("Redis", "%d primar%s at %s calls/s each", sc.Primaries, plural(sc.Primaries, "y", "ies"), fmtRate(u.PrimaryOps))
+	row("usher", "%d instance%s at %s polls/s and %s enters/s each", sc.Instances, plural(sc.Instances, "", "s"), fmtRate(u.InstancePolls), fmtRate(u.InstanceEnters))
+	row("bandwidth", "%s/s (%s Gbit/s) of poll answers, %s B each", fmtBytes(sc.Bandwidth), fmtNum(sc.Bandwidth*8/1e9), fmtNum(u.PollAnswerBytes))
+	for _, n := range sc.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	b.WriteString("Polls/s is the steady figure: when the arrivals start or stop at once, the polls ring for a few seconds up to 8 % above it (docs/scaling.md).\n")
+	b.WriteString("Per-unit figures: measured on a shared 2-vCPU machine (docs/scaling.md); measure yours and pass them (--primary-ops, --instance-polls, …).\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// fmtRate writes a rate a second: whole above 100, else as fmtNum.
+func fmtRate(x float64) string {
+	if x >= 100 {
+		return fmtInt(int64(math.Round(x)))
+	}
+	return fmtNum(x)
+}
+
+// fmtBytes writes n bytes in decimal units: 950 B, 12.6 MB, 1.18 GB.
+func fmtBytes(n float64) string {
+	for _, u := range []struct {
+		size float64
+		name string
+	}{{1e12, "TB"}, {1e9, "GB"}, {1e6, "MB"}, {1e3, "kB"}} {
+		if n >= u.size {
+			return fmtNum(n/u.size) + " " + u.name
+		}
+	}
+	return fmtNum(n) + " B"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

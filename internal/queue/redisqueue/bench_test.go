@@ -130,6 +130,96 @@ func BenchmarkMemoryPerWaitingVisitor(b *testing.B) {
 	}
 }
 
+// BenchmarkMemoryPerActiveVisitor is BenchmarkMemoryPerWaitingVisitor for
+// the active set: it enters 1,000,000 visitors (same ids) into a paused
+// room, then opens it and admits them all, 50,000 a step on a clock moved
+// a second a step (so that no script holds Redis for long), and reports
+// the used_memory growth from the empty room per active visitor
+// (bytes/visitor: the emptied wait set's table may still be counted) and
+// the active key's MEMORY USAGE per visitor (key-bytes/visitor). Presence
+// is off: nobody polls. Same conditions as the waiting benchmark; run it
+// alone (-bench with its full name): the keys a previous benchmark
+// unlinked are freed in the background and would count against it.
+func BenchmarkMemoryPerActiveVisitor(b *testing.B) {
+	if os.Getenv("USHER_BENCH_MEMORY") == "" {
+		b.Skip("USHER_BENCH_MEMORY is not set; set USHER_BENCH_MEMORY=1 (and USHER_TEST_REDIS) to fill Redis with 1,000,000 visitors")
+	}
+	const (
+		visitors    = 1_000_000
+		concurrency = 100
+		step        = 50_000
+	)
+	c := openClient(b)
+	ctx := context.Background()
+	ids := make([]string, visitors)
+	raw := make([]byte, 16)
+	for i := range ids {
+		rand.Read(raw)
+		ids[i] = base64.RawURLEncoding.EncodeToString(raw)
+	}
+	for range b.N {
+		b.StopTimer()
+		prefix := testenv.RedisPrefix(b, c)
+		s := redisqueue.New(c, prefix)
+		set := queue.DefaultSettings()
+		set.State, set.MaxActive, set.AdmitRate, set.Interval, set.PresenceTimeout = queue.Paused, visitors, step, time.Second, 0
+		set.ActiveTTL = time.Hour
+		if err := s.PutRoom(ctx, "mem", set); err != nil {
+			b.Fatal(err)
+		}
+		before := usedMemory(b, c)
+		now := time.Now()
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range concurrency {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := next.Add(1) - 1; i < visitors; i = next.Add(1) - 1 {
+					if _, _, err := s.Enter(ctx, "mem", ids[i], now); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		set.State = queue.Open
+		if err := s.PutRoom(ctx, "mem", set); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		for admitted := 0; admitted < visitors; {
+			now = now.Add(time.Second)
+			res, err := s.Admit(ctx, "mem", now)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(res.Admitted) == 0 {
+				b.Fatalf("a step admitted nobody after %d", admitted)
+			}
+			admitted += len(res.Admitted)
+		}
+		b.StopTimer()
+		st, err := s.Stats(ctx, "mem", now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st.Active != visitors || st.Waiting != 0 {
+			b.Fatalf("active %d, waiting %d; want %d and 0", st.Active, st.Waiting, visitors)
+		}
+		after := usedMemory(b, c)
+		usage, err := c.Do(ctx, c.B().MemoryUsage().Key(prefix+"{mem}:active").Samples(0).Build()).AsInt64()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(after-before)/visitors, "bytes/visitor")
+		b.ReportMetric(float64(usage)/visitors, "key-bytes/visitor")
+		testenv.DeleteKeys(b, c, prefix)
+		b.StartTimer()
+	}
+}
+
 // usedMemory reads used_memory from INFO memory.
 func usedMemory(tb testing.TB, c rueidis.Client) int64 {
 	tb.Helper()

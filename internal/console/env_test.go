@@ -37,8 +37,8 @@ type env struct {
 }
 
 type envOptions struct {
-	tls   bool               // serve TLS (cookies Secure) instead of plain HTTP
-	store queue.Store        // default memqueue
+	tls   bool        // serve TLS (cookies Secure) instead of plain HTTP
+	store queue.Store // default memqueue
 	mod   func(*console.Config)
 }
 

@@ -254,15 +254,18 @@ function niceMax(x) {
   for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= x) return m * p;
   return x;
 }
+// chart draws series over t (unix seconds): the last hour, or the time
+// since the first sample when there is less (at least two minutes).
 function chart(box, t, series) {
   const W = 600, H = 170, L = 54, R = 8, T = 10, B = 22;
   const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none", role: "img" });
   const now = t.length ? t[t.length - 1] : Date.now() / 1000;
-  const t0 = now - 3600;
+  const span = Math.min(3600, Math.max(120, t.length ? now - t[0] : 0));
+  const t0 = now - span;
   let top = 0;
-  for (const se of series) for (const v of se.values) if (v !== null && v > top) top = v;
+  for (const se of series) for (let i = 0; i < t.length; i++) { const v = se.values[i]; if (v !== null && t[i] >= t0 && v > top) top = v; }
   top = niceMax(top * 1.05);
-  const x = (tt) => L + (W - L - R) * (tt - t0) / 3600;
+  const x = (tt) => L + (W - L - R) * (tt - t0) / span;
   const y = (v) => T + (H - T - B) * (1 - v / top);
   for (let i = 0; i <= 4; i++) {
     const v = top * i / 4;
@@ -271,9 +274,10 @@ function chart(box, t, series) {
     lab.textContent = top >= 10 ? nf.format(Math.round(v)) : (Math.round(v * 100) / 100).toString();
     s.append(lab);
   }
-  for (const m of [60, 45, 30, 15, 0]) {
-    const lab = svg("text", { x: x(now - m * 60), y: H - 6, "text-anchor": m === 60 ? "start" : m === 0 ? "end" : "middle" });
-    lab.textContent = m === 0 ? "now" : "−" + m + " min";
+  for (let i = 0; i <= 4; i++) {
+    const ago = span * (4 - i) / 4;
+    const lab = svg("text", { x: x(now - ago), y: H - 6, "text-anchor": i === 0 ? "start" : i === 4 ? "end" : "middle" });
+    lab.textContent = ago === 0 ? "now" : ago >= 120 ? "−" + Math.round(ago / 60) + " min" : "−" + Math.round(ago) + " s";
     s.append(lab);
   }
   if (t.length < 2) {

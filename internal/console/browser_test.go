@@ -248,6 +248,7 @@ func TestBrowserScreenshots(t *testing.T) {
 	}
 	live := queue.DefaultSettings()
 	live.MaxActive, live.AdmitRate, live.ActiveTTL = 400, 8, 30*time.Second
+	live.PresenceTimeout = 0 // these visitors never poll: they are not absent
 	e.room("concert-busan", live)
 	adaptive := live
 	adaptive.Admission, adaptive.TargetP95, adaptive.MinAdmitRate, adaptive.MaxAdmitRate = queue.Adaptive, 300*time.Millisecond, 2, 40

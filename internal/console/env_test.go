@@ -30,7 +30,7 @@ const adminKey = "console-test-admin-key-0123456789"
 // the room views' refresher, the admission scheduler and the console's
 // history sampler running.
 type env struct {
-	t   *testing.T
+	t   testing.TB
 	srv *httptest.Server
 	q   *queue.Queue
 	con *console.Console
@@ -42,7 +42,7 @@ type envOptions struct {
 	mod   func(*console.Config)
 }
 
-func newEnv(t *testing.T, o envOptions) *env {
+func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
 	if o.store == nil {
 		o.store = memqueue.New()

@@ -149,7 +149,8 @@ function drawRooms() {
       el("td", {}, el("span", { class: "state " + r.effective_state }, stateLabel(r.effective_state))),
       el("td", { class: "n", "data-k": "waiting" }, int(r.waiting)),
       el("td", { class: "n" }, int(r.active), el("span", { class: "sub" }, " / " + int(r.max_active))),
-      el("td", { class: "n" }, el("span", { class: slow ? "warn" : "" }, rate(r.admit_rate_measured)), el("span", { class: "sub" }, " / " + rate(r.admit_rate))),
+      el("td", { class: "n" }, r.waiting > 0 ? el("span", { class: slow ? "warn" : "" }, rate(r.admit_rate_measured)) : el("span", { class: "sub" }, "idle"),
+        el("span", { class: "sub" }, " / " + rate(r.admit_rate))),
       el("td", { class: "n" }, r.admission === "adaptive" ? rate(r.admit_rate_current) : el("span", { class: "sub" }, "static")),
       el("td", { class: "n" }, msText(r.origin_p95_ms), r.target_p95_ms ? el("span", { class: "sub" }, " / " + msText(r.target_p95_ms)) : null),
       el("td", { class: "n" }, signedPct(r.eta_error)),
@@ -212,7 +213,7 @@ function drawRoomLive() {
   $("t-waiting").textContent = int(r.waiting);
   $("t-active").textContent = int(r.active);
   $("t-max").textContent = "of max " + int(r.max_active);
-  $("t-measured").textContent = rate(r.admit_rate_measured);
+  $("t-measured").textContent = r.waiting > 0 ? rate(r.admit_rate_measured) : "idle";
   $("t-configured").textContent = "configured " + rate(r.admit_rate);
   $("t-current").textContent = rate(r.admit_rate_current);
   $("t-admission").textContent = r.admission;
@@ -271,7 +272,7 @@ function chart(box, t, series) {
     const v = top * i / 4;
     s.append(svg("line", { x1: L, x2: W - R, y1: y(v), y2: y(v), class: "axis" }));
     const lab = svg("text", { x: L - 6, y: y(v) + 4, "text-anchor": "end" });
-    lab.textContent = top >= 10 ? nf.format(Math.round(v)) : (Math.round(v * 100) / 100).toString();
+    lab.textContent = Number.isInteger(v) ? nf.format(v) : (Math.round(v * 100) / 100).toString();
     s.append(lab);
   }
   for (let i = 0; i <= 4; i++) {

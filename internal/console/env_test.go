@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"usher/internal/admission"
+	"usher/internal/booking/sqlitebooking"
+	"usher/internal/hold/memhold"
+	"usher/internal/mq/natsmq"
+	"usher/internal/sale"
 	"usher/internal/console"
 	"usher/internal/httpapi"
 	"usher/internal/queue"
@@ -37,9 +42,10 @@ type env struct {
 }
 
 type envOptions struct {
-	tls   bool        // serve TLS (cookies Secure) instead of plain HTTP
-	store queue.Store // default memqueue
-	mod   func(*console.Config)
+	tls     bool        // serve TLS (cookies Secure) instead of plain HTTP
+	booking bool        // serve the booking backbone: SQLite, memory holds, in-process NATS
+	store   queue.Store // default memqueue
+	mod     func(*console.Config)
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -53,8 +59,15 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := httpapi.NewServer(httpapi.Config{Queue: q, Keys: keys, AdminKey: adminKey, Registry: reg, InsecureCookies: !o.tls})
-	c := console.Config{Queue: q, API: api, AdminKey: adminKey, InsecureCookies: !o.tls, Gatherer: reg}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var svc *sale.Service
+	if o.booking {
+		svc = newSale(t, ctx, q)
+		wg.Go(func() { svc.Run(ctx) })
+	}
+	api := httpapi.NewServer(httpapi.Config{Queue: q, Keys: keys, AdminKey: adminKey, Registry: reg, InsecureCookies: !o.tls, Sale: svc})
+	c := console.Config{Queue: q, API: api, AdminKey: adminKey, InsecureCookies: !o.tls, Gatherer: reg, Booking: svc != nil}
 	if o.mod != nil {
 		o.mod(&c)
 	}
@@ -66,13 +79,35 @@ func newEnv(t testing.TB, o envOptions) *env {
 	} else {
 		srv.Start()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
 	wg.Go(func() { q.Run(ctx) })
 	wg.Go(func() { admission.New(q, slog.New(slog.DiscardHandler)).Run(ctx) })
 	wg.Go(func() { con.Run(ctx) })
 	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close(); cancel(); wg.Wait() })
 	return &env{t: t, srv: srv, q: q, con: con}
+}
+
+// newSale is the booking backbone on SQLite, memory holds and an
+// in-process NATS server, all the test's own; Run is the caller's.
+func newSale(t testing.TB, ctx context.Context, q *queue.Queue) *sale.Service {
+	t.Helper()
+	catalog, err := sqlitebooking.Open(ctx, filepath.Join(t.TempDir(), "b.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := natsmq.StartEmbedded(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := natsmq.ConnectEmbedded(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broker, err := natsmq.Open(ctx, nc, natsmq.Options{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close(); srv.Shutdown(); srv.WaitForShutdown(); catalog.Close() })
+	return sale.New(sale.Config{Catalog: catalog, Holds: memhold.New(), Broker: broker, Queue: q, Workers: 2})
 }
 
 // room creates a room with the settings s.

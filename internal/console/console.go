@@ -90,6 +90,9 @@ type Console struct {
 	streams  *streams
 	history  *history
 	mux      *http.ServeMux
+	// stopped is closed when Run returns: the live streams end then, not
+	// at the server's shutdown grace.
+	stopped chan struct{}
 }
 
 // New returns the console. It starts nothing: Run keeps the history.
@@ -113,6 +116,7 @@ func New(c Config) *Console {
 		streams:  newStreams(StreamsPerSession, StreamsTotal),
 		history:  newHistory(),
 		mux:      http.NewServeMux(),
+		stopped:  make(chan struct{}),
 	}
 	k.routes()
 	return k

@@ -52,8 +52,10 @@ type history struct {
 
 func newHistory() *history { return &history{rooms: make(map[string]*ring)} }
 
-// Run samples every room once a second until ctx ends.
+// Run samples every room once a second until ctx ends; then it ends the
+// live streams. Call it once.
 func (k *Console) Run(ctx context.Context) error {
+	defer close(k.stopped)
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {

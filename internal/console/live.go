@@ -110,8 +110,8 @@ func (k *Console) roomLive(room string, v queue.View, now time.Time) RoomLive {
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // live streams a tick a second as server-sent events ("event: tick"),
-// until the client goes, the session expires ("event: signed_out") or the
-// server stops.
+// until the client goes, the session expires ("event: signed_out") or Run
+// ends.
 func (k *Console) live() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		se := sessionOf(r)
@@ -142,6 +142,8 @@ func (k *Console) live() http.Handler {
 			}
 			select {
 			case <-r.Context().Done():
+				return
+			case <-k.stopped:
 				return
 			case <-t.C:
 			}

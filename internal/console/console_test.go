@@ -395,3 +395,47 @@ func TestWhatIf(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveETAError: visitors who waited and were found admitted by their
+// polls give the room an ETA error in the tick (this instance's
+// usher_eta_error_ratio over the last minute).
+func TestLiveETAError(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	s := queue.DefaultSettings()
+	s.AdmitRate, s.MaxActive = 2, 100
+	e.room("gig", s)
+	testenv.Eventually(t, time.Minute, "the view of gig", func() bool { _, ok := e.q.View("gig"); return ok })
+	var tickets []string
+	for i := range 4 {
+		r := e.do("POST", "/api/v1/rooms/gig/entries", `{"visitor_id":"eta-`+strconv.Itoa(i)+`"}`, "Authorization: Bearer "+adminKey, "Content-Type: application/json")
+		var en struct{ Ticket, State string }
+		if err := json.Unmarshal(r.body, &en); err != nil || en.Ticket == "" {
+			t.Fatalf("enter = %d %s", r.status, r.body)
+		}
+		if en.State == "waiting" {
+			tickets = append(tickets, en.Ticket)
+		}
+	}
+	if len(tickets) == 0 {
+		t.Fatal("nobody waited")
+	}
+	for _, tk := range tickets {
+		testenv.Eventually(t, time.Minute, "a poll that finds the visitor admitted", func() bool {
+			r := e.do("GET", "/api/v1/rooms/gig/entries/me", "", "Authorization: Bearer "+tk)
+			return strings.Contains(string(r.body), `"state":"admitted"`)
+		})
+	}
+	cookie, _ := e.signIn()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ticks := e.stream(ctx, cookie)
+	testenv.Eventually(t, time.Minute, "a tick with gig's ETA error", func() bool {
+		for _, r := range (<-ticks).Rooms {
+			if r.Room == "gig" && r.ETAError != nil {
+				return *r.ETAError > -10 && *r.ETAError < 1
+			}
+		}
+		return false
+	})
+}

@@ -19,13 +19,13 @@ import (
 
 	"usher/internal/admission"
 	"usher/internal/booking/sqlitebooking"
-	"usher/internal/hold/memhold"
-	"usher/internal/mq/natsmq"
-	"usher/internal/sale"
 	"usher/internal/console"
+	"usher/internal/hold/memhold"
 	"usher/internal/httpapi"
+	"usher/internal/mq/natsmq"
 	"usher/internal/queue"
 	"usher/internal/queue/memqueue"
+	"usher/internal/sale"
 	"usher/internal/token"
 )
 

@@ -3,6 +3,8 @@ package console
 import (
 	"net/http"
 	"strings"
+
+	"usher/internal/apierror"
 )
 
 // apiPrefix is where the console's forwarded API routes live: the browser
@@ -36,6 +38,13 @@ func (k *Console) forwardRoutes(m *http.ServeMux) {
 // goes back as it is.
 func (k *Console) forward() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.RawPath != "" {
+			// An escaped character (%2F) would let a path the allow-list
+			// matched as one segment reach the API as two: no route the
+			// console uses needs one.
+			k.errs.Write(w, r, apierror.ErrNotFound)
+			return
+		}
 		out := r.Clone(r.Context())
 		out.URL.Path = strings.TrimPrefix(r.URL.Path, "/console")
 		out.URL.RawPath = ""

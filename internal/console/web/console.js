@@ -110,8 +110,10 @@ function connect() {
     $("live").className = "live off";
     $("live").textContent = "disconnected, retrying…";
     if (es.readyState === EventSource.CLOSED) {
-      // The server refused the stream (signed out, or too many tabs): ask why.
-      setTimeout(async () => { const r = await call("GET", "session"); if (r.ok) connect(); }, 3000);
+      // The server refused the stream: signed out (the session check below
+      // shows the sign-in), or too many console tabs open (429).
+      $("live").textContent = "live stream refused (too many console tabs?), retrying in 10 s";
+      setTimeout(async () => { const r = await call("GET", "session"); if (r.ok && state.live === es) connect(); }, 10000);
     }
   };
 }

@@ -18,6 +18,7 @@ import (
 
 	"usher/internal/admission"
 	"usher/internal/clientip"
+	"usher/internal/console"
 	"usher/internal/flood"
 	"usher/internal/hold"
 	"usher/internal/httpapi"
@@ -30,7 +31,7 @@ import (
 // coreFlags are the settings serve and proxy share.
 type coreFlags struct {
 	addr, store, dataDir, keysDir, adminKey, redisPrefix *string
-	failOpen, insecure                                   *bool
+	failOpen, insecure, console                          *bool
 	logs                                                 logFlags
 	storeTimeout                                         *time.Duration
 	trustedProxies, metricsAddr                          *string
@@ -63,6 +64,7 @@ func addCoreFlags(f *flags, dataDirUse, roomsFile string) coreFlags {
 		redisPrefix: f.string("redis-prefix", "usher:", "prefix of every Redis key"),
 		failOpen:    f.bool("fail-open", false, "let visitors with a signed pass through when the store is down"),
 		insecure:    f.bool("insecure-cookies", false, "drop the Secure cookie attribute (plain HTTP on a non-localhost host)"),
+		console:     f.bool("console", true, "serve the operator's console at /console/ (/_usher/console/ on proxy), signed in with the admin key"),
 		logs:        addLogFlags(f),
 		storeTimeout: f.duration("store-timeout", queue.DefaultStoreTimeout,
 			"deadline of each queue and hold store call on request paths; a call that misses it is a store outage (503, or --fail-open); 0: none"),
@@ -121,6 +123,8 @@ type core struct {
 	identity *identity.Verifier
 	// metricsAddr is the listen address of the public /metrics, or "".
 	metricsAddr string
+	// console is the operator's console, once api mounted it (--console).
+	console *console.Console
 }
 
 // openCore builds the core, logging to log; cl releases what it opened.
@@ -150,12 +154,23 @@ func openCore(ctx context.Context, c coreFlags, log *slog.Logger, cl *closers) (
 	return k, nil
 }
 
-// api is the JSON API on the core; sale may be nil.
-func (k *core) api(c coreFlags, cfg httpapi.Config) http.Handler {
+// api is the JSON API on the core; sale may be nil. With --console the
+// operator's console is mounted on it at console.Path, which browsers
+// reach at publicPath.
+func (k *core) api(c coreFlags, cfg httpapi.Config, publicPath string) http.Handler {
 	cfg.Queue, cfg.Keys, cfg.AdminKey, cfg.Registry = k.q, k.keys, k.adminKey, k.reg
 	cfg.Logger, cfg.InsecureCookies, cfg.FailOpen = k.log.With("component", "http"), *c.insecure, *c.failOpen
 	cfg.Flood, cfg.Identity = k.flood, k.identity
-	return httpapi.NewServer(cfg)
+	api := httpapi.NewServer(cfg)
+	if !*c.console {
+		return api
+	}
+	k.console = console.New(console.Config{
+		Queue: k.q, API: api, AdminKey: k.adminKey, PublicPath: publicPath,
+		InsecureCookies: *c.insecure, Trusted: c.parsed.trusted, Gatherer: k.reg, Booking: cfg.Sale != nil,
+		Logger: k.log.With("component", "console"),
+	})
+	return k.console.Mount(api)
 }
 
 // listen opens the listen address.
@@ -175,6 +190,9 @@ func (k *core) run(ctx context.Context, srv *http.Server, ln net.Listener, parts
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return k.q.Run(gctx) })
 	g.Go(func() error { return k.sched.Run(gctx) })
+	if k.console != nil {
+		g.Go(func() error { return k.console.Run(gctx) })
+	}
 	for _, part := range parts {
 		g.Go(func() error { return part(gctx) })
 	}

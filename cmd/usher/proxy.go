@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"usher/internal/console"
 	"usher/internal/gateway"
 	"usher/internal/httpapi"
 	"usher/internal/queue"
@@ -70,7 +71,7 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	p, err := gateway.New(gateway.Config{
 		Origin: origin, Queue: k.q, Keys: k.keys, Rules: rules, Registry: k.reg,
-		API:           k.api(c, httpapi.Config{}),
+		API:           k.api(c, httpapi.Config{}, strings.TrimSuffix(gateway.Prefix, "/")+console.Path),
 		Logger:        k.log.With("component", "proxy"),
 		OriginTimeout: *originTimeout, InsecureCookies: *c.insecure, FailOpen: *c.failOpen, Flood: k.flood, Identity: k.identity,
 		BodyTimeout: *bodyTimeout,

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"usher/internal/console"
 	"usher/internal/httpapi"
 	"usher/internal/mq/natsmq"
 	"usher/internal/sale"
@@ -84,7 +85,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	srv := &http.Server{
-		Handler:           c.logs.accessLog(log.With("component", "access"), k.api(c, httpapi.Config{Sale: sales})),
+		Handler:           c.logs.accessLog(log.With("component", "access"), k.api(c, httpapi.Config{Sale: sales}, console.Path)),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      30 * time.Second,

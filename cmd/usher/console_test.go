@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// consoleSignIn signs in to the console at base (its public path) and
+// returns the session cookie.
+func consoleSignIn(t *testing.T, base, key string) *http.Cookie {
+	t.Helper()
+	res, err := http.Post(base+"session", "application/json", strings.NewReader(`{"key":"`+key+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 || len(res.Cookies()) != 1 {
+		t.Fatalf("sign in at %s = %d %s, cookies %v", base, res.StatusCode, b, res.Cookies())
+	}
+	return res.Cookies()[0]
+}
+
+// consoleTicks opens the live stream and returns the times of its ticks.
+func consoleTicks(t *testing.T, ctx context.Context, base string, c *http.Cookie) <-chan time.Time {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"live", nil)
+	req.AddCookie(c)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != 200 {
+		res.Body.Close()
+		t.Fatalf("GET %slive = %d", base, res.StatusCode)
+	}
+	out := make(chan time.Time)
+	go func() {
+		defer close(out)
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var tick struct{ At time.Time }
+			if json.Unmarshal([]byte(data), &tick) == nil {
+				select {
+				case out <- tick.At:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out
+}
+
+// TestConsoleOnServe: `usher serve` mounts the console at /console/, and
+// its live stream outlives the server's read and write timeouts (15 s and
+// 30 s): a tab stays live for the night.
+func TestConsoleOnServe(t *testing.T) {
+	t.Parallel()
+	const key = "serve-console-admin-key-0123456789"
+	base := startServe(t, nil, "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--admin-key", key, "--insecure-cookies") + "/console/"
+	c := consoleSignIn(t, base, key)
+	if c.Path != "/console/" || c.Secure {
+		t.Errorf("cookie path %q secure %v, want /console/ without Secure (--insecure-cookies)", c.Path, c.Secure)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ticks := consoleTicks(t, ctx, base, c)
+	first, ok := <-ticks
+	if !ok {
+		t.Fatal("no first tick")
+	}
+	for at := range ticks {
+		if at.Sub(first) > 35*time.Second {
+			return
+		}
+	}
+	t.Fatal("the live stream ended within 35 s")
+}
+
+// TestConsoleOnProxy: `usher proxy` mounts the console under its reserved
+// prefix, never forwarding it to the origin, with the cookie scoped there;
+// --console=false leaves it out.
+func TestConsoleOnProxy(t *testing.T) {
+	t.Parallel()
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the origin got %s", r.URL.Path)
+	}))
+	defer origin.Close()
+	base := startProxy(t, nil, "--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", t.TempDir(),
+		"--admin-key", proxyAdminKey, "--insecure-cookies")
+	console := base + "/_usher/console/"
+	if code, body := get(t, http.DefaultClient, console); code != 200 || !strings.Contains(body, "usher console") {
+		t.Fatalf("GET %s = %d", console, code)
+	}
+	c := consoleSignIn(t, console, proxyAdminKey)
+	if c.Path != "/_usher/console/" {
+		t.Errorf("cookie path %q, want /_usher/console/", c.Path)
+	}
+	req, _ := http.NewRequest("GET", console+"api/v1/rooms/sale", nil)
+	req.AddCookie(c)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.Contains(string(b), `"room":"sale"`) {
+		t.Errorf("GET the room through the console = %d %s", res.StatusCode, b)
+	}
+	var info struct{ Booking bool }
+	req, _ = http.NewRequest("GET", console+"session", nil)
+	req.AddCookie(c)
+	if res, err := http.DefaultClient.Do(req); err == nil {
+		json.NewDecoder(res.Body).Decode(&info)
+		res.Body.Close()
+		if info.Booking {
+			t.Error("the proxy's console says it has a booking backbone")
+		}
+	}
+
+	off := startProxy(t, nil, "--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", t.TempDir(),
+		"--admin-key", proxyAdminKey, "--console=false")
+	if code, _ := get(t, http.DefaultClient, off+"/_usher/console/"); code != 404 {
+		t.Errorf("--console=false: GET /_usher/console/ = %d, want 404", code)
+	}
+}

@@ -76,6 +76,7 @@ var statuses = map[string]int{
 	fault.InviteRequired:      http.StatusForbidden,
 	fault.RoomInUse:           http.StatusConflict,
 	fault.RoomOfSchedule:      http.StatusConflict,
+	fault.AnalyticsDisabled:   http.StatusNotFound,
 }
 
 // Codes returns a copy of the table: every error code and its status (the

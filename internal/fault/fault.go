@@ -58,6 +58,7 @@ const (
 	InviteRequired      = "invite_required"
 	RoomInUse           = "room_in_use"
 	RoomOfSchedule      = "room_of_schedule"
+	AnalyticsDisabled   = "analytics_disabled"
 	Internal            = "internal"
 )
 

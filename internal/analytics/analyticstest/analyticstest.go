@@ -73,9 +73,9 @@ func Script(room string, t0 time.Time) []event.Event {
 		Ev("e2", event.Entered, room, t0.Add(s), "v2", &event.Data{ETAMS: 5_000}),
 		Ev("e3", event.Entered, room, t0.Add(2*s), "v3", nil),
 		Ev("e4", event.Left, room, t0.Add(3*s), "v3", &event.Data{From: "waiting"}),
-		Ev("e5", event.Admitted, room, t0.Add(11*s), "v1", nil),         // waited 11 s, forecast 20 s
-		Ev("e6", event.Admitted, room, m.Add(11*s), "v2", nil),          // waited 70 s, forecast 5 s
-		Ev("e7", event.Admitted, room, m.Add(12*s), "ghost", nil),       // no entry known
+		Ev("e5", event.Admitted, room, t0.Add(11*s), "v1", nil),   // waited 11 s, forecast 20 s
+		Ev("e6", event.Admitted, room, m.Add(11*s), "v2", nil),    // waited 70 s, forecast 5 s
+		Ev("e7", event.Admitted, room, m.Add(12*s), "ghost", nil), // no entry known
 		Ev("e8", event.Skipped, room, m, "", &event.Data{Count: 3, Removed: 2}),
 		Ev("e9", event.Expired, room, m.Add(s), "", &event.Data{Count: 4}),
 		Ev("e10", event.Left, room, m.Add(2*s), "v1", &event.Data{From: "active"}),

@@ -15,11 +15,13 @@
 //     less the entry's forecast (eta_ms; an entry without one has none).
 //   - To pair them, the store keeps one row per waiting visitor (room,
 //     visitor, entered At, forecast) from entered until admitted or left
-//     from waiting. Visitors who vanish without an event (a skip's Removed
-//     counts them, not who they are) stay until Prune drops entries older
+//     from waiting, and one per admission whose entry has not arrived yet
+//     (a redelivery reorders the stream: the pair is counted whichever
+//     comes first). Visitors who vanish without an event (a skip's Removed
+//     counts them, not who they are) stay until Prune drops rows older
 //     than Options.MaxWait. An admission whose entry is unknown (entered
 //     before the collector's history, or pruned) is counted as an admission
-//     and in Unmatched, never in the time in queue.
+//     but never in the time in queue (Waited < Admissions).
 //   - Event IDs are kept for Options.Dedupe after the event's At; Apply
 //     ignores events older than that (it could not tell a redelivery from a
 //     first delivery), counting them in Result.TooOld.
@@ -56,7 +58,6 @@ type Counts struct {
 	Abandons      int64 `json:"abandons"` // left from waiting, and skipped visitors given up as gone
 	Expired       int64 `json:"expired"`
 	LeftActive    int64 `json:"left_active"`
-	Unmatched     int64 `json:"unmatched_admissions"`
 	HoldsPlaced   int64 `json:"holds_placed"`
 	HoldsReleased int64 `json:"holds_released"`
 	HoldsExpired  int64 `json:"holds_expired"`
@@ -80,7 +81,6 @@ func (c *Counts) add(o Counts) {
 	c.Abandons += o.Abandons
 	c.Expired += o.Expired
 	c.LeftActive += o.LeftActive
-	c.Unmatched += o.Unmatched
 	c.HoldsPlaced += o.HoldsPlaced
 	c.HoldsReleased += o.HoldsReleased
 	c.HoldsExpired += o.HoldsExpired
@@ -104,11 +104,14 @@ type Minute struct {
 	Wait Hist
 }
 
-// Entry is a waiting visitor's entry, kept until its admission.
+// Entry is what is known of a visitor's wait until both its ends are: its
+// entry (At, the forecast ETAMS, 0 for none) until its admission, or its
+// admission (AdmittedAt, At zero) until its entry arrives late.
 type Entry struct {
 	Room, Visitor string
 	At            time.Time
-	ETAMS         int64 // 0: no forecast
+	ETAMS         int64
+	AdmittedAt    time.Time
 }
 
 // Visit names a waiting visitor.
@@ -129,8 +132,7 @@ type Tx interface {
 	Claim(ctx context.Context, ids []string, at []time.Time) (map[string]bool, error)
 	// TakeEntries deletes the entries of vs and returns those that existed.
 	TakeEntries(ctx context.Context, vs []Visit) ([]Entry, error)
-	// PutEntries records entries; an existing entry of the same visitor is
-	// replaced when the new one is later.
+	// PutEntries records entries, replacing any of the same visitors.
 	PutEntries(ctx context.Context, es []Entry) error
 	// AddMinutes adds each row's counts and histogram to the stored row of
 	// its room and minute, creating it.
@@ -262,82 +264,69 @@ func (a *Analytics) Apply(ctx context.Context, evs []event.Event) (Result, error
 	return res, nil
 }
 
-// count applies new events: the entries first (so that an entry and its
-// admission in one batch pair up), then the minute rows and the timeline.
+// count applies new events. Every waiting visitor the batch mentions has
+// its stored entry taken out first; the batch is walked in order, pairing
+// each admission with its entry whichever of the two comes first (a
+// redelivery can reorder them); what is left unpaired is stored again.
 func (a *Analytics) count(ctx context.Context, tx Tx, evs []event.Event) error {
-	// The visitors whose entry an earlier batch stored: those admitted or
-	// leaving the line before any entry of theirs in this batch.
-	entered, asked := map[Visit]bool{}, map[Visit]bool{}
+	asked := map[Visit]bool{}
 	var take []Visit
 	for _, e := range evs {
 		v := Visit{e.Room, e.Visitor}
-		switch {
-		case e.Visitor == "":
-		case e.Type == event.Entered:
-			entered[v] = true
-		case e.Type == event.Admitted || e.Type == event.Left && data(e).From != "active":
-			if !entered[v] && !asked[v] {
-				asked[v] = true
-				take = append(take, v)
-			}
+		if e.Visitor != "" && (e.Type == event.Entered || e.Type == event.Admitted || e.Type == event.Left) && !asked[v] {
+			asked[v] = true
+			take = append(take, v)
 		}
 	}
-	stored := map[Visit]Entry{}
+	state := map[Visit]Entry{}
 	if len(take) > 0 {
 		got, err := tx.TakeEntries(ctx, take)
 		if err != nil {
 			return err
 		}
 		for _, en := range got {
-			stored[Visit{en.Room, en.Visitor}] = en
+			state[Visit{en.Room, en.Visitor}] = en
 		}
 	}
-	// Walk the batch in order, pairing admissions with the entry before them.
-	rows := map[Visit]*Minute{} // keyed by room and minute (as a string)
-	row := func(e event.Event) *Minute {
-		m := e.At.UTC().Truncate(time.Minute)
-		k := Visit{e.Room, m.Format(time.RFC3339)}
+	rows := map[Visit]*Minute{} // keyed by room and minute (as text)
+	row := func(room string, at time.Time) *Minute {
+		m := at.UTC().Truncate(time.Minute)
+		k := Visit{room, m.Format(time.RFC3339)}
 		if r, ok := rows[k]; ok {
 			return r
 		}
-		r := &Minute{Room: e.Room, At: m, Wait: Hist{}}
+		r := &Minute{Room: room, At: m, Wait: Hist{}}
 		rows[k] = r
 		return r
 	}
-	pending := map[Visit]Entry{} // the entries of this batch, as the walk reaches them
 	for _, e := range evs {
-		r, d, v := row(e), data(e), Visit{e.Room, e.Visitor}
-		entry := func() (Entry, bool) {
-			if en, ok := pending[v]; ok {
-				delete(pending, v)
-				return en, true
-			}
-			en, ok := stored[v]
-			delete(stored, v)
-			return en, ok
-		}
+		r, d, v := row(e.Room, e.At), data(e), Visit{e.Room, e.Visitor}
+		en, known := state[v]
 		switch e.Type {
 		case event.Entered:
 			r.Arrivals++
-			if old, ok := pending[v]; e.Visitor != "" && (!ok || e.At.After(old.At)) {
-				pending[v] = Entry{Room: e.Room, Visitor: e.Visitor, At: e.At, ETAMS: d.ETAMS}
+			switch {
+			case e.Visitor == "":
+			case known && en.At.IsZero() && !en.AdmittedAt.Before(e.At):
+				// Its admission came first: count the wait in its minute.
+				row(e.Room, en.AdmittedAt).waited(en.AdmittedAt.Sub(e.At), d.ETAMS)
+				delete(state, v)
+			case known && en.At.After(e.At):
+				// A later entry (a new place) is known: keep it.
+			default:
+				state[v] = Entry{Room: e.Room, Visitor: e.Visitor, At: e.At, ETAMS: d.ETAMS}
 			}
 		case event.Admitted:
 			r.Admissions++
-			en, ok := entry()
-			if !ok || e.Visitor == "" || en.At.After(e.At) {
-				r.Unmatched++
-				break
-			}
-			wait := e.At.Sub(en.At)
-			r.Waits++
-			r.WaitSumMS += wait.Milliseconds()
-			r.Wait.Add(wait)
-			if en.ETAMS > 0 {
-				diff := wait.Milliseconds() - en.ETAMS
-				r.ETAs++
-				r.ETAErrSumMS += diff
-				r.ETAAbsErrSumMS += abs(diff)
+			switch {
+			case e.Visitor == "":
+			case known && !en.At.IsZero() && !en.At.After(e.At):
+				r.waited(e.At.Sub(en.At), en.ETAMS)
+				delete(state, v)
+			case known && !en.At.IsZero():
+				// Only a later entry is known: this admission's is lost.
+			default:
+				state[v] = Entry{Room: e.Room, Visitor: e.Visitor, AdmittedAt: e.At}
 			}
 		case event.Left:
 			if d.From == "active" {
@@ -345,7 +334,9 @@ func (a *Analytics) count(ctx context.Context, tx Tx, evs []event.Event) error {
 				break
 			}
 			r.Abandons++
-			entry()
+			if known && en.AdmittedAt.IsZero() && !en.At.After(e.At) {
+				delete(state, v)
+			}
 		case event.Expired:
 			switch {
 			case d.Count > 0:
@@ -370,9 +361,8 @@ func (a *Analytics) count(ctx context.Context, tx Tx, evs []event.Event) error {
 			r.Rejected++
 		}
 	}
-	// Entries this batch made and did not consume stay for later batches.
-	var put []Entry
-	for _, en := range pending {
+	put := make([]Entry, 0, len(state))
+	for _, en := range state {
 		put = append(put, en)
 	}
 	if err := tx.PutEntries(ctx, put); err != nil {
@@ -386,6 +376,19 @@ func (a *Analytics) count(ctx context.Context, tx Tx, evs []event.Event) error {
 		return err
 	}
 	return tx.AddEvents(ctx, evs, a.o.Recent)
+}
+
+// waited counts one time in queue and, with a forecast, its ETA error.
+func (m *Minute) waited(wait time.Duration, etaMS int64) {
+	m.Waits++
+	m.WaitSumMS += wait.Milliseconds()
+	m.Wait.Add(wait)
+	if etaMS > 0 {
+		diff := wait.Milliseconds() - etaMS
+		m.ETAs++
+		m.ETAErrSumMS += diff
+		m.ETAAbsErrSumMS += abs(diff)
+	}
 }
 
 // data decodes an event's Data; a malformed one counts as empty.
@@ -441,10 +444,18 @@ type Column struct {
 func (c *Counts) Columns() []Column {
 	return []Column{
 		{"arrivals", &c.Arrivals}, {"admissions", &c.Admissions}, {"abandons", &c.Abandons},
-		{"expired", &c.Expired}, {"left_active", &c.LeftActive}, {"unmatched", &c.Unmatched},
+		{"expired", &c.Expired}, {"left_active", &c.LeftActive},
 		{"holds_placed", &c.HoldsPlaced}, {"holds_released", &c.HoldsReleased}, {"holds_expired", &c.HoldsExpired},
 		{"submitted", &c.Submitted}, {"confirmed", &c.Confirmed}, {"rejected", &c.Rejected},
 		{"revenue", &c.Revenue}, {"waits", &c.Waits}, {"wait_sum_ms", &c.WaitSumMS},
 		{"etas", &c.ETAs}, {"eta_err_sum_ms", &c.ETAErrSumMS}, {"eta_abs_err_sum_ms", &c.ETAAbsErrSumMS},
 	}
+}
+
+// Since is the earlier known end of the entry's wait, which Prune ages.
+func (e Entry) Since() time.Time {
+	if e.At.IsZero() || !e.AdmittedAt.IsZero() && e.AdmittedAt.Before(e.At) {
+		return e.AdmittedAt
+	}
+	return e.At
 }

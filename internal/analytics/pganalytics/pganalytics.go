@@ -186,14 +186,20 @@ func (t *txn) TakeEntries(ctx context.Context, vs []analytics.Visit) ([]analytic
 		rooms[i], visitors[i] = v.Room, v.Visitor
 	}
 	rows, err := t.tx.Query(ctx, `DELETE FROM analytics_entries e USING unnest($1::text[], $2::text[]) AS v (room, visitor)
-		WHERE e.room = v.room AND e.visitor = v.visitor RETURNING e.room, e.visitor, e.at, e.eta_ms`, rooms, visitors)
+		WHERE e.room = v.room AND e.visitor = v.visitor RETURNING e.room, e.visitor, e.at, e.eta_ms, e.admitted_at`, rooms, visitors)
 	if err != nil {
 		return nil, wrap("take entries", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (analytics.Entry, error) {
 		var e analytics.Entry
-		err := r.Scan(&e.Room, &e.Visitor, &e.At, &e.ETAMS)
-		e.At = e.At.UTC()
+		var at, admitted *time.Time
+		err := r.Scan(&e.Room, &e.Visitor, &at, &e.ETAMS, &admitted)
+		if at != nil {
+			e.At = at.UTC()
+		}
+		if admitted != nil {
+			e.AdmittedAt = admitted.UTC()
+		}
 		return e, err
 	})
 	return out, wrap("take entries", err)
@@ -206,15 +212,25 @@ func (t *txn) PutEntries(ctx context.Context, es []analytics.Entry) error {
 	slices.SortFunc(es, func(a, b analytics.Entry) int {
 		return cmp.Or(cmp.Compare(a.Room, b.Room), cmp.Compare(a.Visitor, b.Visitor))
 	})
-	rooms, visitors, at, eta := make([]string, len(es)), make([]string, len(es)), make([]time.Time, len(es)), make([]int64, len(es))
+	n := len(es)
+	rooms, visitors, eta := make([]string, n), make([]string, n), make([]int64, n)
+	at, admitted, since := make([]*time.Time, n), make([]*time.Time, n), make([]time.Time, n)
 	for i, e := range es {
-		rooms[i], visitors[i], at[i], eta[i] = e.Room, e.Visitor, e.At, e.ETAMS
+		rooms[i], visitors[i], eta[i], since[i] = e.Room, e.Visitor, e.ETAMS, e.Since()
+		at[i], admitted[i] = orNull(e.At), orNull(e.AdmittedAt)
 	}
-	_, err := t.tx.Exec(ctx, `INSERT INTO analytics_entries (room, visitor, at, eta_ms)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::bigint[])
-		ON CONFLICT (room, visitor) DO UPDATE SET at = excluded.at, eta_ms = excluded.eta_ms WHERE excluded.at > analytics_entries.at`,
-		rooms, visitors, at, eta)
+	_, err := t.tx.Exec(ctx, `INSERT INTO analytics_entries (room, visitor, at, eta_ms, admitted_at, since)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::bigint[], $5::timestamptz[], $6::timestamptz[])
+		ON CONFLICT (room, visitor) DO UPDATE SET at = excluded.at, eta_ms = excluded.eta_ms, admitted_at = excluded.admitted_at, since = excluded.since`,
+		rooms, visitors, at, eta, admitted, since)
 	return wrap("put entries", err)
+}
+
+func orNull(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // upsertMinute adds one row's counts, built from analytics.Counts.Columns.
@@ -348,7 +364,7 @@ func (s *Store) Prune(ctx context.Context, minutes, ids, entries time.Time) erro
 	b.Queue(`DELETE FROM analytics_minutes WHERE minute < $1`, minutes)
 	b.Queue(`DELETE FROM analytics_wait WHERE minute < $1`, minutes)
 	b.Queue(`DELETE FROM analytics_seen WHERE at < $1`, ids)
-	b.Queue(`DELETE FROM analytics_entries WHERE at < $1`, entries)
+	b.Queue(`DELETE FROM analytics_entries WHERE since < $1`, entries)
 	return wrap("prune", s.pool.SendBatch(ctx, &b).Close())
 }
 

@@ -194,22 +194,22 @@ func (t *txn) Claim(ctx context.Context, ids []string, at []time.Time) (map[stri
 }
 
 func (t *txn) TakeEntries(ctx context.Context, vs []analytics.Visit) ([]analytics.Entry, error) {
-	st, err := t.tx.PrepareContext(ctx, `DELETE FROM analytics_entries WHERE room = ? AND visitor = ? RETURNING at, eta_ms`)
+	st, err := t.tx.PrepareContext(ctx, `DELETE FROM analytics_entries WHERE room = ? AND visitor = ? RETURNING at, eta_ms, admitted_at`)
 	if err != nil {
 		return nil, wrap("take entries", err)
 	}
 	defer st.Close()
 	var out []analytics.Entry
 	for _, v := range vs {
-		var at, eta int64
-		err := st.QueryRowContext(ctx, v.Room, v.Visitor).Scan(&at, &eta)
+		var at, eta, admitted int64
+		err := st.QueryRowContext(ctx, v.Room, v.Visitor).Scan(&at, &eta, &admitted)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
 		if err != nil {
 			return nil, wrap("take entries", err)
 		}
-		out = append(out, analytics.Entry{Room: v.Room, Visitor: v.Visitor, At: time.Unix(0, at).UTC(), ETAMS: eta})
+		out = append(out, analytics.Entry{Room: v.Room, Visitor: v.Visitor, At: fromNanos(at), ETAMS: eta, AdmittedAt: fromNanos(admitted)})
 	}
 	return out, nil
 }
@@ -218,18 +218,33 @@ func (t *txn) PutEntries(ctx context.Context, es []analytics.Entry) error {
 	if len(es) == 0 {
 		return nil
 	}
-	st, err := t.tx.PrepareContext(ctx, `INSERT INTO analytics_entries (room, visitor, at, eta_ms) VALUES (?, ?, ?, ?)
-		ON CONFLICT (room, visitor) DO UPDATE SET at = excluded.at, eta_ms = excluded.eta_ms WHERE excluded.at > analytics_entries.at`)
+	st, err := t.tx.PrepareContext(ctx, `INSERT INTO analytics_entries (room, visitor, at, eta_ms, admitted_at, since) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (room, visitor) DO UPDATE SET at = excluded.at, eta_ms = excluded.eta_ms, admitted_at = excluded.admitted_at, since = excluded.since`)
 	if err != nil {
 		return wrap("put entries", err)
 	}
 	defer st.Close()
 	for _, e := range es {
-		if _, err := st.ExecContext(ctx, e.Room, e.Visitor, e.At.UnixNano(), e.ETAMS); err != nil {
+		if _, err := st.ExecContext(ctx, e.Room, e.Visitor, nanos(e.At), e.ETAMS, nanos(e.AdmittedAt), nanos(e.Since())); err != nil {
 			return wrap("put entries", err)
 		}
 	}
 	return nil
+}
+
+// nanos and fromNanos store a time as unix nanoseconds, the zero time as 0.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
 }
 
 // upsertMinute is the statement that adds one row's counts, built from
@@ -387,7 +402,7 @@ func (s *Store) Prune(ctx context.Context, minutes, ids, entries time.Time) erro
 		{`DELETE FROM analytics_minutes WHERE minute < ?`, minutes.Unix()},
 		{`DELETE FROM analytics_wait WHERE minute < ?`, minutes.Unix()},
 		{`DELETE FROM analytics_seen WHERE at < ?`, ids.Unix()},
-		{`DELETE FROM analytics_entries WHERE at < ?`, entries.UnixNano()},
+		{`DELETE FROM analytics_entries WHERE since < ?`, entries.UnixNano()},
 	} {
 		if _, err := s.w.ExecContext(ctx, q.sql, q.arg); err != nil {
 			return wrap("prune", err)

@@ -14,7 +14,6 @@ CREATE TABLE analytics_minutes (
     abandons           BIGINT NOT NULL DEFAULT 0,
     expired            BIGINT NOT NULL DEFAULT 0,
     left_active        BIGINT NOT NULL DEFAULT 0,
-    unmatched          BIGINT NOT NULL DEFAULT 0,
     holds_placed       BIGINT NOT NULL DEFAULT 0,
     holds_released     BIGINT NOT NULL DEFAULT 0,
     holds_expired      BIGINT NOT NULL DEFAULT 0,
@@ -39,15 +38,18 @@ CREATE TABLE analytics_wait (
     PRIMARY KEY (room, minute, bucket)
 );
 
--- Waiting visitors' entries, until their admission (or MaxWait).
+-- Waiting visitors' entries until their admission, and admissions whose
+-- entry has not arrived yet (or MaxWait).
 CREATE TABLE analytics_entries (
     room    TEXT    NOT NULL,
     visitor TEXT    NOT NULL,
-    at      TIMESTAMPTZ NOT NULL,
+    at      TIMESTAMPTZ,          -- entered; NULL: not yet known
     eta_ms  BIGINT NOT NULL,
+    admitted_at TIMESTAMPTZ,      -- NULL: not yet admitted
+    since   TIMESTAMPTZ NOT NULL, -- the earlier known of the two, for pruning
     PRIMARY KEY (room, visitor)
 );
-CREATE INDEX analytics_entries_at ON analytics_entries (at);
+CREATE INDEX analytics_entries_since ON analytics_entries (since);
 
 -- Each room's recent events (the console's timeline), as published.
 CREATE TABLE analytics_events (

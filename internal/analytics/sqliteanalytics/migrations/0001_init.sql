@@ -14,7 +14,6 @@ CREATE TABLE analytics_minutes (
     abandons           INTEGER NOT NULL DEFAULT 0,
     expired            INTEGER NOT NULL DEFAULT 0,
     left_active        INTEGER NOT NULL DEFAULT 0,
-    unmatched          INTEGER NOT NULL DEFAULT 0,
     holds_placed       INTEGER NOT NULL DEFAULT 0,
     holds_released     INTEGER NOT NULL DEFAULT 0,
     holds_expired      INTEGER NOT NULL DEFAULT 0,
@@ -39,15 +38,18 @@ CREATE TABLE analytics_wait (
     PRIMARY KEY (room, minute, bucket)
 ) WITHOUT ROWID;
 
--- Waiting visitors' entries, until their admission (or MaxWait).
+-- Waiting visitors' entries until their admission, and admissions whose
+-- entry has not arrived yet (or MaxWait).
 CREATE TABLE analytics_entries (
     room    TEXT    NOT NULL,
     visitor TEXT    NOT NULL,
-    at      INTEGER NOT NULL, -- unix nanoseconds
+    at      INTEGER NOT NULL, -- entered, unix nanoseconds; 0: not yet known
     eta_ms  INTEGER NOT NULL,
+    admitted_at INTEGER NOT NULL, -- unix nanoseconds; 0: not yet admitted
+    since   INTEGER NOT NULL, -- the earlier known of the two, for pruning
     PRIMARY KEY (room, visitor)
 ) WITHOUT ROWID;
-CREATE INDEX analytics_entries_at ON analytics_entries (at);
+CREATE INDEX analytics_entries_since ON analytics_entries (since);
 
 -- Each room's recent events (the console's timeline), as published.
 CREATE TABLE analytics_events (

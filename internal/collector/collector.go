@@ -14,8 +14,9 @@
 //
 // The collector does not create the stream: the producers do (the outbox
 // relay and the instances publish into it). Until it exists, Run logs
-// "event stream not found" at warn level every RetryAfter and tries again;
-// it binds to the stream whoever created it. It creates or updates its own
+// "event stream not found" and tries again every RetryAfter;
+// it binds to the stream whoever created it. (The first miss is logged at
+// warn, the next ones at debug.) It creates or updates its own
 // durable consumer (Options.Durable, default "collector"), so a restarted
 // collector resumes where the acknowledged part of the stream ends, and
 // several collectors with the same name share the work. Malformed messages
@@ -160,6 +161,7 @@ func (c *Collector) Run(ctx context.Context) error {
 	}
 	stream := event.StreamName(c.o.Prefix)
 	nextPrune := time.Time{}
+	missing := false // the stream was found missing already
 	for ctx.Err() == nil {
 		if c.nc.IsClosed() {
 			return fmt.Errorf("collector: %w", nats.ErrConnectionClosed)
@@ -170,13 +172,21 @@ func (c *Collector) Run(ctx context.Context) error {
 				break
 			}
 			if errors.Is(err, jetstream.ErrStreamNotFound) {
-				c.log.Warn("collect: event stream not found; waiting for the producers to create it", logStream, stream)
+				// Once at warn, then at debug: a deployment that has not
+				// published yet is not a fault worth a line every RetryAfter.
+				level := slog.LevelWarn
+				if missing {
+					level = slog.LevelDebug
+				}
+				missing = true
+				c.log.Log(ctx, level, "collect: event stream not found; waiting for the producers to create it", logStream, stream)
 			} else {
 				c.log.Warn("collect: bind the consumer", logStream, stream, logErr, err)
 			}
 			sleep(ctx, c.o.RetryAfter)
 			continue
 		}
+		missing = false
 		c.log.Info("collect: consuming", logStream, stream, "consumer", c.o.Durable)
 		if err := c.consume(ctx, cons, &nextPrune); err != nil && ctx.Err() == nil {
 			if c.nc.IsClosed() {

@@ -72,7 +72,9 @@ func TestCollectCommand(t *testing.T) {
 	done := make(chan error, 1)
 	stdout := &syncBuffer{}
 	env := map[string]string{"USHER_DATA_DIR": dir, "USHER_COLLECT_NATS": testenv.URL(t, "USHER_TEST_NATS"), "USHER_COLLECT_NATS_NAME": name}
-	go func() { done <- run(ctx, []string{"collect"}, func(k string) string { return env[k] }, stdout, &syncBuffer{}) }()
+	go func() {
+		done <- run(ctx, []string{"collect"}, func(k string) string { return env[k] }, stdout, &syncBuffer{})
+	}()
 	publish("sale", 30)
 	s, err := sqliteanalytics.Open(context.Background(), filepath.Join(dir, "analytics.db"))
 	if err != nil {

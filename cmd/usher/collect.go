@@ -28,7 +28,7 @@ import (
 // counted into the analytics tables of --db, until ctx ends.
 func collect(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newFlags("collect", getenv, stderr)
-	db := f.string("db", "sqlite", "analytics database: sqlite (<data-dir>/analytics.db), sqlite:PATH (analytics beside it, PATH-analytics.db) or postgres://… (the booking database: tables of their own)")
+	db := f.string("db", "sqlite", "analytics database: sqlite (<data-dir>/analytics.db), sqlite:PATH (beside it: PATH less its extension, plus -analytics.db) or postgres://… (the booking database: tables of their own)")
 	dataDir := f.string("data-dir", "./data", "directory for what the embedded defaults keep (the SQLite analytics file)")
 	metricsAddr := f.string("metrics-addr", "", "a listen address that serves /metrics (the collector's events and lag); empty: none")
 	logs := addLogFlags(f)

@@ -45,9 +45,9 @@ var (
 	ErrInvalid = fault.New(fault.Invalid, "invalid input")
 	// ErrUnavailable wraps any failure to reach the database.
 	ErrUnavailable = fault.New(fault.Unavailable, "database unavailable")
-	// ErrDisabled is what the API answers when this server collects no
-	// analytics.
-	ErrDisabled = fault.New(fault.AnalyticsDisabled, "this server collects no analytics (usher serve --collect, or usher collect with --db)")
+	// ErrDisabled is what the API answers when the server has no
+	// analytics (usher proxy; usher serve always reads them).
+	ErrDisabled = fault.New(fault.AnalyticsDisabled, "this server keeps no analytics (usher serve does)")
 )
 
 // Counts are the counters of one room and minute. Every field adds up when

@@ -23,3 +23,4 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	analyticstest.Run(t, newStore)
 }
+func BenchmarkApply(b *testing.B) { analyticstest.Bench(b, newStore) }

@@ -10,8 +10,8 @@
 // ever needs a transaction across the two (the analytics hold only counts).
 //
 // Like sqlitebooking: WAL mode, one writer connection (each Update is one
-// BEGIN IMMEDIATE transaction, synchronous=NORMAL: a crash may lose the last
-// transactions, whose events were not acknowledged yet and come again), a
+// BEGIN IMMEDIATE transaction, synchronous=FULL: the collector acknowledges
+// a batch after its commit, so the commit must be on disk), a
 // small pool of read-only connections, a busy timeout for other processes
 // on the same file. Migrations are embedded and recorded in
 // analytics_migrations. Minutes are stored as unix seconds, entries' times
@@ -73,7 +73,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		}
 		return "file:" + path + "?" + q.Encode()
 	}
-	w, err := sql.Open("sqlite", dsn("journal_mode(WAL)", "synchronous(NORMAL)")+"&_txlock=immediate")
+	w, err := sql.Open("sqlite", dsn("journal_mode(WAL)", "synchronous(FULL)")+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("sqliteanalytics: open %s: %w", path, err)
 	}

@@ -45,3 +45,4 @@ func TestReopen(t *testing.T) {
 		t.Errorf("after reopening: %+v, %v; want 3 arrivals", rep.Totals.Counts, err)
 	}
 }
+func BenchmarkApply(b *testing.B) { analyticstest.Bench(b, newStore) }

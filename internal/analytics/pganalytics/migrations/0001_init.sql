@@ -29,6 +29,8 @@ CREATE TABLE analytics_minutes (
     PRIMARY KEY (room, minute)
 );
 
+CREATE INDEX analytics_minutes_minute ON analytics_minutes (minute); -- the prune
+
 -- The time-in-queue histogram of each room and minute (analytics.Hist).
 CREATE TABLE analytics_wait (
     room   TEXT    NOT NULL,
@@ -37,6 +39,8 @@ CREATE TABLE analytics_wait (
     n      BIGINT NOT NULL,
     PRIMARY KEY (room, minute, bucket)
 );
+
+CREATE INDEX analytics_wait_minute ON analytics_wait (minute); -- the prune
 
 -- Waiting visitors' entries until their admission, and admissions whose
 -- entry has not arrived yet (or MaxWait).

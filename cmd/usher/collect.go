@@ -167,12 +167,16 @@ func analyticsPath(spec, dataDir string) string {
 	return strings.TrimSuffix(path, filepath.Ext(path)) + "-analytics.db"
 }
 
-// serveAnalytics is serve's part: the analytics on its --db, read by the
-// API, and with on the collector on its broker connection (nil: none).
+// serveAnalytics is serve's part: the analytics on its --db, which the API
+// reads, and the collector on its broker connection as a part to run (one
+// that returns at once when on is false).
 func serveAnalytics(ctx context.Context, on bool, db, dataDir string, pool int, nc *nats.Conn, natsName string, k *core, cl *closers) (*analytics.Analytics, func(context.Context) error, error) {
 	an, err := openAnalytics(ctx, db, dataDir, pool, analytics.Options{}, cl)
-	if err != nil || !on {
-		return an, nil, err
+	if err != nil {
+		return nil, nil, err
+	}
+	if !on {
+		return an, func(context.Context) error { return nil }, nil
 	}
 	col, err := collector.New(nc, an, collector.Options{Prefix: natsName, Registerer: k.reg, Logger: k.log.With("component", "collector")})
 	if err != nil {

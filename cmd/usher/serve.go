@@ -84,7 +84,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := sales.RebuildStock(ctx); err != nil {
 		return err
 	}
-	an, collector, err := serveAnalytics(ctx, *collect, *db, *c.dataDir, *dbPool, mqb.Conn(), *natsName, k, &cl)
+	an, counting, err := serveAnalytics(ctx, *collect, *db, *c.dataDir, *dbPool, mqb.Conn(), *natsName, k, &cl)
 	if err != nil {
 		return err
 	}
@@ -100,11 +100,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	fmt.Fprintf(stdout, "usher serving on %s (store %s, db %s, nats %s)\n", baseURL(ln.Addr()), redactURL(*c.store), redactURL(*db), redactURL(*broker))
-	parts := []func(context.Context) error{sales.Run}
-	if collector != nil {
-		parts = append(parts, collector)
-	}
-	return stopped(log, k.run(ctx, srv, ln, parts...))
+	return stopped(log, k.run(ctx, srv, ln, sales.Run, counting))
 }
 
 // loadOrCreateAdminKey reads <dataDir>/admin.key, creating it with a random

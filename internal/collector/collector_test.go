@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -484,4 +485,50 @@ func TestMalformed(t *testing.T) {
 	testenv.Eventually(t, 30*time.Second, "the events counted and the two malformed ones terminated", func() bool {
 		return cmp.Equal(want, counted(t, a, want)) && r.events("malformed") == 2
 	})
+}
+
+// TestDatabaseOutage: PostgreSQL's connections are cut while events flow;
+// the batches that fail change nothing and come again, and once the
+// database is back every event is counted once.
+func TestDatabaseOutage(t *testing.T) {
+	t.Parallel()
+	base := testenv.PostgresSchema(t)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testenv.NewProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	q := u.Query()
+	q.Set("connect_timeout", "2")
+	u.RawQuery = q.Encode()
+	s, err := pganalytics.Open(context.Background(), u.String(), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	a := analytics.New(s, analytics.Options{})
+
+	conn := embedded(t)
+	p := prefix()
+	pub := conn(t)
+	createStream(t, pub, p)
+	logs := &logBuffer{}
+	r := start(t, conn(t), a, p, slog.New(slog.NewTextHandler(logs, nil)))
+	evs, want := workload(2, 100)
+	half := len(evs) / 2
+	publish(t, pub, p, evs[:half], true)
+	testenv.Eventually(t, 30*time.Second, "some events counted", func() bool { return total(counted(t, a, want)) > 0 })
+	proxy.Cut()
+	publish(t, pub, p, evs[half:], true)
+	testenv.Eventually(t, 30*time.Second, "a batch failing on the cut database", func() bool {
+		return strings.Contains(logs.String(), "batch failed")
+	})
+	proxy.Restore(t)
+	testenv.Eventually(t, 60*time.Second, "every event counted after the outage", func() bool { return cmp.Equal(want, counted(t, a, want)) })
+	// A batch whose commit reached the server while its answer was cut
+	// off is counted and reported failed; it comes again as duplicates.
+	if got := r.events("applied") + r.events("duplicate"); got < float64(len(evs)) || r.events("applied") > float64(len(evs)) {
+		t.Errorf("applied %v and duplicate %v events of %d", r.events("applied"), r.events("duplicate"), len(evs))
+	}
 }

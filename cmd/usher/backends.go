@@ -158,7 +158,7 @@ func openCatalog(ctx context.Context, spec, dataDir string, pool int, cl *closer
 
 // openBroker is the switch that picks the message broker: NATS embedded in
 // this process (JetStream files in the data dir) or an external server.
-func openBroker(ctx context.Context, spec string, o natsmq.Options, dataDir string, log *slog.Logger, cl *closers) (mq.Broker, error) {
+func openBroker(ctx context.Context, spec string, o natsmq.Options, dataDir string, log *slog.Logger, cl *closers) (*natsmq.Broker, error) {
 	var nc *nats.Conn
 	switch {
 	case spec == "embedded":

@@ -116,7 +116,7 @@ func TestEnvironmentVariables(t *testing.T) {
 	}
 	type use struct{ cmd, flag, def string }
 	uses := map[string][]use{}
-	for _, cmd := range [][]string{{"serve"}, {"proxy"}, {"seed"}, {"keys", "list"}, {"keys", "rotate"}, {"plan"}, {"origin"}, {"loadtest"}, {"invites"}, {"verify-draw"}} {
+	for _, cmd := range [][]string{{"serve"}, {"proxy"}, {"seed"}, {"keys", "list"}, {"keys", "rotate"}, {"plan"}, {"origin"}, {"loadtest"}, {"invites"}, {"verify-draw"}, {"collect"}} {
 		var help strings.Builder
 		if err := run(context.Background(), append(cmd, "-h"), noEnv, &help, &help); err != nil {
 			t.Fatalf("usher %v -h: %v", cmd, err)
@@ -152,7 +152,7 @@ func TestEnvironmentVariables(t *testing.T) {
 	if len(uses) < 40 {
 		t.Fatalf("found %d variables in the help texts; the help format changed?", len(uses))
 	}
-	own := map[string]string{"proxy": "USHER_PROXY_", "plan": "USHER_PLAN_", "origin": "USHER_ORIGIN_", "loadtest": "USHER_LOADTEST_", "invites": "USHER_INVITES_"}
+	own := map[string]string{"proxy": "USHER_PROXY_", "plan": "USHER_PLAN_", "origin": "USHER_ORIGIN_", "loadtest": "USHER_LOADTEST_", "invites": "USHER_INVITES_", "collect": "USHER_COLLECT_"}
 	for _, p := range own {
 		if !strings.Contains(string(readme), "`"+p+"`") {
 			t.Errorf("the README does not name the prefix %s", p)
@@ -206,12 +206,20 @@ func TestSettingsCheckedBeforeWriting(t *testing.T) {
 		{"proxy", map[string]string{"USHER_LOG_LEVEL": "loud", "USHER_PROXY_ORIGIN": "http://127.0.0.1:1"}, "USHER_LOG_LEVEL"},
 		{"seed", map[string]string{"USHER_DB": "mysql://db/usher"}, "USHER_DB"},
 		{"seed", map[string]string{"USHER_STORE": "mem"}, "USHER_STORE"},
+		{"collect", map[string]string{}, "USHER_COLLECT_NATS"},
+		{"collect", map[string]string{"USHER_COLLECT_NATS": "embedded"}, "USHER_COLLECT_NATS"},
+		{"collect", map[string]string{"USHER_COLLECT_NATS": "nats://127.0.0.1:1", "USHER_DB": "mysql://db/usher"}, "USHER_DB"},
+		{"collect", map[string]string{"USHER_COLLECT_NATS": "nats://127.0.0.1:1", "USHER_COLLECT_RETENTION": "0s"}, "USHER_COLLECT_RETENTION"},
+		{"collect", map[string]string{"USHER_COLLECT_NATS": "nats://127.0.0.1:1", "USHER_COLLECT_NATS_NAME": "a.b"}, "USHER_COLLECT_NATS_NAME"},
 	} {
 		dir := t.TempDir()
 		tc.env["USHER_DATA_DIR"] = dir
 		args := []string{tc.cmd, "--addr", "127.0.0.1:0"}
-		if tc.cmd == "seed" {
+		switch tc.cmd {
+		case "seed":
 			args = []string{tc.cmd, "--seats", "10"}
+		case "collect":
+			args = []string{tc.cmd}
 		}
 		err := run(context.Background(), args, func(k string) string { return tc.env[k] }, &strings.Builder{}, &strings.Builder{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -31,6 +31,7 @@ const usage = `usage: usher <command> [flags]
 commands:
   serve     run the waiting room and booking API on embedded defaults, or on Redis, PostgreSQL, NATS
   proxy     gate any website: a reverse proxy that queues visitors in front of an origin
+  collect   count an external NATS's event stream into analytics tables (SQLite or PostgreSQL)
   seed      create a demo concert with one schedule of N seats (default 50,000)
   keys      list or rotate the signing keys (usher keys list|rotate)
   invites   print invite codes for a presale room (room setting require_invite)
@@ -60,6 +61,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return helpIsNotAnError(proxy(ctx, rest, getenv, stdout, stderr))
 	case "seed":
 		return helpIsNotAnError(seed(ctx, rest, getenv, stdout, stderr))
+	case "collect":
+		return helpIsNotAnError(collect(ctx, rest, getenv, stdout, stderr))
 	case "keys":
 		return helpIsNotAnError(keys(rest, getenv, stdout, stderr))
 	case "invites":

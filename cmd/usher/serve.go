@@ -35,6 +35,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	seatLimit := f.int("seat-limit", 4, "most seats a visitor holds at once in a schedule, and per reservation")
 	stockLimit := f.int("stock-limit", 4, "most general-admission units a visitor holds at once in a schedule")
 	seatMapEvery := f.duration("seat-map-every", 500*time.Millisecond, "most often a schedule's seat map is rebuilt from the database")
+	collect := f.bool("collect", true, "run the collector: count this deployment's event stream into analytics tables in --db (SQLite: <data-dir>/analytics.db)")
 	inventoryEvery := f.duration("inventory-every", time.Second, "how often each schedule's units left are counted into its room (sold out at 0, visitors_per_unit); 0: never")
 	if err := f.parse(args); err != nil {
 		return err
@@ -84,8 +85,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := sales.RebuildStock(ctx); err != nil {
 		return err
 	}
+	an, counting, err := serveAnalytics(ctx, *collect, *db, *c.dataDir, *dbPool, mqb.Conn(), *natsName, k, &cl)
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{
-		Handler:           c.logs.accessLog(log.With("component", "access"), k.api(c, httpapi.Config{Sale: sales}, console.Path)),
+		Handler:           c.logs.accessLog(log.With("component", "access"), k.api(c, httpapi.Config{Sale: sales, Analytics: an}, console.Path)),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -96,7 +101,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	fmt.Fprintf(stdout, "usher serving on %s (store %s, db %s, nats %s)\n", baseURL(ln.Addr()), redactURL(*c.store), redactURL(*db), redactURL(*broker))
-	return stopped(log, k.run(ctx, srv, ln, sales.Run))
+	return stopped(log, k.run(ctx, srv, ln, sales.Run, counting))
 }
 
 // loadOrCreateAdminKey reads <dataDir>/admin.key, creating it with a random

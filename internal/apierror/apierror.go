@@ -77,6 +77,7 @@ var statuses = map[string]int{
 	fault.RoomInUse:           http.StatusConflict,
 	fault.RoomOfSchedule:      http.StatusConflict,
 	fault.CSRFRefused:         http.StatusForbidden,
+	fault.AnalyticsDisabled:   http.StatusNotFound,
 }
 
 // Codes returns a copy of the table: every error code and its status (the

@@ -59,6 +59,7 @@ const (
 	RoomInUse           = "room_in_use"
 	RoomOfSchedule      = "room_of_schedule"
 	CSRFRefused         = "csrf_refused"
+	AnalyticsDisabled   = "analytics_disabled"
 	Internal            = "internal"
 )
 

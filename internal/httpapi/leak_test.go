@@ -23,11 +23,12 @@ import (
 )
 
 // internals are what a client's error message must never show: package
-// and library names, SQL, file paths, Go types.
+// and library names, SQL (its keywords in capitals: "from" and "to" are
+// the analytics' parameters), file paths, Go types.
 var internals = regexp.MustCompile(`(?i)\b(memqueue|redisqueue|sqlitebooking|pgbooking|memhold|redishold|natsmq|` +
 	`rueidis|redis|pgx|pgconn|postgres|sqlite|nats|jetstream|httpapi|apierror|gateway|fault)\b|` +
 	`\b(queue|sale|hold|booking|mq|token|gate|proxy|json|sql|runtime):|` +
-	`\b(UNIQUE|CHECK|SQLSTATE|SELECT|INSERT|UPDATE|DELETE|WHERE|FROM|constraint|violates|duplicate key|relation)\b|` +
+	`(?-i:\b(UNIQUE|CHECK|SQLSTATE|SELECT|INSERT|UPDATE|DELETE|WHERE|FROM)\b)|\b(constraint|violates|duplicate key|relation)\b|` +
 	`(^|[\s"'(])/[\w.-]+/|\.go:\d|\.db\b|\bstruct\b|\[\]\w|\bint64\b`)
 
 // leaked returns what message shows of usher's internals, or "". Besides

@@ -27,12 +27,14 @@ func (s *server) routes(mux *http.ServeMux) {
 	mux.Handle("POST /api/v1/rooms/{room}/invites", s.admin(s.createInvites()))
 	mux.Handle("POST /api/v1/rooms/{room}/signals", s.admin(s.signals()))
 	mux.Handle("DELETE /api/v1/rooms/{room}", s.admin(s.deleteRoom()))
+	mux.Handle("GET /api/v1/rooms/{room}/analytics", s.admin(s.roomAnalytics()))
+	mux.Handle("GET /api/v1/rooms/{room}/events", s.admin(s.roomEvents()))
 
 	paths := []string{
 		"/healthz", "/readyz", "/metrics", "/.well-known/jwks.json", "/api/v1/openapi.json",
 		"/api/v1/rooms/{room}/entries", "/api/v1/rooms/{room}/entries/me",
 		"/api/v1/rooms/{room}/pass", "/api/v1/rooms/{room}/draw", "/api/v1/rooms", "/api/v1/rooms/{room}", "/api/v1/rooms/{room}/invites",
-		"/api/v1/rooms/{room}/signals",
+		"/api/v1/rooms/{room}/signals", "/api/v1/rooms/{room}/analytics", "/api/v1/rooms/{room}/events",
 	}
 	if s.Sale != nil {
 		mux.Handle("GET /api/v1/schedules/{id}/seats", s.seats())

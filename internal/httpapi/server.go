@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"usher/internal/analytics"
 	"usher/internal/apierror"
 	"usher/internal/flood"
 	"usher/internal/gate"
@@ -48,6 +49,9 @@ type Config struct {
 	// Sale serves the booking routes (seats, holds, reservations, catalog
 	// admin); nil leaves them out.
 	Sale *sale.Service
+	// Analytics serves a room's analytics and recent events (the
+	// collector's tables); nil answers them with analytics_disabled.
+	Analytics *analytics.Analytics
 }
 
 type server struct {

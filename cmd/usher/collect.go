@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
+
+	"usher/internal/analytics"
+	"usher/internal/analytics/pganalytics"
+	"usher/internal/analytics/sqliteanalytics"
+	"usher/internal/collector"
+)
+
+// collect runs the collector on its own: an external NATS's event stream
+// counted into the analytics tables of --db, until ctx ends.
+func collect(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	f := newFlags("collect", getenv, stderr)
+	db := f.string("db", "sqlite", "analytics database: sqlite (<data-dir>/analytics.db), sqlite:PATH (beside it: PATH less its extension, plus -analytics.db) or postgres://… (the booking database: tables of their own)")
+	dataDir := f.string("data-dir", "./data", "directory for what the embedded defaults keep (the SQLite analytics file)")
+	metricsAddr := f.string("metrics-addr", "", "a listen address that serves /metrics (the collector's events and lag); empty: none")
+	logs := addLogFlags(f)
+	f.own("collect")
+	broker := f.string("nats", "", "the NATS server or cluster whose event stream is counted: nats://… or tls://… (required)")
+	natsName := f.string("nats-name", "usher", "the deployment's name on NATS (usher serve --nats-name): stream <NAME>_EVENTS")
+	durable := f.string("consumer", "collector", "the durable consumer's name; collectors with one name share the work")
+	pool := f.int("db-pool", 4, "PostgreSQL connections at most")
+	batch := f.int("batch", 256, "the most events counted in one transaction")
+	o := analyticsFlags(f)
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	f.positive("db-pool", float64(*pool))
+	f.positive("batch", float64(*batch))
+	o.check(f)
+	logs.check(f)
+	if !strings.HasPrefix(*broker, "nats://") && !strings.HasPrefix(*broker, "tls://") {
+		f.errs = append(f.errs, fmt.Sprintf("--nats/USHER_COLLECT_NATS=%q: want nats://… or tls://… (the embedded server runs inside usher serve, whose --collect counts its events)", redactURL(*broker)))
+	}
+	if !validNATSName(*natsName) {
+		f.errs = append(f.errs, fmt.Sprintf("--nats-name/USHER_COLLECT_NATS_NAME=%q: want letters, digits, '-' and '_'", *natsName))
+	}
+	if err := checkDB(*db); err != nil {
+		f.errs = append(f.errs, err.Error())
+	}
+	if err := f.check(); err != nil {
+		return err
+	}
+	log := logs.logger(stderr)
+	var cl closers
+	defer cl.Close()
+	reg := prometheus.NewRegistry()
+	an, err := openAnalytics(ctx, *db, *dataDir, *pool, o.options(), &cl)
+	if err != nil {
+		return err
+	}
+	nc, err := nats.Connect(*broker, nats.Name("usher collect"), nats.MaxReconnects(-1))
+	if err != nil {
+		return fmt.Errorf("broker %s: %w", redactURL(*broker), err)
+	}
+	cl.add(nc.Close)
+	col, err := collector.New(nc, an, collector.Options{
+		Prefix: *natsName, Durable: *durable, Batch: *batch, Registerer: reg, Logger: log.With("component", "collector"),
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "usher collecting %s from %s into %s\n", natsName2stream(*natsName), redactURL(*broker), redactURL(*db))
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return col.Run(gctx) })
+	if *metricsAddr != "" {
+		g.Go(func() error { return serveRegistry(gctx, *metricsAddr, reg, log) })
+	}
+	return stopped(log, g.Wait())
+}
+
+// analyticsOptions are the collector's retention settings.
+type analyticsOptions struct {
+	retention, dedupe, maxWait *time.Duration
+	recent                     *int
+}
+
+func analyticsFlags(f *flags) analyticsOptions {
+	return analyticsOptions{
+		retention: f.duration("retention", 90*24*time.Hour, "how long per-minute rows are kept"),
+		dedupe:    f.duration("dedupe", 7*24*time.Hour, "how long event IDs are kept for de-duplication; older events are ignored"),
+		maxWait:   f.duration("max-wait", 24*time.Hour, "how long a waiting visitor's entry is kept to pair it with its admission"),
+		recent:    f.int("recent", 1000, "how many recent events each room's timeline keeps"),
+	}
+}
+
+func (o analyticsOptions) check(f *flags) {
+	f.positive("retention", o.retention.Seconds())
+	f.positive("dedupe", o.dedupe.Seconds())
+	f.positive("max-wait", o.maxWait.Seconds())
+	f.positive("recent", float64(*o.recent))
+}
+
+func (o analyticsOptions) options() analytics.Options {
+	return analytics.Options{Retention: *o.retention, Dedupe: *o.dedupe, MaxWait: *o.maxWait, Recent: *o.recent}
+}
+
+func validNATSName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func natsName2stream(name string) string { return strings.ToUpper(name) + "_EVENTS" }
+
+// openAnalytics is the switch that picks the analytics database, from the
+// booking database's setting: PostgreSQL holds both (tables of their
+// own); SQLite gets a file of its own beside the booking file, so that the
+// collector's writes never wait on sqlitebooking's one writer (and its
+// Decide batches never wait on them).
+func openAnalytics(ctx context.Context, spec, dataDir string, pool int, o analytics.Options, cl *closers) (*analytics.Analytics, error) {
+	switch {
+	case spec == "sqlite" || strings.HasPrefix(spec, "sqlite:"):
+		path := analyticsPath(spec, dataDir)
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("data dir: %w", err)
+		}
+		s, err := sqliteanalytics.Open(ctx, path)
+		if err != nil {
+			return nil, fmt.Errorf("analytics db %s: %w", path, err)
+		}
+		cl.add(func() { s.Close() })
+		return analytics.New(s, o), nil
+	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
+		s, err := pganalytics.Open(ctx, spec, pool)
+		if err != nil {
+			return nil, fmt.Errorf("analytics db %s: %w", redactURL(spec), err)
+		}
+		cl.add(func() { s.Close() })
+		return analytics.New(s, o), nil
+	default:
+		return nil, checkDB(spec)
+	}
+}
+
+// analyticsPath is the SQLite analytics file of a --db setting:
+// <data-dir>/analytics.db for sqlite, PATH less its extension plus
+// "-analytics.db" for sqlite:PATH.
+func analyticsPath(spec, dataDir string) string {
+	path := strings.TrimPrefix(strings.TrimPrefix(spec, "sqlite"), ":")
+	if path == "" {
+		return filepath.Join(dataDir, "analytics.db")
+	}
+	return strings.TrimSuffix(path, filepath.Ext(path)) + "-analytics.db"
+}
+
+// serveAnalytics is serve's part: the analytics on its --db, which the API
+// reads, and the collector on its broker connection as a part to run (one
+// that returns at once when on is false).
+func serveAnalytics(ctx context.Context, on bool, db, dataDir string, pool int, nc *nats.Conn, natsName string, k *core, cl *closers) (*analytics.Analytics, func(context.Context) error, error) {
+	an, err := openAnalytics(ctx, db, dataDir, pool, analytics.Options{}, cl)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !on {
+		return an, func(context.Context) error { return nil }, nil
+	}
+	col, err := collector.New(nc, an, collector.Options{Prefix: natsName, Registerer: k.reg, Logger: k.log.With("component", "collector")})
+	if err != nil {
+		return nil, nil, err
+	}
+	return an, col.Run, nil
+}
+
+// serveRegistry serves reg's /metrics on addr until ctx ends.
+func serveRegistry(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("bad setting --metrics-addr/%sMETRICS_ADDR=%q: %w", sharedPrefix, addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}
+	log.Info("metrics serving", "url", baseURL(ln.Addr())+"/metrics")
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -257,7 +257,6 @@ func metric(tb testing.TB, reg *prometheus.Registry, name, label, value string) 
 	return 0
 }
 
-
 // TestPublisherBufferFull: Emit with the buffer full drops and counts,
 // never waits; what the buffer held is published once Run starts.
 func TestPublisherBufferFull(t *testing.T) {

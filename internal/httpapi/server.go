@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"usher/internal/apierror"
+	"usher/internal/event"
 	"usher/internal/flood"
 	"usher/internal/gate"
 	"usher/internal/identity"
@@ -48,6 +49,9 @@ type Config struct {
 	// Sale serves the booking routes (seats, holds, reservations, catalog
 	// admin); nil leaves them out.
 	Sale *sale.Service
+	// Events receives settings_changed events (PUT /api/v1/rooms/{room});
+	// nil emits none.
+	Events event.Emitter
 }
 
 type server struct {

@@ -54,6 +54,7 @@ func benchEmitter(b *testing.B, on bool) (e event.Emitter, settled func(n float6
 	}
 	reg := prometheus.NewRegistry()
 	pub, _ := eventStream(b, reg)
+	reasons := map[string]float64{}
 	counts := func() (published, dropped float64) {
 		mfs, _ := reg.Gather()
 		for _, mf := range mfs {
@@ -63,6 +64,9 @@ func benchEmitter(b *testing.B, on bool) (e event.Emitter, settled func(n float6
 					published += m.GetCounter().GetValue()
 				case "usher_events_dropped_total":
 					dropped += m.GetCounter().GetValue()
+					if v := m.GetCounter().GetValue(); v > 0 {
+						reasons[m.GetLabel()[0].GetValue()] = v
+					}
 				}
 			}
 		}
@@ -73,6 +77,9 @@ func benchEmitter(b *testing.B, on bool) (e event.Emitter, settled func(n float6
 		p, d := counts()
 		b.ReportMetric((p+d-before)/float64(b.N), "events/op")
 		b.ReportMetric(d/max(1, p+d), "dropped-share")
+		if d > 0 {
+			b.Logf("dropped by reason: %v", reasons)
+		}
 	})
 	return pub, func(n float64) {
 		testenv.Eventually(b, time.Minute, "the setup's events published", func() bool {

@@ -143,8 +143,8 @@ func TestEnsureStream(t *testing.T) {
 		t.Errorf("subjects (-want +got):\n%s", diff)
 	}
 	if cfg.MaxAge != natsevent.StreamMaxAge || cfg.Duplicates != natsevent.StreamDuplicates || cfg.Storage != jetstream.FileStorage ||
-		cfg.Retention != jetstream.LimitsPolicy || cfg.Replicas != 1 {
-		t.Errorf("config %+v: want max age %v, duplicates %v, file storage, limits retention, 1 replica",
+		cfg.Retention != jetstream.LimitsPolicy || cfg.Replicas != 1 || cfg.PersistMode != jetstream.AsyncPersistMode {
+		t.Errorf("config %+v: want max age %v, duplicates %v, file storage, limits retention, 1 replica, async persist",
 			cfg, natsevent.StreamMaxAge, natsevent.StreamDuplicates)
 	}
 	if _, err := natsevent.EnsureStream(context.Background(), js, "bad.name", 1); err == nil {

@@ -17,7 +17,10 @@ CREATE TABLE outbox (
 -- transition table holds only inserted rows). One statement-level trigger
 -- per INSERT, so a batch of 64 decisions costs one more INSERT … SELECT,
 -- not 64. json_strip_nulls drops the zero fields. search_path is the one
--- of the migration, whatever the caller's.
+-- of the migration, whatever the caller's. The amount reads the seats by
+-- their primary key only: a confirmed reservation's seats are all of its
+-- schedule (the sale's UPDATE checked), and a condition on schedule_id
+-- would let the planner scan the schedule's seats through the UNIQUE index.
 CREATE FUNCTION reservation_outbox() RETURNS trigger LANGUAGE plpgsql
 SET search_path FROM CURRENT AS $$
 BEGIN
@@ -32,8 +35,7 @@ BEGIN
 	           'schedule', NULLIF(d.schedule_id, 0),
 	           'units', NULLIF(CASE WHEN d.quantity <> 0 THEN d.quantity ELSE cardinality(d.seat_ids) END, 0),
 	           'amount', CASE WHEN d.status = 'confirmed' AND d.quantity = 0 THEN NULLIF((
-	               SELECT sum(price) FROM seat
-	                WHERE seat.schedule_id = d.schedule_id AND seat.seat_id = ANY (d.seat_ids)), 0) END
+	               SELECT sum(price) FROM seat WHERE seat.seat_id = ANY (d.seat_ids)), 0) END
 	       ))::text
 	  FROM decided d LEFT JOIN schedule s ON s.schedule_id = d.schedule_id;
 	RETURN NULL;

@@ -14,7 +14,10 @@ CREATE TABLE outbox (
 -- A decision's event, with every reservation Decide stores: in the same
 -- transaction (rolled back with its savepoint or transaction), once (a
 -- redelivery inserts no reservation row). json_patch('{}', …) drops the
--- null (zero) fields.
+-- null (zero) fields. The amount reads the seats by their primary key only:
+-- a confirmed reservation's seats are all of its schedule (the sale's
+-- UPDATE checked), and a condition on schedule_id would let the planner
+-- scan the schedule's seats through the UNIQUE index instead.
 CREATE TRIGGER reservation_outbox AFTER INSERT ON reservation
 BEGIN
 	INSERT INTO outbox (event_id, type, room, at, visitor, data)
@@ -29,8 +32,7 @@ BEGIN
 			'schedule', NULLIF(NEW.schedule_id, 0),
 			'units', NULLIF(CASE WHEN NEW.quantity <> 0 THEN NEW.quantity ELSE json_array_length(NEW.seat_ids) END, 0),
 			'amount', CASE WHEN NEW.status = 'confirmed' AND NEW.quantity = 0 THEN NULLIF((
-				SELECT sum(price) FROM seat
-				 WHERE schedule_id = NEW.schedule_id AND seat_id IN (SELECT value FROM json_each(NEW.seat_ids))), 0) END
+				SELECT sum(price) FROM seat WHERE seat_id IN (SELECT value FROM json_each(NEW.seat_ids))), 0) END
 		))
 	);
 END;

@@ -157,30 +157,32 @@ func openCatalog(ctx context.Context, spec, dataDir string, pool int, cl *closer
 }
 
 // openBroker is the switch that picks the message broker: NATS embedded in
-// this process (JetStream files in the data dir) or an external server.
-func openBroker(ctx context.Context, spec string, o natsmq.Options, dataDir string, log *slog.Logger, cl *closers) (*natsmq.Broker, error) {
+// this process (JetStream files in the data dir) or an external server. It
+// also returns the connection (for the event stream).
+func openBroker(ctx context.Context, spec string, o natsmq.Options, dataDir string, log *slog.Logger, cl *closers) (mq.Broker, *nats.Conn, error) {
 	var nc *nats.Conn
 	switch {
 	case spec == "embedded":
 		srv, err := natsmq.StartEmbedded(filepath.Join(dataDir, "nats"), log)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cl.add(func() { srv.Shutdown(); srv.WaitForShutdown() })
 		if nc, err = natsmq.ConnectEmbedded(srv); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	case natsURLs(spec):
 		var err error
 		if nc, err = nats.Connect(spec, nats.Name("usher"), nats.MaxReconnects(-1)); err != nil {
-			return nil, fmt.Errorf("broker %s: %w", redactURL(spec), errors.Join(mq.ErrUnavailable, err))
+			return nil, nil, fmt.Errorf("broker %s: %w", redactURL(spec), errors.Join(mq.ErrUnavailable, err))
 		}
 	default:
-		return nil, checkBroker(spec, o.Replicas)
+		return nil, nil, checkBroker(spec, o.Replicas)
 	}
 	cl.add(nc.Close)
 	o.Logger = log.With("component", "mq")
-	return natsmq.Open(ctx, nc, o)
+	b, err := natsmq.Open(ctx, nc, o)
+	return b, nc, err
 }
 
 // redactURL hides a password in a connection URL, or in each of a

@@ -19,6 +19,7 @@ import (
 	"usher/internal/admission"
 	"usher/internal/clientip"
 	"usher/internal/console"
+	"usher/internal/event/natsevent"
 	"usher/internal/flood"
 	"usher/internal/hold"
 	"usher/internal/httpapi"
@@ -125,10 +126,16 @@ type core struct {
 	metricsAddr string
 	// console is the operator's console, once api mounted it (--console).
 	console *console.Console
+	// events publishes the queue's, holds' and settings' events (nil:
+	// none); events.go.
+	events       *natsevent.Publisher
+	eventMetrics *natsevent.Metrics
+	eventsConf   eventsConfig
 }
 
-// openCore builds the core, logging to log; cl releases what it opened.
-func openCore(ctx context.Context, c coreFlags, log *slog.Logger, cl *closers) (*core, error) {
+// openCore builds the core, logging to log and publishing events as ec
+// says; cl releases what it opened.
+func openCore(ctx context.Context, c coreFlags, log *slog.Logger, ec eventsConfig, cl *closers) (*core, error) {
 	k := &core{log: log, adminKey: *c.adminKey, metricsAddr: *c.metricsAddr}
 	qs, hs, ls, err := openStores(ctx, *c.store, *c.redisPrefix, filepath.Join(*c.dataDir, c.roomsFile), cl)
 	if err != nil {
@@ -145,7 +152,11 @@ func openCore(ctx context.Context, c coreFlags, log *slog.Logger, cl *closers) (
 	}
 	k.reg = prometheus.NewRegistry()
 	k.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	k.q = queue.New(qs, queue.Options{Metrics: queue.NewMetrics(k.reg), Logger: k.log.With("component", "queue"), StoreTimeout: *c.storeTimeout})
+	if err := k.openEvents(ctx, ec); err != nil {
+		return nil, err
+	}
+	k.q = queue.New(qs, queue.Options{Metrics: queue.NewMetrics(k.reg), Logger: k.log.With("component", "queue"), StoreTimeout: *c.storeTimeout,
+		Events: k.emitter()})
 	k.sched = admission.New(k.q, k.log.With("component", "admission"))
 	k.flood = flood.New(ls, pow.New(k.keys, ls, time.Now), c.parsed.trusted, time.Now)
 	if k.identity, err = identity.New([]byte(*c.identitySecret), c.parsed.identityPub, time.Now); err != nil {
@@ -160,7 +171,7 @@ func openCore(ctx context.Context, c coreFlags, log *slog.Logger, cl *closers) (
 func (k *core) api(c coreFlags, cfg httpapi.Config, publicPath string) http.Handler {
 	cfg.Queue, cfg.Keys, cfg.AdminKey, cfg.Registry = k.q, k.keys, k.adminKey, k.reg
 	cfg.Logger, cfg.InsecureCookies, cfg.FailOpen = k.log.With("component", "http"), *c.insecure, *c.failOpen
-	cfg.Flood, cfg.Identity = k.flood, k.identity
+	cfg.Flood, cfg.Identity, cfg.Events = k.flood, k.identity, k.emitter()
 	api := httpapi.NewServer(cfg)
 	if !*c.console {
 		return api
@@ -192,6 +203,9 @@ func (k *core) run(ctx context.Context, srv *http.Server, ln net.Listener, parts
 	g.Go(func() error { return k.sched.Run(gctx) })
 	if k.console != nil {
 		g.Go(func() error { return k.console.Run(gctx) })
+	}
+	if k.events != nil {
+		g.Go(func() error { return k.events.Run(gctx) })
 	}
 	for _, part := range parts {
 		g.Go(func() error { return part(gctx) })

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.yaml.in/yaml/v4"
 
+	"usher/internal/event/natsevent"
 	"usher/internal/gateway"
 	"usher/internal/httpapi"
 	"usher/internal/queue"
@@ -35,6 +36,7 @@ func usherRegistries(t *testing.T) []*prometheus.Registry {
 	api := prometheus.NewRegistry()
 	api.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	q := queue.New(memqueue.New(), queue.Options{Metrics: queue.NewMetrics(api)})
+	natsevent.NewMetrics(api)
 	httpapi.NewServer(httpapi.Config{Queue: q, Keys: keys, AdminKey: "k", Registry: api})
 
 	proxy := prometheus.NewRegistry()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"usher/internal/event"
 	"usher/internal/testenv"
 )
 
@@ -359,6 +362,59 @@ func TestProductionStack(t *testing.T) {
 		_, _, body := c.do("GET", "/api/v1/reservations/"+id, ticket, "")
 		return body["status"] == "confirmed"
 	})
+	// The event stream: alice's queue and hold events from the instance
+	// (left: the sale freed her slot), the decision from PostgreSQL's
+	// outbox through the relay, in either order.
+	want := []string{"admitted alice", "entered alice", "hold_placed alice", "left alice", "reservation_confirmed alice", "reservation_submitted alice"}
+	var got []string
+	waitFor(t, "the events in the stream", func() bool {
+		got = streamEvents(t, natsURL, natsName, room)
+		return len(got) >= len(want)
+	})
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("events of %s: %q, want %q", room, got, want)
+	}
+}
+
+// streamEvents reads the events of room from the event stream of the
+// deployment name, as "type visitor".
+func streamEvents(t *testing.T, natsURL, name, room string) []string {
+	t.Helper()
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, event.StreamName(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e event.Event
+		if err := json.Unmarshal(m.Data, &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Room == room && e.Type != event.SettingsChanged {
+			out = append(out, string(e.Type)+" "+e.Visitor)
+		}
+	}
+	return out
 }
 
 // deleteNATS removes the stream and the bucket serve made under name.
@@ -381,6 +437,9 @@ func deleteNATS(t *testing.T, natsURL, name string) {
 	}
 	if err := js.DeleteKeyValue(ctx, name+"_reservations"); err != nil {
 		t.Errorf("delete bucket: %v", err)
+	}
+	if err := js.DeleteStream(ctx, event.StreamName(name)); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Errorf("delete event stream: %v", err)
 	}
 }
 

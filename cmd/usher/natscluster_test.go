@@ -129,7 +129,7 @@ func TestNATSClusterFailover(t *testing.T) {
 	b := make([]byte, 4)
 	rand.Read(b)
 	name := "failover-" + hex.EncodeToString(b)
-	broker, err := openBroker(ctx, top.URL, natsmq.Options{Name: name, Replicas: 3}, t.TempDir(), log, &cl)
+	broker, _, err := openBroker(ctx, top.URL, natsmq.Options{Name: name, Replicas: 3}, t.TempDir(), log, &cl)
 	if err != nil {
 		t.Fatal(err)
 	}

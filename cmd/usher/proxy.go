@@ -60,7 +60,7 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 	var cl closers
 	defer cl.Close()
 	log := c.logs.logger(stderr)
-	k, err := openCore(ctx, c, log, &cl)
+	k, err := openCore(ctx, c, log, eventsConfig{}, &cl) // no NATS: no events (docs/architecture.md#events)
 	if err != nil {
 		return err
 	}

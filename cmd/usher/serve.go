@@ -31,6 +31,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	broker := f.string("nats", "embedded", "message broker: embedded (NATS in this process, files in <data-dir>/nats) or nats://…")
 	natsName := f.string("nats-name", "usher", "name of this deployment's stream, consumer and bucket on NATS")
 	natsReplicas := f.int("nats-replicas", 1, "replicas of the stream and the bucket on a clustered NATS (1, 3 or 5)")
+	events := f.bool("events", true, "publish events (queue, holds, settings, and the reservation decisions' outbox) to the NATS stream <NAME>_EVENTS")
 	holdTTL := f.duration("hold-ttl", 5*time.Minute, "how long a seat or stock hold lasts")
 	seatLimit := f.int("seat-limit", 4, "most seats a visitor holds at once in a schedule, and per reservation")
 	stockLimit := f.int("stock-limit", 4, "most general-admission units a visitor holds at once in a schedule")
@@ -64,7 +65,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	log := c.logs.logger(stderr)
 	var cl closers
 	defer cl.Close()
-	k, err := openCore(ctx, c, log, &cl)
+	mqb, nc, err := openBroker(ctx, *broker, natsmq.Options{Name: *natsName, Replicas: *natsReplicas}, *c.dataDir, log, &cl)
+	if err != nil {
+		return err
+	}
+	ec := eventsConfig{prefix: *natsName, replicas: *natsReplicas}
+	if *events {
+		ec.nc = nc
+	}
+	k, err := openCore(ctx, c, log, ec, &cl)
 	if err != nil {
 		return err
 	}
@@ -72,20 +81,20 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	mqb, err := openBroker(ctx, *broker, natsmq.Options{Name: *natsName, Replicas: *natsReplicas}, *c.dataDir, k.log, &cl)
+	relay, err := k.relay(catalog)
 	if err != nil {
 		return err
 	}
 	sales := sale.New(sale.Config{
 		Catalog: catalog, Holds: k.holds, Broker: mqb, Queue: k.q,
 		HoldTTL: *holdTTL, SeatLimit: *seatLimit, StockLimit: *stockLimit, SnapshotEvery: *seatMapEvery, Workers: *dbPool,
-		InventoryEvery: *inventoryEvery,
-		Logger:         k.log.With("component", "sale"),
+		InventoryEvery: *inventoryEvery, Events: k.emitter(),
+		Logger: k.log.With("component", "sale"),
 	})
 	if err := sales.RebuildStock(ctx); err != nil {
 		return err
 	}
-	an, counting, err := serveAnalytics(ctx, *collect, *db, *c.dataDir, *dbPool, mqb.Conn(), *natsName, k, &cl)
+	an, counting, err := serveAnalytics(ctx, *collect, *db, *c.dataDir, *dbPool, nc, *natsName, k, &cl)
 	if err != nil {
 		return err
 	}
@@ -101,7 +110,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	fmt.Fprintf(stdout, "usher serving on %s (store %s, db %s, nats %s)\n", baseURL(ln.Addr()), redactURL(*c.store), redactURL(*db), redactURL(*broker))
-	return stopped(log, k.run(ctx, srv, ln, sales.Run, counting))
+	parts := []func(context.Context) error{sales.Run, counting}
+	if relay != nil {
+		parts = append(parts, relay.Run)
+	}
+	return stopped(log, k.run(ctx, srv, ln, parts...))
 }
 
 // loadOrCreateAdminKey reads <dataDir>/admin.key, creating it with a random

@@ -172,6 +172,11 @@ type Store interface {
 	// schedule_id=… AND sold + quantity <= total; no row touched means
 	// Rejected with ReasonSoldOut (so does a quantity below 0, or seats and
 	// a quantity at once). It is stored and redelivered like any other.
+	//
+	// Each decision it stores writes its event (reservation_confirmed or
+	// reservation_rejected, OutboxEvent) into the outbox in the same
+	// transaction: a decision rolled back leaves no event, a stored one
+	// has exactly one, and a redelivery writes none.
 	Decide(ctx context.Context, rs []Reservation) ([]Reservation, error)
 	// SetStock creates a schedule's general-admission stock or sets its
 	// total: ErrNotFound for an unknown schedule, ErrInvalid when total is
@@ -199,6 +204,17 @@ type Store interface {
 	// database's collation); status "" keeps every status. Pending
 	// reservations are in the broker, not in SQL: none is listed.
 	ListReservations(ctx context.Context, scheduleID int64, status ReservationStatus, after string, limit int) ([]Reservation, error)
+
+	// The outbox (outbox.go): events written with the decisions, waiting
+	// for the relay to publish them.
+
+	// Outbox returns up to limit unsent events (ErrInvalid below 1), the
+	// oldest first (by Seq).
+	Outbox(ctx context.Context, limit int) ([]OutboxEvent, error)
+	// MarkSent removes the outbox events with these Seqs: they were
+	// published. Seqs not in the outbox (removed already) are ignored.
+	MarkSent(ctx context.Context, seqs []int64) error
+
 	// Close releases the connections.
 	Close() error
 }

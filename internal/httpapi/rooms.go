@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
 
+	"usher/internal/event"
 	"usher/internal/queue"
 	"usher/internal/token"
 	"usher/internal/wire"
@@ -147,6 +149,7 @@ func (s *server) putRoom() http.Handler {
 		}
 		status := http.StatusOK
 		current := queue.DefaultSettings()
+		var before *queue.View
 		switch v, err := s.Queue.Room(r.Context(), room); {
 		case errors.Is(err, queue.ErrRoomNotFound):
 			status = http.StatusCreated
@@ -154,7 +157,7 @@ func (s *server) putRoom() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		default:
-			current = v.Settings
+			current, before = v.Settings, &v
 		}
 		set, err := applySettings(req, current)
 		if err != nil {
@@ -170,8 +173,25 @@ func (s *server) putRoom() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
-		encode(w, status, roomResponse(room, v))
+		resp := roomResponse(room, v)
+		s.settingsChanged(room, before, resp.RoomSettings)
+		encode(w, status, resp)
 	})
+}
+
+// settingsChanged emits a room's settings_changed event: who changed them
+// ("admin": the admin key is the only identity the API knows), the
+// settings before (none for a new room) and after, as the API shows them.
+func (s *server) settingsChanged(room string, before *queue.View, after wire.RoomSettings) {
+	if s.Events == nil {
+		return
+	}
+	d := event.Data{Who: "admin"}
+	d.New, _ = json.Marshal(after)
+	if before != nil {
+		d.Old, _ = json.Marshal(roomResponse(room, *before).RoomSettings)
+	}
+	s.Events.Emit(event.New(event.SettingsChanged, room, "", s.Queue.Now(), d))
 }
 
 func (s *server) getRoom() http.Handler {

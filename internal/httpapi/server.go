@@ -18,6 +18,7 @@ import (
 
 	"usher/internal/analytics"
 	"usher/internal/apierror"
+	"usher/internal/event"
 	"usher/internal/flood"
 	"usher/internal/gate"
 	"usher/internal/identity"
@@ -52,6 +53,9 @@ type Config struct {
 	// Analytics serves a room's analytics and recent events (the
 	// collector's tables); nil answers them with analytics_disabled.
 	Analytics *analytics.Analytics
+	// Events receives settings_changed events (PUT /api/v1/rooms/{room});
+	// nil emits none.
+	Events event.Emitter
 }
 
 type server struct {

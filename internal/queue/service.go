@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"usher/internal/event"
 	"usher/internal/fault"
 )
 
@@ -34,6 +35,8 @@ type Options struct {
 	// lets the gate fail open) instead of stalling requests. Backends must
 	// honour ctx.
 	StoreTimeout time.Duration
+	// Events receives the queue's events (events.go); nil emits none.
+	Events event.Emitter
 }
 
 // DefaultStoreTimeout is usher's --store-timeout: four orders of magnitude
@@ -61,6 +64,7 @@ type Queue struct {
 	changed chan struct{}
 	sigMu   sync.Mutex
 	local   map[string]*Signals // origin signals since the last Control, by room (adaptive.go)
+	events  event.Emitter       // nil: no events
 }
 
 // View is a room's stats as last read by this instance, with the measured
@@ -91,7 +95,7 @@ func New(store Store, o Options) *Queue {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	q := &Queue{store: WithTimeout(store, o.StoreTimeout), now: o.Now, refresh: o.Refresh, metrics: o.Metrics, log: o.Logger,
-		local: make(map[string]*Signals)}
+		local: make(map[string]*Signals), events: o.Events}
 	q.views.Store(&map[string]View{})
 	return q
 }
@@ -184,6 +188,9 @@ func (q *Queue) Enter(ctx context.Context, room, visitor string) (Entry, bool, e
 	switch {
 	case err == nil:
 		q.metrics.entered(room, e, created)
+		if created && q.events != nil {
+			q.emitEntered(room, e)
+		}
 	case errors.Is(err, ErrQueueFull):
 		q.metrics.refused(room)
 		err = fullError{err}
@@ -297,10 +304,14 @@ func (q *Queue) Renew(ctx context.Context, room, visitor string) (time.Time, err
 	return e.ExpiresAt, nil
 }
 
-// Leave frees the visitor's queue place or active slot.
+// Leave frees the visitor's queue place or active slot. With events, it
+// reads the entry first, to say where the visitor left from.
 func (q *Queue) Leave(ctx context.Context, room, visitor string) error {
 	if err := checkVisitor(room, visitor); err != nil {
 		return err
+	}
+	if q.events != nil {
+		return q.leaveObserved(ctx, room, visitor)
 	}
 	return q.store.Leave(ctx, room, visitor)
 }
@@ -324,6 +335,9 @@ func (q *Queue) Admit(ctx context.Context, room string) (AdmitResult, error) {
 	start := time.Now()
 	res, err := q.store.Admit(ctx, room, q.now())
 	q.metrics.stepped(room, res, time.Since(start), err)
+	if err == nil && q.events != nil {
+		q.emitStep(room, res)
+	}
 	return res, err
 }
 

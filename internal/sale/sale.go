@@ -27,6 +27,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"usher/internal/booking"
+	"usher/internal/event"
 	"usher/internal/fault"
 	"usher/internal/hold"
 	"usher/internal/mq"
@@ -85,8 +86,11 @@ type Config struct {
 	// and written to its room (default 1 s; NoInventory: never;
 	// inventory.go).
 	InventoryEvery time.Duration
-	Now            func() time.Time
-	Logger         *slog.Logger
+	// Events receives the holds' and submissions' events (events.go);
+	// nil emits none.
+	Events event.Emitter
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // Service runs the booking flow.
@@ -297,7 +301,11 @@ func (s *Service) Hold(ctx context.Context, scheduleID int64, visitor string, se
 	if len(sold) > 0 {
 		return hold.Hold{}, &hold.TakenError{Seats: sold}
 	}
-	return s.cfg.Holds.HoldSeats(ctx, Scope(scheduleID), visitor, keys, s.cfg.SeatLimit, s.cfg.HoldTTL, s.cfg.Now())
+	h, err := s.cfg.Holds.HoldSeats(ctx, Scope(scheduleID), visitor, keys, s.cfg.SeatLimit, s.cfg.HoldTTL, s.cfg.Now())
+	if err == nil {
+		s.emitHold(ctx, event.HoldPlaced, scheduleID, h)
+	}
+	return h, err
 }
 
 // Release ends one of visitor's holds early; another visitor's hold is
@@ -311,7 +319,11 @@ func (s *Service) Release(ctx context.Context, scheduleID int64, visitor, holdID
 	if h.Holder != visitor {
 		return fmt.Errorf("sale: release %s: %w", holdID, hold.ErrNotFound)
 	}
-	return s.cfg.Holds.Release(ctx, Scope(scheduleID), holdID, now)
+	if err := s.cfg.Holds.Release(ctx, Scope(scheduleID), holdID, now); err != nil {
+		return err
+	}
+	s.emitHold(ctx, event.HoldReleased, scheduleID, h)
+	return nil
 }
 
 // maxIdempotencyKey is the longest idempotency key in bytes.
@@ -358,7 +370,16 @@ func (s *Service) Reserve(ctx context.Context, visitor string, scheduleID int64,
 		ID: newID(), Visitor: visitor, ScheduleID: scheduleID, SeatIDs: seats, HoldIDs: holdIDs,
 		Status: booking.Pending, CreatedAt: now.UTC().Truncate(time.Microsecond), // SQL keeps µs
 	}
-	return s.cfg.Broker.Submit(ctx, r, idempotencyKey)
+	return s.submit(ctx, r, idempotencyKey)
+}
+
+// submit submits r to the broker and emits its event when it is new.
+func (s *Service) submit(ctx context.Context, r booking.Reservation, idempotencyKey string) (booking.Reservation, bool, error) {
+	got, created, err := s.cfg.Broker.Submit(ctx, r, idempotencyKey)
+	if err == nil && created {
+		s.emitSubmitted(ctx, got)
+	}
+	return got, created, err
 }
 
 // checkKey validates an idempotency key.
@@ -528,7 +549,15 @@ func (s *Service) followUp(ctx context.Context, r *booking.Reservation, now time
 		if r.Status == booking.Confirmed {
 			end = s.cfg.Holds.Consume
 		}
-		if err := end(ctx, Scope(r.ScheduleID), id, now); err != nil && !errors.Is(err, hold.ErrNotFound) {
+		var h hold.Hold
+		if r.Status != booking.Confirmed && s.cfg.Events != nil {
+			h, _ = s.cfg.Holds.Get(ctx, Scope(r.ScheduleID), id, now) // what the released event counts
+		}
+		err := end(ctx, Scope(r.ScheduleID), id, now)
+		switch {
+		case err == nil && h.ID != "":
+			s.emitHold(ctx, event.HoldReleased, r.ScheduleID, h)
+		case err != nil && !errors.Is(err, hold.ErrNotFound):
 			s.cfg.Logger.Warn("end hold", "hold", id, "reservation", r.ID, "err", err) // it expires anyway
 		}
 	}

@@ -36,6 +36,7 @@ type rig struct {
 	sched   booking.Schedule
 	seats   []int64
 	nats    *server.Server
+	events  *recorder // what the service emitted
 }
 
 func newRig(t *testing.T, seats int) *rig {
@@ -65,9 +66,10 @@ func newRigWith(t *testing.T, seats int, catalog booking.Store) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{q: queue.New(memqueue.New(), queue.Options{}), catalog: catalog, holds: memhold.New(), broker: broker, nats: srv}
+	r := &rig{q: queue.New(memqueue.New(), queue.Options{}), catalog: catalog, holds: memhold.New(), broker: broker, nats: srv,
+		events: &recorder{}}
 	r.svc = sale.New(sale.Config{
-		Catalog: catalog, Holds: r.holds, Broker: broker, Queue: r.q,
+		Catalog: catalog, Holds: r.holds, Broker: broker, Queue: r.q, Events: r.events,
 		SnapshotEvery: time.Nanosecond, Workers: 2, MaxBatch: 16, RetryAfter: 50 * time.Millisecond,
 	})
 	done := make(chan error, 1)

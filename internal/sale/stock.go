@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"usher/internal/booking"
+	"usher/internal/event"
 	"usher/internal/hold"
 	"usher/internal/mq"
 	"usher/internal/queue"
@@ -125,7 +126,11 @@ func (s *Service) HoldStock(ctx context.Context, scheduleID int64, visitor strin
 	if _, err := s.Schedule(ctx, scheduleID); err != nil {
 		return hold.Hold{}, err
 	}
-	return s.cfg.Holds.HoldStock(ctx, Scope(scheduleID), visitor, n, int64(s.cfg.StockLimit), s.cfg.HoldTTL, s.cfg.Now())
+	h, err := s.cfg.Holds.HoldStock(ctx, Scope(scheduleID), visitor, n, int64(s.cfg.StockLimit), s.cfg.HoldTTL, s.cfg.Now())
+	if err == nil {
+		s.emitHold(ctx, event.HoldPlaced, scheduleID, h)
+	}
+	return h, err
 }
 
 // ReserveStock submits a reservation of the units of one of visitor's live
@@ -165,5 +170,5 @@ func (s *Service) ReserveStock(ctx context.Context, visitor string, scheduleID i
 		ID: fmt.Sprintf("r%d-%s", scheduleID, holdID), Visitor: visitor, ScheduleID: scheduleID, Quantity: h.Quantity, HoldIDs: []string{holdID},
 		Status: booking.Pending, CreatedAt: now.UTC().Truncate(time.Microsecond), // SQL keeps µs
 	}
-	return s.cfg.Broker.Submit(ctx, r, idempotencyKey)
+	return s.submit(ctx, r, idempotencyKey)
 }

@@ -14,7 +14,8 @@
 // no row), and a reservation without an id is ErrInvalid for the whole call.
 // Stock reservations (a Quantity) are pinned the same way: a quantity below
 // 0, seats with a quantity, or a schedule without stock are rejected with
-// ReasonSoldOut.
+// ReasonSoldOut. The outbox (outbox.go) holds exactly one event per stored
+// decision, under concurrent and redelivered Decide calls too.
 package bookingtest
 
 import (
@@ -64,6 +65,9 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ListConcerts", testListConcerts},
 		{"ListSchedules", testListSchedules},
 		{"ListReservations", testListReservations},
+		{"OutboxDecisions", testOutboxDecisions},
+		{"OutboxRolledBack", testOutboxRolledBack},
+		{"OutboxReads", testOutboxReads},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

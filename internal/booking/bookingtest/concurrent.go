@@ -17,7 +17,8 @@ import (
 // one to three seats among 200, in batches, some of them redeliveries (with
 // other seats) of ids another goroutine decides at the same time. Afterwards
 // no seat is sold twice, every confirmed reservation owns all its seats, no
-// rejected one owns any, and every answer for one id is the stored one.
+// rejected one owns any, every answer for one id is the stored one, and the
+// outbox holds exactly one event per stored reservation.
 func testDecideConcurrent(t *testing.T, s booking.Store) {
 	const (
 		workers   = 32
@@ -138,5 +139,6 @@ func testDecideConcurrent(t *testing.T, s booking.Store) {
 	if confirmed < 20 || rejected < 20 {
 		t.Errorf("%d confirmed, %d rejected: want plenty of both", confirmed, rejected)
 	}
+	checkOutbox(t, s, stored)
 	t.Logf("%d reservations: %d confirmed (%d seats), %d rejected", len(stored), confirmed, sold, rejected)
 }

@@ -182,10 +182,6 @@ type Broker struct {
 	log     *slog.Logger
 }
 
-// Conn is the connection the Broker uses (it does not own it): the
-// collector and the event publishers share it.
-func (b *Broker) Conn() *nats.Conn { return b.nc }
-
 // Open creates the stream and the bucket, or updates their settings, and
 // returns a Broker on them. It starts nothing. The consumer is created by
 // Consume, whose options bound it.

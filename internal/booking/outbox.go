@@ -1,0 +1,24 @@
+package booking
+
+import "usher/internal/event"
+
+// OutboxEvent is an event in the outbox: written by the database in the
+// transaction that made the change (a trigger on the reservation table, in
+// the migrations), published by the relay (natsevent.Relay), then removed
+// with MarkSent. Seq orders the outbox (the order of the writes).
+//
+// A decision's event: ID "<reservation id>.<status>", Type
+// reservation_confirmed or reservation_rejected, Room the schedule's room
+// ("schedule-<id>" for a schedule the catalog does not have), At the
+// decision time, Visitor the reservation's, Data {reservation, schedule,
+// units, amount}: units are the seats asked for (or the quantity), amount
+// the sum of the seats' prices of a confirmed seat reservation (absent
+// otherwise: stock has no price).
+type OutboxEvent struct {
+	Seq int64
+	event.Event
+}
+
+// MaxOutboxBatch is the most events one Outbox call returns, whatever the
+// limit asked for.
+const MaxOutboxBatch = 1000

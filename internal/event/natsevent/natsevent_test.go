@@ -1,0 +1,495 @@
+package natsevent_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"usher/internal/booking"
+	"usher/internal/booking/pgbooking"
+	"usher/internal/booking/sqlitebooking"
+	"usher/internal/event"
+	"usher/internal/event/natsevent"
+	"usher/internal/mq/natsmq"
+	"usher/internal/testenv"
+)
+
+// embedded starts a NATS server of the test's own (in-process, JetStream
+// in a temporary directory) and connects to it.
+func embedded(tb testing.TB) *nats.Conn {
+	tb.Helper()
+	s, err := natsmq.StartEmbedded(tb.TempDir(), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	nc, err := natsmq.ConnectEmbedded(s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(nc.Close)
+	return nc
+}
+
+// external connects to USHER_TEST_NATS (skips when unset, fails under CI
+// or when the server does not answer).
+func external(tb testing.TB) *nats.Conn {
+	tb.Helper()
+	u := testenv.URL(tb, "USHER_TEST_NATS")
+	nc, err := nats.Connect(u, nats.Timeout(5*time.Second), nats.Name("usher natsevent test"))
+	if err != nil {
+		tb.Fatalf("USHER_TEST_NATS is set but NATS at %s does not answer: %v", u, err)
+	}
+	tb.Cleanup(nc.Close)
+	return nc
+}
+
+// stream creates the event stream under a prefix of the test's own and
+// deletes it when the test ends.
+func stream(tb testing.TB, nc *nats.Conn) (string, jetstream.Stream) {
+	tb.Helper()
+	b := make([]byte, 6)
+	rand.Read(b)
+	prefix := "evtest-" + hex.EncodeToString(b)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := natsevent.EnsureStream(ctx, js, prefix, 1)
+	if err != nil {
+		tb.Fatalf("EnsureStream: %v", err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := js.DeleteStream(ctx, event.StreamName(prefix)); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+			tb.Errorf("delete stream: %v", err)
+		}
+	})
+	return prefix, st
+}
+
+// received is one message of the stream.
+type received struct {
+	Subject, MsgID string
+	Event          event.Event
+}
+
+// messages reads every message of the stream, in order.
+func messages(tb testing.TB, st jetstream.Stream) []received {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := st.Info(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []received
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if err != nil {
+			tb.Fatalf("GetMsg(%d): %v", seq, err)
+		}
+		var e event.Event
+		if err := json.Unmarshal(m.Data, &e); err != nil {
+			tb.Fatalf("message %d: %v: %s", seq, err, m.Data)
+		}
+		out = append(out, received{m.Subject, m.Header.Get(jetstream.MsgIDHeader), e})
+	}
+	return out
+}
+
+func count(tb testing.TB, st jetstream.Stream) uint64 {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := st.Info(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+func TestEnsureStream(t *testing.T) {
+	t.Parallel()
+	nc := embedded(t)
+	prefix, st := stream(t, nc)
+	js, _ := jetstream.New(nc)
+	// Again: the same stream, unchanged.
+	again, err := natsevent.EnsureStream(context.Background(), js, prefix, 1)
+	if err != nil {
+		t.Fatalf("EnsureStream again: %v", err)
+	}
+	cfg := again.CachedInfo().Config
+	if cfg.Name != st.CachedInfo().Config.Name || cfg.Name != event.StreamName(prefix) {
+		t.Errorf("stream %q, want %q", cfg.Name, event.StreamName(prefix))
+	}
+	if diff := cmp.Diff([]string{event.SubjectFilter(prefix)}, cfg.Subjects); diff != "" {
+		t.Errorf("subjects (-want +got):\n%s", diff)
+	}
+	if cfg.MaxAge != natsevent.StreamMaxAge || cfg.Duplicates != natsevent.StreamDuplicates || cfg.Storage != jetstream.FileStorage ||
+		cfg.Retention != jetstream.LimitsPolicy || cfg.Replicas != 1 || cfg.PersistMode != jetstream.AsyncPersistMode {
+		t.Errorf("config %+v: want max age %v, duplicates %v, file storage, limits retention, 1 replica, async persist",
+			cfg, natsevent.StreamMaxAge, natsevent.StreamDuplicates)
+	}
+	if _, err := natsevent.EnsureStream(context.Background(), js, "bad.name", 1); err == nil {
+		t.Error("EnsureStream(bad.name): want an error")
+	}
+}
+
+func testEvent(i int) event.Event {
+	return event.New(event.Entered, fmt.Sprintf("room-%d", i%3), fmt.Sprintf("v%d", i),
+		time.Date(2026, 12, 1, 20, 0, 0, i*1000, time.UTC), event.Data{ETAMS: int64(1000 + i)})
+}
+
+func TestPublisher(t *testing.T) {
+	t.Parallel()
+	nc := embedded(t)
+	prefix, st := stream(t, nc)
+	m, reg := metrics()
+	p, err := natsevent.NewPublisher(nc, natsevent.PublisherOptions{Prefix: prefix, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+
+	// Many emitters at once (-race), as the request goroutines do.
+	const emitters, each = 8, 50
+	var wg sync.WaitGroup
+	want := map[string]event.Event{}
+	var mu sync.Mutex
+	for g := range emitters {
+		wg.Go(func() {
+			for i := range each {
+				e := testEvent(g*each + i)
+				mu.Lock()
+				want[e.ID] = e
+				mu.Unlock()
+				p.Emit(e)
+			}
+		})
+	}
+	wg.Wait()
+	testenv.Eventually(t, 20*time.Second, "every event in the stream", func() bool { return count(t, st) == emitters*each })
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v", err)
+	}
+	for _, got := range messages(t, st) {
+		w, ok := want[got.Event.ID]
+		if !ok {
+			t.Errorf("unexpected event %+v", got)
+			continue
+		}
+		delete(want, got.Event.ID)
+		if got.MsgID != w.ID || got.Subject != event.Subject(prefix, w.Room, w.Type) {
+			t.Errorf("event %s on %s with Nats-Msg-Id %q, want %s and its ID", w.ID, got.Subject, got.MsgID, event.Subject(prefix, w.Room, w.Type))
+		}
+		if !got.Event.At.Equal(w.At) {
+			t.Errorf("event %s at %v, want %v", w.ID, got.Event.At, w.At)
+		}
+		got.Event.At = w.At
+		if diff := cmp.Diff(w, got.Event); diff != "" {
+			t.Errorf("event %s (-emitted +received):\n%s", w.ID, diff)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("%d events never arrived", len(want))
+	}
+	if got := publishedTotal(t, reg, "instance"); got != emitters*each {
+		t.Errorf("usher_events_published_total{source=instance} = %v, want %d", got, emitters*each)
+	}
+}
+
+// metrics registers the metrics with a registry of the test's own.
+func metrics() (*natsevent.Metrics, *prometheus.Registry) {
+	reg := prometheus.NewPedanticRegistry()
+	return natsevent.NewMetrics(reg), reg
+}
+
+// publishedTotal and droppedTotal read the counters from reg.
+func publishedTotal(tb testing.TB, reg *prometheus.Registry, source string) float64 {
+	tb.Helper()
+	return metric(tb, reg, "usher_events_published_total", "source", source)
+}
+
+func droppedTotal(tb testing.TB, reg *prometheus.Registry, reason string) float64 {
+	tb.Helper()
+	return metric(tb, reg, "usher_events_dropped_total", "reason", reason)
+}
+
+func metric(tb testing.TB, reg *prometheus.Registry, name, label, value string) float64 {
+	tb.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			for _, l := range mt.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return mt.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	tb.Fatalf("no %s{%s=%q}", name, label, value)
+	return 0
+}
+
+// TestPublisherBufferFull: Emit with the buffer full drops and counts,
+// never waits; what the buffer held is published once Run starts.
+func TestPublisherBufferFull(t *testing.T) {
+	t.Parallel()
+	nc := embedded(t)
+	prefix, st := stream(t, nc)
+	m, reg := metrics()
+	p, err := natsevent.NewPublisher(nc, natsevent.PublisherOptions{Prefix: prefix, Buffer: 4, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		p.Emit(testEvent(i)) // no Run yet: nothing drains the buffer
+	}
+	if got := droppedTotal(t, reg, "buffer_full"); got != 6 {
+		t.Errorf("dropped (buffer_full) = %v, want 6", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.Run(ctx)
+	testenv.Eventually(t, 20*time.Second, "the 4 buffered events in the stream", func() bool { return count(t, st) == 4 })
+	if got := publishedTotal(t, reg, "instance"); got != 4 {
+		t.Errorf("published = %v, want 4", got)
+	}
+}
+
+// TestPublisherNATSDown: with the connection gone, events are dropped and
+// counted (nats_down), and Emit still returns at once.
+func TestPublisherNATSDown(t *testing.T) {
+	t.Parallel()
+	nc := embedded(t)
+	prefix, _ := stream(t, nc)
+	m, reg := metrics()
+	p, err := natsevent.NewPublisher(nc, natsevent.PublisherOptions{Prefix: prefix, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.Run(ctx)
+	nc.Close()
+	for i := range 100 {
+		p.Emit(testEvent(i))
+	}
+	testenv.Eventually(t, 20*time.Second, "100 events dropped", func() bool {
+		return droppedTotal(t, reg, "nats_down")+droppedTotal(t, reg, "buffer_full") == 100
+	})
+	if got := publishedTotal(t, reg, "instance"); got != 0 {
+		t.Errorf("published = %v with the connection closed", got)
+	}
+}
+
+// catalogStore returns a SQLite store, or the PostgreSQL one.
+func stores(t *testing.T) map[string]func(testing.TB) booking.Store {
+	return map[string]func(testing.TB) booking.Store{
+		"sqlite": func(tb testing.TB) booking.Store {
+			s, err := sqlitebooking.Open(context.Background(), filepath.Join(tb.TempDir(), "usher.db"))
+			if err != nil {
+				tb.Fatal(err)
+			}
+			tb.Cleanup(func() { s.Close() })
+			return s
+		},
+		"postgres": func(tb testing.TB) booking.Store {
+			s, err := pgbooking.Open(context.Background(), testenv.PostgresSchema(tb), 4)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			tb.Cleanup(func() { s.Close() })
+			return s
+		},
+	}
+}
+
+// sell makes a schedule of n seats and decides n+2 reservations (ids
+// starting with tag): n confirmed (one seat each) and 2 rejected. It
+// returns the decisions.
+func sell(tb testing.TB, s booking.Store, tag string, n int) []booking.Reservation {
+	tb.Helper()
+	ctx := context.Background()
+	c, err := s.CreateConcert(ctx, "c")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sch, err := s.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID, StartsAt: time.Now()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	specs := make([]booking.SeatSpec, n)
+	for i := range specs {
+		specs[i] = booking.SeatSpec{Section: "A", Row: "1", Number: i + 1, Price: 1000}
+	}
+	ids, err := s.AddSeats(ctx, sch.ID, specs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var rs []booking.Reservation
+	for i, id := range ids {
+		rs = append(rs, booking.Reservation{ID: fmt.Sprintf("%s-r%d", tag, i), Visitor: fmt.Sprintf("v%d", i), ScheduleID: sch.ID, SeatIDs: []int64{id}})
+	}
+	rs = append(rs,
+		booking.Reservation{ID: tag + "-late-1", Visitor: "x", ScheduleID: sch.ID, SeatIDs: []int64{ids[0]}},
+		booking.Reservation{ID: tag + "-late-2", Visitor: "y", ScheduleID: sch.ID, SeatIDs: []int64{ids[1]}})
+	var out []booking.Reservation
+	for len(rs) > 0 { // batches of 7, as the consumer would
+		b := rs[:min(7, len(rs))]
+		rs = rs[len(b):]
+		got, err := s.Decide(ctx, b)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, got...)
+	}
+	return out
+}
+
+// wantOnce checks that the stream holds exactly one message per decision,
+// of its outcome.
+func wantOnce(tb testing.TB, prefix string, st jetstream.Stream, decided []booking.Reservation) {
+	tb.Helper()
+	seen := map[string]int{}
+	for _, m := range messages(tb, st) {
+		seen[m.Event.ID]++
+		if m.MsgID != m.Event.ID {
+			tb.Errorf("event %s with Nats-Msg-Id %q", m.Event.ID, m.MsgID)
+		}
+		if !strings.HasPrefix(m.Subject, prefix+".events.schedule-") {
+			tb.Errorf("event %s on %s", m.Event.ID, m.Subject)
+		}
+	}
+	for _, r := range decided {
+		id := r.ID + "." + string(r.Status)
+		if seen[id] != 1 {
+			tb.Errorf("decision %s: %d messages, want 1", id, seen[id])
+		}
+	}
+	if len(seen) != len(decided) {
+		tb.Errorf("%d distinct events in the stream for %d decisions", len(seen), len(decided))
+	}
+}
+
+func outboxLen(tb testing.TB, s booking.Store) int {
+	tb.Helper()
+	ev, err := s.Outbox(context.Background(), booking.MaxOutboxBatch)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return len(ev)
+}
+
+// TestRelay: the relay publishes every decision's event and empties the
+// outbox; events decided while it runs follow.
+func TestRelay(t *testing.T) {
+	t.Parallel()
+	for name, newStore := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t)
+			nc := embedded(t)
+			prefix, st := stream(t, nc)
+			m, reg := metrics()
+			relay, err := natsevent.NewRelay(s, nc, natsevent.RelayOptions{Prefix: prefix, Batch: 5, Every: 10 * time.Millisecond, Metrics: m})
+			if err != nil {
+				t.Fatal(err)
+			}
+			decided := sell(t, s, "before", 12) // before Run: a backlog of several batches
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- relay.Run(ctx) }()
+			decided = append(decided, sell(t, s, "while", 3)...) // while it runs
+			testenv.Eventually(t, 20*time.Second, "the outbox empty", func() bool { return outboxLen(t, s) == 0 })
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run = %v", err)
+			}
+			wantOnce(t, prefix, st, decided)
+			if got := publishedTotal(t, reg, "outbox"); got != float64(len(decided)) {
+				t.Errorf("published{source=outbox} = %v, want %d", got, len(decided))
+			}
+		})
+	}
+}
+
+// killedStore fails MarkSent, as a relay killed between the stream's
+// acknowledgement and the mark would leave things: published, not marked.
+type killedStore struct{ booking.Store }
+
+func (killedStore) MarkSent(context.Context, []int64) error { return errors.New("killed") }
+
+// TestRelayKilledBeforeMark: a relay that dies after publishing and
+// before marking leaves the events in the outbox; the next relay
+// publishes them again and the stream drops every copy (same
+// Nats-Msg-Id), so each decision is in the stream once.
+func TestRelayKilledBeforeMark(t *testing.T) {
+	t.Parallel()
+	for name, connect := range map[string]func(testing.TB) *nats.Conn{"embedded": embedded, "external": external} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			nc := connect(t)
+			s := stores(t)["sqlite"](t)
+			prefix, st := stream(t, nc)
+			decided := sell(t, s, "a", 8)
+			ctx := context.Background()
+
+			first, err := natsevent.NewRelay(killedStore{s}, nc, natsevent.RelayOptions{Prefix: prefix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := first.Round(ctx); err == nil {
+				t.Fatal("Round with a failing mark: want an error")
+			}
+			if got := count(t, st); got != uint64(len(decided)) {
+				t.Fatalf("stream holds %d messages after the first relay, want %d", got, len(decided))
+			}
+			if got := outboxLen(t, s); got != len(decided) {
+				t.Fatalf("outbox holds %d after a failed mark, want %d (nothing marked)", got, len(decided))
+			}
+
+			second, err := natsevent.NewRelay(s, nc, natsevent.RelayOptions{Prefix: prefix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := second.Round(ctx)
+			if err != nil || n != len(decided) {
+				t.Fatalf("second relay's Round = %d, %v; want %d, nil", n, err, len(decided))
+			}
+			if got := second.Duplicates(); got != len(decided) {
+				t.Errorf("the stream flagged %d re-publications as duplicates, want %d", got, len(decided))
+			}
+			if got := outboxLen(t, s); got != 0 {
+				t.Errorf("outbox holds %d after the second relay", got)
+			}
+			wantOnce(t, prefix, st, decided)
+		})
+	}
+}

@@ -79,6 +79,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		HoldTTL: *holdTTL, SeatLimit: *seatLimit, StockLimit: *stockLimit, SnapshotEvery: *seatMapEvery, Workers: *dbPool,
 		InventoryEvery: *inventoryEvery,
 		Logger:         k.log.With("component", "sale"),
+		Registry:       k.reg,
 	})
 	if err := sales.RebuildStock(ctx); err != nil {
 		return err

@@ -120,12 +120,16 @@ func (s *Service) HoldStock(ctx context.Context, scheduleID int64, visitor strin
 		return hold.Hold{}, ErrInvalid.Detail("quantity: want 1 to %d", s.cfg.StockLimit)
 	}
 	if n > int64(s.cfg.StockLimit) {
-		return hold.Hold{}, fmt.Errorf("sale: hold %d units, limit %d: %w", n, s.cfg.StockLimit, hold.ErrLimit)
+		err := fmt.Errorf("sale: hold %d units, limit %d: %w", n, s.cfg.StockLimit, hold.ErrLimit)
+		s.metrics.held(kindStock, err)
+		return hold.Hold{}, err
 	}
 	if _, err := s.Schedule(ctx, scheduleID); err != nil {
 		return hold.Hold{}, err
 	}
-	return s.cfg.Holds.HoldStock(ctx, Scope(scheduleID), visitor, n, int64(s.cfg.StockLimit), s.cfg.HoldTTL, s.cfg.Now())
+	h, err := s.cfg.Holds.HoldStock(ctx, Scope(scheduleID), visitor, n, int64(s.cfg.StockLimit), s.cfg.HoldTTL, s.cfg.Now())
+	s.metrics.held(kindStock, err)
+	return h, err
 }
 
 // ReserveStock submits a reservation of the units of one of visitor's live
@@ -165,5 +169,5 @@ func (s *Service) ReserveStock(ctx context.Context, visitor string, scheduleID i
 		ID: fmt.Sprintf("r%d-%s", scheduleID, holdID), Visitor: visitor, ScheduleID: scheduleID, Quantity: h.Quantity, HoldIDs: []string{holdID},
 		Status: booking.Pending, CreatedAt: now.UTC().Truncate(time.Microsecond), // SQL keeps µs
 	}
-	return s.cfg.Broker.Submit(ctx, r, idempotencyKey)
+	return s.metrics.submitted(s.cfg.Broker.Submit(ctx, r, idempotencyKey))
 }

@@ -105,6 +105,39 @@ var (
 	defaultRE  = regexp.MustCompile(`\(default (.*)\)$`)
 )
 
+// setting is one flag of a subcommand as its help shows it: the name, the
+// variable it reads ("" for none) and the default ("" for none).
+type setting struct{ flag, env, def string }
+
+// helpSettings reads the settings of usher cmd from its -h.
+func helpSettings(t *testing.T, cmd ...string) []setting {
+	t.Helper()
+	var help strings.Builder
+	if err := run(context.Background(), append(cmd, "-h"), noEnv, &help, &help); err != nil {
+		t.Fatalf("usher %v -h: %v", cmd, err)
+	}
+	var out []setting
+	sc := bufio.NewScanner(strings.NewReader(help.String()))
+	for sc.Scan() {
+		line := sc.Text()
+		if m := flagLineRE.FindStringSubmatch(line); m != nil {
+			out = append(out, setting{flag: m[1]})
+			continue
+		}
+		if len(out) == 0 {
+			continue
+		}
+		cur := &out[len(out)-1]
+		if m := envRE.FindStringSubmatch(line); m != nil {
+			cur.env = m[1]
+		}
+		if m := defaultRE.FindStringSubmatch(line); m != nil {
+			cur.def = m[1]
+		}
+	}
+	return out
+}
+
 // TestEnvironmentVariables reads every subcommand's help: a variable read
 // by two subcommands is a shared one, for the same flag with the same
 // default (USHER_ADDR no longer makes serve and origin fight for a port);
@@ -117,37 +150,11 @@ func TestEnvironmentVariables(t *testing.T) {
 	type use struct{ cmd, flag, def string }
 	uses := map[string][]use{}
 	for _, cmd := range [][]string{{"serve"}, {"proxy"}, {"seed"}, {"keys", "list"}, {"keys", "rotate"}, {"plan"}, {"origin"}, {"loadtest"}, {"invites"}, {"verify-draw"}, {"collect"}} {
-		var help strings.Builder
-		if err := run(context.Background(), append(cmd, "-h"), noEnv, &help, &help); err != nil {
-			t.Fatalf("usher %v -h: %v", cmd, err)
-		}
-		var cur *use
-		var env string
-		flush := func() {
-			if cur != nil && env != "" {
-				uses[env] = append(uses[env], *cur)
-			}
-			cur, env = nil, ""
-		}
-		sc := bufio.NewScanner(strings.NewReader(help.String()))
-		for sc.Scan() {
-			line := sc.Text()
-			if m := flagLineRE.FindStringSubmatch(line); m != nil {
-				flush()
-				cur = &use{cmd: strings.Join(cmd, " "), flag: m[1]}
-				continue
-			}
-			if cur == nil {
-				continue
-			}
-			if m := envRE.FindStringSubmatch(line); m != nil {
-				env = m[1]
-			}
-			if m := defaultRE.FindStringSubmatch(line); m != nil {
-				cur.def = m[1]
+		for _, s := range helpSettings(t, cmd...) {
+			if s.env != "" {
+				uses[s.env] = append(uses[s.env], use{cmd: strings.Join(cmd, " "), flag: s.flag, def: s.def})
 			}
 		}
-		flush()
 	}
 	if len(uses) < 40 {
 		t.Fatalf("found %d variables in the help texts; the help format changed?", len(uses))

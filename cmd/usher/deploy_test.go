@@ -18,6 +18,7 @@ import (
 	"usher/internal/httpapi"
 	"usher/internal/queue"
 	"usher/internal/queue/memqueue"
+	"usher/internal/sale"
 	"usher/internal/token"
 )
 
@@ -26,7 +27,7 @@ var metricName = regexp.MustCompile(`\b(usher_[a-z0-9_]+|go_[a-z0-9_]+|process_[
 
 // usherRegistries returns the registries of a running API server (as serve
 // wires it: the Go and process collectors, the queue's metrics, the
-// server's) and of a running proxy.
+// server's, the booking flow's) and of a running proxy.
 func usherRegistries(t *testing.T) []*prometheus.Registry {
 	t.Helper()
 	keys, err := token.LoadDir(t.TempDir(), time.Now)
@@ -38,6 +39,9 @@ func usherRegistries(t *testing.T) []*prometheus.Registry {
 	q := queue.New(memqueue.New(), queue.Options{Metrics: queue.NewMetrics(api)})
 	natsevent.NewMetrics(api)
 	httpapi.NewServer(httpapi.Config{Queue: q, Keys: keys, AdminKey: "k", Registry: api})
+	// The booking metrics register when the service is built; nothing here
+	// gathers them, so it needs no database or broker.
+	sale.New(sale.Config{Queue: q, Registry: api})
 
 	proxy := prometheus.NewRegistry()
 	origin, _ := url.Parse("http://127.0.0.1:1")
@@ -79,6 +83,7 @@ func TestDeployMetrics(t *testing.T) {
 	if registered(regs, "usher_no_such_metric") {
 		t.Fatal("the probe finds a metric that does not exist")
 	}
+	used := map[string]bool{}
 	check := func(where, expr string) {
 		t.Helper()
 		found := metricName.FindAllString(expr, -1)
@@ -86,6 +91,7 @@ func TestDeployMetrics(t *testing.T) {
 			t.Errorf("%s: no usher metric in %q", where, expr)
 		}
 		for _, name := range found {
+			used[name] = true
 			if !registered(regs, name) {
 				t.Errorf("%s: %s is not a metric usher registers", where, name)
 			}
@@ -138,6 +144,15 @@ func TestDeployMetrics(t *testing.T) {
 	if exprs < 15 {
 		t.Errorf("usher.json has %d queries; did its form change?", exprs)
 	}
+	// The room settings and the booking metrics each have a panel.
+	for _, name := range []string{"usher_max_active", "usher_admit_rate_configured", "usher_admit_rate_current",
+		"usher_holds_total", "usher_hold_ends_total", "usher_held_seats", "usher_reservations_total",
+		"usher_reservation_backlog", "usher_reservation_backlog_oldest_seconds",
+		"usher_reservation_batch_seconds_bucket", "usher_reservation_batch_errors_total"} {
+		if !used[name] {
+			t.Errorf("usher.json has no panel with %s", name)
+		}
+	}
 
 	var rules struct {
 		Groups []struct {
@@ -168,7 +183,8 @@ func TestDeployMetrics(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"UsherStoreUnavailable", "UsherAdmissionStepErrors", "UsherAdmissionStalled", "UsherOriginSlow"} {
+	for _, want := range []string{"UsherStoreUnavailable", "UsherAdmissionStepErrors", "UsherAdmissionStalled", "UsherOriginSlow",
+		"UsherReservationLag", "UsherReservationBatchErrors"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("usher-alerts.yml lacks the alert %s (has %v)", want, alerts)
 		}

@@ -26,7 +26,7 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 	originTimeout := f.duration("origin-timeout", 30*time.Second, "most time to connect to the origin and get its response headers (then 504)")
 	gates := f.stringList("gate", "gated path pattern, repeatable (default /: everything); longest pattern wins")
 	opens := f.stringList("open", "always-open path pattern, repeatable, such as /static/ or /healthz")
-	lang := f.string("lang", "en", "waiting page language: en or ko")
+	lang := f.string("lang", gateway.LangAuto, "waiting page language: auto (each visitor's Accept-Language, English fallback), auto:ko (Korean fallback), or en / ko for every visitor")
 	waitingTemplate := f.string("waiting-template", "", "operator's html/template for the waiting page (see docs/proxy.md)")
 	routes := f.stringList("route", "path prefix → room, repeatable, such as /concert-a/=room-a; longest prefix wins")
 	maxConns := f.int("max-conns", 10_000, "most client connections open at once; more wait to be accepted")

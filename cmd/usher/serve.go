@@ -89,7 +89,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Catalog: catalog, Holds: k.holds, Broker: mqb, Queue: k.q,
 		HoldTTL: *holdTTL, SeatLimit: *seatLimit, StockLimit: *stockLimit, SnapshotEvery: *seatMapEvery, Workers: *dbPool,
 		InventoryEvery: *inventoryEvery, Events: k.emitter(),
-		Logger: k.log.With("component", "sale"),
+		Logger:   k.log.With("component", "sale"),
+		Registry: k.reg,
 	})
 	if err := sales.RebuildStock(ctx); err != nil {
 		return err

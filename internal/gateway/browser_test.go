@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"usher/internal/admission"
@@ -108,6 +110,27 @@ func newBrowserContext(t *testing.T, ctx context.Context) context.Context {
 	return ctx
 }
 
+// koreanContext is newBrowserContext for a visitor whose browser prefers
+// Korean: every request of its tab sends Accept-Language ko-KR first.
+func koreanContext(t *testing.T, ctx context.Context) context.Context {
+	t.Helper()
+	ctx = newBrowserContext(t, ctx)
+	ua, err := chromedp.Run(ctx, chromedp.Evaluate[string](`navigator.userAgent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	override := chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{
+			UserAgent: ua, AcceptLanguage: "ko-KR,ko;q=0.9,en-US;q=0.8,en;q=0.7",
+		})
+		return err
+	})
+	if err := chromedp.Do(ctx, override); err != nil {
+		t.Fatalf("Korean browser context: %v", err)
+	}
+	return ctx
+}
+
 // waitText waits until the element with id shows want, or the test's
 // deadline passes. It survives navigations.
 func waitText(t *testing.T, ctx context.Context, id, want string) {
@@ -184,6 +207,18 @@ func TestBrowserWaitAdmitAndLand(t *testing.T) {
 	}
 	screenshot(t, second, "waiting-paused-desktop.png")
 
+	// A third visitor whose browser prefers Korean gets the page in Korean
+	// from the same proxy, behind the other two.
+	korean := koreanContext(t, first)
+	navigate(t, korean, gated)
+	waitText(t, korean, "position", "3")
+	waitText(t, korean, "title", "아직 판매가 시작되지 않았습니다")
+	waitText(t, korean, "ahead", "앞에 2명이 있습니다")
+	if lang, err := chromedp.Run(korean, chromedp.Evaluate[string](`document.documentElement.lang`)); err != nil || lang != "ko" {
+		t.Errorf("Korean browser: <html lang=%q>, %v; want ko", lang, err)
+	}
+	screenshot(t, korean, "waiting-paused-ko-phone.png")
+
 	// The sale starts: the scheduler admits the first visitor, whose page
 	// notices by polling and goes on to the URL first asked for; the second
 	// visitor's page moves up to position 1 without a reload.
@@ -195,6 +230,10 @@ func TestBrowserWaitAdmitAndLand(t *testing.T) {
 	// The script renders the wait from eta_range_seconds: at the head of
 	// an open room, seconds.
 	waitText(t, second, "eta", "less than a minute")
+	// The Korean page moves up too, and its script words it in Korean.
+	waitText(t, korean, "position", "2")
+	waitText(t, korean, "title", "대기 중입니다")
+	waitText(t, korean, "ahead", "앞에 1명이 있습니다")
 	// The script rewrote "Last updated" with this poll, in the format the
 	// server renders and docs/proxy.md documents.
 	updated, err := chromedp.Run(second, chromedp.Text(chromedp.ID("updated")))

@@ -91,7 +91,9 @@ type Config struct {
 	// Flood guards new places: the room's client_enters_per_minute and
 	// pow_bits; nil lets every one in.
 	Flood *flood.Guard
-	// Lang picks the waiting page's shipped text set: en (default) or ko.
+	// Lang picks the waiting page's language (lang.go): "auto" (default:
+	// from each visitor's Accept-Language, English fallback), "auto:ko"
+	// (another fallback), or "en" / "ko" for every visitor.
 	Lang string
 	// WaitingTemplate is the path of an operator's html/template for the
 	// waiting page (fields: Page); "" uses the shipped one.
@@ -109,7 +111,8 @@ type Proxy struct {
 	secure  bool
 	log     *slog.Logger
 	waiting *template.Template
-	text    Text
+	lang    langPolicy
+	texts   map[string]Text // by language, every shipped one
 }
 
 // New returns the proxy. It starts nothing.
@@ -120,9 +123,15 @@ func New(c Config) (*Proxy, error) {
 	if err := c.Rules.Validate(); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
-	text, err := loadText(c.Lang)
+	lang, err := parseLang(c.Lang)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	texts := make(map[string]Text, len(Languages))
+	for _, l := range Languages {
+		if texts[l], err = loadText(l); err != nil {
+			return nil, fmt.Errorf("proxy: %w", err)
+		}
 	}
 	waiting, err := loadWaitingTemplate(c.WaitingTemplate)
 	if err != nil {
@@ -151,7 +160,8 @@ func New(c Config) (*Proxy, error) {
 		secure:  !c.InsecureCookies,
 		log:     c.Logger,
 		waiting: waiting,
-		text:    text,
+		lang:    lang,
+		texts:   texts,
 	}
 	p.gate = gate.New(c.Queue, c.Keys, gate.Options{
 		FailOpen: c.FailOpen, SecureCookie: p.secure, Errors: p.errs, Logger: c.Logger,

@@ -139,7 +139,7 @@ func (p *Proxy) waitingPage(w http.ResponseWriter, r *http.Request, room, ticket
 	pg := Page{
 		State: state, Room: room, Position: resp.Position, Ahead: resp.Ahead,
 		StartPosition: start, Progress: progress(start, resp.Position),
-		ETA: entryETA(p.text, resp), ETASeconds: resp.ETASeconds,
+		ETA: entryETA(p.textFor(r), resp), ETASeconds: resp.ETASeconds,
 		Refresh: refresh, PollAfterMS: resp.PollAfterMS,
 	}
 	if resp.OpensAt != nil {
@@ -150,13 +150,13 @@ func (p *Proxy) waitingPage(w http.ResponseWriter, r *http.Request, room, ticket
 
 // renderPage writes the waiting page template in one of its states.
 func (p *Proxy) renderPage(w http.ResponseWriter, r *http.Request, status int, pg Page) {
-	pg.T = p.text
+	pg.T = p.textFor(r)
 	pg.UpdatedAt = p.c.Queue.Now()
 	pg.URL = backURL(r)
 	pg.CSS, pg.Script = waitingCSS, waitingJS
 	pg.Client = clientState{
 		State: pg.State, Position: pg.Position, StartPosition: pg.StartPosition,
-		PollAfterMS: pg.PollAfterMS, ETASeconds: pg.ETASeconds, URL: pg.URL, Text: p.text,
+		PollAfterMS: pg.PollAfterMS, ETASeconds: pg.ETASeconds, URL: pg.URL, Text: pg.T,
 	}
 	if pg.State == StateChallenge {
 		pg.Client.Challenge, pg.Client.Worker = &pg.Challenge, WorkerPath
@@ -165,10 +165,14 @@ func (p *Proxy) renderPage(w http.ResponseWriter, r *http.Request, status int, p
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Vary", "Accept")
+	if p.lang.forced == "" {
+		h.Add("Vary", "Accept-Language")
+	}
+	h.Set("Content-Language", pg.T.Lang)
 	var buf bytes.Buffer
 	if err := p.waiting.Execute(&buf, pg); err != nil {
 		p.log.Error("waiting page template", "err", err)
-		p.plainPage(w, status, p.text.Error)
+		p.plainPage(w, status, pg.T.Error)
 		return
 	}
 	w.WriteHeader(status)

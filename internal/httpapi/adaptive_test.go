@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"usher/internal/queue"
 	"usher/internal/queue/memqueue"
 	"usher/internal/wire"
 )
@@ -110,6 +111,10 @@ func TestSignals(t *testing.T) {
 	}
 	if m := e.do(nil, "GET", "/metrics", adminKey, ""); !strings.Contains(string(m.body), `usher_admit_rate_current{room="sale"} 5`) {
 		t.Error("metrics lack usher_admit_rate_current 5 for the room")
+	} else if want := "usher_admit_rate_configured{room=\"sale\"} 10\n"; !strings.Contains(string(m.body), want) {
+		t.Errorf("metrics lack %q: the configured rate beside the controller's", want)
+	} else if want := fmt.Sprintf("usher_max_active{room=\"sale\"} %d\n", queue.DefaultSettings().MaxActive); !strings.Contains(string(m.body), want) {
+		t.Errorf("metrics lack %q", want)
 	}
 	// Static, then adaptive again: the controller starts afresh from
 	// admit_rate.

@@ -65,4 +65,20 @@ type Broker interface {
 	// Watch see it) and then acknowledges the messages; a crash in between
 	// redelivers them and Decide's idempotence keeps the effect single.
 	Consume(ctx context.Context, o ConsumeOptions, h Handler) error
+	// Backlog reports the reservations submitted and not yet decided and
+	// acknowledged: the consumer's lag. It is the same for every instance
+	// of a deployment (one stream, one consumer).
+	Backlog(ctx context.Context) (Backlog, error)
+}
+
+// Backlog is what the broker holds undecided.
+type Backlog struct {
+	// Waiting: submitted, not yet handed to a consumer.
+	Waiting int64
+	// InFlight: handed to a consumer, not yet decided and acknowledged
+	// (Decide running, or a failed batch waiting for RetryAfter).
+	InFlight int64
+	// Oldest is when the oldest undecided reservation was published; zero
+	// when there is none.
+	Oldest time.Time
 }

@@ -21,6 +21,8 @@ type Metrics struct {
 	etaError   *prometheus.HistogramVec
 	etaRange   *prometheus.CounterVec
 	rate       *prometheus.GaugeVec
+	rateSet    *prometheus.GaugeVec
+	maxActive  *prometheus.GaugeVec
 	originP95  *prometheus.GaugeVec
 	targetP95  *prometheus.GaugeVec
 }
@@ -68,6 +70,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		rate: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "usher_admit_rate_current", Help: "The admission rate in force (visitors per second): admit_rate, or what the adaptive controller set.",
 		}, []string{"room"}),
+		rateSet: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "usher_admit_rate_configured", Help: "The room's admit_rate setting (visitors per second); adaptive rooms start from it and move between min_admit_rate and max_admit_rate.",
+		}, []string{"room"}),
+		maxActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "usher_max_active", Help: "The room's max_active setting: the most admitted visitors holding a slot at once.",
+		}, []string{"room"}),
 		originP95: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "usher_adaptive_origin_p95_seconds", Help: "Adaptive rooms: the origin's p95 latency in the controller's last window.",
 		}, []string{"room"}),
@@ -76,7 +84,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"room"}),
 	}
 	reg.MustRegister(m.waiting, m.active, m.enters, m.polls, m.admissions, m.expired, m.absent, m.step, m.stepErrors,
-		m.etaError, m.etaRange, m.rate, m.originP95, m.targetP95)
+		m.etaError, m.etaRange, m.rate, m.rateSet, m.maxActive, m.originP95, m.targetP95)
 	return m
 }
 
@@ -138,6 +146,8 @@ func (m *Metrics) forget(room string) {
 	m.waiting.DeleteLabelValues(room)
 	m.active.DeleteLabelValues(room)
 	m.rate.DeleteLabelValues(room)
+	m.rateSet.DeleteLabelValues(room)
+	m.maxActive.DeleteLabelValues(room)
 	m.originP95.DeleteLabelValues(room)
 	m.targetP95.DeleteLabelValues(room)
 }
@@ -149,6 +159,8 @@ func (m *Metrics) observed(room string, st Stats) {
 	m.waiting.WithLabelValues(room).Set(float64(st.Waiting))
 	m.active.WithLabelValues(room).Set(float64(st.Active))
 	m.rate.WithLabelValues(room).Set(st.Settings.CurrentRate(st.Control))
+	m.rateSet.WithLabelValues(room).Set(st.Settings.AdmitRate)
+	m.maxActive.WithLabelValues(room).Set(float64(st.Settings.MaxActive))
 	if st.Settings.Admission == Adaptive {
 		m.originP95.WithLabelValues(room).Set(st.Control.P95.Seconds())
 		m.targetP95.WithLabelValues(room).Set(st.Settings.Target(st.Control).Seconds())

@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
 	"usher/internal/booking"
@@ -91,11 +92,14 @@ type Config struct {
 	Events event.Emitter
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Registry receives the booking metrics (metrics.go); nil: none.
+	Registry prometheus.Registerer
 }
 
 // Service runs the booking flow.
 type Service struct {
 	cfg       Config
+	metrics   *metrics
 	mu        sync.Mutex
 	schedules map[int64]booking.Schedule // immutable once created
 	maps      map[int64]*seatMapSlot
@@ -159,7 +163,7 @@ func New(c Config) *Service {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: c, schedules: map[int64]booking.Schedule{}, maps: map[int64]*seatMapSlot{}}
+	return &Service{cfg: c, metrics: newMetrics(c.Registry, c.Broker), schedules: map[int64]booking.Schedule{}, maps: map[int64]*seatMapSlot{}}
 }
 
 // Scope is the hold store scope of a schedule.
@@ -239,12 +243,15 @@ func (s *Service) buildSeatMap(ctx context.Context, scheduleID int64, now time.T
 		isHeld[id] = true
 	}
 	m := &SeatMap{ScheduleID: scheduleID, Seats: seats, BuiltAt: now, byID: make(map[int64]int, len(seats))}
+	nHeld := 0
 	for i := range seats {
 		m.byID[seats[i].ID] = i
 		if seats[i].Status != booking.Sold && isHeld[seatKey(seats[i].ID)] {
 			seats[i].Status = booking.Held
+			nHeld++
 		}
 	}
+	s.metrics.seatsHeld(scheduleID, nHeld)
 	m.json = sync.OnceValue(func() []byte {
 		b, _ := json.Marshal(m)
 		return b
@@ -290,6 +297,12 @@ func (s *Service) Hold(ctx context.Context, scheduleID int64, visitor string, se
 	if err != nil {
 		return hold.Hold{}, err
 	}
+	h, err := s.holdSeats(ctx, m, scheduleID, visitor, seats)
+	s.metrics.held(kindSeats, err)
+	return h, err
+}
+
+func (s *Service) holdSeats(ctx context.Context, m *SeatMap, scheduleID int64, visitor string, seats []int64) (hold.Hold, error) {
 	var sold []string
 	keys := make([]string, len(seats))
 	for i, id := range seats {
@@ -322,6 +335,7 @@ func (s *Service) Release(ctx context.Context, scheduleID int64, visitor, holdID
 	if err := s.cfg.Holds.Release(ctx, Scope(scheduleID), holdID, now); err != nil {
 		return err
 	}
+	s.metrics.holdEnded("released")
 	s.emitHold(ctx, event.HoldReleased, scheduleID, h)
 	return nil
 }
@@ -375,7 +389,7 @@ func (s *Service) Reserve(ctx context.Context, visitor string, scheduleID int64,
 
 // submit submits r to the broker and emits its event when it is new.
 func (s *Service) submit(ctx context.Context, r booking.Reservation, idempotencyKey string) (booking.Reservation, bool, error) {
-	got, created, err := s.cfg.Broker.Submit(ctx, r, idempotencyKey)
+	got, created, err := s.metrics.submitted(s.cfg.Broker.Submit(ctx, r, idempotencyKey))
 	if err == nil && created {
 		s.emitSubmitted(ctx, got)
 	}
@@ -479,7 +493,9 @@ func (s *Service) provisionRooms(ctx context.Context) {
 // is admitted sooner (seed 001). A redelivered batch repeats only these
 // idempotent follow-ups.
 func (s *Service) decide(ctx context.Context, batch []booking.Reservation) ([]booking.Reservation, error) {
+	start := time.Now()
 	decided, err := s.cfg.Catalog.Decide(ctx, batch)
+	s.metrics.decided(decided, time.Since(start), err)
 	if err != nil {
 		return nil, err
 	}
@@ -545,9 +561,9 @@ func (s *Service) soldSince(scheduleID, seat int64) bool {
 // frees the visitor's active slot.
 func (s *Service) followUp(ctx context.Context, r *booking.Reservation, now time.Time) {
 	for _, id := range r.HoldIDs {
-		end := s.cfg.Holds.Release
+		end, how := s.cfg.Holds.Release, "returned"
 		if r.Status == booking.Confirmed {
-			end = s.cfg.Holds.Consume
+			end, how = s.cfg.Holds.Consume, "consumed"
 		}
 		var h hold.Hold
 		if r.Status != booking.Confirmed && s.cfg.Events != nil {
@@ -555,8 +571,11 @@ func (s *Service) followUp(ctx context.Context, r *booking.Reservation, now time
 		}
 		err := end(ctx, Scope(r.ScheduleID), id, now)
 		switch {
-		case err == nil && h.ID != "":
-			s.emitHold(ctx, event.HoldReleased, r.ScheduleID, h)
+		case err == nil:
+			s.metrics.holdEnded(how)
+			if h.ID != "" {
+				s.emitHold(ctx, event.HoldReleased, r.ScheduleID, h)
+			}
 		case err != nil && !errors.Is(err, hold.ErrNotFound):
 			s.cfg.Logger.Warn("end hold", "hold", id, "reservation", r.ID, "err", err) // it expires anyway
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"usher/internal/booking"
 	"usher/internal/booking/sqlitebooking"
@@ -51,6 +52,12 @@ func newRig(t *testing.T, seats int) *rig {
 // newRigWith builds the rig on catalog, which it closes at the end.
 func newRigWith(t *testing.T, seats int, catalog booking.Store) *rig {
 	t.Helper()
+	return newRigMetrics(t, seats, catalog, nil)
+}
+
+// newRigMetrics builds the rig with the booking metrics in reg (nil: none).
+func newRigMetrics(t *testing.T, seats int, catalog booking.Store, reg prometheus.Registerer) *rig {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := natsmq.StartEmbedded(t.TempDir(), nil)
 	if err != nil {
@@ -71,6 +78,7 @@ func newRigWith(t *testing.T, seats int, catalog booking.Store) *rig {
 	r.svc = sale.New(sale.Config{
 		Catalog: catalog, Holds: r.holds, Broker: broker, Queue: r.q, Events: r.events,
 		SnapshotEvery: time.Nanosecond, Workers: 2, MaxBatch: 16, RetryAfter: 50 * time.Millisecond,
+		Registry: reg,
 	})
 	done := make(chan error, 1)
 	go func() { done <- r.svc.Run(ctx) }()

@@ -121,12 +121,15 @@ func (s *Service) HoldStock(ctx context.Context, scheduleID int64, visitor strin
 		return hold.Hold{}, ErrInvalid.Detail("quantity: want 1 to %d", s.cfg.StockLimit)
 	}
 	if n > int64(s.cfg.StockLimit) {
-		return hold.Hold{}, fmt.Errorf("sale: hold %d units, limit %d: %w", n, s.cfg.StockLimit, hold.ErrLimit)
+		err := fmt.Errorf("sale: hold %d units, limit %d: %w", n, s.cfg.StockLimit, hold.ErrLimit)
+		s.metrics.held(kindStock, err)
+		return hold.Hold{}, err
 	}
 	if _, err := s.Schedule(ctx, scheduleID); err != nil {
 		return hold.Hold{}, err
 	}
 	h, err := s.cfg.Holds.HoldStock(ctx, Scope(scheduleID), visitor, n, int64(s.cfg.StockLimit), s.cfg.HoldTTL, s.cfg.Now())
+	s.metrics.held(kindStock, err)
 	if err == nil {
 		s.emitHold(ctx, event.HoldPlaced, scheduleID, h)
 	}

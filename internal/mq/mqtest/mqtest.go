@@ -5,7 +5,8 @@
 // batch comes back after RetryAfter; a batch held by a consumer that stopped
 // is delivered to another; Consume never runs more than Workers handlers at
 // once nor hands more than MaxBatch reservations to one; no reservation is
-// lost; the errors (mq.ErrNotFound).
+// lost; Backlog counts the undecided reservations; the errors
+// (mq.ErrNotFound).
 //
 // The handler in these tests stands in for booking.Store.Decide: it is
 // idempotent (a reservation decided again returns the stored decision) and
@@ -29,6 +30,7 @@ import (
 
 	"usher/internal/booking"
 	"usher/internal/mq"
+	"usher/internal/testenv"
 )
 
 // NewBroker returns an empty broker that no other test uses, and cleans it
@@ -51,6 +53,7 @@ func Run(t *testing.T, newBroker NewBroker) {
 	t.Run("HandlerError", func(t *testing.T) { t.Parallel(); testHandlerError(t, newBroker(t)) })
 	t.Run("ConsumerStopped", func(t *testing.T) { t.Parallel(); testConsumerStopped(t, newBroker(t)) })
 	t.Run("Bounds", func(t *testing.T) { t.Parallel(); testBounds(t, newBroker(t)) })
+	t.Run("Backlog", func(t *testing.T) { t.Parallel(); testBacklog(t, newBroker(t)) })
 }
 
 // reservation returns a pending reservation; one without seats is rejected
@@ -609,5 +612,42 @@ func testBounds(t *testing.T, b mq.Broker) {
 		t.Errorf("%d handler calls ran at once, want at most Workers = %d", m, workers)
 	}
 	t.Logf("%d handler calls, at most %d at once", calls.Load(), maxInFlight.Load())
+	d.check(ctx, b)
+}
+
+// testBacklog: Backlog counts what was submitted and not decided, before a
+// consumer exists and after it decided everything.
+func testBacklog(t *testing.T, b mq.Broker) {
+	ctx := context.Background()
+	backlog := func() mq.Backlog {
+		t.Helper()
+		bl, err := b.Backlog(ctx)
+		if err != nil {
+			t.Fatalf("Backlog: %v", err)
+		}
+		return bl
+	}
+	if bl := backlog(); bl != (mq.Backlog{}) {
+		t.Fatalf("Backlog of an empty broker = %+v, want zero", bl)
+	}
+	d := newDB(t)
+	var ids []string
+	for i := range 5 {
+		r := reservation(fmt.Sprintf("b%d", i), "alice", int64(i+1))
+		d.submit(ctx, b, r, r.ID)
+		ids = append(ids, r.ID)
+	}
+	// A duplicate submission is no second reservation.
+	d.submit(ctx, b, reservation("b0", "alice", 1), "b0")
+	bl := backlog()
+	if bl.Waiting+bl.InFlight != 5 || bl.Oldest.IsZero() {
+		t.Fatalf("Backlog after 5 submissions, no consumer = %+v, want 5 waiting and the oldest's time", bl)
+	}
+	consume(t, b, mq.ConsumeOptions{Workers: 1, MaxBatch: 2}, d.decide)
+	waitDecided(t, b, ids)
+	testenv.Eventually(t, wait, "an empty backlog once every reservation is decided", func() bool {
+		bl = backlog()
+		return bl == (mq.Backlog{})
+	})
 	d.check(ctx, b)
 }

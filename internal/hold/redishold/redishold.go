@@ -57,6 +57,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"usher/internal/hold"
+	"usher/internal/redisscript"
 )
 
 var _ hold.Store = (*Store)(nil)
@@ -165,37 +166,6 @@ func notFound(op, scope, id string) error {
 	return fmt.Errorf("redishold: %s %s/%s: %w", op, scope, id, hold.ErrNotFound)
 }
 
-// tryAgainFor bounds the retries of a script that Redis Cluster refused
-// with TRYAGAIN when the caller's context has no deadline of its own.
-const tryAgainFor = time.Second
-
-// exec runs script, and again while Redis Cluster refuses it with TRYAGAIN:
-// during a slot migration (docs/operations.md#redis-cluster) a script whose
-// keys are split between the two nodes, or not all on the target yet, is
-// refused before it runs, so running it again is safe. The retries back off
-// from 1 ms to 16 ms and stop at the context's end (the store deadline) or
-// after tryAgainFor; the last TRYAGAIN is then the answer (unavailable).
-// rueidis follows MOVED and ASK itself, but retries TRYAGAIN only for
-// scripts marked retryable, which it would also resend after a broken
-// connection, when a script may have run: these scripts are not idempotent.
-func exec(ctx context.Context, c rueidis.Client, script *rueidis.Lua, keys, args []string) rueidis.RedisResult {
-	wait, give := time.Millisecond, time.Now().Add(tryAgainFor)
-	for {
-		r := script.Exec(ctx, c, keys, args)
-		if e, ok := rueidis.IsRedisErr(r.Error()); !ok || !e.IsTryAgain() || time.Now().After(give) {
-			return r
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return r
-		case <-t.C:
-		}
-		wait = min(2*wait, 16*time.Millisecond)
-	}
-}
-
 // HoldSeats implements hold.Store.
 func (s *Store) HoldSeats(ctx context.Context, scope, holder string, seats []string, limit int, ttl time.Duration, now time.Time) (hold.Hold, error) {
 	const op = "hold seats"
@@ -209,7 +179,7 @@ func (s *Store) HoldSeats(ctx context.Context, scope, holder string, seats []str
 	args := append(make([]string, 0, 7+len(seats)),
 		base, ms(now), id, holder, strconv.Itoa(limit), strconv.FormatInt(exp, 10), px)
 	args = append(args, seats...)
-	arr, err := exec(ctx, s.c, s.holdSeats, keys, args).ToArray()
+	arr, err := redisscript.Exec(ctx, s.c, s.holdSeats, keys, args).ToArray()
 	if err != nil {
 		return hold.Hold{}, unavailable(op, scope, err)
 	}
@@ -247,7 +217,7 @@ func (s *Store) HoldStock(ctx context.Context, scope, holder string, n, limit in
 	exp, px := expiry(now, ttl)
 	args := []string{s.base(scope), ms(now), id, holder,
 		strconv.FormatInt(n, 10), strconv.FormatInt(limit, 10), strconv.FormatInt(exp, 10), px}
-	arr, err := exec(ctx, s.c, s.holdStock, s.keys(scope, 0), args).ToArray()
+	arr, err := redisscript.Exec(ctx, s.c, s.holdStock, s.keys(scope, 0), args).ToArray()
 	if err != nil {
 		return hold.Hold{}, unavailable(op, scope, err)
 	}
@@ -275,7 +245,7 @@ func resultOf(arr []rueidis.RedisMessage) (int64, error) {
 
 // Get implements hold.Store.
 func (s *Store) Get(ctx context.Context, scope, id string, now time.Time) (hold.Hold, error) {
-	rec, err := exec(ctx, s.c, s.get, s.keys(scope, 0), []string{s.base(scope), ms(now), id}).ToString()
+	rec, err := redisscript.Exec(ctx, s.c, s.get, s.keys(scope, 0), []string{s.base(scope), ms(now), id}).ToString()
 	if rueidis.IsRedisNil(err) {
 		return hold.Hold{}, notFound("get", scope, id)
 	}
@@ -292,7 +262,7 @@ func (s *Store) Get(ctx context.Context, scope, id string, now time.Time) (hold.
 
 // Find implements hold.Store.
 func (s *Store) Find(ctx context.Context, scope, seat string, now time.Time) (hold.Hold, error) {
-	arr, err := exec(ctx, s.c, s.find, s.keys(scope, 0), []string{s.base(scope), ms(now), seat}).ToArray()
+	arr, err := redisscript.Exec(ctx, s.c, s.find, s.keys(scope, 0), []string{s.base(scope), ms(now), seat}).ToArray()
 	if rueidis.IsRedisNil(err) {
 		return hold.Hold{}, notFound("find", scope, seat)
 	}
@@ -344,7 +314,7 @@ func (s *Store) Consume(ctx context.Context, scope, id string, now time.Time) er
 }
 
 func (s *Store) endHold(ctx context.Context, op, scope, id string, now time.Time) error {
-	n, err := exec(ctx, s.c, s.end, s.keys(scope, 0), []string{s.base(scope), ms(now), id, op}).AsInt64()
+	n, err := redisscript.Exec(ctx, s.c, s.end, s.keys(scope, 0), []string{s.base(scope), ms(now), id, op}).AsInt64()
 	if err != nil {
 		return unavailable(op, scope, err)
 	}
@@ -356,7 +326,7 @@ func (s *Store) endHold(ctx context.Context, op, scope, id string, now time.Time
 
 // HeldSeats implements hold.Store.
 func (s *Store) HeldSeats(ctx context.Context, scope string, now time.Time) ([]string, error) {
-	seats, err := exec(ctx, s.c, s.heldSeats, s.keys(scope, 0), []string{s.base(scope), ms(now)}).AsStrSlice()
+	seats, err := redisscript.Exec(ctx, s.c, s.heldSeats, s.keys(scope, 0), []string{s.base(scope), ms(now)}).AsStrSlice()
 	if err != nil {
 		return nil, unavailable("held seats", scope, err)
 	}
@@ -365,7 +335,7 @@ func (s *Store) HeldSeats(ctx context.Context, scope string, now time.Time) ([]s
 
 // SetStock implements hold.Store.
 func (s *Store) SetStock(ctx context.Context, scope string, total int64) error {
-	if err := exec(ctx, s.c, s.setStock, s.keys(scope, 0), []string{strconv.FormatInt(total, 10)}).Error(); err != nil {
+	if err := redisscript.Exec(ctx, s.c, s.setStock, s.keys(scope, 0), []string{strconv.FormatInt(total, 10)}).Error(); err != nil {
 		return unavailable("set stock", scope, err)
 	}
 	return nil
@@ -373,7 +343,7 @@ func (s *Store) SetStock(ctx context.Context, scope string, total int64) error {
 
 // Stock implements hold.Store.
 func (s *Store) Stock(ctx context.Context, scope string, now time.Time) (int64, error) {
-	n, err := exec(ctx, s.c, s.stock, s.keys(scope, 0), []string{s.base(scope), ms(now)}).AsInt64()
+	n, err := redisscript.Exec(ctx, s.c, s.stock, s.keys(scope, 0), []string{s.base(scope), ms(now)}).AsInt64()
 	if err != nil {
 		return 0, unavailable("stock", scope, err)
 	}

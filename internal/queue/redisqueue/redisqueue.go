@@ -73,6 +73,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"usher/internal/queue"
+	"usher/internal/redisscript"
 )
 
 var _ queue.Store = (*Store)(nil)
@@ -280,41 +281,10 @@ func notFound(op, room string) error {
 	return fmt.Errorf("redisqueue: %s %s: %w", op, room, queue.ErrRoomNotFound)
 }
 
-// tryAgainFor bounds the retries of a script that Redis Cluster refused
-// with TRYAGAIN when the caller's context has no deadline of its own.
-const tryAgainFor = time.Second
-
-// exec runs script, and again while Redis Cluster refuses it with TRYAGAIN:
-// during a slot migration (docs/operations.md#redis-cluster) a script whose
-// keys are split between the two nodes, or not all on the target yet, is
-// refused before it runs, so running it again is safe. The retries back off
-// from 1 ms to 16 ms and stop at the context's end (the store deadline) or
-// after tryAgainFor; the last TRYAGAIN is then the answer (unavailable).
-// rueidis follows MOVED and ASK itself, but retries TRYAGAIN only for
-// scripts marked retryable, which it would also resend after a broken
-// connection, when a script may have run: these scripts are not idempotent.
-func exec(ctx context.Context, c rueidis.Client, script *rueidis.Lua, keys, args []string) rueidis.RedisResult {
-	wait, give := time.Millisecond, time.Now().Add(tryAgainFor)
-	for {
-		r := script.Exec(ctx, c, keys, args)
-		if e, ok := rueidis.IsRedisErr(r.Error()); !ok || !e.IsTryAgain() || time.Now().After(give) {
-			return r
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return r
-		case <-t.C:
-		}
-		wait = min(2*wait, 16*time.Millisecond)
-	}
-}
-
 // exec runs a room's script with its keys and, last, the room's guard key
 // (see guardKey).
 func (s *Store) exec(ctx context.Context, script *rueidis.Lua, room string, keys, args []string) rueidis.RedisResult {
-	return exec(ctx, s.c, script, append(keys[:len(keys):len(keys)], s.guardKey(room)), args)
+	return redisscript.Exec(ctx, s.c, script, append(keys[:len(keys):len(keys)], s.guardKey(room)), args)
 }
 
 // guardKey is a key of the room's slot that is never written. Every script

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sync"
@@ -31,19 +30,6 @@ import (
 // speed requirement. 30 s was once too short for a whole test on a loaded
 // 2-core machine (load average 23).
 const browserDeadline = 3 * time.Minute
-
-// chromiumPath returns the chromium binary, skipping the test when there is
-// none, or failing it under CI.
-func chromiumPath(t testing.TB) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "/usr/bin/chromium"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	testenv.Skip(t, "chromium", "install chromium (apt-get install chromium)")
-	return ""
-}
 
 // shopOrigin is the gated site: an HTML page naming the URL it was asked.
 func shopOrigin(w http.ResponseWriter, r *http.Request) {
@@ -82,7 +68,7 @@ func newBrowser(t testing.TB, extra ...chromedp.ExecAllocatorOption) context.Con
 func newBrowserFor(t testing.TB, deadline time.Duration, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	opts := append([]chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.ExecPath(testenv.Chromium(t)),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-background-networking", true),

@@ -23,10 +23,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"net"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +36,7 @@ import (
 
 	"usher/internal/analytics"
 	"usher/internal/event"
+	"usher/internal/sqlmigrate"
 )
 
 var _ analytics.Store = (*Store)(nil)
@@ -104,31 +103,22 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		)`); err != nil {
 			return err
 		}
-		files, err := fs.Glob(migrations, "migrations/*.sql")
+		files, err := sqlmigrate.Read(migrations, "migrations")
 		if err != nil {
 			return err
 		}
-		slices.Sort(files)
-		for _, name := range files {
-			version, err := strconv.Atoi(strings.SplitN(path.Base(name), "_", 2)[0])
-			if err != nil {
-				return fmt.Errorf("migration %s: name must start with a number: %w", name, err)
-			}
+		for _, m := range files {
 			var applied bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM analytics_migrations WHERE version = $1)`, version).Scan(&applied); err != nil {
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM analytics_migrations WHERE version = $1)`, m.Version).Scan(&applied); err != nil {
 				return err
 			}
 			if applied {
 				continue
 			}
-			body, err := migrations.ReadFile(name)
-			if err != nil {
-				return err
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migration %s: %w", m.Name, err)
 			}
-			if _, err := tx.Exec(ctx, string(body)); err != nil {
-				return fmt.Errorf("migration %s: %w", name, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO analytics_migrations (version) VALUES ($1)`, version); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO analytics_migrations (version) VALUES ($1)`, m.Version); err != nil {
 				return err
 			}
 		}

@@ -25,12 +25,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +36,7 @@ import (
 
 	"usher/internal/analytics"
 	"usher/internal/event"
+	"usher/internal/sqlmigrate"
 )
 
 var _ analytics.Store = (*Store)(nil)
@@ -128,31 +126,22 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	)`); err != nil {
 		return fmt.Errorf("analytics_migrations: %w", err)
 	}
-	files, err := fs.Glob(migrations, "migrations/*.sql")
+	files, err := sqlmigrate.Read(migrations, "migrations")
 	if err != nil {
 		return err
 	}
-	slices.Sort(files)
-	for _, name := range files {
-		version, err := strconv.Atoi(strings.SplitN(filepath.Base(name), "_", 2)[0])
-		if err != nil {
-			return fmt.Errorf("migration %s: name must start with a number: %w", name, err)
-		}
+	for _, m := range files {
 		var applied bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM analytics_migrations WHERE version = ?)`, version).Scan(&applied); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM analytics_migrations WHERE version = ?)`, m.Version).Scan(&applied); err != nil {
 			return err
 		}
 		if applied {
 			continue
 		}
-		body, err := migrations.ReadFile(name)
-		if err != nil {
-			return err
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
-		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-			return fmt.Errorf("migration %s: %w", name, err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO analytics_migrations (version, applied_at) VALUES (?, ?)`, version, time.Now().Unix()); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO analytics_migrations (version, applied_at) VALUES (?, ?)`, m.Version, time.Now().Unix()); err != nil {
 			return err
 		}
 	}

@@ -35,11 +35,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
-	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -48,6 +45,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"usher/internal/booking"
+	"usher/internal/sqlmigrate"
 )
 
 var _ booking.Store = (*Store)(nil)
@@ -134,31 +132,22 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		)`); err != nil {
 			return err
 		}
-		files, err := fs.Glob(migrations, "migrations/*.sql")
+		files, err := sqlmigrate.Read(migrations, "migrations")
 		if err != nil {
 			return err
 		}
-		slices.Sort(files)
-		for _, name := range files {
-			version, err := strconv.Atoi(strings.SplitN(path.Base(name), "_", 2)[0])
-			if err != nil {
-				return fmt.Errorf("migration %s: name must start with a number: %w", name, err)
-			}
+		for _, m := range files {
 			var applied bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, version).Scan(&applied); err != nil {
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, m.Version).Scan(&applied); err != nil {
 				return err
 			}
 			if applied {
 				continue
 			}
-			body, err := migrations.ReadFile(name)
-			if err != nil {
-				return err
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migration %s: %w", m.Name, err)
 			}
-			if _, err := tx.Exec(ctx, string(body)); err != nil {
-				return fmt.Errorf("migration %s: %w", name, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, version); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, m.Version); err != nil {
 				return err
 			}
 		}

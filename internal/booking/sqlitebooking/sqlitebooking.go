@@ -33,12 +33,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -46,6 +43,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"usher/internal/booking"
+	"usher/internal/sqlmigrate"
 )
 
 var _ booking.Store = (*Store)(nil)
@@ -145,31 +143,22 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	) STRICT`); err != nil {
 		return fmt.Errorf("schema_migrations: %w", err)
 	}
-	files, err := fs.Glob(migrations, "migrations/*.sql")
+	files, err := sqlmigrate.Read(migrations, "migrations")
 	if err != nil {
 		return err
 	}
-	slices.Sort(files)
-	for _, name := range files {
-		version, err := strconv.Atoi(strings.SplitN(filepath.Base(name), "_", 2)[0])
-		if err != nil {
-			return fmt.Errorf("migration %s: name must start with a number: %w", name, err)
-		}
+	for _, m := range files {
 		var applied bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = ?)`, version).Scan(&applied); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = ?)`, m.Version).Scan(&applied); err != nil {
 			return err
 		}
 		if applied {
 			continue
 		}
-		body, err := migrations.ReadFile(name)
-		if err != nil {
-			return err
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
-		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-			return fmt.Errorf("migration %s: %w", name, err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, version, time.Now().UnixMicro()); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, m.Version, time.Now().UnixMicro()); err != nil {
 			return err
 		}
 	}

@@ -90,4 +90,16 @@ type Store interface {
 	// Consume ends a live hold because its seats or units were sold: unlike
 	// Release, stock units do not come back. ErrNotFound when not live.
 	Consume(ctx context.Context, scope, id string, now time.Time) error
+
+	// Lapsed removes and returns up to max of the scope's holds that ended
+	// by expiring (not released or consumed), oldest expiry first: each
+	// lapsed hold is returned once, to one caller, whichever instance
+	// called. It first ends the holds expired at now, as every method does.
+	// A store keeps at most MaxLapsed lapsed holds per scope that nobody
+	// took yet, dropping the oldest beyond (holds whose expiry nobody
+	// observes in time are not reported).
+	Lapsed(ctx context.Context, scope string, now time.Time, max int) ([]Hold, error)
 }
+
+// MaxLapsed is the most lapsed holds a scope keeps for Lapsed.
+const MaxLapsed = 10_000

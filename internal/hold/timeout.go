@@ -81,3 +81,7 @@ func (t *timeoutStore) Consume(ctx context.Context, scope, id string, now time.T
 	_, err := call(t, ctx, "consume", none(func(ctx context.Context) error { return t.s.Consume(ctx, scope, id, now) }))
 	return err
 }
+
+func (t *timeoutStore) Lapsed(ctx context.Context, scope string, now time.Time, max int) ([]Hold, error) {
+	return call(t, ctx, "lapsed", func(ctx context.Context) ([]Hold, error) { return t.s.Lapsed(ctx, scope, now, max) })
+}

@@ -91,6 +91,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ConcurrentStockLimit", testConcurrentStockLimit},
 		{"ConcurrentStockChurn", testConcurrentStockChurn},
 		{"ConcurrentEnd", testConcurrentEnd},
+		{"Lapsed", testLapsed},
+		{"ConcurrentLapsed", testConcurrentLapsed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

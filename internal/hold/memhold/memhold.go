@@ -46,6 +46,7 @@ type scope struct {
 	seatsOf  map[string]int    // holder → seats under live holds
 	unitsOf  map[string]int64  // holder → units under live holds
 	expiries entryHeap         // every live hold, earliest expiry first
+	lapsed   []hold.Hold       // holds that expired, not yet taken by Lapsed (at most hold.MaxLapsed)
 }
 
 // entry is one live hold; index is its place in the scope's heap.
@@ -290,8 +291,30 @@ func (sc *scope) remove(e *entry, giveBack bool) {
 // back.
 func (sc *scope) expire(now time.Time) {
 	for len(sc.expiries) > 0 && !sc.expiries[0].h.ExpiresAt.After(now) {
-		sc.remove(heap.Pop(&sc.expiries).(*entry), true)
+		e := heap.Pop(&sc.expiries).(*entry)
+		sc.lapsed = append(sc.lapsed, e.copy())
+		sc.remove(e, true)
 	}
+	if n := len(sc.lapsed) - hold.MaxLapsed; n > 0 {
+		sc.lapsed = slices.Delete(sc.lapsed, 0, n)
+	}
+}
+
+// Lapsed implements hold.Store.
+func (s *Store) Lapsed(_ context.Context, name string, now time.Time, max int) ([]hold.Hold, error) {
+	sc := s.scope(name, false)
+	if sc == nil {
+		return nil, nil
+	}
+	defer sc.mu.Unlock()
+	sc.expire(now)
+	n := min(max, len(sc.lapsed))
+	if n <= 0 {
+		return nil, nil
+	}
+	out := slices.Clone(sc.lapsed[:n])
+	sc.lapsed = slices.Delete(sc.lapsed, 0, n)
+	return out, nil
 }
 
 // copy returns the hold with its own seat slice, so that callers cannot

@@ -11,6 +11,7 @@
 //	<prefix>{<scope>}:hold         hash: hold id → "holder quantity expiry_ms seat…"
 //	<prefix>{<scope>}:held         hash: s:<holder> → seats, u:<holder> → units, units → all units held
 //	<prefix>{<scope>}:seat:<seat>  string: the id of the hold that has the seat
+//	<prefix>{<scope>}:lapsed       list: "id record" of holds reclaimed on expiry, for Lapsed (at most 10,000)
 //	<prefix>{<scope>}:guard        never written; every script declares it (Store.keys)
 //
 // Every method is one Lua script (lua/*.lua, run with EVALSHA), atomic
@@ -81,6 +82,8 @@ var (
 	stockLua string
 	//go:embed lua/set_stock.lua
 	setStockLua string
+	//go:embed lua/lapsed.lua
+	lapsedLua string
 )
 
 // GCMargin is how long after a hold's expiry Redis may drop its keys by
@@ -101,7 +104,7 @@ type Store struct {
 	c      rueidis.Client
 	prefix string
 
-	holdSeats, holdStock, get, find, end, heldSeats, stock, setStock *rueidis.Lua
+	holdSeats, holdStock, get, find, end, heldSeats, stock, setStock, lapsed *rueidis.Lua
 }
 
 // New returns a store that keeps its keys under prefix (usher uses "usher:")
@@ -120,6 +123,7 @@ func New(c rueidis.Client, prefix string) *Store {
 		heldSeats: script(heldSeatsLua),
 		stock:     script(stockLua),
 		setStock:  rueidis.NewLuaScript(setStockLua),
+		lapsed:    script(lapsedLua),
 	}
 }
 
@@ -283,6 +287,28 @@ func (s *Store) Find(ctx context.Context, scope, seat string, now time.Time) (ho
 	}
 	h.ID, h.Scope = id, scope
 	return h, nil
+}
+
+// Lapsed implements hold.Store.
+func (s *Store) Lapsed(ctx context.Context, scope string, now time.Time, max int) ([]hold.Hold, error) {
+	if max <= 0 {
+		return nil, nil
+	}
+	recs, err := redisscript.Exec(ctx, s.c, s.lapsed, s.keys(scope, 0), []string{s.base(scope), ms(now), strconv.Itoa(max)}).AsStrSlice()
+	if err != nil {
+		return nil, unavailable("lapsed", scope, err)
+	}
+	out := make([]hold.Hold, 0, len(recs))
+	for _, rec := range recs {
+		id, rest, _ := strings.Cut(rec, " ")
+		h, err := parseRecord(rest)
+		if err != nil {
+			return out, unavailable("lapsed", scope, err) // the rest are gone: the store's record was bad
+		}
+		h.ID, h.Scope = id, scope
+		out = append(out, h)
+	}
+	return out, nil
 }
 
 // parseRecord decodes "holder quantity expiry_ms seat…".

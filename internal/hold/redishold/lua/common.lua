@@ -53,13 +53,24 @@ end
 -- Reclaim every hold whose expiry is at or before now. Afterwards every
 -- member of the holds set is live at now. Each hold is reclaimed once, so
 -- the cost is amortised O(1) per hold.
+-- Each reclaimed hold goes, as "id record", to the end of the scope's
+-- lapsed list (base.."lapsed", at most 10,000, the oldest dropped; Redis
+-- drops the list an hour after its last push), which lapsed.lua hands out.
+local lapsed_key = base .. 'lapsed'
+local lapsed = 0
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', holds_key, '-inf', now)) do
   local rec = redis.call('HGET', hold_key, id)
   if rec then
     forget(id, fields(rec))
+    redis.call('RPUSH', lapsed_key, id .. ' ' .. rec)
+    lapsed = lapsed + 1
   else
     redis.call('ZREM', holds_key, id)
   end
+end
+if lapsed > 0 then
+  redis.call('LTRIM', lapsed_key, -10000, -1)
+  redis.call('PEXPIRE', lapsed_key, 3600000)
 end
 
 -- keep makes the scope's hold keys live at least px ms (Redis's clock)

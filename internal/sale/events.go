@@ -2,6 +2,8 @@ package sale
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"usher/internal/booking"
 	"usher/internal/event"
@@ -16,10 +18,9 @@ import (
 // reservation accepted by the broker). The decisions' events are not
 // here: the database writes them with the decision (the outbox).
 //
-// hold_expired is not emitted: a hold lapses inside the hold store (a key
-// expiry, or a time compared at the next read), where nothing observes it
-// without a sweep of every hold. A collector counts lapsed units as
-// placed − released − sold.
+// hold_expired comes from the hold store, where a hold lapses: every
+// instance asks it each second (ReportLapsed) for the holds that lapsed
+// since, which it hands out once each, whichever instance asks first.
 
 // emit emits an event of the schedule's room. The room comes from the
 // schedule cache (a catalog read the first time); an event whose schedule
@@ -52,4 +53,64 @@ func (s *Service) emitSubmitted(ctx context.Context, r booking.Reservation) {
 		units = int64(len(r.SeatIDs))
 	}
 	s.emit(ctx, event.ReservationSubmitted, r.ScheduleID, r.Visitor, event.Data{Reservation: r.ID, Units: units})
+}
+
+// lapsedBatch is the most lapsed holds taken from one scope per call.
+const lapsedBatch = 1000
+
+// ReportLapsed emits hold_expired, at its expiry, for every hold of every
+// schedule that lapsed since any instance last asked (hold.Store.Lapsed).
+// It returns the first error, after trying every schedule; a failed
+// schedule's lapsed holds wait in the store for the next call. Run calls it
+// every second when Events is set.
+func (s *Service) ReportLapsed(ctx context.Context) error {
+	schedules, err := s.cfg.Catalog.Schedules(ctx)
+	if err != nil {
+		return fmt.Errorf("sale: lapsed holds: %w", err)
+	}
+	var first error
+	for _, sch := range schedules {
+		for {
+			hs, err := s.cfg.Holds.Lapsed(ctx, Scope(sch.ID), s.cfg.Now(), lapsedBatch)
+			for _, h := range hs {
+				units := h.Quantity
+				if units == 0 {
+					units = int64(len(h.Seats))
+				}
+				s.cfg.Events.Emit(event.New(event.HoldExpired, sch.Room, h.Holder, h.ExpiresAt, event.Data{Schedule: sch.ID, Units: units}))
+			}
+			if err != nil && first == nil {
+				first = fmt.Errorf("sale: lapsed holds of schedule %d: %w", sch.ID, err)
+			}
+			if err != nil || len(hs) < lapsedBatch {
+				break
+			}
+		}
+	}
+	return first
+}
+
+// reportLapsed runs ReportLapsed every second until ctx ends, logging when
+// it starts failing and when it recovers.
+func (s *Service) reportLapsed(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	failing := false
+	for {
+		err := s.ReportLapsed(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil && !failing:
+			s.cfg.Logger.Warn("reading lapsed holds failed: their hold_expired events wait", "err", err)
+		case err == nil && failing:
+			s.cfg.Logger.Info("reading lapsed holds again")
+		}
+		failing = err != nil
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -11,7 +12,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"usher/internal/booking"
+	"usher/internal/booking/sqlitebooking"
 	"usher/internal/event"
+	"usher/internal/hold/memhold"
+	"usher/internal/queue"
+	"usher/internal/queue/memqueue"
+	"usher/internal/sale"
 	"usher/internal/testenv"
 )
 
@@ -105,5 +111,77 @@ func TestEvents(t *testing.T) {
 	})
 	if diff := cmp.Diff(want, r.events.summary(t, r.sched.Room)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// TestHoldExpiredEvents: a hold that lapses is reported once, as
+// hold_expired at its expiry, by ReportLapsed (whichever Service asks
+// first); a released hold never is.
+func TestHoldExpiredEvents(t *testing.T) {
+	ctx := context.Background()
+	catalog, err := sqlitebooking.Open(ctx, filepath.Join(t.TempDir(), "booking.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { catalog.Close() })
+	var mu sync.Mutex
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	holds, events := memhold.New(), &recorder{}
+	newService := func() *sale.Service {
+		return sale.New(sale.Config{Catalog: catalog, Holds: holds, Queue: queue.New(memqueue.New(), queue.Options{}),
+			Events: events, Now: clock, HoldTTL: time.Minute, SnapshotEvery: time.Nanosecond})
+	}
+	a, b := newService(), newService() // two instances on one hold store
+	c, err := a.CreateConcert(ctx, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := a.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seats, err := a.AddSeats(ctx, sch.ID, sale.SeatLayout{Sections: []string{"A"}, Rows: 1, SeatsPerRow: 3, Price: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, err := a.Hold(ctx, sch.ID, "alice", seats[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := a.Hold(ctx, sch.ID, "bob", seats[2:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx, sch.ID, "bob", bob.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, svc := range []*sale.Service{a, b} {
+		if err := svc.ReportLapsed(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Minute)
+	mu.Unlock()
+	for _, svc := range []*sale.Service{b, a, b} {
+		if err := svc.ReportLapsed(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{
+		fmt.Sprintf("hold_placed alice schedule=%d units=2 reservation=", sch.ID),
+		fmt.Sprintf("hold_placed bob schedule=%d units=1 reservation=", sch.ID),
+		fmt.Sprintf("hold_released bob schedule=%d units=1 reservation=", sch.ID),
+		fmt.Sprintf("hold_expired alice schedule=%d units=2 reservation=", sch.ID),
+	}
+	if diff := cmp.Diff(want, events.summary(t, sch.Room)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	events.mu.Lock()
+	last := events.events[len(events.events)-1]
+	events.mu.Unlock()
+	if !last.At.Equal(alice.ExpiresAt) {
+		t.Errorf("hold_expired at %v, want the hold's expiry %v", last.At, alice.ExpiresAt)
 	}
 }

@@ -445,6 +445,9 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.cfg.InventoryEvery > 0 {
 		g.Go(func() error { s.keepInventory(ctx); return nil })
 	}
+	if s.cfg.Events != nil {
+		g.Go(func() error { s.reportLapsed(ctx); return nil })
+	}
 	return g.Wait()
 }
 

@@ -469,10 +469,25 @@ async function loadEvents(first) {
 $("events-more").addEventListener("click", () => loadEvents(false));
 
 // --- schedules ---------------------------------------------------------
+// The sales change while the screen is open: its first page is read again
+// every 5 s while it is shown (a failed read too), until "more" adds pages.
+let schedulesTimer = 0;
 async function openSchedules(more) {
   $("schedules-none").hidden = state.booking;
   $("schedules-table").hidden = !state.booking;
   if (!state.booking) { $("schedules-more").hidden = true; return; }
+  clearTimeout(schedulesTimer);
+  state.schedulesPaged = !!more;
+  try {
+    await loadSchedules(more);
+  } finally {
+    if (!state.schedulesPaged) {
+      schedulesTimer = setTimeout(() => { if (state.view === "schedules" && !state.schedulesPaged) openSchedules(false); }, 5000);
+    }
+  }
+}
+
+async function loadSchedules(more) {
   let q = "limit=50";
   if (more && state.schedulesNext) q += "&after=" + encodeURIComponent(state.schedulesNext);
   const [r, c] = await Promise.all([call("GET", "api/v1/schedules?" + q), more ? null : call("GET", "api/v1/concerts?limit=500")]);

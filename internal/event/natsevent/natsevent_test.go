@@ -188,6 +188,12 @@ func TestPublisher(t *testing.T) {
 	}
 	wg.Wait()
 	testenv.Eventually(t, 20*time.Second, "every event in the stream", func() bool { return count(t, st) == emitters*each })
+	// The stream stores an event before its acknowledgement reaches the
+	// publisher, which counts it then: wait for the count too before
+	// stopping (an ack still on its way at the stop counts as dropped).
+	testenv.Eventually(t, 20*time.Second, "every event counted as published", func() bool {
+		return publishedTotal(t, reg, "instance") >= emitters*each
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run = %v", err)

@@ -25,7 +25,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,6 +35,7 @@ import (
 
 	"usher/internal/analytics"
 	"usher/internal/event"
+	"usher/internal/sqlitedb"
 	"usher/internal/sqlmigrate"
 )
 
@@ -44,10 +44,8 @@ var _ analytics.Store = (*Store)(nil)
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-const (
-	busyTimeout = 10 * time.Second
-	readers     = 2
-)
+// readers is the size of the query-only pool (analytics reads are the API's).
+const readers = 2
 
 // Store is an analytics.Store on one SQLite file.
 type Store struct {
@@ -63,56 +61,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("sqliteanalytics: open %s: %w: %w", path, analytics.ErrUnavailable, err)
 	}
-	dsn := func(extra ...string) string {
-		q := url.Values{}
-		q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
-		for _, p := range extra {
-			q.Add("_pragma", p)
-		}
-		return "file:" + path + "?" + q.Encode()
-	}
-	w, err := sql.Open("sqlite", dsn("journal_mode(WAL)", "synchronous(FULL)")+"&_txlock=immediate")
+	w, r, err := sqlitedb.Open(ctx, path, readers, migrate)
 	if err != nil {
-		return nil, fmt.Errorf("sqliteanalytics: open %s: %w", path, err)
-	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxLifetime(0)
-	w.SetConnMaxIdleTime(0)
-	if err := migrateRetrying(ctx, w); err != nil {
-		w.Close()
 		return nil, wrap("open "+path, err)
 	}
-	r, err := sql.Open("sqlite", dsn("query_only(1)"))
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("sqliteanalytics: open %s: %w", path, err)
-	}
-	r.SetMaxOpenConns(readers)
-	r.SetMaxIdleConns(readers)
 	return &Store{w: w, r: r}, nil
 }
 
 // Close closes both pools.
 func (s *Store) Close() error { return errors.Join(s.r.Close(), s.w.Close()) }
-
-// migrateRetrying runs migrate again while another process holds the new
-// file (SQLITE_BUSY while it turns it to WAL mode), for up to busyTimeout.
-func migrateRetrying(ctx context.Context, w *sql.DB) error {
-	deadline := time.Now().Add(busyTimeout)
-	for {
-		err := migrate(ctx, w)
-		var sqErr *sqlite.Error
-		if err == nil || !errors.As(err, &sqErr) || sqErr.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
 
 func migrate(ctx context.Context, db *sql.DB) error {
 	tx, err := db.BeginTx(ctx, nil)

@@ -33,7 +33,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,6 +42,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"usher/internal/booking"
+	"usher/internal/sqlitedb"
 	"usher/internal/sqlmigrate"
 )
 
@@ -52,8 +52,7 @@ var _ booking.Store = (*Store)(nil)
 var migrations embed.FS
 
 const (
-	busyTimeout = 10 * time.Second
-	readers     = 4
+	readers = 4
 	// insertChunk is how many seats one INSERT statement carries (6
 	// parameters each, far below SQLite's 32,766-parameter limit).
 	insertChunk = 500
@@ -74,59 +73,16 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("sqlitebooking: open %s: %w: %w", path, booking.ErrUnavailable, err)
 	}
-	pragmas := func(extra ...string) string {
-		q := url.Values{}
-		q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
-		q.Add("_pragma", "foreign_keys(1)")
-		for _, p := range extra {
-			q.Add("_pragma", p)
-		}
-		return "file:" + path + "?" + q.Encode()
-	}
-	w, err := sql.Open("sqlite", pragmas("journal_mode(WAL)", "synchronous(FULL)")+"&_txlock=immediate")
+	w, r, err := sqlitedb.Open(ctx, path, readers, migrate, "foreign_keys(1)")
 	if err != nil {
-		return nil, fmt.Errorf("sqlitebooking: open %s: %w", path, err)
-	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxLifetime(0)
-	w.SetConnMaxIdleTime(0)
-	if err := migrateRetrying(ctx, w); err != nil {
-		w.Close()
 		return nil, wrap("open "+path, err)
 	}
-	r, err := sql.Open("sqlite", pragmas("query_only(1)"))
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("sqlitebooking: open %s: %w", path, err)
-	}
-	r.SetMaxOpenConns(readers)
-	r.SetMaxIdleConns(readers)
 	return &Store{w: w, r: r}, nil
 }
 
 // Close closes both pools.
 func (s *Store) Close() error {
 	return errors.Join(s.r.Close(), s.w.Close())
-}
-
-// migrateRetrying runs migrate, again while it fails with SQLITE_BUSY for
-// up to busyTimeout: while another process turns a new file to WAL mode,
-// SQLite answers BUSY without waiting on the busy timeout.
-func migrateRetrying(ctx context.Context, w *sql.DB) error {
-	deadline := time.Now().Add(busyTimeout)
-	for {
-		err := migrate(ctx, w)
-		var sqErr *sqlite.Error
-		if err == nil || !errors.As(err, &sqErr) || sqErr.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 // migrate applies every embedded migration not yet recorded, in one

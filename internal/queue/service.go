@@ -363,14 +363,6 @@ func PollBase(eta time.Duration, exact bool) time.Duration {
 	return base
 }
 
-// PollJitterMean is the mean of 1 ÷ PollAfter's jitter factor (the mean
-// of 1/U for U uniform on [0.8, 1.2] is ln(1.5) ÷ 0.4): the mean of 1 ÷
-// one interval drawn at random, relative to its base. It is not the rate
-// of a poller: a visitor's intervals average to its base b, so it polls
-// 1 ÷ b times a second (renewal theory), which is what usher plan counts
-// and what its simulation measures (docs/scaling.md).
-const PollJitterMean = 1.0136627702704109
-
 // Run refreshes the view of every room every Refresh until ctx ends. A failed
 // refresh is logged and retried; views older than two seconds are not used.
 // It is usher's one room-discovery loop: a room the store lists joins the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"testing"
 	"time"
 
@@ -249,22 +248,5 @@ func TestInventoryCap(t *testing.T) {
 		if got := queue.InventoryCap(s, tt.inv); got != tt.want {
 			t.Errorf("InventoryCap(per unit %v, %+v) = %d, want %d", tt.per, tt.inv, got, tt.want)
 		}
-	}
-}
-
-// TestPollJitterMean: the constant is ln(1.5) ÷ 0.4, and PollAfter's
-// intervals average to it (1/interval, relative to the base).
-func TestPollJitterMean(t *testing.T) {
-	if want := math.Log(1.5) / 0.4; math.Abs(queue.PollJitterMean-want) > 1e-12 {
-		t.Fatalf("PollJitterMean = %v, want %v", queue.PollJitterMean, want)
-	}
-	const n = 200_000
-	base := queue.PollBase(time.Minute, false)
-	sum := 0.0
-	for range n {
-		sum += float64(base) / float64(queue.PollAfter(time.Minute, false))
-	}
-	if got := sum / n; math.Abs(got-queue.PollJitterMean) > 0.003 {
-		t.Errorf("mean of base/PollAfter = %.4f, want %.4f", got, queue.PollJitterMean)
 	}
 }

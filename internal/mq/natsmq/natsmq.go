@@ -295,19 +295,36 @@ func (b *Broker) Submit(ctx context.Context, r booking.Reservation, idempotencyK
 		return booking.Reservation{}, false, fmt.Errorf("natsmq: submit %s: %w", r.ID, err)
 	}
 	ikey := idemKey(r.Visitor, idempotencyKey)
-	_, err = b.kv.Create(ctx, ikey, data)
-	switch {
-	case err == nil:
-		if err := b.publish(ctx, r, data); err != nil {
-			return booking.Reservation{}, false, err
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		_, err = b.kv.Create(ctx, ikey, data)
+		switch {
+		case err == nil:
+			if err := b.publish(ctx, r, data); err != nil {
+				return booking.Reservation{}, false, err
+			}
+			return r, true, nil
+		case !errors.Is(err, jetstream.ErrKeyExists):
+			return booking.Reservation{}, false, b.unavailable("submit "+r.ID, err)
 		}
-		return r, true, nil
-	case errors.Is(err, jetstream.ErrKeyExists):
-		return b.resume(ctx, ikey)
-	default:
-		return booking.Reservation{}, false, b.unavailable("submit "+r.ID, err)
+		first, created, err := b.resume(ctx, ikey)
+		if !errors.Is(err, errKeyGone) {
+			return first, created, err
+		}
+		// The key exists but cannot be read yet: on a cluster, the leader
+		// refuses a second create while the first is still being replicated,
+		// before it can serve the first one's value. Or the key expired
+		// (KeepFor) in between, and the next create wins.
+		select {
+		case <-ctx.Done():
+			return booking.Reservation{}, false, b.unavailable("submit "+r.ID, ctx.Err())
+		case <-time.After(wait):
+		}
 	}
 }
+
+// errKeyGone is resume's answer for an idempotency key that a create found
+// but a read did not.
+var errKeyGone = errors.New("natsmq: idempotency key not readable")
 
 // resume returns the reservation that an earlier Submit recorded under ikey.
 // If it is still pending, that Submit may have stopped before its state or
@@ -316,8 +333,10 @@ func (b *Broker) Submit(ctx context.Context, r booking.Reservation, idempotencyK
 // or, after the window, a second delivery that Decide absorbs).
 func (b *Broker) resume(ctx context.Context, ikey string) (booking.Reservation, bool, error) {
 	e, err := b.kv.Get(ctx, ikey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return booking.Reservation{}, false, errKeyGone
+	}
 	if err != nil {
-		// Also a key that expired (KeepFor) between the create and this get.
 		return booking.Reservation{}, false, b.unavailable("submit: read "+ikey, err)
 	}
 	var first booking.Reservation
@@ -367,6 +386,9 @@ func (b *Broker) Lookup(ctx context.Context, visitor, key string) (booking.Reser
 		return booking.Reservation{}, b.unavailable("lookup "+ikey, err)
 	}
 	r, _, err := b.resume(ctx, ikey)
+	if errors.Is(err, errKeyGone) { // expired (KeepFor) since the read above
+		return booking.Reservation{}, fmt.Errorf("natsmq: lookup: %w", mq.ErrNotFound)
+	}
 	return r, err
 }
 

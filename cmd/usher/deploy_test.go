@@ -145,7 +145,7 @@ func TestDeployMetrics(t *testing.T) {
 		t.Errorf("usher.json has %d queries; did its form change?", exprs)
 	}
 	// The room settings and the booking metrics each have a panel.
-	for _, name := range []string{"usher_max_active", "usher_admit_rate_configured", "usher_admit_rate_current",
+	for _, name := range []string{"usher_max_active", "usher_inventory_cap", "usher_admit_rate_configured", "usher_admit_rate_current",
 		"usher_holds_total", "usher_hold_ends_total", "usher_held_seats", "usher_reservations_total",
 		"usher_reservation_backlog", "usher_reservation_backlog_oldest_seconds",
 		"usher_reservation_batch_seconds_bucket", "usher_reservation_batch_errors_total"} {

@@ -25,6 +25,8 @@ type Metrics struct {
 	maxActive  *prometheus.GaugeVec
 	originP95  *prometheus.GaugeVec
 	targetP95  *prometheus.GaugeVec
+	inventory  *prometheus.GaugeVec
+	invCap     *prometheus.GaugeVec
 }
 
 // NewMetrics registers the queue's metrics with reg.
@@ -83,8 +85,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "usher_adaptive_target_p95_seconds", Help: "Adaptive rooms: the p95 the controller holds (target_p95, or 1.5 × the learned unloaded p95).",
 		}, []string{"room"}),
 	}
+	m.inventory = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "usher_inventory_units", Help: "Rooms of a sale: the units (seats or stock) neither sold nor held, as the sale service last counted them. Absent while unknown.",
+	}, []string{"room"})
+	m.invCap = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "usher_inventory_cap", Help: "Rooms of a sale: the most visitors the inventory lets hold a slot (visitors_per_unit × units left, at most max_active; 0 when sold out). Absent while the inventory is unknown.",
+	}, []string{"room"})
 	reg.MustRegister(m.waiting, m.active, m.enters, m.polls, m.admissions, m.expired, m.absent, m.step, m.stepErrors,
-		m.etaError, m.etaRange, m.rate, m.rateSet, m.maxActive, m.originP95, m.targetP95)
+		m.etaError, m.etaRange, m.rate, m.rateSet, m.maxActive, m.originP95, m.targetP95, m.inventory, m.invCap)
 	return m
 }
 
@@ -150,6 +158,8 @@ func (m *Metrics) forget(room string) {
 	m.maxActive.DeleteLabelValues(room)
 	m.originP95.DeleteLabelValues(room)
 	m.targetP95.DeleteLabelValues(room)
+	m.inventory.DeleteLabelValues(room)
+	m.invCap.DeleteLabelValues(room)
 }
 
 func (m *Metrics) observed(room string, st Stats) {
@@ -161,6 +171,13 @@ func (m *Metrics) observed(room string, st Stats) {
 	m.rate.WithLabelValues(room).Set(st.Settings.CurrentRate(st.Control))
 	m.rateSet.WithLabelValues(room).Set(st.Settings.AdmitRate)
 	m.maxActive.WithLabelValues(room).Set(float64(st.Settings.MaxActive))
+	if st.Inventory.Known {
+		m.inventory.WithLabelValues(room).Set(float64(st.Inventory.Units))
+		m.invCap.WithLabelValues(room).Set(float64(InventoryCap(st.Settings, st.Inventory)))
+	} else {
+		m.inventory.DeleteLabelValues(room)
+		m.invCap.DeleteLabelValues(room)
+	}
 	if st.Settings.Admission == Adaptive {
 		m.originP95.WithLabelValues(room).Set(st.Control.P95.Seconds())
 		m.targetP95.WithLabelValues(room).Set(st.Settings.Target(st.Control).Seconds())

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"usher/internal/queue"
 	"usher/internal/queue/memqueue"
@@ -247,6 +251,56 @@ func TestInventoryCap(t *testing.T) {
 		s.VisitorsPerUnit = tt.per
 		if got := queue.InventoryCap(s, tt.inv); got != tt.want {
 			t.Errorf("InventoryCap(per unit %v, %+v) = %d, want %d", tt.per, tt.inv, got, tt.want)
+		}
+	}
+}
+
+// TestInventoryMetrics: a room's inventory and the cap it sets are
+// exported once the sale service counted them, and absent before.
+func TestInventoryMetrics(t *testing.T) {
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	q := queue.New(memqueue.New(), queue.Options{Metrics: queue.NewMetrics(reg)})
+	s := queue.DefaultSettings()
+	s.MaxActive, s.VisitorsPerUnit = 100, 2
+	if err := q.PutRoom(ctx, "r", s); err != nil {
+		t.Fatal(err)
+	}
+	gauges := func() map[string]float64 {
+		t.Helper()
+		if err := refresh(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				if g := m.GetGauge(); g != nil && strings.HasPrefix(mf.GetName(), "usher_inventory") {
+					got[mf.GetName()] = g.GetValue()
+				}
+			}
+		}
+		return got
+	}
+	if got := gauges(); len(got) != 0 {
+		t.Errorf("inventory gauges of a room without a sale = %v, want none", got)
+	}
+	for _, tt := range []struct {
+		units int64
+		want  map[string]float64
+	}{
+		{30, map[string]float64{"usher_inventory_units": 30, "usher_inventory_cap": 60}},
+		{500, map[string]float64{"usher_inventory_units": 500, "usher_inventory_cap": 100}},
+		{0, map[string]float64{"usher_inventory_units": 0, "usher_inventory_cap": 0}},
+	} {
+		if err := q.SetInventory(ctx, "r", tt.units); err != nil {
+			t.Fatal(err)
+		}
+		if got := gauges(); !cmp.Equal(got, tt.want) {
+			t.Errorf("with %d units left: gauges %v, want %v", tt.units, got, tt.want)
 		}
 	}
 }

@@ -93,37 +93,7 @@ func (s *Store) Close() error {
 }
 
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS analytics_migrations (
-			version    INT         PRIMARY KEY,
-			applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
-		)`); err != nil {
-			return err
-		}
-		files, err := sqlmigrate.Read(migrations, "migrations")
-		if err != nil {
-			return err
-		}
-		for _, m := range files {
-			var applied bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM analytics_migrations WHERE version = $1)`, m.Version).Scan(&applied); err != nil {
-				return err
-			}
-			if applied {
-				continue
-			}
-			if _, err := tx.Exec(ctx, m.SQL); err != nil {
-				return fmt.Errorf("migration %s: %w", m.Name, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO analytics_migrations (version) VALUES ($1)`, m.Version); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return sqlmigrate.Postgres(ctx, pool, migrations, "migrations", "analytics_migrations", migrationLock)
 }
 
 // Update implements analytics.Store.

@@ -101,6 +101,38 @@ func (v *View) measure(prev View, dt float64) {
 	v.win = window{start: v.At, last: ws}
 }
 
+// rateBound: a measured rate at least this share of the rate in force says
+// that the rate, not max_active or an empty line, set the pace.
+const rateBound = 0.9
+
+// inForce is the rate at which v's room admits: the rate in force
+// (CurrentRate), or 0 while its state admits nobody (paused, closed, sold
+// out).
+func (v View) inForce() float64 {
+	if v.EffectiveState() != Open {
+		return 0
+	}
+	return v.Settings.CurrentRate(v.Control)
+}
+
+// follow moves v's measured rate at once when the rate in force changed
+// since prev (a PUT, the adaptive controller, a pause or an opening), rather
+// than over the EWMA's time constant: a room configured while nobody
+// waited would otherwise forecast the first wave of a sale at the old rate,
+// and one that opens at a measured rate near 0. A room that kept pace with
+// the old rate (rateBound) takes the new one; one held below it by
+// max_active keeps its measured rate, or the new one if that is lower.
+func (v *View) follow(prev View) {
+	was, now := prev.inForce(), v.inForce()
+	switch {
+	case was == now:
+	case v.Rate >= rateBound*was:
+		v.Rate = now
+	default:
+		v.Rate = min(v.Rate, now)
+	}
+}
+
 // idle restarts v's measuring window: nobody waited, so nothing was
 // measured.
 func (v *View) idle() { v.win = window{start: v.At, last: v.win.last} }

@@ -73,7 +73,8 @@ type View struct {
 	Stats
 	// Rate is the room's measured admission rate in visitors per second: an
 	// EWMA (time constant 10 s) over refreshes during which someone waited,
-	// starting from the configured AdmitRate. Leave is the rate at which
+	// starting from the rate in force (0 in a room that admits nobody), and
+	// set anew when that rate changes (follow). Leave is the rate at which
 	// waiting visitors leave the line (measured the same way, from 0).
 	// RateVar and LeaveVar are their variances over windows of at least a
 	// second (eta.go).
@@ -166,9 +167,11 @@ func (q *Queue) Room(ctx context.Context, room string) (View, error) {
 	if err != nil {
 		return View{}, err
 	}
-	v := View{Stats: st, Rate: st.Settings.AdmitRate, At: q.now()}
+	v := View{Stats: st, At: q.now()}
+	v.Rate = v.inForce()
 	if old, ok := q.View(room); ok {
 		v.carry(old)
+		v.follow(old)
 	}
 	return v, nil
 }
@@ -433,9 +436,11 @@ func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string) {
 		}
 	}
 	for room, st := range stats {
-		v := View{Stats: st, Rate: st.Settings.AdmitRate, At: now}
+		v := View{Stats: st, At: now}
+		v.Rate = v.inForce()
 		if prev, ok := old[room]; ok {
 			v.carry(prev)
+			v.follow(prev)
 			switch dt := now.Sub(prev.At).Seconds(); {
 			case dt > 0 && prev.Waiting > 0:
 				v.measure(prev, dt)

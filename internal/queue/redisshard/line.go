@@ -162,22 +162,21 @@ func (s *Store) homeStatus(ctx context.Context, room, visitor string, now time.T
 }
 
 // Leave removes the visitor from its shard's line and from the active set
-// (freeing its slot at once). Leaving twice does nothing the second time.
-// A visitor taken by a step in flight is still admitted by it.
+// (freeing its slot at once): a script on the visitor's shard (lua/leave.lua),
+// then a ZREM on the home shard. Leaving twice does nothing the second
+// time. A visitor taken by a step in flight is still admitted by that
+// step's commit if it comes after the ZREM.
 func (s *Store) Leave(ctx context.Context, room, visitor string) error {
 	l, err := s.layoutOf(ctx, "leave", room)
 	if err != nil {
 		return err
 	}
 	k := s.shardKeys(room, ShardOf(visitor, l.shards))
-	for _, res := range s.c.DoMulti(ctx,
-		s.c.B().Zrem().Key(k[0]).Member(visitor).Build(),
-		s.c.B().Zrem().Key(k[3]).Member(visitor).Build(),
-		s.c.B().Zrem().Key(s.homeKeys(room)[1]).Member(visitor).Build(),
-	) {
-		if err := res.Error(); err != nil {
-			return unavailable("leave", room, err)
-		}
+	if err := s.exec(ctx, s.leave, []string{k[0], k[1], k[2], k[3], k[4]}, []string{visitor}).Error(); err != nil {
+		return unavailable("leave", room, err)
+	}
+	if err := s.c.Do(ctx, s.c.B().Zrem().Key(s.homeKeys(room)[1]).Member(visitor).Build()).Error(); err != nil {
+		return unavailable("leave", room, err)
 	}
 	return nil
 }

@@ -63,8 +63,9 @@
 // lease may admit a visitor twice if its slot also expired in between
 // (the lease is seconds, a slot minutes).
 //
-// Limits: Leave of a visitor taken by a step in flight does not stop the
-// step admitting it. Shards and strategy are fixed when the room is
+// Limits: Leave of a visitor taken by a step in flight takes it out of the
+// step's record (it is not put back in line), but the step's commit, if it
+// comes after, still admits it. Shards and strategy are fixed when the room is
 // created (a visitor's shard depends on them); PutRoom refuses to change
 // them. Hash tags are placed by CRC16, not by primary: K shards on P
 // primaries are balanced only on average (check with CLUSTER KEYSLOT, or
@@ -108,6 +109,8 @@ var (
 	popLua string
 	//go:embed lua/ack.lua
 	ackLua string
+	//go:embed lua/leave.lua
+	leaveLua string
 )
 
 // DefaultLease is how long a step's reservation and its taken visitors
@@ -121,7 +124,7 @@ type Store struct {
 	lease  time.Duration
 	rooms  sync.Map // room → layout, read once from the home shard
 
-	putRoomScript, reserve, commit, enter, status, peek, pop, ack *rueidis.Lua
+	putRoomScript, reserve, commit, enter, status, peek, pop, ack, leave *rueidis.Lua
 }
 
 // New returns a store that keeps its keys under prefix on the server or
@@ -143,6 +146,7 @@ func New(c rueidis.Client, prefix string, lease time.Duration) *Store {
 		peek:          rueidis.NewLuaScript(reclaimLua + peekLua),
 		pop:           rueidis.NewLuaScript(reclaimLua + popLua),
 		ack:           rueidis.NewLuaScript(ackLua),
+		leave:         rueidis.NewLuaScript(leaveLua),
 	}
 }
 

@@ -26,6 +26,9 @@ type AdmitResult struct {
 	// admit (another step's commit took the slots first) and put back in
 	// line; Dropped those it found active already.
 	Returned, Dropped int64
+	// Turns are what a CountersOnly room's step released (Admitted is
+	// empty there: the store does not know who holds a turn).
+	Turns []Turns
 }
 
 // queued is a visitor taken from a shard, with its score.
@@ -56,6 +59,9 @@ func (s *Store) Admit(ctx context.Context, room string, now time.Time) (AdmitRes
 	l, err := s.layoutOf(ctx, "admit", room)
 	if err != nil {
 		return AdmitResult{}, err
+	}
+	if l.strategy == CountersOnly {
+		return s.releaseTurns(ctx, room, l, now)
 	}
 	id := stepID()
 	hk := s.homeKeys(room)

@@ -47,7 +47,7 @@ func BenchmarkLine(b *testing.B) {
 	n := envInt(b, "USHER_BENCH_SHARD_N", 30_000)
 	k := envInt(b, "USHER_BENCH_SHARDS", 3)
 	schedulers := envInt(b, "USHER_BENCH_SHARD_SCHEDULERS", 1)
-	for _, st := range redisshard.Strategies {
+	for _, st := range lines {
 		for _, shards := range []int{1, k} {
 			b.Run(fmt.Sprintf("%s-%d", st, shards), func(b *testing.B) {
 				for range b.N {
@@ -77,7 +77,7 @@ func benchLine(b *testing.B, c rueidis.Client, st redisshard.Strategy, shards, n
 	nodes := primaries(b, c)
 	name := spreadRoom(b, c, s, shards, nodes)
 	set := redisshard.Settings{Shards: shards, Strategy: st, MaxActive: int64(n) + 1, AdmitRate: 100_000,
-		Interval: 10 * time.Millisecond, ActiveTTL: time.Hour}
+		Interval: 10 * time.Millisecond, ActiveTTL: time.Hour, ClaimWindow: time.Minute}
 	if err := s.PutRoom(ctx, name, set); err != nil {
 		b.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func TestCrashedStep(t *testing.T) {
 	s := New(c, testenv.RedisPrefix(t, c), 5*time.Second)
 	t0 := time.UnixMilli(1_800_000_000_000)
 	const name, k = "crash", 3
-	set := Settings{Shards: k, Strategy: Counter, MaxActive: 10, AdmitRate: 1000, Interval: 100 * time.Millisecond, ActiveTTL: time.Hour}
+	set := Settings{Shards: k, Strategy: Counter, MaxActive: 10, AdmitRate: 1000, Interval: 100 * time.Millisecond, ActiveTTL: time.Hour, ClaimWindow: time.Minute}
 	if err := s.PutRoom(ctx, name, set); err != nil {
 		t.Fatal(err)
 	}

@@ -55,6 +55,9 @@ func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) 
 	if err != nil {
 		return Entry{}, false, err
 	}
+	if l.strategy == CountersOnly {
+		return s.enterCounters(ctx, room, visitor, l)
+	}
 	seq := ""
 	if l.strategy == Counter {
 		n, err := s.c.Do(ctx, s.c.B().Hincrby().Key(s.homeKeys(room)[0]).Field("seq").Increment(1).Build()).AsInt64()

@@ -111,6 +111,10 @@ var (
 	ackLua string
 	//go:embed lua/leave.lua
 	leaveLua string
+	//go:embed lua/release.lua
+	releaseLua string
+	//go:embed lua/claim.lua
+	claimLua string
 )
 
 // DefaultLease is how long a step's reservation and its taken visitors
@@ -124,7 +128,7 @@ type Store struct {
 	lease  time.Duration
 	rooms  sync.Map // room → layout, read once from the home shard
 
-	putRoomScript, reserve, commit, enter, status, peek, pop, ack, leave *rueidis.Lua
+	putRoomScript, reserve, commit, enter, status, peek, pop, ack, leave, release, claim *rueidis.Lua
 }
 
 // New returns a store that keeps its keys under prefix on the server or
@@ -147,6 +151,8 @@ func New(c rueidis.Client, prefix string, lease time.Duration) *Store {
 		pop:           rueidis.NewLuaScript(reclaimLua + popLua),
 		ack:           rueidis.NewLuaScript(ackLua),
 		leave:         rueidis.NewLuaScript(leaveLua),
+		release:       rueidis.NewLuaScript(bucketLua + releaseLua),
+		claim:         rueidis.NewLuaScript(claimLua),
 	}
 }
 

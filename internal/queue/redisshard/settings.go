@@ -28,10 +28,17 @@ const (
 	// numbers; positions are estimated from the local rank, and admission
 	// takes from the shards round-robin.
 	Estimate Strategy = "estimate"
+	// CountersOnly keeps nothing per waiting visitor: each shard is a
+	// counter whose numbers are the turns; the ticket carries the shard
+	// and the number (Claim), the room releases turns in order
+	// (round-robin over the shards), and only a visitor who claims a
+	// released turn is stored. Positions are the number minus the shard's
+	// head (exact with one shard, counting those who left).
+	CountersOnly Strategy = "counters-only"
 )
 
-// Strategies lists the strategies by name, in the order of seed 003.
-var Strategies = []Strategy{Counter, Timestamp, Estimate}
+// Strategies lists the strategies by name, seed 003's in its order first.
+var Strategies = []Strategy{Counter, Timestamp, Estimate, CountersOnly}
 
 // MaxShards bounds Settings.Shards.
 const MaxShards = 64
@@ -56,6 +63,9 @@ type Settings struct {
 	// ActiveTTL is how long an admitted visitor holds its slot (no
 	// renewal here; Leave frees it at once).
 	ActiveTTL time.Duration
+	// ClaimWindow is how long a released turn of a CountersOnly room
+	// holds a slot for its visitor to claim it (Claim).
+	ClaimWindow time.Duration
 }
 
 // DefaultSettings are queue.DefaultSettings' cap, rate and interval, one
@@ -68,7 +78,8 @@ func DefaultSettings() Settings {
 		MaxActive: d.MaxActive,
 		AdmitRate: d.AdmitRate,
 		Interval:  d.Interval,
-		ActiveTTL: d.ActiveTTL,
+		ActiveTTL:   d.ActiveTTL,
+		ClaimWindow: d.ClaimWindow,
 	}
 }
 
@@ -93,6 +104,8 @@ func (s Settings) Validate() error {
 		return queue.ErrInvalid.Detail("interval: want 1ms to 1m, got %v", s.Interval)
 	case s.ActiveTTL < time.Second:
 		return queue.ErrInvalid.Detail("active_ttl: want at least 1s, got %v", s.ActiveTTL)
+	case s.ClaimWindow < time.Second || s.ClaimWindow > s.ActiveTTL:
+		return queue.ErrInvalid.Detail("claim_window: want 1s to active_ttl, got %v", s.ClaimWindow)
 	}
 	return nil
 }
@@ -123,6 +136,8 @@ var settingFields = []settingField{
 		func(*Settings, string) error { return nil }}, // derived
 	{"active_ttl_ms", func(s Settings) string { return strconv.FormatInt(s.ActiveTTL.Milliseconds(), 10) },
 		func(s *Settings, v string) error { return decodeMillis(&s.ActiveTTL, v) }},
+	{"claim_window_ms", func(s Settings) string { return strconv.FormatInt(s.ClaimWindow.Milliseconds(), 10) },
+		func(s *Settings, v string) error { return decodeMillis(&s.ClaimWindow, v) }},
 }
 
 func decodeMillis(d *time.Duration, v string) error {

@@ -73,11 +73,11 @@ type Settings struct {
 func DefaultSettings() Settings {
 	d := queue.DefaultSettings()
 	return Settings{
-		Shards:    1,
-		Strategy:  Counter,
-		MaxActive: d.MaxActive,
-		AdmitRate: d.AdmitRate,
-		Interval:  d.Interval,
+		Shards:      1,
+		Strategy:    Counter,
+		MaxActive:   d.MaxActive,
+		AdmitRate:   d.AdmitRate,
+		Interval:    d.Interval,
 		ActiveTTL:   d.ActiveTTL,
 		ClaimWindow: d.ClaimWindow,
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"usher/internal/queue"
 	"usher/internal/queue/redisshard"
 	"usher/internal/testenv"
 )
@@ -47,15 +48,187 @@ func BenchmarkLine(b *testing.B) {
 	n := envInt(b, "USHER_BENCH_SHARD_N", 30_000)
 	k := envInt(b, "USHER_BENCH_SHARDS", 3)
 	schedulers := envInt(b, "USHER_BENCH_SHARD_SCHEDULERS", 1)
-	for _, st := range lines {
+	for _, st := range redisshard.Strategies {
 		for _, shards := range []int{1, k} {
 			b.Run(fmt.Sprintf("%s-%d", st, shards), func(b *testing.B) {
 				for range b.N {
-					benchLine(b, c, st, shards, n, schedulers)
+					if st == redisshard.CountersOnly {
+						benchCounters(b, c, shards, n)
+					} else {
+						benchLine(b, c, st, shards, n, schedulers)
+					}
 				}
 			})
 		}
 	}
+}
+
+// ghostShare is the share of a counters-only room's visitors who never
+// claim their turn in BenchmarkLine (every third).
+const ghostShare = 3
+
+// benchCounters is BenchmarkLine for a counters-only room: enters as
+// there; positions from Claim; then steps of 1,000 turns, each followed
+// by the claims of the released turns' visitors (64 goroutines) but for
+// every third visitor, a ghost who never claims. The admission rank is
+// the turn's place in the order of release (round-robin over the shards
+// within a step); claimed/turn is what share of the released turns (the
+// rate) reached a visitor.
+func benchCounters(b *testing.B, c rueidis.Client, shards, n int) {
+	ctx := context.Background()
+	prefix := testenv.RedisPrefix(b, c)
+	s := redisshard.New(c, prefix, 0)
+	nodes := primaries(b, c)
+	name := spreadRoom(b, c, s, shards, nodes)
+	set := redisshard.Settings{Shards: shards, Strategy: redisshard.CountersOnly, MaxActive: int64(n) + 1, AdmitRate: 100_000,
+		Interval: 10 * time.Millisecond, ActiveTTL: time.Hour, ClaimWindow: time.Minute}
+	if err := s.PutRoom(ctx, name, set); err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		r := make([]byte, 16)
+		rand.Read(r)
+		ids[i] = base64.RawURLEncoding.EncodeToString(r)
+	}
+	type ticket struct {
+		id      string
+		shard   int
+		seq     int64
+		arrival int
+	}
+	settle(b, nodes)
+	before := usedMemory(b, c, nodes)
+	tickets := make(map[[2]int64]ticket, n) // (shard, seq) → ticket
+	byID := make(map[string]ticket, n)
+	var (
+		mu   sync.Mutex
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	b.ResetTimer()
+	start := time.Now()
+	for range 64 {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				e, _, err := s.Enter(ctx, name, ids[i], time.Now())
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				mu.Lock()
+				t := ticket{id: ids[i], shard: e.Shard, seq: e.Score, arrival: len(byID)}
+				byID[ids[i]], tickets[[2]int64{int64(e.Shard), e.Score}] = t, t
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	enterTime := time.Since(start)
+	b.StopTimer()
+	after := usedMemory(b, c, nodes)
+	var keyBytes int64
+	for _, key := range s.Keys(name, shards) {
+		n, err := c.Do(ctx, c.B().MemoryUsage().Key(key).Samples(0).Build()).AsInt64()
+		if err != nil && !rueidis.IsRedisNil(err) {
+			b.Fatal(err)
+		}
+		keyBytes += n
+	}
+
+	const samples = 2000
+	posErr := make([]int, samples)
+	next.Store(0)
+	start = time.Now()
+	for range 64 {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < samples; i = next.Add(1) - 1 {
+				v := ids[int(i)*n/samples]
+				t := byID[v]
+				e, err := s.Claim(ctx, name, v, t.shard, t.seq, time.Now())
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				posErr[i] = abs(int(e.Position) - 1 - t.arrival)
+			}
+		})
+	}
+	wg.Wait()
+	statusTime := time.Since(start)
+
+	var orderErr []int
+	released, claimed, rank := 0, 0, 0
+	t0 := time.Now()
+	start = time.Now()
+	for step := 0; released < n; step++ {
+		now := t0.Add(time.Duration(step) * set.Interval)
+		r, err := s.Admit(ctx, name, now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r.Reserved == 0 {
+			b.Fatalf("step %d released nothing with %d of %d turns released", step, released, n)
+		}
+		// Round-robin within the step, as the turns were given out.
+		var turns []ticket
+		for j := int64(0); ; j++ {
+			more := false
+			for _, tr := range r.Turns {
+				if tr.First+j <= tr.Last {
+					turns = append(turns, tickets[[2]int64{int64(tr.Shard), tr.First + j}])
+					more = true
+				}
+			}
+			if !more {
+				break
+			}
+		}
+		released += len(turns)
+		var present []ticket
+		for _, t := range turns {
+			if t.arrival%ghostShare != ghostShare-1 {
+				present = append(present, t)
+				orderErr = append(orderErr, abs(rank-t.arrival))
+			}
+			rank++
+		}
+		next.Store(0)
+		var got atomic.Int64
+		for range 64 {
+			wg.Go(func() {
+				for i := next.Add(1) - 1; i < int64(len(present)); i = next.Add(1) - 1 {
+					t := present[i]
+					e, err := s.Claim(ctx, name, t.id, t.shard, t.seq, now)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if e.Status == queue.Active {
+						got.Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		claimed += int(got.Load())
+	}
+	admitTime := time.Since(start)
+
+	b.ReportMetric(float64(n)/enterTime.Seconds(), "enters/s")
+	b.ReportMetric(float64(after-before)/float64(n), "B/visitor")
+	b.ReportMetric(float64(keyBytes)/float64(n), "keyB/visitor")
+	b.ReportMetric(samples/statusTime.Seconds(), "status/s")
+	b.ReportMetric(float64(claimed)/admitTime.Seconds(), "admitted/s")
+	b.ReportMetric(float64(claimed)/float64(released), "claimed/turn")
+	b.ReportMetric(float64(slices.Max(orderErr)), "ordererr-max")
+	b.ReportMetric(float64(p99(orderErr)), "ordererr-p99")
+	b.ReportMetric(float64(slices.Max(posErr)), "poserr-max")
+	b.ReportMetric(float64(p99(posErr)), "poserr-p99")
+	if want := len(orderErr); claimed != want {
+		b.Errorf("claimed %d, want every present visitor's turn: %d", claimed, want)
+	}
+	testenv.DeleteKeys(b, c, prefix)
 }
 
 func envInt(b *testing.B, name string, def int) int {

@@ -117,7 +117,7 @@ END {
   for (i = 1; i <= nkeys; i++) {
     key = keys[i]; split(key, p, " ")
     printf "%-4s %-16s", p[1], p[2]
-    for (u = 1; u <= nunits; u++) printf " %14.1f", median(all[key, units[u]])
+    for (u = 1; u <= nunits; u++) printf " %14.4g", median(all[key, units[u]])
     printf "\n"
     if (kof[key] == 1) continue
     printf "%-4s %-16s", "", "  ratio"
@@ -125,7 +125,7 @@ END {
       r = ""
       for (rd in rounds) {
         base = v[rd, shof[key], stof[key] "-1", units[u]]
-        if (base + 0 != 0) r = r " " v[rd, shof[key], p[2], units[u]] / base
+        if (base + 0 >= 1) r = r " " v[rd, shof[key], p[2], units[u]] / base # not of a memory near 0
       }
       if (r == "") printf " %14s", "-"; else printf " %14.2f", median(r)
     }

@@ -2,7 +2,15 @@
 // Cluster shards (issue 11 §3; seed 003 §7): its core operations only —
 // Enter, Status, Leave and the admission step, Admit — not the whole
 // queue.Store (no pre-queue draw, presence parking, inventory cap,
-// adaptive rate, passthrough or closed state yet; docs/operations.md).
+// adaptive rate, passthrough, closed state, room deletion or listing
+// yet), and usher does not use it yet: it is what the strategies were
+// built and measured with (docs/benchmarks.md#one-hot-room-over-several-shards-issue-11-3).
+//
+// Four strategies (Settings.Strategy): Counter, Timestamp and Estimate
+// keep a sorted set of waiting visitors per shard, as redisqueue does per
+// room; CountersOnly keeps no waiting visitor at all (counters.go): a
+// visitor is a number of its shard's counter, carried by its ticket, and
+// the room releases turns rather than naming visitors.
 //
 // A room has a home shard and Settings.Shards line shards, each its own
 // hash tag so that Redis Cluster may place them on different primaries:
@@ -16,6 +24,12 @@
 //	<prefix>{<room#i>}:admitted  line shard i: a copy of its admitted visitors → expiry, for Enter and Status
 //	…:guard                      never written; every script declares its slot's (redisqueue.Store's guard key)
 //
+// and for CountersOnly, besides meta (h:<i> each shard's head, c:<batch>
+// claims) and active, and each line shard's meta (lseq, its counter):
+//
+//	<prefix>{<room>}:turns       home: released batch "i:first:last" → i × 2^40 + first
+//	<prefix>{<room>}:turn_ends   home: batch → end of its claim window (ms)
+//
 // A visitor's shard is a hash of its id (ShardOf), so Enter, Status and
 // Leave find it without asking anyone. The cap (max_active) and the rate
 // (admit_rate, a token bucket) are kept exact for the room as a whole by
@@ -28,7 +42,7 @@
 // never per waiting visitor (except the counter strategy's one HINCRBY per
 // entry, which is what that strategy costs).
 //
-// An admission step is five calls (Admit): reserve.lua on the home shard
+// An admission step of a line strategy is five calls (Admit): reserve.lua on the home shard
 // takes n tokens and n free slots under the step's id with a lease (other
 // steps count the reservation as taken slots); peek.lua reads the heads of
 // the shards (counter and timestamp: a K-way merge picks the n lowest
@@ -40,7 +54,10 @@
 // and refunding unused tokens; ack.lua on each shard ends the record, puts
 // back what the commit did not admit with its old score (compensation),
 // and notes the admitted in the shard's copy. The shard calls of one phase
-// run concurrently, so a step takes four round trips.
+// run concurrently, so a step takes four round trips. A CountersOnly step
+// is two: the shards' counters, read concurrently, then release.lua on
+// the home shard, which is atomic on its own (nothing is taken from a
+// shard, so a crash leaves nothing behind).
 //
 // What a crash (or a lost answer) between two calls leaves behind, and
 // what repairs it:

@@ -15,7 +15,10 @@
 # same strategy in the same round (median of the rounds): on a shared
 # 2-core machine only those ratios mean much.
 #
-# Usage: scripts/bench-shard.sh                  (N=30000 visitors, SHARDS=3, ROUNDS=3)
+# Then, once per shape, the timestamp strategy again with every other entering
+# goroutine's clock SKEW ms ahead (instances whose clocks disagree).
+#
+# Usage: scripts/bench-shard.sh                  (N=30000 visitors, SHARDS=3, ROUNDS=3, SKEW=5)
 #        N=10000 ROUNDS=1 scripts/bench-shard.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +26,7 @@ cd "$(dirname "$0")/.."
 n=${N:-30000}
 shards=${SHARDS:-3}
 rounds=${ROUNDS:-3}
+skew=${SKEW:-5}
 dir=${USHER_SHARD_CLUSTER_DIR:-/tmp/usher-shard-cluster1}
 host=127.0.0.1
 port=17101
@@ -76,7 +80,7 @@ url_3p=$(scripts/cluster.sh url)
 
 echo "building the test binary (outside the timed runs)…"
 go test -c -o "$tmp/redisshard.test" ./internal/queue/redisshard/
-echo "host: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(redis-server --version | cut -d' ' -f3); N=$n SHARDS=$shards ROUNDS=$rounds"
+echo "host: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(redis-server --version | cut -d' ' -f3); N=$n SHARDS=$shards ROUNDS=$rounds SKEW=$skew"
 
 for round in $(seq 1 "$rounds"); do
   for shape in 1p 3p; do
@@ -86,6 +90,15 @@ for round in $(seq 1 "$rounds"); do
       { cat "$tmp/out" >&2; exit 1; }
     grep '^Benchmark' "$tmp/out" | sed "s/^/$round $shape /" | tee -a "$tmp/runs"
   done
+done
+
+echo "timestamp with clocks ${skew} ms apart:"
+for shape in 1p 3p; do
+  url=url_$shape
+  USHER_BENCH_SHARD_URL=${!url} USHER_BENCH_SHARD_N=$n USHER_BENCH_SHARDS=$shards USHER_BENCH_SHARD_SKEW_MS=$skew \
+    "$tmp/redisshard.test" -test.run '^$' -test.bench '^BenchmarkLine$/^timestamp-' -test.benchtime 1x >"$tmp/out" 2>&1 ||
+    { cat "$tmp/out" >&2; exit 1; }
+  grep '^Benchmark' "$tmp/out" | sed "s/^/skew $shape /"
 done
 
 # Each run: round shape BenchmarkLine/<strategy>-<shards>-<procs> 1 <ns> ns/op <value> <unit> …

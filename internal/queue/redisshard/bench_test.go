@@ -34,6 +34,11 @@ import (
 //  2. asks Status of 2,000 of them from 64 goroutines: status/s, and the
 //     position error |position − arrival rank| (max and p99; for the
 //     estimate strategy, the estimate's error);
+//     With USHER_BENCH_SHARD_SKEW_MS, half the entering goroutines pass a
+//     clock that far ahead (instances whose clocks disagree: only the
+//     timestamp strategy reads it). busiest-share is the busiest
+//     primary's share of the commands the servers ran meanwhile (INFO
+//     stats; commands inside scripts count);
 //  3. admits everyone with one scheduler (USHER_BENCH_SHARD_SCHEDULERS) in
 //     steps of 1,000 on a simulated clock: admitted/s, and the order error
 //     |admission rank − arrival rank| over every visitor (max and p99).
@@ -48,6 +53,7 @@ func BenchmarkLine(b *testing.B) {
 	n := envInt(b, "USHER_BENCH_SHARD_N", 30_000)
 	k := envInt(b, "USHER_BENCH_SHARDS", 3)
 	schedulers := envInt(b, "USHER_BENCH_SHARD_SCHEDULERS", 1)
+	skew := envInt(b, "USHER_BENCH_SHARD_SKEW_MS", 0)
 	for _, st := range redisshard.Strategies {
 		for _, shards := range []int{1, k} {
 			b.Run(fmt.Sprintf("%s-%d", st, shards), func(b *testing.B) {
@@ -55,7 +61,7 @@ func BenchmarkLine(b *testing.B) {
 					if st == redisshard.CountersOnly {
 						benchCounters(b, c, shards, n)
 					} else {
-						benchLine(b, c, st, shards, n, schedulers)
+						benchLine(b, c, st, shards, n, schedulers, skew)
 					}
 				}
 			})
@@ -99,6 +105,7 @@ func benchCounters(b *testing.B, c rueidis.Client, shards, n int) {
 	}
 	settle(b, nodes)
 	before := usedMemory(b, c, nodes)
+	calls := commands(b, nodes)
 	tickets := make(map[[2]int64]ticket, n) // (shard, seq) → ticket
 	byID := make(map[string]ticket, n)
 	var (
@@ -127,6 +134,7 @@ func benchCounters(b *testing.B, c rueidis.Client, shards, n int) {
 	enterTime := time.Since(start)
 	b.StopTimer()
 	after := usedMemory(b, c, nodes)
+	busiest := busiestShare(b, nodes, calls)
 	var keyBytes int64
 	for _, key := range s.Keys(name, shards) {
 		n, err := c.Do(ctx, c.B().MemoryUsage().Key(key).Samples(0).Build()).AsInt64()
@@ -217,6 +225,7 @@ func benchCounters(b *testing.B, c rueidis.Client, shards, n int) {
 
 	b.ReportMetric(float64(n)/enterTime.Seconds(), "enters/s")
 	b.ReportMetric(float64(after-before)/float64(n), "B/visitor")
+	b.ReportMetric(busiest, "busiest-share")
 	b.ReportMetric(float64(keyBytes)/float64(n), "keyB/visitor")
 	b.ReportMetric(samples/statusTime.Seconds(), "status/s")
 	b.ReportMetric(float64(claimed)/admitTime.Seconds(), "admitted/s")
@@ -243,7 +252,7 @@ func envInt(b *testing.B, name string, def int) int {
 	return n
 }
 
-func benchLine(b *testing.B, c rueidis.Client, st redisshard.Strategy, shards, n, schedulers int) {
+func benchLine(b *testing.B, c rueidis.Client, st redisshard.Strategy, shards, n, schedulers, skew int) {
 	ctx := context.Background()
 	prefix := testenv.RedisPrefix(b, c)
 	s := redisshard.New(c, prefix, 0)
@@ -264,6 +273,7 @@ func benchLine(b *testing.B, c rueidis.Client, st redisshard.Strategy, shards, n
 	// 1. Enters.
 	settle(b, nodes)
 	before := usedMemory(b, c, nodes)
+	calls := commands(b, nodes)
 	arrival := make(map[string]int, n)
 	var (
 		mu   sync.Mutex
@@ -272,10 +282,12 @@ func benchLine(b *testing.B, c rueidis.Client, st redisshard.Strategy, shards, n
 	)
 	b.ResetTimer()
 	start := time.Now()
-	for range 64 {
+	for g := range 64 {
+		// Every other goroutine is an instance whose clock is skew ahead.
+		ahead := time.Duration(g%2*skew) * time.Millisecond
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
-				if _, _, err := s.Enter(ctx, name, ids[i], time.Now()); err != nil {
+				if _, _, err := s.Enter(ctx, name, ids[i], time.Now().Add(ahead)); err != nil {
 					b.Error(err)
 					return
 				}
@@ -289,6 +301,7 @@ func benchLine(b *testing.B, c rueidis.Client, st redisshard.Strategy, shards, n
 	enterTime := time.Since(start)
 	b.StopTimer()
 	after := usedMemory(b, c, nodes)
+	busiest := busiestShare(b, nodes, calls)
 	var keyBytes int64
 	for _, key := range s.Keys(name, shards) {
 		n, err := c.Do(ctx, c.B().MemoryUsage().Key(key).Samples(0).Build()).AsInt64()
@@ -354,6 +367,7 @@ func benchLine(b *testing.B, c rueidis.Client, st redisshard.Strategy, shards, n
 
 	b.ReportMetric(float64(n)/enterTime.Seconds(), "enters/s")
 	b.ReportMetric(float64(after-before)/float64(n), "B/visitor")
+	b.ReportMetric(busiest, "busiest-share")
 	b.ReportMetric(float64(keyBytes)/float64(n), "keyB/visitor")
 	b.ReportMetric(samples/statusTime.Seconds(), "status/s")
 	b.ReportMetric(float64(len(order))/admitTime.Seconds(), "admitted/s")
@@ -433,6 +447,26 @@ func infoField(b *testing.B, node rueidis.Client, section, field string) int64 {
 		}
 	}
 	return 0
+}
+
+// commands reads each primary's total_commands_processed.
+func commands(b *testing.B, nodes map[string]rueidis.Client) map[string]int64 {
+	out := map[string]int64{}
+	for addr, node := range nodes {
+		out[addr] = infoField(b, node, "stats", "total_commands_processed")
+	}
+	return out
+}
+
+// busiestShare is the largest primary's share of the commands run since
+// before.
+func busiestShare(b *testing.B, nodes map[string]rueidis.Client, before map[string]int64) float64 {
+	var sum, most int64
+	for addr, n := range commands(b, nodes) {
+		d := n - before[addr]
+		sum, most = sum+d, max(most, d)
+	}
+	return float64(most) / float64(max(sum, 1))
 }
 
 // usedMemory sums INFO memory's used_memory over the primaries.

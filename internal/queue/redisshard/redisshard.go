@@ -42,9 +42,10 @@
 // never per waiting visitor (except the counter strategy's one HINCRBY per
 // entry, which is what that strategy costs).
 //
-// An admission step of a line strategy is five calls (Admit): reserve.lua on the home shard
-// takes n tokens and n free slots under the step's id with a lease (other
-// steps count the reservation as taken slots); peek.lua reads the heads of
+// An admission step of a line strategy is five phases (Admit):
+// reserve.lua on the home shard takes n tokens and n free slots under the
+// step's id with a lease (other steps count the reservation as taken
+// slots); peek.lua reads the heads of
 // the shards (counter and timestamp: a K-way merge picks the n lowest
 // scores; estimate: none, it takes n/K from each shard round-robin);
 // pop.lua takes them from each shard and records them under the step's id
@@ -54,10 +55,11 @@
 // and refunding unused tokens; ack.lua on each shard ends the record, puts
 // back what the commit did not admit with its old score (compensation),
 // and notes the admitted in the shard's copy. The shard calls of one phase
-// run concurrently, so a step takes four round trips. A CountersOnly step
-// is two: the shards' counters, read concurrently, then release.lua on
-// the home shard, which is atomic on its own (nothing is taken from a
-// shard, so a crash leaves nothing behind).
+// run concurrently, so a step takes five round trips (four without the
+// peek: under Estimate, or with one shard). A CountersOnly step is two:
+// the shards' counters, read concurrently, then release.lua on the home
+// shard, which is atomic on its own (nothing is taken from a shard, so a
+// crash leaves nothing behind).
 //
 // What a crash (or a lost answer) between two calls leaves behind, and
 // what repairs it:

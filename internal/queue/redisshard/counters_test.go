@@ -3,6 +3,8 @@ package redisshard_test
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -118,6 +120,92 @@ func TestCountersOnly(t *testing.T) {
 				}
 				if e, err := s.Status(ctx, name, claimer, t0.Add(time.Minute)); err != nil || e.Status != queue.Active {
 					t.Errorf("Status of a claimer = %+v, %v; want active", e, err)
+				}
+			})
+		}
+	})
+}
+
+// TestCountersOnlyCapAndRate runs 8 schedulers on a counters-only room of
+// three shards while 16 goroutines claim every released turn, and checks
+// the cap (max_active claimed and pending turns, however many steps run at
+// once) and the rate (at most a batch plus admit_rate × the simulated
+// time released).
+func TestCountersOnlyCapAndRate(t *testing.T) {
+	backends(t, func(t *testing.T, c rueidis.Client, s *redisshard.Store) {
+		ctx := context.Background()
+		t0 := time.UnixMilli(1_800_000_000_000)
+		for _, tc := range []struct {
+			name             string
+			maxActive        int64
+			rate             float64
+			steps, atMost int
+		}{
+			{"cap", 50, 100_000, 400, 50},
+			{"rate", 1_000_000, 200, 2000, 20 + 399}, // a batch (rate × 100 ms), then 1,999 ms at rate
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				name := "counters-" + tc.name
+				set := redisshard.Settings{Shards: 3, Strategy: redisshard.CountersOnly, MaxActive: tc.maxActive,
+					AdmitRate: tc.rate, Interval: 100 * time.Millisecond, ActiveTTL: time.Hour, ClaimWindow: time.Minute}
+				if err := s.PutRoom(ctx, name, set); err != nil {
+					t.Fatal(err)
+				}
+				holders := map[[2]int64]string{} // (shard, turn) → visitor
+				for i := range 1000 {
+					v := fmt.Sprintf("v%04d", i)
+					e, _, err := s.Enter(ctx, name, v, t0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					holders[[2]int64{int64(e.Shard), e.Score}] = v
+				}
+				released := make(chan [2]int64, 1000)
+				var (
+					wg, claimers sync.WaitGroup
+					step         atomic.Int64
+					total        atomic.Int64
+					active       atomic.Int64
+				)
+				for range 8 {
+					wg.Go(func() {
+						for i := step.Add(1) - 1; i < int64(tc.steps); i = step.Add(1) - 1 {
+							r, err := s.Admit(ctx, name, t0.Add(time.Duration(i)*time.Millisecond))
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							total.Add(r.Reserved)
+							for _, tr := range r.Turns {
+								for n := tr.First; n <= tr.Last; n++ {
+									released <- [2]int64{int64(tr.Shard), n}
+								}
+							}
+						}
+					})
+				}
+				for range 16 {
+					claimers.Go(func() {
+						for turn := range released {
+							e, err := s.Claim(ctx, name, holders[turn], int(turn[0]), turn[1], t0.Add(time.Duration(tc.steps)*time.Millisecond))
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							if e.Status == queue.Active {
+								active.Add(1)
+							}
+						}
+					})
+				}
+				wg.Wait()
+				close(released)
+				claimers.Wait()
+				if got := int(total.Load()); got > tc.atMost || got < tc.atMost/2 {
+					t.Errorf("released %d turns, want at most %d (and at least half)", got, tc.atMost)
+				}
+				if active.Load() != total.Load() {
+					t.Errorf("%d of %d released turns claimed, want all", active.Load(), total.Load())
 				}
 			})
 		}

@@ -136,9 +136,9 @@ func TestCountersOnlyCapAndRate(t *testing.T) {
 		ctx := context.Background()
 		t0 := time.UnixMilli(1_800_000_000_000)
 		for _, tc := range []struct {
-			name             string
-			maxActive        int64
-			rate             float64
+			name          string
+			maxActive     int64
+			rate          float64
 			steps, atMost int
 		}{
 			{"cap", 50, 100_000, 400, 50},

@@ -91,7 +91,14 @@ func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) 
 //
 // One call to the visitor's shard; then, under Counter and Timestamp, one
 // ZCOUNT per other shard, concurrently; and a call to the home shard for a
-// visitor the shard does not know as waiting or admitted.
+// visitor the shard does not know as waiting or admitted. The shards are
+// read one after another, not at one instant: while a step runs, the sum
+// may miss or count twice what it moves between two shards' reads (at most
+// a step's visitors); in a quiet room it is exact.
+//
+// A CountersOnly room keeps no waiting visitor: Status knows only the
+// admitted (Active) and says Gone otherwise; Claim, with the ticket's
+// turn, gives the position.
 func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time) (Entry, error) {
 	l, err := s.layoutOf(ctx, "status", room)
 	if err != nil {
@@ -168,7 +175,9 @@ func (s *Store) homeStatus(ctx context.Context, room, visitor string, now time.T
 // (freeing its slot at once): a script on the visitor's shard (lua/leave.lua),
 // then a ZREM on the home shard. Leaving twice does nothing the second
 // time. A visitor taken by a step in flight is still admitted by that
-// step's commit if it comes after the ZREM.
+// step's commit if it comes after the ZREM. In a CountersOnly room only an
+// admitted visitor can leave: a waiting one is a number in no store, and
+// its turn is released and lapses like a ghost's.
 func (s *Store) Leave(ctx context.Context, room, visitor string) error {
 	l, err := s.layoutOf(ctx, "leave", room)
 	if err != nil {

@@ -93,8 +93,8 @@ func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) 
 // ZCOUNT per other shard, concurrently; and a call to the home shard for a
 // visitor the shard does not know as waiting or admitted. The shards are
 // read one after another, not at one instant: while a step runs, the sum
-// may miss or count twice what it moves between two shards' reads (at most
-// a step's visitors); in a quiet room it is exact.
+// may be off by up to that step's visitors (taken from one shard after
+// another's count); between steps it is exact.
 //
 // A CountersOnly room keeps no waiting visitor: Status knows only the
 // admitted (Active) and says Gone otherwise; Claim, with the ticket's

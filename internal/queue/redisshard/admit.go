@@ -107,11 +107,11 @@ func (s *Store) Admit(ctx context.Context, room string, now time.Time) (AdmitRes
 		args = append(args, q.visitor)
 	}
 	flags, err := s.exec(ctx, s.commit, hk, args).AsIntSlice()
+	if err == nil && len(flags) > 0 && flags[0] < 0 {
+		return res, notFound("admit", room)
+	}
 	if err != nil || len(flags) != 1+len(order) {
 		return res, unavailable("admit: commit", room, fmt.Errorf("reply of %d for %d visitors: %v", len(flags), len(order), err))
-	}
-	if flags[0] < 0 {
-		return res, notFound("admit", room)
 	}
 	back := make([][]string, l.shards)
 	admitted := make([][]string, l.shards)

@@ -325,3 +325,78 @@ func activeCount(t *testing.T, c rueidis.Client, s *redisshard.Store, name strin
 	}
 	return n
 }
+
+// TestKeys pins the key layout on the cluster of USHER_TEST_REDIS_CLUSTER:
+// each shard's keys share one slot (one hash tag), shard 0 shares the home
+// shard's, twelve shards land on more than one primary, and the waiting
+// visitors are the members of the shards' lines.
+func TestKeys(t *testing.T) {
+	c := testenv.RedisAt(t, "USHER_TEST_REDIS_CLUSTER")
+	ctx := context.Background()
+	s := redisshard.New(c, testenv.RedisPrefix(t, c), 0)
+	const k = 12
+	room(t, s, "keys", redisshard.Timestamp, k, 10, 10)
+	for i := range 120 {
+		if _, _, err := s.Enter(ctx, "keys", fmt.Sprintf("v%03d", i), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slot := func(key string) int64 {
+		n, err := c.Do(ctx, c.B().ClusterKeyslot().Key(key).Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	keys := s.Keys("keys", k)
+	home := slot(keys[0])
+	for _, key := range keys[1:4] {
+		if slot(key) != home {
+			t.Errorf("home key %s in slot %d, the home meta in %d", key, slot(key), home)
+		}
+	}
+	slots := map[int64]int{}
+	members := int64(0)
+	for i := range k {
+		shard := keys[4+5*i : 9+5*i]
+		first := slot(shard[0])
+		for _, key := range shard[1:] {
+			if slot(key) != first {
+				t.Errorf("shard %d: key %s in slot %d, its line in %d", i, key, slot(key), first)
+			}
+		}
+		if i == 0 && first != home {
+			t.Errorf("shard 0 in slot %d, want the home slot %d", first, home)
+		}
+		slots[first] = i // two tags may share a slot (CRC16), rarely
+		n, err := c.Do(ctx, c.B().Zcard().Key(shard[0]).Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		members += n
+	}
+	if members != 120 {
+		t.Errorf("the shards' lines hold %d members, want the 120 entered", members)
+	}
+	owners := map[string]bool{}
+	ranges, err := c.Do(ctx, c.B().ClusterSlots().Build()).ToArray()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sl := range slots {
+		for _, r := range ranges {
+			f, _ := r.ToArray()
+			lo, _ := f[0].AsInt64()
+			hi, _ := f[1].AsInt64()
+			if sl >= lo && sl <= hi {
+				node, _ := f[2].ToArray()
+				port, _ := node[1].AsInt64()
+				owners[fmt.Sprint(port)] = true
+			}
+		}
+	}
+	// Twelve tags all on one of three primaries: probability 3·(1/3)^12 ≈ 6·10⁻⁶.
+	if len(owners) < 2 {
+		t.Errorf("twelve shards landed on primaries %v, want more than one", owners)
+	}
+}

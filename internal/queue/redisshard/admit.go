@@ -1,0 +1,252 @@
+package redisshard
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// AdmitResult is what one admission step did.
+type AdmitResult struct {
+	// Admitted lists the visitors made active, in admission order: the
+	// merge order (score, then shard) under Counter and Timestamp;
+	// round-robin over the shards under Estimate.
+	Admitted []string
+	// Reserved is the slots and tokens the step reserved (at most the
+	// bucket's Batch + 1, and the free slots).
+	Reserved int64
+	// Returned counts visitors taken from a shard that the commit did not
+	// admit (another step's commit took the slots first) and put back in
+	// line; Dropped those it found active already.
+	Returned, Dropped int64
+	// Turns are what a CountersOnly room's step released (Admitted is
+	// empty there: the store does not know who holds a turn).
+	Turns []Turns
+}
+
+// queued is a visitor taken from a shard, with its score.
+type queued struct {
+	visitor string
+	score   string
+	value   float64
+	shard   int
+}
+
+// take is what a step takes from one shard: up to n, scores up to max.
+type take struct {
+	n   int64
+	max string
+}
+
+// Admit runs one admission step (see the package comment): reserve on the
+// home shard, peek and pop on the line shards, commit on the home shard,
+// acknowledge on the line shards. Several schedulers may run it at once
+// for the same room: the cap and the rate hold for the room as a whole.
+//
+// An error before the commit leaves what the step reserved and took to
+// its lease (the room admits less meanwhile; taken visitors come back in
+// line). An error from an acknowledgement comes with the result: the
+// visitors in it are admitted, and what was to be put back comes back
+// after the lease.
+func (s *Store) Admit(ctx context.Context, room string, now time.Time) (AdmitResult, error) {
+	l, err := s.layoutOf(ctx, "admit", room)
+	if err != nil {
+		return AdmitResult{}, err
+	}
+	if l.strategy == CountersOnly {
+		return s.releaseTurns(ctx, room, l, now)
+	}
+	id := stepID()
+	hk := s.homeKeys(room)
+	r, err := s.exec(ctx, s.reserve, hk, []string{ms(now), id, strconv.FormatInt(s.lease.Milliseconds(), 10)}).AsIntSlice()
+	if err != nil || len(r) < 1 {
+		return AdmitResult{}, unavailable("admit: reserve", room, fmt.Errorf("reply %v: %v", r, err))
+	}
+	if r[0] < 0 {
+		return AdmitResult{}, notFound("admit", room)
+	}
+	res := AdmitResult{Reserved: r[0]}
+	if r[0] == 0 {
+		return res, nil
+	}
+	turn := int(r[1])
+
+	plan, err := s.plan(ctx, room, l, r[0], turn, now)
+	if err != nil {
+		return res, err // the reservation lapses with its lease
+	}
+	leaseEnd := strconv.FormatInt(now.Add(s.lease).UnixMilli(), 10)
+	popped := make([][]queued, l.shards)
+	errs := make([]error, l.shards)
+	each(l.shards, func(i int) {
+		if plan[i].n == 0 {
+			return
+		}
+		k := s.shardKeys(room, i)
+		arr, err := s.exec(ctx, s.pop, []string{k[0], k[1], k[2], k[4]},
+			[]string{ms(now), id, leaseEnd, strconv.FormatInt(plan[i].n, 10), plan[i].max}).AsStrSlice()
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		popped[i], errs[i] = pairs(arr, i)
+	})
+	// A shard whose pop failed may still have taken its visitors: they
+	// come back after the lease. The others go on to the commit.
+	order := admissionOrder(l, popped, turn)
+	args := make([]string, 0, 2+len(order))
+	args = append(args, ms(now), id)
+	for _, q := range order {
+		args = append(args, q.visitor)
+	}
+	flags, err := s.exec(ctx, s.commit, hk, args).AsIntSlice()
+	if err == nil && len(flags) > 0 && flags[0] < 0 {
+		return res, notFound("admit", room)
+	}
+	if err != nil || len(flags) != 1+len(order) {
+		return res, unavailable("admit: commit", room, fmt.Errorf("reply of %d for %d visitors: %v", len(flags), len(order), err))
+	}
+	back := make([][]string, l.shards)
+	admitted := make([][]string, l.shards)
+	for j, q := range order {
+		switch flags[1+j] {
+		case 1:
+			res.Admitted = append(res.Admitted, q.visitor)
+			admitted[q.shard] = append(admitted[q.shard], q.visitor)
+		case 0:
+			res.Dropped++
+		default:
+			res.Returned++
+			back[q.shard] = append(back[q.shard], q.score, q.visitor)
+		}
+	}
+	exp := strconv.FormatInt(flags[0], 10)
+	each(l.shards, func(i int) {
+		if len(popped[i]) == 0 {
+			return
+		}
+		k := s.shardKeys(room, i)
+		args := append([]string{id, ms(now), exp, strconv.Itoa(len(back[i]) / 2)}, back[i]...)
+		args = append(args, admitted[i]...)
+		if err := s.exec(ctx, s.ack, []string{k[0], k[1], k[2], k[3], k[4]}, args).Error(); err != nil && errs[i] == nil {
+			errs[i] = err
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return res, unavailable("admit: shard", room, err)
+	}
+	return res, nil
+}
+
+// plan decides what the step takes from each shard. Estimate: n split
+// round-robin, the remainder to the shards from turn on. Counter and
+// Timestamp with several shards: the n lowest (score, shard) among the
+// shards' heads (a K-way merge of what peek.lua reads), with the highest
+// score taken from each shard as its bound, so that a visitor who
+// entered after the peek is not taken in its place.
+func (s *Store) plan(ctx context.Context, room string, l layout, n int64, turn int, now time.Time) ([]take, error) {
+	plan := make([]take, l.shards)
+	k := int64(l.shards)
+	if l.strategy == Estimate || l.shards == 1 {
+		for i := range plan {
+			plan[i] = take{n: n / k, max: "+inf"}
+			if int64((i-turn%l.shards+l.shards)%l.shards) < n%k {
+				plan[i].n++
+			}
+		}
+		return plan, nil
+	}
+	heads := make([][]queued, l.shards)
+	errs := make([]error, l.shards)
+	each(l.shards, func(i int) {
+		keys := s.shardKeys(room, i)
+		arr, err := s.exec(ctx, s.peek, []string{keys[0], keys[1], keys[2], keys[4]},
+			[]string{ms(now), strconv.FormatInt(n, 10)}).AsStrSlice()
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		heads[i], errs[i] = pairs(arr, i)
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, unavailable("admit: peek", room, err)
+	}
+	all := slices.Concat(heads...)
+	slices.SortFunc(all, byScore)
+	for _, q := range all[:min(int64(len(all)), n)] {
+		plan[q.shard].n++
+		plan[q.shard].max = q.score
+	}
+	return plan, nil
+}
+
+// admissionOrder lists what the shards gave: by (score, shard) under
+// Counter and Timestamp, round-robin from the shard turn points at under
+// Estimate.
+func admissionOrder(l layout, popped [][]queued, turn int) []queued {
+	if l.strategy != Estimate {
+		all := slices.Concat(popped...)
+		slices.SortFunc(all, byScore)
+		return all
+	}
+	var out []queued
+	for round := 0; ; round++ {
+		more := false
+		for j := range l.shards {
+			i := (turn + j) % l.shards
+			if round < len(popped[i]) {
+				out = append(out, popped[i][round])
+				more = true
+			}
+		}
+		if !more {
+			return out
+		}
+	}
+}
+
+func byScore(a, b queued) int {
+	return cmp.Or(cmp.Compare(a.value, b.value), cmp.Compare(a.shard, b.shard))
+}
+
+// pairs reads a visitor, score, … reply.
+func pairs(arr []string, shard int) ([]queued, error) {
+	out := make([]queued, 0, len(arr)/2)
+	for i := 0; i+1 < len(arr); i += 2 {
+		v, err := strconv.ParseFloat(arr[i+1], 64)
+		if err != nil {
+			return nil, fmt.Errorf("score %q: %w", arr[i+1], err)
+		}
+		out = append(out, queued{visitor: arr[i], score: arr[i+1], value: v, shard: shard})
+	}
+	return out, nil
+}
+
+// each runs f for 0…n-1 concurrently and waits: the calls to different
+// shards of one phase go out together.
+func each(n int, f func(i int)) {
+	if n == 1 {
+		f(0)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { f(i) })
+	}
+	wg.Wait()
+}
+
+// stepID names one admission step in the reservation and the shards'
+// records.
+func stepID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,537 @@
+package redisshard_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"usher/internal/queue"
+	"usher/internal/queue/redisshard"
+	"usher/internal/testenv"
+)
+
+// BenchmarkLine measures one hot room per strategy, unsharded and over
+// USHER_BENCH_SHARDS shards (default 3), on the Redis or cluster of
+// USHER_BENCH_SHARD_URL (scripts/bench-shard.sh runs it on a one- and a
+// three-primary cluster; docs/benchmarks.md#one-hot-room-over-several-shards-issue-11-3).
+// Each sub-benchmark, run once (-benchtime=1x):
+//
+//  1. enters USHER_BENCH_SHARD_N visitors (default 30,000; 22-character ids)
+//     from 64 goroutines, numbering them in the order their Enter returned
+//     (the arrival rank): enters/s, and the primaries' used_memory delta
+//     per visitor (B/visitor; server-wide, so other clients' work shows);
+//  2. asks Status of 2,000 of them from 64 goroutines: status/s, and the
+//     position error |position − arrival rank| (max and p99; for the
+//     estimate strategy, the estimate's error);
+//     With USHER_BENCH_SHARD_SKEW_MS, half the entering goroutines pass a
+//     clock that far ahead (instances whose clocks disagree: only the
+//     timestamp strategy reads it). busiest-share is the busiest
+//     primary's share of the commands the servers ran meanwhile (INFO
+//     stats; commands inside scripts count);
+//  3. admits everyone with one scheduler (USHER_BENCH_SHARD_SCHEDULERS) in
+//     steps of 1,000 on a simulated clock: admitted/s, and the order error
+//     |admission rank − arrival rank| over every visitor (max and p99).
+//
+// The shards' hash tags are placed by CRC16: the room's name is chosen so
+// that its shards spread over the primaries as evenly as they can.
+func BenchmarkLine(b *testing.B) {
+	if os.Getenv("USHER_BENCH_SHARD_URL") == "" {
+		b.Skip("set USHER_BENCH_SHARD_URL (scripts/bench-shard.sh does)")
+	}
+	c := testenv.RedisAt(b, "USHER_BENCH_SHARD_URL")
+	n := envInt(b, "USHER_BENCH_SHARD_N", 30_000)
+	k := envInt(b, "USHER_BENCH_SHARDS", 3)
+	schedulers := envInt(b, "USHER_BENCH_SHARD_SCHEDULERS", 1)
+	skew := envInt(b, "USHER_BENCH_SHARD_SKEW_MS", 0)
+	for _, st := range redisshard.Strategies {
+		for _, shards := range []int{1, k} {
+			b.Run(fmt.Sprintf("%s-%d", st, shards), func(b *testing.B) {
+				for range b.N {
+					if st == redisshard.CountersOnly {
+						benchCounters(b, c, shards, n)
+					} else {
+						benchLine(b, c, st, shards, n, schedulers, skew)
+					}
+				}
+			})
+		}
+	}
+}
+
+// ghostShare is the share of a counters-only room's visitors who never
+// claim their turn in BenchmarkLine (every third).
+const ghostShare = 3
+
+// benchCounters is BenchmarkLine for a counters-only room: enters as
+// there; positions from Claim; then steps of 1,000 turns, each followed
+// by the claims of the released turns' visitors (64 goroutines) but for
+// every third visitor, a ghost who never claims. The admission rank is
+// the turn's place in the order of release (round-robin over the shards
+// within a step); claimed/turn is what share of the released turns (the
+// rate) reached a visitor.
+func benchCounters(b *testing.B, c rueidis.Client, shards, n int) {
+	ctx := context.Background()
+	prefix := testenv.RedisPrefix(b, c)
+	s := redisshard.New(c, prefix, 0)
+	nodes := primaries(b, c)
+	name := spreadRoom(b, c, s, shards, nodes)
+	set := redisshard.Settings{Shards: shards, Strategy: redisshard.CountersOnly, MaxActive: int64(n) + 1, AdmitRate: 100_000,
+		Interval: 10 * time.Millisecond, ActiveTTL: time.Hour, ClaimWindow: time.Minute}
+	if err := s.PutRoom(ctx, name, set); err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		r := make([]byte, 16)
+		rand.Read(r)
+		ids[i] = base64.RawURLEncoding.EncodeToString(r)
+	}
+	type ticket struct {
+		id      string
+		shard   int
+		seq     int64
+		arrival int
+	}
+	settle(b, nodes)
+	before := usedMemory(b, c, nodes)
+	calls := commands(b, nodes)
+	tickets := make(map[[2]int64]ticket, n) // (shard, seq) → ticket
+	byID := make(map[string]ticket, n)
+	var (
+		mu   sync.Mutex
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	b.ResetTimer()
+	start := time.Now()
+	for range 64 {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				e, _, err := s.Enter(ctx, name, ids[i], time.Now())
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				mu.Lock()
+				t := ticket{id: ids[i], shard: e.Shard, seq: e.Score, arrival: len(byID)}
+				byID[ids[i]], tickets[[2]int64{int64(e.Shard), e.Score}] = t, t
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	enterTime := time.Since(start)
+	b.StopTimer()
+	after := usedMemory(b, c, nodes)
+	busiest := busiestShare(b, nodes, calls)
+	var keyBytes int64
+	for _, key := range s.Keys(name, shards) {
+		n, err := c.Do(ctx, c.B().MemoryUsage().Key(key).Samples(0).Build()).AsInt64()
+		if err != nil && !rueidis.IsRedisNil(err) {
+			b.Fatal(err)
+		}
+		keyBytes += n
+	}
+
+	const samples = 2000
+	posErr := make([]int, samples)
+	next.Store(0)
+	start = time.Now()
+	for range 64 {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < samples; i = next.Add(1) - 1 {
+				v := ids[int(i)*n/samples]
+				t := byID[v]
+				e, err := s.Claim(ctx, name, v, t.shard, t.seq, time.Now())
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				posErr[i] = abs(int(e.Position) - 1 - t.arrival)
+			}
+		})
+	}
+	wg.Wait()
+	statusTime := time.Since(start)
+
+	var orderErr []int
+	released, claimed, rank := 0, 0, 0
+	t0 := time.Now()
+	start = time.Now()
+	for step := 0; released < n; step++ {
+		now := t0.Add(time.Duration(step) * set.Interval)
+		r, err := s.Admit(ctx, name, now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r.Reserved == 0 {
+			b.Fatalf("step %d released nothing with %d of %d turns released", step, released, n)
+		}
+		// Round-robin within the step, as the turns were given out.
+		var turns []ticket
+		for j := int64(0); ; j++ {
+			more := false
+			for _, tr := range r.Turns {
+				if tr.First+j <= tr.Last {
+					turns = append(turns, tickets[[2]int64{int64(tr.Shard), tr.First + j}])
+					more = true
+				}
+			}
+			if !more {
+				break
+			}
+		}
+		released += len(turns)
+		var present []ticket
+		for _, t := range turns {
+			if t.arrival%ghostShare != ghostShare-1 {
+				present = append(present, t)
+				orderErr = append(orderErr, abs(rank-t.arrival))
+			}
+			rank++
+		}
+		next.Store(0)
+		var got atomic.Int64
+		for range 64 {
+			wg.Go(func() {
+				for i := next.Add(1) - 1; i < int64(len(present)); i = next.Add(1) - 1 {
+					t := present[i]
+					e, err := s.Claim(ctx, name, t.id, t.shard, t.seq, now)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if e.Status == queue.Active {
+						got.Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		claimed += int(got.Load())
+	}
+	admitTime := time.Since(start)
+
+	b.ReportMetric(float64(n)/enterTime.Seconds(), "enters/s")
+	b.ReportMetric(float64(after-before)/float64(n), "B/visitor")
+	b.ReportMetric(busiest, "busiest-share")
+	b.ReportMetric(float64(keyBytes)/float64(n), "keyB/visitor")
+	b.ReportMetric(samples/statusTime.Seconds(), "status/s")
+	b.ReportMetric(float64(claimed)/admitTime.Seconds(), "admitted/s")
+	b.ReportMetric(float64(claimed)/float64(released), "claimed/turn")
+	b.ReportMetric(float64(slices.Max(orderErr)), "ordererr-max")
+	b.ReportMetric(float64(p99(orderErr)), "ordererr-p99")
+	b.ReportMetric(float64(slices.Max(posErr)), "poserr-max")
+	b.ReportMetric(float64(p99(posErr)), "poserr-p99")
+	if want := len(orderErr); claimed != want {
+		b.Errorf("claimed %d, want every present visitor's turn: %d", claimed, want)
+	}
+	testenv.DeleteKeys(b, c, prefix)
+}
+
+func envInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		b.Fatalf("%s: %v", name, err)
+	}
+	return n
+}
+
+func benchLine(b *testing.B, c rueidis.Client, st redisshard.Strategy, shards, n, schedulers, skew int) {
+	ctx := context.Background()
+	prefix := testenv.RedisPrefix(b, c)
+	s := redisshard.New(c, prefix, 0)
+	nodes := primaries(b, c)
+	name := spreadRoom(b, c, s, shards, nodes)
+	set := redisshard.Settings{Shards: shards, Strategy: st, MaxActive: int64(n) + 1, AdmitRate: 100_000,
+		Interval: 10 * time.Millisecond, ActiveTTL: time.Hour, ClaimWindow: time.Minute}
+	if err := s.PutRoom(ctx, name, set); err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		r := make([]byte, 16)
+		rand.Read(r)
+		ids[i] = base64.RawURLEncoding.EncodeToString(r)
+	}
+
+	// 1. Enters.
+	settle(b, nodes)
+	before := usedMemory(b, c, nodes)
+	calls := commands(b, nodes)
+	arrival := make(map[string]int, n)
+	var (
+		mu   sync.Mutex
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	b.ResetTimer()
+	start := time.Now()
+	for g := range 64 {
+		// Every other goroutine is an instance whose clock is skew ahead.
+		ahead := time.Duration(g%2*skew) * time.Millisecond
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				if _, _, err := s.Enter(ctx, name, ids[i], time.Now().Add(ahead)); err != nil {
+					b.Error(err)
+					return
+				}
+				mu.Lock()
+				arrival[ids[i]] = len(arrival)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	enterTime := time.Since(start)
+	b.StopTimer()
+	after := usedMemory(b, c, nodes)
+	busiest := busiestShare(b, nodes, calls)
+	var keyBytes int64
+	for _, key := range s.Keys(name, shards) {
+		n, err := c.Do(ctx, c.B().MemoryUsage().Key(key).Samples(0).Build()).AsInt64()
+		if err != nil && !rueidis.IsRedisNil(err) {
+			b.Fatal(err)
+		}
+		keyBytes += n
+	}
+
+	// 2. Positions.
+	const samples = 2000
+	posErr := make([]int, samples)
+	next.Store(0)
+	start = time.Now()
+	for range 64 {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < samples; i = next.Add(1) - 1 {
+				v := ids[int(i)*n/samples]
+				e, err := s.Status(ctx, name, v, time.Now())
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				posErr[i] = abs(int(e.Position) - 1 - arrival[v])
+			}
+		})
+	}
+	wg.Wait()
+	statusTime := time.Since(start)
+
+	// 3. Admission.
+	var order []string
+	t0 := time.Now()
+	var step atomic.Int64
+	start = time.Now()
+	for range schedulers {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				done := len(order) >= n
+				mu.Unlock()
+				if done {
+					return
+				}
+				i := step.Add(1) - 1
+				r, err := s.Admit(ctx, name, t0.Add(time.Duration(i)*set.Interval))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				mu.Lock()
+				order = append(order, r.Admitted...)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	admitTime := time.Since(start)
+	orderErr := make([]int, len(order))
+	for rank, v := range order {
+		orderErr[rank] = abs(rank - arrival[v])
+	}
+
+	b.ReportMetric(float64(n)/enterTime.Seconds(), "enters/s")
+	b.ReportMetric(float64(after-before)/float64(n), "B/visitor")
+	b.ReportMetric(busiest, "busiest-share")
+	b.ReportMetric(float64(keyBytes)/float64(n), "keyB/visitor")
+	b.ReportMetric(samples/statusTime.Seconds(), "status/s")
+	b.ReportMetric(float64(len(order))/admitTime.Seconds(), "admitted/s")
+	b.ReportMetric(float64(slices.Max(orderErr)), "ordererr-max")
+	b.ReportMetric(float64(p99(orderErr)), "ordererr-p99")
+	b.ReportMetric(float64(slices.Max(posErr)), "poserr-max")
+	b.ReportMetric(float64(p99(posErr)), "poserr-p99")
+	if len(order) != n {
+		b.Errorf("admitted %d, want %d", len(order), n)
+	}
+	testenv.DeleteKeys(b, c, prefix) // before the next sub-benchmark's memory reading
+}
+
+func abs(x int) int { return max(x, -x) }
+
+func p99(xs []int) int {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)*99/100]
+}
+
+// primaries returns a client per primary (one for a single Redis).
+func primaries(b *testing.B, c rueidis.Client) map[string]rueidis.Client {
+	text, err := c.Do(context.Background(), c.B().ClusterNodes().Build()).ToString()
+	if err != nil { // not a cluster
+		return map[string]rueidis.Client{"": c}
+	}
+	out := map[string]rueidis.Client{}
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 || !strings.Contains(f[2], "master") {
+			continue
+		}
+		addr, _, _ := strings.Cut(f[1], "@")
+		out[addr] = c.Nodes()[addr]
+	}
+	if len(out) == 1 { // a lone primary may not know its own address
+		return map[string]rueidis.Client{"": c}
+	}
+	for addr, node := range out {
+		if node == nil {
+			b.Fatalf("no client for primary %s", addr)
+		}
+	}
+	return out
+}
+
+// settle waits (up to 5 s) until no primary has objects left to free in
+// the background (the previous run's keys, UNLINKed), so that they do not
+// count against this run's used_memory.
+func settle(b *testing.B, nodes map[string]rueidis.Client) {
+	for range 500 {
+		pending := int64(0)
+		for _, node := range nodes {
+			pending += infoField(b, node, "memory", "lazyfree_pending_objects")
+		}
+		if pending == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// infoField reads one integer field of an INFO section.
+func infoField(b *testing.B, node rueidis.Client, section, field string) int64 {
+	text, err := node.Do(context.Background(), node.B().Info().Section(section).Build()).ToString()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(text, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+	}
+	return 0
+}
+
+// commands reads each primary's total_commands_processed.
+func commands(b *testing.B, nodes map[string]rueidis.Client) map[string]int64 {
+	out := map[string]int64{}
+	for addr, node := range nodes {
+		out[addr] = infoField(b, node, "stats", "total_commands_processed")
+	}
+	return out
+}
+
+// busiestShare is the largest primary's share of the commands run since
+// before.
+func busiestShare(b *testing.B, nodes map[string]rueidis.Client, before map[string]int64) float64 {
+	var sum, most int64
+	for addr, n := range commands(b, nodes) {
+		d := n - before[addr]
+		sum, most = sum+d, max(most, d)
+	}
+	return float64(most) / float64(max(sum, 1))
+}
+
+// usedMemory sums INFO memory's used_memory over the primaries.
+func usedMemory(b *testing.B, c rueidis.Client, nodes map[string]rueidis.Client) int64 {
+	var sum int64
+	for _, node := range nodes {
+		sum += infoField(b, node, "memory", "used_memory")
+	}
+	return sum
+}
+
+// spreadRoom returns a room name whose line shards land on the primaries
+// as evenly as they can (counts differing by at most one).
+func spreadRoom(b *testing.B, c rueidis.Client, s *redisshard.Store, shards int, nodes map[string]rueidis.Client) string {
+	if len(nodes) == 1 {
+		return "hot"
+	}
+	ctx := context.Background()
+	for attempt := range 1000 {
+		name := fmt.Sprintf("hot-%d", attempt)
+		per := map[string]int{}
+		for i := range shards {
+			key := s.Keys(name, shards)[4+5*i] // shard i's wait key
+			owner, err := c.Do(ctx, c.B().ClusterKeyslot().Key(key).Build()).AsInt64()
+			if err != nil {
+				b.Fatal(err)
+			}
+			per[slotOwner(b, c, owner)]++
+		}
+		lo, hi := shards, 0
+		for addr := range nodes {
+			lo, hi = min(lo, per[addr]), max(hi, per[addr])
+		}
+		if hi-lo <= 1 {
+			return name
+		}
+	}
+	b.Fatal("no room name spreads its shards evenly")
+	return ""
+}
+
+// slotOwner is the address of the primary serving slot.
+func slotOwner(b *testing.B, c rueidis.Client, slot int64) string {
+	ranges, err := c.Do(context.Background(), c.B().ClusterSlots().Build()).ToArray()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range ranges {
+		f, err := r.ToArray()
+		if err != nil || len(f) < 3 {
+			b.Fatalf("CLUSTER SLOTS: %v", err)
+		}
+		lo, _ := f[0].AsInt64()
+		hi, _ := f[1].AsInt64()
+		if slot < lo || slot > hi {
+			continue
+		}
+		node, err := f[2].ToArray()
+		if err != nil || len(node) < 2 {
+			b.Fatalf("CLUSTER SLOTS: %v", err)
+		}
+		host, _ := node[0].ToString()
+		port, _ := node[1].AsInt64()
+		return host + ":" + strconv.FormatInt(port, 10)
+	}
+	b.Fatalf("no primary serves slot %d", slot)
+	return ""
+}

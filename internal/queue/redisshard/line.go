@@ -1,0 +1,194 @@
+package redisshard
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"usher/internal/queue"
+)
+
+// Result kinds of enter.lua and status.lua.
+const (
+	kindCreated  = 1
+	kindWaiting  = 2
+	kindAdmitted = 3
+	kindNone     = 4
+	kindTaken    = 5
+)
+
+// Entry is a visitor's place in a sharded room.
+type Entry struct {
+	Visitor string
+	Status  queue.EntryStatus
+	// Shard is the line shard that holds the visitor (ShardOf).
+	Shard int
+	// Score orders the visitor in its shard and, for Counter and Timestamp,
+	// in the room: Counter's room-wide sequence number, Timestamp's
+	// milliseconds × 1024 (made unique per shard), Estimate's sequence
+	// number within the shard. Set when Waiting.
+	Score int64
+	// Position is 1 for the head of the room's line, when Waiting. It is
+	// exact (Estimated false) from Status under Counter and Timestamp, and
+	// with one shard; otherwise estimated from the rank in the shard.
+	Position  int64
+	Estimated bool
+	// ExpiresAt is when the slot lapses, when Active.
+	ExpiresAt time.Time
+}
+
+// estimate is the position of the visitor at rank (0-based) in one of k
+// shards taken from round-robin: rank full rounds ahead, and half a round.
+func estimate(rank int64, k int) int64 { return rank*int64(k) + int64(k+1)/2 }
+
+// Enter puts visitor in the room's line, or returns its entry: the same
+// place for a visitor already waiting (created false), Active for one
+// admitted. Its Position is the estimate from the rank in the shard
+// (exact with one shard); Status gives the exact one. Under Counter it
+// costs a call to the home shard (the sequence number) and one to the
+// visitor's shard; otherwise one to the visitor's shard.
+func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) (Entry, bool, error) {
+	l, err := s.layoutOf(ctx, "enter", room)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	if l.strategy == CountersOnly {
+		return s.enterCounters(ctx, room, visitor, l)
+	}
+	seq := ""
+	if l.strategy == Counter {
+		n, err := s.c.Do(ctx, s.c.B().Hincrby().Key(s.homeKeys(room)[0]).Field("seq").Increment(1).Build()).AsInt64()
+		if err != nil {
+			return Entry{}, false, unavailable("enter", room, err)
+		}
+		seq = strconv.FormatInt(n, 10)
+	}
+	i := ShardOf(visitor, l.shards)
+	k := s.shardKeys(room, i)
+	r, err := s.exec(ctx, s.enter, []string{k[0], k[1], k[3], k[4]}, []string{visitor, ms(now), string(l.strategy), seq}).AsIntSlice()
+	if err != nil || len(r) < 4 {
+		return Entry{}, false, unavailable("enter", room, fmt.Errorf("reply %v: %v", r, err))
+	}
+	e := Entry{Visitor: visitor, Shard: i}
+	if r[0] == kindAdmitted {
+		e.Status, e.ExpiresAt = queue.Active, time.UnixMilli(r[3]).UTC()
+		return e, false, nil
+	}
+	e.Status, e.Score = queue.Waiting, r[1]
+	e.Position, e.Estimated = estimate(r[2], l.shards), l.shards > 1
+	return e, r[0] == kindCreated, nil
+}
+
+// Status returns the visitor's entry: Waiting with its position (exact
+// under Counter and Timestamp: the number of visitors of every shard who
+// come before it in the merge order, plus one; estimated under Estimate),
+// Active, or Gone (never entered, left, or its slot lapsed). A visitor
+// taken by an admission step that has not finished is Waiting at
+// position 1.
+//
+// One call to the visitor's shard; then, under Counter and Timestamp, one
+// ZCOUNT per other shard, concurrently; and a call to the home shard for a
+// visitor the shard does not know as waiting or admitted. The shards are
+// read one after another, not at one instant: while a step runs, the sum
+// may be off by up to that step's visitors (taken from one shard after
+// another's count); between steps it is exact.
+//
+// A CountersOnly room keeps no waiting visitor: Status knows only the
+// admitted (Active) and says Gone otherwise; Claim, with the ticket's
+// turn, gives the position.
+func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time) (Entry, error) {
+	l, err := s.layoutOf(ctx, "status", room)
+	if err != nil {
+		return Entry{}, err
+	}
+	i := ShardOf(visitor, l.shards)
+	k := s.shardKeys(room, i)
+	r, err := s.exec(ctx, s.status, []string{k[0], k[1], k[2], k[3], k[4]}, []string{visitor, ms(now)}).AsIntSlice()
+	if err != nil || len(r) < 4 {
+		return Entry{}, unavailable("status", room, fmt.Errorf("reply %v: %v", r, err))
+	}
+	e := Entry{Visitor: visitor, Shard: i}
+	switch r[0] {
+	case kindAdmitted:
+		e.Status, e.ExpiresAt = queue.Active, time.UnixMilli(r[3]).UTC()
+		return e, nil
+	case kindTaken:
+		e.Status, e.Score, e.Position = queue.Waiting, r[1], 1
+		return e, nil
+	case kindNone:
+		return s.homeStatus(ctx, room, visitor, now, e)
+	}
+	e.Status, e.Score = queue.Waiting, r[1]
+	if l.strategy == Estimate || l.shards == 1 {
+		e.Position, e.Estimated = estimate(r[2], l.shards), l.shards > 1
+		return e, nil
+	}
+	// The merge order is (score, shard): a shard before i counts its equal
+	// scores as ahead, one after i does not.
+	score := strconv.FormatInt(r[1], 10)
+	cmds := make(rueidis.Commands, 0, l.shards-1)
+	for j := range l.shards {
+		if j == i {
+			continue
+		}
+		upTo := "(" + score
+		if j < i {
+			upTo = score
+		}
+		cmds = append(cmds, s.c.B().Zcount().Key(s.shardKeys(room, j)[0]).Min("-inf").Max(upTo).Build())
+	}
+	ahead := r[2]
+	for _, res := range s.c.DoMulti(ctx, cmds...) {
+		n, err := res.AsInt64()
+		if err != nil {
+			return Entry{}, unavailable("status", room, err)
+		}
+		ahead += n
+	}
+	e.Position = ahead + 1
+	return e, nil
+}
+
+// homeStatus asks the home shard's active set, the authority, about a
+// visitor its shard does not know (its copy of the admitted may lag by a
+// step's last call).
+func (s *Store) homeStatus(ctx context.Context, room, visitor string, now time.Time, e Entry) (Entry, error) {
+	exp, err := s.c.Do(ctx, s.c.B().Zscore().Key(s.homeKeys(room)[1]).Member(visitor).Build()).AsInt64()
+	switch {
+	case rueidis.IsRedisNil(err):
+		e.Status = queue.Gone
+		return e, nil
+	case err != nil:
+		return Entry{}, unavailable("status", room, err)
+	case exp <= now.UnixMilli():
+		e.Status = queue.Gone
+		return e, nil
+	}
+	e.Status, e.ExpiresAt = queue.Active, time.UnixMilli(exp).UTC()
+	return e, nil
+}
+
+// Leave removes the visitor from its shard's line and from the active set
+// (freeing its slot at once): a script on the visitor's shard (lua/leave.lua),
+// then a ZREM on the home shard. Leaving twice does nothing the second
+// time. A visitor taken by a step in flight is still admitted by that
+// step's commit if it comes after the ZREM. In a CountersOnly room only an
+// admitted visitor can leave: a waiting one is a number in no store, and
+// its turn is released and lapses like a ghost's.
+func (s *Store) Leave(ctx context.Context, room, visitor string) error {
+	l, err := s.layoutOf(ctx, "leave", room)
+	if err != nil {
+		return err
+	}
+	k := s.shardKeys(room, ShardOf(visitor, l.shards))
+	if err := s.exec(ctx, s.leave, []string{k[0], k[1], k[2], k[3], k[4]}, []string{visitor}).Error(); err != nil {
+		return unavailable("leave", room, err)
+	}
+	if err := s.c.Do(ctx, s.c.B().Zrem().Key(s.homeKeys(room)[1]).Member(visitor).Build()).Error(); err != nil {
+		return unavailable("leave", room, err)
+	}
+	return nil
+}

@@ -1,0 +1,55 @@
+-- commit.lua: the last home call of an admission step (Store.Admit): make
+-- the visitors the step took from the shards active, within the step's
+-- reservation, and end it.
+-- KEYS[1] home meta hash, KEYS[2] active zset, KEYS[3] resv zset
+-- ARGV    now (ms), step id, then the visitors in admission order
+-- Returns {expires_ms, flag...}, one flag per visitor: 1 admitted, 0
+-- already active (dropped: a duplicate left by a crashed step, or a
+-- visitor who entered again), 2 not admitted: the caller puts it back in
+-- its shard's line.
+--
+-- The cap and the rate are checked again here, not trusted from
+-- reserve.lua: when the reservation's lease has passed (a step slower
+-- than its lease), its slots may have gone to another step, so the slots
+-- are counted afresh and tokens taken from the bucket.
+local meta, active, resv = KEYS[1], KEYS[2], KEYS[3]
+local now, id = tonumber(ARGV[1]), ARGV[2]
+
+local max_active, rate, batch, tokens, refilled, ttl = unpack(redis.call('HMGET', meta,
+  'max_active', 'admit_rate', 'batch', 'tokens', 'refilled_ms', 'active_ttl_ms'))
+if not max_active then
+  return {-1}
+end
+local own = tonumber(redis.call('HGET', meta, 'r:' .. id))
+if own then
+  redis.call('HDEL', meta, 'r:' .. id)
+  redis.call('ZREM', resv, id)
+end
+redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
+tokens, refilled = refill(tokens, refilled, tonumber(rate), tonumber(batch), now)
+local free = tonumber(max_active) - redis.call('ZCARD', active) - held(meta, resv, now)
+local budget = own or math.floor(tokens)
+local limit = math.max(0, math.min(free, budget))
+
+local exp = now + tonumber(ttl)
+local res, n = {exp}, 0
+for i = 3, #ARGV do
+  local v = ARGV[i]
+  if redis.call('ZSCORE', active, v) then
+    res[#res + 1] = 0
+  elseif n < limit then
+    redis.call('ZADD', active, exp, v)
+    n = n + 1
+    res[#res + 1] = 1
+  else
+    res[#res + 1] = 2
+  end
+end
+if own then
+  tokens = math.min(tokens + own - n, tonumber(batch) + 1) -- unused tokens go back
+else
+  tokens = tokens - n
+end
+redis.call('HSET', meta, 'tokens', string.format('%.17g', tokens), 'refilled_ms', refilled)
+redis.call('HINCRBY', meta, 'admitted_total', n)
+return res

@@ -1,0 +1,298 @@
+// Package redisshard is one hot room's line spread over several Redis
+// Cluster shards (issue 11 §3; seed 003 §7): its core operations only —
+// Enter, Status, Leave and the admission step, Admit — not the whole
+// queue.Store (no pre-queue draw, presence parking, inventory cap,
+// adaptive rate, passthrough, closed state, room deletion or listing
+// yet), and usher does not use it yet: it is what the strategies were
+// built and measured with (docs/benchmarks.md#one-hot-room-over-several-shards-issue-11-3).
+//
+// Four strategies (Settings.Strategy): Counter, Timestamp and Estimate
+// keep a sorted set of waiting visitors per shard, as redisqueue does per
+// room; CountersOnly keeps no waiting visitor at all (counters.go): a
+// visitor is a number of its shard's counter, carried by its ticket, and
+// the room releases turns rather than naming visitors.
+//
+// A room has a home shard and Settings.Shards line shards, each its own
+// hash tag so that Redis Cluster may place them on different primaries:
+//
+//	<prefix>{<room>}:meta        home: settings, the token bucket, the counter's seq, admitted_total, r:<step> reservations
+//	<prefix>{<room>}:active      home: admitted visitor → expiry (ms); the only authority on who holds a slot
+//	<prefix>{<room>}:resv        home: step id → lease end (ms), the steps between reserve and commit
+//	<prefix>{<room#i>}:wait      line shard i: visitor → score (shard 0 uses the home tag {<room>})
+//	<prefix>{<room#i>}:meta      line shard i: the shard's last score or seq, t:<step> what a step took
+//	<prefix>{<room#i>}:leases    line shard i: step id → lease end (ms), the steps not yet acknowledged
+//	<prefix>{<room#i>}:admitted  line shard i: a copy of its admitted visitors → expiry, for Enter and Status
+//	…:guard                      never written; every script declares its slot's (redisqueue.Store's guard key)
+//
+// and for CountersOnly, besides meta (h:<i> each shard's head, c:<batch>
+// claims) and active, and each line shard's meta (lseq, its counter):
+//
+//	<prefix>{<room>}:turns       home: released batch "i:first:last" → i × 2^40 + first
+//	<prefix>{<room>}:turn_ends   home: batch → end of its claim window (ms)
+//
+// A visitor's shard is a hash of its id (ShardOf), so Enter, Status and
+// Leave find it without asking anyone. The cap (max_active) and the rate
+// (admit_rate, a token bucket) are kept exact for the room as a whole by
+// keeping the active set and the bucket in one place, the home shard, and
+// making its scripts the only ones that grant a slot: a Lua script may
+// touch only one slot's keys on a Cluster, and any split of the bucket or
+// the cap over shards would either let shards admit beyond the room's cap
+// between two syncs or leave a shard's share idle while another's line is
+// long. The home shard's load is a handful of calls per admission step,
+// never per waiting visitor (except the counter strategy's one HINCRBY per
+// entry, which is what that strategy costs).
+//
+// An admission step of a line strategy is five phases (Admit):
+// reserve.lua on the home shard takes n tokens and n free slots under the
+// step's id with a lease (other steps count the reservation as taken
+// slots); peek.lua reads the heads of
+// the shards (counter and timestamp: a K-way merge picks the n lowest
+// scores; estimate: none, it takes n/K from each shard round-robin);
+// pop.lua takes them from each shard and records them under the step's id
+// with the same lease; commit.lua on the home shard makes them active,
+// counting the cap and the rate again (a reservation whose lease passed is
+// ignored and fresh tokens are taken), dropping visitors already active,
+// and refunding unused tokens; ack.lua on each shard ends the record, puts
+// back what the commit did not admit with its old score (compensation),
+// and notes the admitted in the shard's copy. The shard calls of one phase
+// run concurrently, so a step takes five round trips (four without the
+// peek: under Estimate, or with one shard). A CountersOnly step is two:
+// the shards' counters, read concurrently, then release.lua on the home
+// shard, which is atomic on its own (nothing is taken from a shard, so a
+// crash leaves nothing behind).
+//
+// What a crash (or a lost answer) between two calls leaves behind, and
+// what repairs it:
+//   - after reserve: a reservation holds slots until its lease ends (Store
+//     lease, 5 s by default) and its tokens are lost: the room admits less,
+//     never more, for that long.
+//   - after pop, before commit: the taken visitors are out of the line;
+//     the next peek.lua or pop.lua on that shard after the lease puts them
+//     back with their scores (reclaim.lua), so they keep their places. A
+//     visitor taken this way is "waiting" to Status meanwhile.
+//   - after commit, before ack: the visitors are active; after the lease
+//     reclaim.lua puts them back in line too, and the commit.lua of the
+//     step that takes them again drops them as already active (no token,
+//     no slot). The shard's copy of admitted visitors misses them, so an
+//     Enter meanwhile would queue them again (dropped the same way).
+//
+// Scripts never run half (the guard key, as in redisqueue), the cap is
+// never exceeded and the rate never beaten whatever fails: only the home
+// scripts grant slots and they count both afresh. A step slower than its
+// lease may admit a visitor twice if its slot also expired in between
+// (the lease is seconds, a slot minutes).
+//
+// Limits: Leave of a visitor taken by a step in flight takes it out of the
+// step's record (it is not put back in line), but the step's commit, if it
+// comes after, still admits it. Shards and strategy are fixed when the room is
+// created (a visitor's shard depends on them); PutRoom refuses to change
+// them. Hash tags are placed by CRC16, not by primary: K shards on P
+// primaries are balanced only on average (check with CLUSTER KEYSLOT, or
+// use several shards per primary).
+package redisshard
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"usher/internal/queue"
+	"usher/internal/redisscript"
+)
+
+var (
+	//go:embed lua/bucket.lua
+	bucketLua string
+	//go:embed lua/reclaim.lua
+	reclaimLua string
+	//go:embed lua/put_room.lua
+	putRoomLua string
+	//go:embed lua/reserve.lua
+	reserveLua string
+	//go:embed lua/commit.lua
+	commitLua string
+	//go:embed lua/enter.lua
+	enterLua string
+	//go:embed lua/status.lua
+	statusLua string
+	//go:embed lua/peek.lua
+	peekLua string
+	//go:embed lua/pop.lua
+	popLua string
+	//go:embed lua/ack.lua
+	ackLua string
+	//go:embed lua/leave.lua
+	leaveLua string
+	//go:embed lua/release.lua
+	releaseLua string
+	//go:embed lua/claim.lua
+	claimLua string
+)
+
+// DefaultLease is how long a step's reservation and its taken visitors
+// are held for it before another step may use them (New).
+const DefaultLease = 5 * time.Second
+
+// Store keeps sharded rooms in Redis. It is safe for concurrent use.
+type Store struct {
+	c      rueidis.Client
+	prefix string
+	lease  time.Duration
+	rooms  sync.Map // room → layout, read once from the home shard
+
+	putRoomScript, reserve, commit, enter, status, peek, pop, ack, leave, release, claim *rueidis.Lua
+}
+
+// New returns a store that keeps its keys under prefix on the server or
+// cluster behind c, holding a step's reservation for lease (DefaultLease
+// when 0). The caller owns c.
+func New(c rueidis.Client, prefix string, lease time.Duration) *Store {
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	return &Store{
+		c:             c,
+		prefix:        prefix,
+		lease:         lease,
+		putRoomScript: rueidis.NewLuaScript(putRoomLua),
+		reserve:       rueidis.NewLuaScript(bucketLua + reserveLua),
+		commit:        rueidis.NewLuaScript(bucketLua + commitLua),
+		enter:         rueidis.NewLuaScript(enterLua),
+		status:        rueidis.NewLuaScript(statusLua),
+		peek:          rueidis.NewLuaScript(reclaimLua + peekLua),
+		pop:           rueidis.NewLuaScript(reclaimLua + popLua),
+		ack:           rueidis.NewLuaScript(ackLua),
+		leave:         rueidis.NewLuaScript(leaveLua),
+		release:       rueidis.NewLuaScript(bucketLua + releaseLua),
+		claim:         rueidis.NewLuaScript(claimLua),
+	}
+}
+
+// layout is what every call needs to find a room's keys.
+type layout struct {
+	shards   int
+	strategy Strategy
+}
+
+// ShardOf is the shard of k that holds visitor: FNV-1a of the id, mod k.
+func ShardOf(visitor string, k int) int {
+	h := fnv.New32a()
+	h.Write([]byte(visitor))
+	return int(h.Sum32() % uint32(k))
+}
+
+// homeTag and shardTag are the hash tags: the home shard's is the room's,
+// as in redisqueue, and line shard 0 shares it.
+func (s *Store) homeTag(room string) string { return s.prefix + "{" + room + "}:" }
+
+func (s *Store) shardTag(room string, i int) string {
+	if i == 0 {
+		return s.homeTag(room)
+	}
+	return s.prefix + "{" + room + "#" + strconv.Itoa(i) + "}:"
+}
+
+// homeKeys are meta, active, resv and the guard.
+func (s *Store) homeKeys(room string) []string {
+	t := s.homeTag(room)
+	return []string{t + "meta", t + "active", t + "resv", t + "guard"}
+}
+
+// shardKeys are wait, meta, leases, admitted and the guard of shard i.
+// Shard 0's meta is the home meta hash (the same tag): its fields (last,
+// seq, t:<step>) do not collide with the home's.
+func (s *Store) shardKeys(room string, i int) []string {
+	t := s.shardTag(room, i)
+	return []string{t + "wait", t + "meta", t + "leases", t + "admitted", t + "guard"}
+}
+
+// Keys lists every key the room may have, home first (for tests and
+// operators).
+func (s *Store) Keys(room string, shards int) []string {
+	keys := s.homeKeys(room)
+	for i := range shards {
+		keys = append(keys, s.shardKeys(room, i)...)
+	}
+	return keys
+}
+
+// exec runs a script whose last key is its slot's guard.
+func (s *Store) exec(ctx context.Context, script *rueidis.Lua, keys, args []string) rueidis.RedisResult {
+	return redisscript.Exec(ctx, s.c, script, keys, args)
+}
+
+func unavailable(op, room string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("redisshard: %s %s: %w: %w", op, room, queue.ErrUnavailable, err)
+	}
+	return fmt.Errorf("redisshard: %s %s: %w: %v", op, room, queue.ErrUnavailable, err)
+}
+
+func notFound(op, room string) error {
+	return fmt.Errorf("redisshard: %s %s: %w", op, room, queue.ErrRoomNotFound)
+}
+
+func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+// PutRoom creates the room or updates its settings. Shards and Strategy
+// cannot change once the room exists (queue.ErrInvalid).
+func (s *Store) PutRoom(ctx context.Context, room string, set Settings) error {
+	if !queue.ValidRoomID(room) {
+		return fmt.Errorf("redisshard: put room: %w", queue.ErrInvalid.Detail("room: want [a-z0-9][a-z0-9-]{0,63}"))
+	}
+	if err := set.Validate(); err != nil {
+		return fmt.Errorf("redisshard: put room %s: %w", room, err)
+	}
+	args := append([]string{"0"}, settingPairs(set)...)
+	keys := s.homeKeys(room)
+	r, err := s.exec(ctx, s.putRoomScript, []string{keys[0], keys[3]}, args).AsInt64()
+	if err != nil {
+		return unavailable("put room", room, err)
+	}
+	if r < 0 {
+		return fmt.Errorf("redisshard: put room %s: %w", room,
+			queue.ErrInvalid.Detail("shards, shard_strategy: fixed when the room was created"))
+	}
+	s.rooms.Store(room, layout{shards: set.Shards, strategy: set.Strategy})
+	return nil
+}
+
+// Settings reads the room's settings from its home shard.
+func (s *Store) Settings(ctx context.Context, room string) (Settings, error) {
+	named, err := s.c.Do(ctx, s.c.B().Hgetall().Key(s.homeKeys(room)[0]).Build()).AsStrMap()
+	if err != nil {
+		return Settings{}, unavailable("settings", room, err)
+	}
+	if len(named) == 0 {
+		return Settings{}, notFound("settings", room)
+	}
+	set, err := decodeSettings(named)
+	if err != nil {
+		return Settings{}, unavailable("settings", room, err)
+	}
+	return set, nil
+}
+
+// layoutOf returns the room's shards and strategy, read once.
+func (s *Store) layoutOf(ctx context.Context, op, room string) (layout, error) {
+	if v, ok := s.rooms.Load(room); ok {
+		return v.(layout), nil
+	}
+	set, err := s.Settings(ctx, room)
+	if err != nil {
+		if errors.Is(err, queue.ErrRoomNotFound) {
+			return layout{}, notFound(op, room)
+		}
+		return layout{}, err
+	}
+	l := layout{shards: set.Shards, strategy: set.Strategy}
+	s.rooms.Store(room, l)
+	return l, nil
+}

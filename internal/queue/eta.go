@@ -115,17 +115,22 @@ func (v View) inForce() float64 {
 	return v.Settings.CurrentRate(v.Control)
 }
 
-// follow moves v's measured rate at once when the rate in force changed
-// since prev (a PUT, the adaptive controller, a pause or an opening), rather
-// than over the EWMA's time constant: a room configured while nobody
-// waited would otherwise forecast the first wave of a sale at the old rate,
-// and one that opens at a measured rate near 0. A room that kept pace with
-// the old rate (rateBound) takes the new one; one held below it by
-// max_active keeps its measured rate, or the new one if that is lower.
+// follow moves v's measured rate at once when the operator changed the
+// rate in force since prev (a PUT of the rate or the admission mode, a
+// pause or an opening), rather than over the EWMA's time constant: a room
+// configured while nobody waited would otherwise forecast the first wave
+// of a sale at the old rate, and one that opens at a measured rate near 0.
+// A room that kept pace with the old rate (rateBound) takes the new one;
+// one held below it by max_active keeps its measured rate, or the new one
+// if that is lower. The adaptive controller's own steps are measured, not
+// followed: it probes up and backs off every few periods, and the EWMA
+// averages that dithering into the rate the room keeps.
 func (v *View) follow(prev View) {
 	was, now := prev.inForce(), v.inForce()
+	stepped := prev.Settings.Admission == Adaptive && v.Settings.Admission == Adaptive &&
+		prev.Settings.AdmitRate == v.Settings.AdmitRate && prev.EffectiveState() == v.EffectiveState()
 	switch {
-	case was == now:
+	case was == now || stepped:
 	case v.Rate >= rateBound*was:
 		v.Rate = now
 	default:

@@ -114,10 +114,18 @@ type visitorLog struct {
 //
 // The instances share the signing keys (--keys-dir) and the admin key; each
 // has its own data directory (SQLite and embedded NATS, not used here).
-func TestRollingRestart(t *testing.T) {
+func TestRollingRestart(t *testing.T) { testRollingRestart(t, "USHER_TEST_REDIS") }
+
+// TestRollingRestartCluster is TestRollingRestart on the Redis Cluster of
+// USHER_TEST_REDIS_CLUSTER (scripts/cluster.sh).
+func TestRollingRestartCluster(t *testing.T) { testRollingRestart(t, "USHER_TEST_REDIS_CLUSTER") }
+
+// testRollingRestart runs TestRollingRestart on the Redis whose URL is in
+// the variable redisVar.
+func testRollingRestart(t *testing.T, redisVar string) {
 	t.Parallel()
-	redisURL := testenv.URL(t, "USHER_TEST_REDIS")
-	prefix := testenv.RedisPrefix(t, testenv.Redis(t))
+	redisURL := testenv.URL(t, redisVar)
+	prefix := testenv.RedisPrefix(t, testenv.RedisAt(t, redisVar))
 	keys := t.TempDir()
 	const admin = "rolling-restart-admin-key-0123456789"
 	const maxActive, workers = 12, 24

@@ -135,14 +135,7 @@ func benchCounters(b *testing.B, c rueidis.Client, shards, n int) {
 	b.StopTimer()
 	after := usedMemory(b, c, nodes)
 	busiest := busiestShare(b, nodes, calls)
-	var keyBytes int64
-	for _, key := range s.Keys(name, shards) {
-		n, err := c.Do(ctx, c.B().MemoryUsage().Key(key).Samples(0).Build()).AsInt64()
-		if err != nil && !rueidis.IsRedisNil(err) {
-			b.Fatal(err)
-		}
-		keyBytes += n
-	}
+	keyBytes := keysMemory(b, c, s.Keys(name, shards))
 
 	const samples = 2000
 	posErr := make([]int, samples)
@@ -302,14 +295,7 @@ func benchLine(b *testing.B, c rueidis.Client, st redisshard.Strategy, shards, n
 	b.StopTimer()
 	after := usedMemory(b, c, nodes)
 	busiest := busiestShare(b, nodes, calls)
-	var keyBytes int64
-	for _, key := range s.Keys(name, shards) {
-		n, err := c.Do(ctx, c.B().MemoryUsage().Key(key).Samples(0).Build()).AsInt64()
-		if err != nil && !rueidis.IsRedisNil(err) {
-			b.Fatal(err)
-		}
-		keyBytes += n
-	}
+	keyBytes := keysMemory(b, c, s.Keys(name, shards))
 
 	// 2. Positions.
 	const samples = 2000
@@ -534,4 +520,18 @@ func slotOwner(b *testing.B, c rueidis.Client, slot int64) string {
 	}
 	b.Fatalf("no primary serves slot %d", slot)
 	return ""
+}
+
+// keysMemory is the sum of MEMORY USAGE over keys (a missing key counts 0).
+func keysMemory(b *testing.B, c rueidis.Client, keys []string) int64 {
+	b.Helper()
+	var sum int64
+	for _, key := range keys {
+		n, err := c.Do(context.Background(), c.B().MemoryUsage().Key(key).Samples(0).Build()).AsInt64()
+		if err != nil && !rueidis.IsRedisNil(err) {
+			b.Fatal(err)
+		}
+		sum += n
+	}
+	return sum
 }

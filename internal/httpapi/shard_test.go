@@ -62,7 +62,7 @@ func testShardedRoom(t *testing.T, qs queue.Store) {
 		t.Fatalf("PUT a sharded room: %d %s, want 201 with 4 shards, timestamp", r.status, r.body)
 	}
 	for _, body := range []string{`{"shards":8}`, `{"shard_strategy":"counter"}`} {
-		if r := e.do(nil, "PUT", "/api/v1/rooms/hot", adminKey, body); r.status != 400 || !strings.Contains(string(r.body), "fixed") {
+		if r := e.do(nil, "PUT", "/api/v1/rooms/hot", adminKey, body); r.status != 400 || r.errorCode(t) != "invalid_request" || !strings.Contains(string(r.body), "fixed") {
 			t.Errorf("PUT %s over 4 shards, timestamp: %d %s, want 400 (fixed)", body, r.status, r.body)
 		}
 	}

@@ -58,24 +58,24 @@ func checkShards(s Settings) error {
 	if !s.Sharded() {
 		return nil
 	}
-	// why names what the sharded line lacks.
+	// why says what the sharded line lacks.
 	conflict := func(setting string, got any, want, why string) error {
-		return invalid("%s %v: a room of %d shards needs %s (%s is not sharded yet)", setting, got, s.Shards, want, why)
+		return invalid("%s %v: a room of %d shards needs %s (%s)", setting, got, s.Shards, want, why)
 	}
 	switch {
 	case s.PresenceTimeout != 0:
-		return conflict("presence_timeout", s.PresenceTimeout, "0", "presence parking")
+		return conflict("presence_timeout", s.PresenceTimeout, "0", "presence parking is not sharded yet")
 	case !s.OpensAt.IsZero():
-		return conflict("opens_at", s.OpensAt.Format(time.RFC3339Nano), "none", "the opening draw")
+		return conflict("opens_at", s.OpensAt.Format(time.RFC3339Nano), "none", "the opening draw is not sharded yet")
 	case s.VisitorsPerUnit != 0:
-		return conflict("visitors_per_unit", s.VisitorsPerUnit, "0", "the inventory cap")
+		return conflict("visitors_per_unit", s.VisitorsPerUnit, "0", "the inventory cap is not sharded yet")
 	case s.Admission != Static:
-		return conflict("admission", s.Admission, "static", "adaptive admission")
+		return conflict("admission", s.Admission, "static", "adaptive admission is not sharded yet")
 	case s.MaxWaiting != 0:
-		return conflict("max_waiting", s.MaxWaiting, "0", "the cap on the line")
+		return conflict("max_waiting", s.MaxWaiting, "0", "the cap on the line is not sharded yet")
 	case s.ClaimWindow != s.ActiveTTL:
 		return conflict("claim_window", s.ClaimWindow, "the same as active_ttl",
-			"a slot held for active_ttl from admission is; the claim window, with renewal by polls and gated requests,")
+			"a sharded room holds a slot for active_ttl from admission, with no claim window or renewal yet")
 	}
 	return nil
 }

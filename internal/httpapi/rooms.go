@@ -69,6 +69,12 @@ func applySettings(rs wire.RoomSettings, s queue.Settings) (queue.Settings, erro
 	if rs.ControlPeriodMS != nil {
 		s.ControlPeriod = millis(*rs.ControlPeriodMS)
 	}
+	if rs.Shards != nil {
+		s.Shards = *rs.Shards
+	}
+	if rs.ShardStrategy != nil {
+		s.ShardStrategy = queue.ShardStrategy(*rs.ShardStrategy)
+	}
 	if rs.OpensAt != nil {
 		s.OpensAt = time.Time{}
 		if *rs.OpensAt != "" {
@@ -113,7 +119,7 @@ func roomResponse(room string, v queue.View) wire.Room {
 		o := s.OpensAt.UTC().Format(time.RFC3339Nano)
 		opens = &o
 	}
-	admission := string(s.Admission)
+	admission, strategy := string(s.Admission), string(s.ShardStrategy)
 	target, period := s.TargetP95.Milliseconds(), s.ControlPeriod.Milliseconds()
 	stats := wire.RoomStats{Waiting: v.Waiting, Active: v.Active, AdmittedTotal: v.AdmittedTotal, AdmitRateMeasured: v.Rate,
 		AdmitRateCurrent: s.CurrentRate(v.Control), EffectiveState: string(v.EffectiveState()), Inventory: inventory}
@@ -130,7 +136,7 @@ func roomResponse(room string, v queue.View) wire.Room {
 			RequireInvite: &s.RequireInvite, OpensAt: opens, MaxWaiting: &s.MaxWaiting, PresenceTimeoutSeconds: &presence,
 			VisitorsPerUnit: &s.VisitorsPerUnit,
 			Admission:       &admission, TargetP95MS: &target, MinAdmitRate: &s.MinAdmitRate, MaxAdmitRate: &s.MaxAdmitRate,
-			ControlPeriodMS: &period,
+			ControlPeriodMS: &period, Shards: &s.Shards, ShardStrategy: &strategy,
 		},
 		Stats: stats,
 	}

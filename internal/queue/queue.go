@@ -126,6 +126,13 @@ type Settings struct {
 	// time an admission takes to show in the origin's latency (the poll
 	// that picks up the pass plus the first requests).
 	ControlPeriod time.Duration
+	// Shards spreads the room's waiting line over this many Redis
+	// (Cluster) shards, 1 to MaxShards; ShardStrategy orders it across
+	// them (shard.go). Both are fixed once the room exists
+	// (ErrShardsFixed). A room of more than one shard supports a subset
+	// of the settings (Settings.Validate names the one in the way).
+	Shards        int64
+	ShardStrategy ShardStrategy
 }
 
 // DefaultSettings are used for a new room's omitted fields.
@@ -159,6 +166,8 @@ func DefaultSettings() Settings {
 		MinAdmitRate:    1,
 		MaxAdmitRate:    1000,
 		ControlPeriod:   2 * time.Second,
+		Shards:          1,
+		ShardStrategy:   ShardTimestamp,
 	}
 }
 

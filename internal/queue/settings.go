@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -179,6 +180,28 @@ var settingFields = []Field{
 		func(Settings) (time.Duration, time.Duration, string) {
 			return MinControlPeriod, MaxControlPeriod, "10m"
 		}),
+	// Last: its check names the other settings a sharded room cannot
+	// have, once each has been checked on its own (shard.go).
+	{
+		Name:   "shard_strategy",
+		Encode: func(s Settings) string { return string(s.ShardStrategy) },
+		Decode: func(s *Settings, v string) error { s.ShardStrategy = ShardStrategy(v); return nil },
+		Check: func(s Settings) error {
+			if !slices.Contains(ShardStrategies, s.ShardStrategy) {
+				return invalid("shard_strategy %q: want counter, timestamp or estimate", s.ShardStrategy)
+			}
+			return nil
+		},
+	},
+	{
+		Name:   "shards",
+		Encode: func(s Settings) string { return strconv.FormatInt(s.Shards, 10) },
+		Decode: func(s *Settings, v string) (err error) {
+			s.Shards, err = strconv.ParseInt(v, 10, 64)
+			return err
+		},
+		Check: checkShards,
+	},
 }
 
 // DecodeSettings reads settings stored by name (SettingFields' names and

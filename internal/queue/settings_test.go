@@ -17,7 +17,8 @@ func TestSettingFields(t *testing.T) {
 		ClientEntersPerMinute: 17, PowBits: 7, RequireIdentity: true, RequireInvite: true,
 		OpensAt: time.UnixMilli(1_900_000_000_123).UTC(), MaxWaiting: 9, PresenceTimeout: 7*time.Second + 11,
 		VisitorsPerUnit: 0.25 + 0.5, Admission: queue.Adaptive, TargetP95: 7*time.Millisecond + 1,
-		MinAdmitRate: 1.5, MaxAdmitRate: 77.25, ControlPeriod: 3*time.Second + 5}
+		MinAdmitRate: 1.5, MaxAdmitRate: 77.25, ControlPeriod: 3*time.Second + 5,
+		Shards: 13, ShardStrategy: queue.ShardEstimate}
 	seen := map[string]bool{}
 	got := queue.DefaultSettings()
 	for _, f := range queue.SettingFields() {
@@ -59,6 +60,18 @@ func TestValidate(t *testing.T) {
 		{"active_ttl high", func(s *queue.Settings) { s.ActiveTTL = queue.MaxActiveTTL + 1 }, "active_ttl"},
 		{"claim_window above active_ttl", func(s *queue.Settings) { s.ClaimWindow = s.ActiveTTL + 1 }, "claim_window"},
 		{"claim_window at active_ttl", func(s *queue.Settings) { s.ClaimWindow = s.ActiveTTL }, ""},
+		{"shards zero", func(s *queue.Settings) { s.Shards = 0 }, "shards"},
+		{"shards high", func(s *queue.Settings) { s.Shards = queue.MaxShards + 1 }, "shards"},
+		{"shard_strategy", func(s *queue.Settings) { s.ShardStrategy = "counters-only" }, "shard_strategy"},
+		{"shard_strategy empty", func(s *queue.Settings) { s.ShardStrategy = "" }, "shard_strategy"},
+		{"sharded at the limits", func(s *queue.Settings) { *s = shardable(*s); s.Shards = queue.MaxShards }, ""},
+		{"sharded with presence", func(s *queue.Settings) { *s = shardable(*s); s.PresenceTimeout = 10 * time.Second }, "presence_timeout"},
+		{"sharded with opens_at", func(s *queue.Settings) { *s = shardable(*s); s.OpensAt = time.UnixMilli(1_900_000_000_000) }, "opens_at"},
+		{"sharded with inventory cap", func(s *queue.Settings) { *s = shardable(*s); s.VisitorsPerUnit = 2 }, "visitors_per_unit"},
+		{"sharded adaptive", func(s *queue.Settings) { *s = shardable(*s); s.Admission = queue.Adaptive }, "admission"},
+		{"sharded with max_waiting", func(s *queue.Settings) { *s = shardable(*s); s.MaxWaiting = 10 }, "max_waiting"},
+		{"sharded with a claim window", func(s *queue.Settings) { *s = shardable(*s); s.ClaimWindow = 30 * time.Second }, "claim_window"},
+		{"one shard with everything", func(s *queue.Settings) { s.Shards, s.MaxWaiting = 1, 10 }, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,4 +86,11 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// shardable is s with the settings a sharded room cannot have turned off,
+// and 4 shards.
+func shardable(s queue.Settings) queue.Settings {
+	s.Shards, s.PresenceTimeout, s.VisitorsPerUnit, s.ClaimWindow = 4, 0, 0, s.ActiveTTL
+	return s
 }

@@ -55,6 +55,11 @@ type RoomSettings struct {
 	MaxAdmitRate *float64 `json:"max_admit_rate,omitempty"`
 	// ControlPeriodMS is how often the adaptive controller steps.
 	ControlPeriodMS *int64 `json:"control_period_ms,omitempty"`
+	// Shards spreads the room's line over this many Redis shards (1 to
+	// 64); ShardStrategy orders it across them (counter, timestamp,
+	// estimate). Both are fixed once the room exists.
+	Shards        *int64  `json:"shards,omitempty"`
+	ShardStrategy *string `json:"shard_strategy,omitempty"`
 }
 
 // Draw is the answer of GET /api/v1/rooms/{room}/draw: a room's opening

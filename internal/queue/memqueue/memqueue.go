@@ -7,6 +7,11 @@
 // tree, so a status poll stays cheap with a million visitors waiting, and a
 // waiting line holds no Go pointer per visitor, so that a long line costs
 // the garbage collector nothing to scan.
+//
+// A room's Shards and ShardStrategy are kept (and, as on Redis, fixed once
+// the room exists) but change nothing: one process keeps one line per room,
+// exact and in arrival order whatever the strategy (queue/shard.go says
+// why the setting is accepted).
 package memqueue
 
 import (
@@ -137,6 +142,9 @@ func (s *Store) PutRoom(ctx context.Context, name string, set queue.Settings) er
 	defer r.mu.Unlock()
 	if r.draw.Done && !set.OpensAt.Equal(r.settings.OpensAt) {
 		return fmt.Errorf("memqueue: put room %s: %w", name, queue.ErrDrawn)
+	}
+	if set.Shards != r.settings.Shards || set.ShardStrategy != r.settings.ShardStrategy {
+		return fmt.Errorf("memqueue: put room %s: %w", name, queue.ErrShardsFixed)
 	}
 	old, oldTokens, oldDraw, oldPre, oldControl := r.settings, r.tokens, r.draw, r.pre, r.control
 	if set.Admission == queue.Adaptive && old.Admission != queue.Adaptive && r.control.Version > 0 {

@@ -17,6 +17,14 @@ func newStore(testing.TB) queue.Store { return memqueue.New() }
 
 func TestConformance(t *testing.T) { queuetest.Run(t, newStore) }
 
+// TestConformanceSharded: memqueue takes rooms of several shards, keeping
+// one line, and passes what the sharded Redis rooms pass.
+func TestConformanceSharded(t *testing.T) {
+	for _, strategy := range queue.ShardStrategies {
+		t.Run(string(strategy), func(t *testing.T) { queuetest.RunSharded(t, newStore, strategy) })
+	}
+}
+
 func BenchmarkStore(b *testing.B) { queuetest.Bench(b, newStore) }
 
 // BenchmarkCollectWithLongLine measures one garbage collection (runtime.GC)

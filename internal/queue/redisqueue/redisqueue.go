@@ -52,6 +52,9 @@
 // have millisecond resolution: durations are truncated to whole milliseconds
 // when added to now.
 //
+// A room of more than one shard (queue.Settings.Shards) keeps its line in
+// package redisshard, over several hash tags: sharded.go.
+//
 // Tested on Redis 7.0; the scripts use no command newer than ZPOPMIN (Redis
 // 5.0). Durability is whatever the server is configured for: without AOF or
 // replication a Redis restart loses the queue.
@@ -73,6 +76,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"usher/internal/queue"
+	"usher/internal/queue/redisshard"
 	"usher/internal/redisscript"
 )
 
@@ -134,6 +138,10 @@ type Store struct {
 	c      rueidis.Client
 	prefix string
 	seeds  sync.Map // room → drawSeed, read from the store
+	// sharded holds the rooms known to be sharded (sharded.go), whose
+	// lines shard keeps.
+	sharded sync.Map
+	shard   *redisshard.Store
 
 	putRoomScript, enter, status, leave, admit, stats, setInventory *rueidis.Lua
 	signals, setControl, deleteRoom                                 *rueidis.Lua
@@ -146,6 +154,7 @@ func New(c rueidis.Client, prefix string) *Store {
 	return &Store{
 		c:             c,
 		prefix:        prefix,
+		shard:         redisshard.New(c, prefix, 0),
 		putRoomScript: rueidis.NewLuaScript(putRoomLua),
 		enter:         rueidis.NewLuaScript(bucketLua + inventoryLua + drawLua + presenceLua + enterLua),
 		status:        rueidis.NewLuaScript(drawLua + presenceLua + statusLua),
@@ -360,12 +369,22 @@ func (s *Store) putRoom(ctx context.Context, op, room string, set queue.Settings
 	for _, f := range fields {
 		args = append(args, f.Name, f.Encode(set))
 	}
-	created, err := s.exec(ctx, s.putRoomScript, room, s.keys(room)[:1], args).AsInt64()
-	if err != nil {
-		return false, unavailable(op, room, err)
+	if set.Sharded() {
+		args = append(args, redisshard.SettingPairs(shardSettings(set))...)
 	}
-	if created < 0 {
+	created, err := s.exec(ctx, s.putRoomScript, room, s.keys(room)[:1], args).AsInt64()
+	switch {
+	case err != nil:
+		return false, unavailable(op, room, err)
+	case created == -2:
+		return false, fmt.Errorf("redisqueue: %s %s: %w", op, room, queue.ErrShardsFixed)
+	case created < 0:
 		return false, fmt.Errorf("redisqueue: %s %s: %w", op, room, queue.ErrDrawn)
+	}
+	if set.Sharded() && (created == 1 || onlyCreate == "0") {
+		if err := s.putSharded(ctx, op, room, set); err != nil {
+			return false, err
+		}
 	}
 	if err := s.c.Do(ctx, s.c.B().Sadd().Key(s.roomsKey()).Member(room).Build()).Error(); err != nil {
 		return false, unavailable(op, room, err)
@@ -385,6 +404,9 @@ func (s *Store) Rooms(ctx context.Context) ([]string, error) {
 
 // Enter implements queue.Store.
 func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) (queue.Entry, bool, error) {
+	if s.isSharded(room) {
+		return s.enterSharded(ctx, room, visitor, now)
+	}
 	r, err := s.withKey(ctx, "enter", room, visitor, func(key, commitment string) ([]int64, error) {
 		return s.runInts(ctx, "enter", s.enter, room, visitor, ms(now), key, commitment)
 	})
@@ -398,6 +420,9 @@ func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) 
 		return queue.Entry{}, false, fmt.Errorf("redisqueue: enter %s: %w", room, queue.ErrRoomClosed)
 	case kindFull:
 		return queue.Entry{}, false, fmt.Errorf("redisqueue: enter %s: %w", room, queue.ErrQueueFull)
+	case kindSharded:
+		s.sharded.Store(room, true)
+		return s.enterSharded(ctx, room, visitor, now)
 	}
 	e, err := entry(visitor, r)
 	if err != nil || len(r) < 5 {
@@ -422,14 +447,21 @@ func entry(visitor string, r []int64) (queue.Entry, error) {
 
 // Status implements queue.Store.
 func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time) (queue.Entry, error) {
+	if s.isSharded(room) {
+		return s.statusSharded(ctx, room, visitor, now)
+	}
 	r, err := s.withKey(ctx, "status", room, visitor, func(key, commitment string) ([]int64, error) {
 		return s.runInts(ctx, "status", s.status, room, visitor, ms(now), key, commitment)
 	})
 	if err != nil {
 		return queue.Entry{}, err
 	}
-	if r[0] == kindNotFound {
+	switch r[0] {
+	case kindNotFound:
 		return queue.Entry{}, notFound("status", room)
+	case kindSharded:
+		s.sharded.Store(room, true)
+		return s.statusSharded(ctx, room, visitor, now)
 	}
 	e, err := entry(visitor, r)
 	if err != nil {
@@ -440,6 +472,9 @@ func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time)
 
 // Leave implements queue.Store.
 func (s *Store) Leave(ctx context.Context, room, visitor string) error {
+	if s.isSharded(room) {
+		return s.shard.Leave(ctx, room, visitor)
+	}
 	r, err := s.withKey(ctx, "leave", room, visitor, func(key, commitment string) ([]int64, error) {
 		n, err := s.exec(ctx, s.leave, room, s.keys(room), []string{visitor, key, commitment}).AsInt64()
 		if err != nil {
@@ -450,20 +485,31 @@ func (s *Store) Leave(ctx context.Context, room, visitor string) error {
 	if err != nil {
 		return err
 	}
-	if r[0] == 0 {
+	switch r[0] {
+	case 0:
 		return notFound("leave", room)
+	case kindSharded:
+		s.sharded.Store(room, true)
+		return s.shard.Leave(ctx, room, visitor)
 	}
 	return nil
 }
 
 // Admit implements queue.Store.
 func (s *Store) Admit(ctx context.Context, room string, now time.Time) (queue.AdmitResult, error) {
+	if s.isSharded(room) {
+		return s.admitSharded(ctx, room, now)
+	}
 	arr, err := s.run(ctx, "admit", s.admit, room, ms(now), defaultPresence)
 	if err != nil {
 		return queue.AdmitResult{}, err
 	}
 	if len(arr) == 0 {
 		return queue.AdmitResult{}, notFound("admit", room)
+	}
+	if len(arr) == 1 { // {kindSharded}
+		s.sharded.Store(room, true)
+		return s.admitSharded(ctx, room, now)
 	}
 	counts, err := ints(arr[:min(3, len(arr))])
 	if err != nil || len(counts) < 3 {
@@ -491,8 +537,11 @@ func (s *Store) SetInventory(ctx context.Context, room string, units int64) erro
 	if err != nil {
 		return unavailable("set inventory", room, err)
 	}
-	if ok == 0 {
+	switch ok {
+	case 0:
 		return notFound("set inventory", room)
+	case kindSharded:
+		return fmt.Errorf("redisqueue: set inventory %s: %w", room, errShardedInventory)
 	}
 	return nil
 }
@@ -512,6 +561,9 @@ func (s *Store) Stats(ctx context.Context, room string, now time.Time) (queue.St
 	}
 	if st.Draw.Seed != nil {
 		s.cacheSeed(room, hex.EncodeToString(st.Draw.Seed))
+	}
+	if st.Settings.Sharded() {
+		return s.statsSharded(ctx, room, st)
 	}
 	return st, nil
 }
@@ -661,8 +713,11 @@ func (s *Store) DeleteRoom(ctx context.Context, room string, force bool, now tim
 	if err != nil {
 		return unavailable("delete room", room, err)
 	}
-	if r == 0 {
+	switch r {
+	case 0:
 		return fmt.Errorf("redisqueue: delete room %s: %w", room, queue.ErrRoomInUse)
+	case kindSharded:
+		return fmt.Errorf("redisqueue: delete room %s: %w", room, errShardedDelete)
 	}
 	if err := s.c.Do(ctx, s.c.B().Srem().Key(s.roomsKey()).Member(room).Build()).Error(); err != nil {
 		return unavailable("delete room", room, err)

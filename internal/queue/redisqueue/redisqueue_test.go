@@ -209,6 +209,7 @@ func TestMatchesMemqueue(t *testing.T) {
 				Interval:    time.Duration(pick(250, 500, 1000)) * time.Millisecond,
 				ActiveTTL:   time.Duration(pick(4, 8)) * time.Second,
 				ClaimWindow: time.Duration(pick(1, 2, 4)) * time.Second,
+				Shards:      1, ShardStrategy: queue.ShardTimestamp, // fixed
 			}
 			op = fmt.Sprintf("PutRoom(%s, %+v)", room, set)
 			got, want = errKind(redis.PutRoom(ctx, room, set)), errKind(mem.PutRoom(ctx, room, set))

@@ -1,14 +1,14 @@
-package redisshard
+package redisshard_test
 
 import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
 	"usher/internal/queue"
+	"usher/internal/queue/redisshard"
 	"usher/internal/testenv"
 )
 
@@ -21,10 +21,10 @@ import (
 func TestCrashedStep(t *testing.T) {
 	c := testenv.Redis(t)
 	ctx := context.Background()
-	s := New(c, testenv.RedisPrefix(t, c), 5*time.Second)
+	s := redisshard.New(c, testenv.RedisPrefix(t, c), 5*time.Second)
 	t0 := time.UnixMilli(1_800_000_000_000)
 	const name, k = "crash", 3
-	set := Settings{Shards: k, Strategy: Counter, MaxActive: 10, AdmitRate: 1000, Interval: 100 * time.Millisecond, ActiveTTL: time.Hour, ClaimWindow: time.Minute}
+	set := redisshard.Settings{Shards: k, Strategy: redisshard.Counter, MaxActive: 10, AdmitRate: 1000, Interval: 100 * time.Millisecond, ActiveTTL: time.Hour, ClaimWindow: time.Minute}
 	if err := s.PutRoom(ctx, name, set); err != nil {
 		t.Fatal(err)
 	}
@@ -37,32 +37,9 @@ func TestCrashedStep(t *testing.T) {
 	// set) at now, and returns what it took.
 	crash := func(id string, now time.Time, commit bool) []string {
 		t.Helper()
-		r, err := s.exec(ctx, s.reserve, s.homeKeys(name), []string{ms(now), id, "5000"}).AsIntSlice()
-		if err != nil || r[0] != 10 {
-			t.Fatalf("reserve = %v, %v; want 10 slots", r, err)
-		}
-		plan, err := s.plan(ctx, name, layout{k, Counter}, r[0], int(r[1]), now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var taken []string
-		end := strconv.FormatInt(now.Add(5*time.Second).UnixMilli(), 10)
-		for i := range k {
-			keys := s.shardKeys(name, i)
-			arr, err := s.exec(ctx, s.pop, []string{keys[0], keys[1], keys[2], keys[4]},
-				[]string{ms(now), id, end, strconv.FormatInt(plan[i].n, 10), plan[i].max}).AsStrSlice()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for j := 0; j < len(arr); j += 2 {
-				taken = append(taken, arr[j])
-			}
-		}
-		slices.Sort(taken)
-		if commit {
-			if err := s.exec(ctx, s.commit, s.homeKeys(name), append([]string{ms(now), id}, taken...)).Error(); err != nil {
-				t.Fatal(err)
-			}
+		n, taken, err := s.CrashStep(ctx, name, set, id, now, commit)
+		if err != nil || n != 10 {
+			t.Fatalf("crashed step reserved %d (%v); want 10 slots", n, err)
 		}
 		return taken
 	}
@@ -126,7 +103,7 @@ func TestCrashedStep(t *testing.T) {
 	if want := []string{"v20", "v21", "v22"}; !slices.Equal(admitted, want) || dropped != 7 {
 		t.Errorf("after 3 left, admitted %v and dropped %d; want %v admitted and the 7 still active dropped", admitted, dropped, want)
 	}
-	n, err := c.Do(ctx, c.B().Zcard().Key(s.homeKeys(name)[1]).Build()).AsInt64()
+	n, err := c.Do(ctx, c.B().Zcard().Key(s.ActiveKey(name)).Build()).AsInt64()
 	if err != nil || n != 10 {
 		t.Errorf("active set holds %d (%v), want max_active 10", n, err)
 	}

@@ -18,6 +18,7 @@ const (
 	kindAdmitted = 3
 	kindNone     = 4
 	kindTaken    = 5
+	kindRefused  = 6
 )
 
 // Entry is a visitor's place in a sharded room.
@@ -46,7 +47,8 @@ func estimate(rank int64, k int) int64 { return rank*int64(k) + int64(k+1)/2 }
 
 // Enter puts visitor in the room's line, or returns its entry: the same
 // place for a visitor already waiting (created false), Active for one
-// admitted. Its Position is the estimate from the rank in the shard
+// admitted; queue.ErrRoomClosed for a newcomer when the shard's copy of
+// the room's state (SetLineState) is closed or sold_out. Its Position is the estimate from the rank in the shard
 // (exact with one shard); Status gives the exact one. Under Counter it
 // costs a call to the home shard (the sequence number) and one to the
 // visitor's shard; otherwise one to the visitor's shard.
@@ -73,9 +75,12 @@ func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) 
 		return Entry{}, false, unavailable("enter", room, fmt.Errorf("reply %v: %v", r, err))
 	}
 	e := Entry{Visitor: visitor, Shard: i}
-	if r[0] == kindAdmitted {
+	switch r[0] {
+	case kindAdmitted:
 		e.Status, e.ExpiresAt = queue.Active, time.UnixMilli(r[3]).UTC()
 		return e, false, nil
+	case kindRefused:
+		return Entry{}, false, fmt.Errorf("redisshard: enter %s: %w", room, queue.ErrRoomClosed)
 	}
 	e.Status, e.Score = queue.Waiting, r[1]
 	e.Position, e.Estimated = estimate(r[2], l.shards), l.shards > 1
@@ -191,4 +196,42 @@ func (s *Store) Leave(ctx context.Context, room, visitor string) error {
 		return unavailable("leave", room, err)
 	}
 	return nil
+}
+
+// SetLineState writes the room's state (queue.RoomState) to line shards
+// 1 to shards-1, where enter.lua reads it; shard 0 shares the home meta
+// hash, which holds the state already (reserve.lua and commit.lua read it
+// there). The writes go out together, not atomically: an Enter on a shard
+// not yet written follows the old state. Rooms that never set a state are
+// open.
+func (s *Store) SetLineState(ctx context.Context, room string, shards int, state string) error {
+	cmds := make(rueidis.Commands, 0, shards)
+	for i := 1; i < shards; i++ {
+		cmds = append(cmds, s.c.B().Hset().Key(s.shardKeys(room, i)[1]).FieldValue().FieldValue("state", state).Build())
+	}
+	for _, r := range s.c.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			return unavailable("set line state", room, err)
+		}
+	}
+	return nil
+}
+
+// Waiting counts the visitors in the room's lines, the shards read one
+// after another (as Status's count; visitors taken by a step in flight
+// are not counted).
+func (s *Store) Waiting(ctx context.Context, room string, shards int) (int64, error) {
+	cmds := make(rueidis.Commands, 0, shards)
+	for i := range shards {
+		cmds = append(cmds, s.c.B().Zcard().Key(s.shardKeys(room, i)[0]).Build())
+	}
+	var n int64
+	for _, r := range s.c.DoMulti(ctx, cmds...) {
+		c, err := r.AsInt64()
+		if err != nil {
+			return 0, unavailable("waiting", room, err)
+		}
+		n += c
+	}
+	return n, nil
 }

@@ -1,10 +1,15 @@
 // Package redisshard is one hot room's line spread over several Redis
 // Cluster shards (issue 11 §3; seed 003 §7): its core operations only —
-// Enter, Status, Leave and the admission step, Admit — not the whole
+// Enter, Status, Leave and the admission step, Admit, in the room's state
+// (a state field in the home meta hash and its copy on each line shard,
+// SetLineState: paused, closed and sold_out admit nobody, closed and
+// sold_out refuse newcomers; a room without one is open) — not the whole
 // queue.Store (no pre-queue draw, presence parking, inventory cap,
-// adaptive rate, passthrough, closed state, room deletion or listing
-// yet), and usher does not use it yet: it is what the strategies were
-// built and measured with (docs/benchmarks.md#one-hot-room-over-several-shards-issue-11-3).
+// adaptive rate, passthrough, claim window, room deletion or listing
+// yet). It is what the strategies were built and measured with
+// (docs/benchmarks.md#one-hot-room-over-several-shards-issue-11-3), and
+// what redisqueue keeps the line of a room of several shards in
+// (redisqueue/sharded.go: its room hash is this package's home meta hash).
 //
 // Four strategies (Settings.Strategy): Counter, Timestamp and Estimate
 // keep a sorted set of waiting visitors per shard, as redisqueue does per

@@ -8,8 +8,11 @@
 -- existing room keeps its queue and counters, and its tokens are capped at
 -- the new bucket capacity, batch + 1. The first seed given is kept for
 -- good (draw.lua). A room draws once: after its draw, settings whose
--- opens_at differs are refused (-1) and nothing is written. Returns 1 when
--- the room was created, else 0.
+-- opens_at differs are refused (-1) and nothing is written. shards and
+-- shard_strategy are fixed once the room exists (a visitor's shard
+-- depends on them): settings that change either are refused (-2) and
+-- nothing is written; a room written before they existed has one shard
+-- and takes any strategy once. Returns 1 when the room was created, else 0.
 local meta = KEYS[1]
 local only_create, batch, seed, commitment = ARGV[1] == '1', tonumber(ARGV[2]), ARGV[3], ARGV[4]
 
@@ -21,6 +24,15 @@ if existed and redis.call('HGET', meta, 'drawn') == '1' then
   for i = 5, #ARGV, 2 do
     if ARGV[i] == 'opens_at' and ARGV[i + 1] ~= redis.call('HGET', meta, 'opens_at') then
       return -1
+    end
+  end
+end
+if existed then
+  local shards, strategy = unpack(redis.call('HMGET', meta, 'shards', 'shard_strategy'))
+  for i = 5, #ARGV, 2 do
+    if (ARGV[i] == 'shards' and ARGV[i + 1] ~= (shards or '1')) or
+        (ARGV[i] == 'shard_strategy' and strategy and ARGV[i + 1] ~= strategy) then
+      return -2
     end
   end
 end

@@ -11,12 +11,14 @@
 -- The cap and the rate are checked again here, not trusted from
 -- reserve.lua: when the reservation's lease has passed (a step slower
 -- than its lease), its slots may have gone to another step, so the slots
--- are counted afresh and tokens taken from the bucket.
+-- are counted afresh and tokens taken from the bucket. A room no longer
+-- open (state set and not open: paused since the reservation) admits
+-- nobody: every visitor goes back.
 local meta, active, resv = KEYS[1], KEYS[2], KEYS[3]
 local now, id = tonumber(ARGV[1]), ARGV[2]
 
-local max_active, rate, batch, tokens, refilled, ttl = unpack(redis.call('HMGET', meta,
-  'max_active', 'admit_rate', 'batch', 'tokens', 'refilled_ms', 'active_ttl_ms'))
+local max_active, rate, batch, tokens, refilled, ttl, state = unpack(redis.call('HMGET', meta,
+  'max_active', 'admit_rate', 'batch', 'tokens', 'refilled_ms', 'active_ttl_ms', 'state'))
 if not max_active then
   return {-1}
 end
@@ -30,6 +32,9 @@ tokens, refilled = refill(tokens, refilled, tonumber(rate), tonumber(batch), now
 local free = tonumber(max_active) - redis.call('ZCARD', active) - held(meta, resv, now)
 local budget = own or math.floor(tokens)
 local limit = math.max(0, math.min(free, budget))
+if state and state ~= 'open' then
+  limit = 0
+end
 
 local exp = now + tonumber(ttl)
 local res, n = {exp}, 0

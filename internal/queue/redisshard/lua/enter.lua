@@ -6,8 +6,9 @@
 -- ARGV    visitor, now (ms), strategy, score (counter: the room's sequence
 --         number from the home shard; else unused)
 -- Returns {kind, score, rank, expires_ms}: kind 1 put in line now, 2 in
--- line already (its old score), 3 admitted; rank is 0-based within the
--- shard.
+-- line already (its old score), 3 admitted, 6 refused: the shard's copy of
+-- the room's state (state, written by Store.SetLineState; none: open) is
+-- closed or sold_out; rank is 0-based within the shard.
 --
 -- The score orders the shard's line and, across shards, the room's:
 --   counter    the room-wide sequence number (one HINCRBY on the home shard)
@@ -27,6 +28,10 @@ end
 local exp = tonumber(redis.call('ZSCORE', admitted, visitor))
 if exp and exp > now then
   return {3, 0, 0, exp}
+end
+local state = redis.call('HGET', smeta, 'state')
+if state == 'closed' or state == 'sold_out' then
+  return {6, 0, 0, 0}
 end
 local score
 if strategy == 'counter' then

@@ -6,16 +6,20 @@
 -- ARGV    now (ms), step id, lease (ms)
 -- Returns {-1} when the room does not exist, else {n, turn}: n visitors
 -- may be admitted by this step; turn counts the steps (the round-robin
--- start of the estimate strategy).
+-- start of the estimate strategy). A room whose state is set and not open
+-- (usher's paused, closed and sold_out) admits nobody; expiry still runs.
 local meta, active, resv = KEYS[1], KEYS[2], KEYS[3]
 local now, id, lease = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 
-local max_active, rate, batch, tokens, refilled = unpack(redis.call('HMGET', meta,
-  'max_active', 'admit_rate', 'batch', 'tokens', 'refilled_ms'))
+local max_active, rate, batch, tokens, refilled, state = unpack(redis.call('HMGET', meta,
+  'max_active', 'admit_rate', 'batch', 'tokens', 'refilled_ms', 'state'))
 if not max_active then
   return {-1}
 end
 redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
+if state and state ~= 'open' then
+  return {0, 0}
+end
 tokens, refilled = refill(tokens, refilled, tonumber(rate), tonumber(batch), now)
 local free = tonumber(max_active) - redis.call('ZCARD', active) - held(meta, resv, now)
 local n = math.max(0, math.min(free, math.floor(tokens)))

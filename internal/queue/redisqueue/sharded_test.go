@@ -1,0 +1,121 @@
+package redisqueue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"usher/internal/queue"
+	"usher/internal/queue/queuetest"
+	"usher/internal/queue/redisqueue"
+	"usher/internal/queue/redisshard"
+	"usher/internal/testenv"
+)
+
+// TestConformanceSharded runs the sharded part of the suite on rooms of
+// four shards, each strategy, on the Redis of USHER_TEST_REDIS and the
+// cluster of USHER_TEST_REDIS_CLUSTER (where the shards' hash tags spread
+// over the primaries).
+func TestConformanceSharded(t *testing.T) {
+	for _, target := range []struct{ name, env string }{{"single", "USHER_TEST_REDIS"}, {"cluster", "USHER_TEST_REDIS_CLUSTER"}} {
+		t.Run(target.name, func(t *testing.T) {
+			newStore := newStoreFunc(testenv.RedisAt(t, target.env))
+			for _, strategy := range queue.ShardStrategies {
+				t.Run(string(strategy), func(t *testing.T) { queuetest.RunSharded(t, newStore, strategy) })
+			}
+		})
+	}
+}
+
+// shardedRoom is a paused room of four shards (timestamp) holding v1…v8,
+// entered a millisecond apart from t0 through s.
+func shardedRoom(t *testing.T, s queue.Store, room string, t0 time.Time) queue.Settings {
+	t.Helper()
+	set := queue.DefaultSettings()
+	set.State, set.Shards, set.PresenceTimeout, set.VisitorsPerUnit, set.ClaimWindow = queue.Paused, 4, 0, 0, set.ActiveTTL
+	ctx := context.Background()
+	if err := s.PutRoom(ctx, room, set); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		if _, _, err := s.Enter(ctx, room, fmt.Sprintf("v%d", i+1), t0.Add(time.Duration(i)*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return set
+}
+
+// TestShardedLearned: an instance that has not seen a room yet learns
+// that it is sharded from whichever call reaches it first (the room's
+// script answers "sharded" and touches nothing), and then serves it as
+// the instance that made it.
+func TestShardedLearned(t *testing.T) {
+	c := openClient(t)
+	ctx := context.Background()
+	prefix := testenv.RedisPrefix(t, c)
+	t0 := time.UnixMilli(1_900_000_000_000)
+	set := shardedRoom(t, redisqueue.New(c, prefix), "hot", t0)
+	fresh := func() *redisqueue.Store { return redisqueue.New(c, prefix) }
+	now := t0.Add(time.Second)
+
+	if e, err := fresh().Status(ctx, "hot", "v3", now); err != nil || e.Status != queue.Waiting || e.Position != 3 {
+		t.Errorf("Status through a fresh store = %+v, %v; want waiting at 3", e, err)
+	}
+	if e, created, err := fresh().Enter(ctx, "hot", "v9", now); err != nil || !created || e.Status != queue.Waiting {
+		t.Errorf("Enter through a fresh store = %+v, %v, %v; want a new place", e, created, err)
+	}
+	if err := fresh().Leave(ctx, "hot", "v2"); err != nil {
+		t.Fatal(err)
+	}
+	set.State = queue.Open
+	if err := fresh().PutRoom(ctx, "hot", set); err != nil {
+		t.Fatal(err)
+	}
+	res, err := fresh().Admit(ctx, "hot", now)
+	if want := []string{"v1", "v3", "v4", "v5", "v6", "v7", "v8", "v9"}; err != nil || fmt.Sprint(res.Admitted) != fmt.Sprint(want) {
+		t.Errorf("Admit through a fresh store = %+v, %v; want %v", res, err, want)
+	}
+	st, err := fresh().Stats(ctx, "hot", now)
+	if err != nil || st.Waiting != 0 || st.Active != 8 || st.AdmittedTotal != 8 || st.Settings != set {
+		t.Errorf("Stats through a fresh store = %+v, %v; want 8 active, none waiting", st, err)
+	}
+}
+
+// TestShardedRefusals: what a sharded room does not have yet is refused,
+// changing nothing: an inventory, deletion.
+func TestShardedRefusals(t *testing.T) {
+	c := openClient(t)
+	ctx := context.Background()
+	prefix := testenv.RedisPrefix(t, c)
+	t0 := time.UnixMilli(1_900_000_000_000)
+	maker := redisqueue.New(c, prefix)
+	shardedRoom(t, maker, "hot", t0)
+	for name, s := range map[string]*redisqueue.Store{"its maker": maker, "a fresh store": redisqueue.New(c, prefix)} {
+		if err := s.SetInventory(ctx, "hot", 5); !errors.Is(err, queue.ErrInvalid) {
+			t.Errorf("SetInventory through %s = %v, want ErrInvalid", name, err)
+		}
+		if err := s.DeleteRoom(ctx, "hot", true, t0); !errors.Is(err, queue.ErrInvalid) {
+			t.Errorf("DeleteRoom through %s = %v, want ErrInvalid", name, err)
+		}
+	}
+	st, err := redisqueue.New(c, prefix).Stats(ctx, "hot", t0)
+	if err != nil || st.Inventory.Known || st.Waiting != 8 {
+		t.Errorf("Stats after the refusals = %+v, %v; want the room as it was (8 waiting, no inventory)", st, err)
+	}
+}
+
+// TestShardLimitsMatch: the room settings' limits are redisshard's (queue
+// cannot import it).
+func TestShardLimitsMatch(t *testing.T) {
+	if queue.MaxShards != redisshard.MaxShards {
+		t.Errorf("queue.MaxShards = %d, redisshard.MaxShards = %d", queue.MaxShards, redisshard.MaxShards)
+	}
+	for _, st := range queue.ShardStrategies {
+		if !slices.Contains(redisshard.Strategies, redisshard.Strategy(st)) {
+			t.Errorf("room strategy %q is not a redisshard.Strategy", st)
+		}
+	}
+}

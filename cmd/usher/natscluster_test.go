@@ -100,10 +100,7 @@ func TestNATSClusterFailover(t *testing.T) {
 	top := testenv.StartNATSCluster(t)
 	redisURL := testenv.URL(t, "USHER_TEST_REDIS")
 	prefix := testenv.RedisPrefix(t, testenv.Redis(t))
-	dbSpec := "sqlite:" + filepath.Join(t.TempDir(), "usher.db")
-	if os.Getenv("USHER_TEST_POSTGRES") != "" {
-		dbSpec = testenv.PostgresSchema(t)
-	}
+	dbSpec := testDB(t)
 	ctx := context.Background()
 	var cl closers
 	t.Cleanup(func() { cl.Close() })
@@ -135,16 +132,7 @@ func TestNATSClusterFailover(t *testing.T) {
 	}
 	q := queue.New(queue.WithTimeout(qs, queue.DefaultStoreTimeout), queue.Options{})
 	hs = hold.WithTimeout(hs, queue.DefaultStoreTimeout)
-	svc := sale.New(sale.Config{Catalog: decisions, Holds: hs, Broker: broker, Queue: q, Workers: 4, Logger: log})
-	runCtx, stopRun := context.WithCancel(ctx)
-	runDone := make(chan error, 1)
-	go func() { runDone <- svc.Run(runCtx) }()
-	t.Cleanup(func() {
-		stopRun()
-		if err := <-runDone; err != nil {
-			t.Errorf("sale.Run: %v", err)
-		}
-	})
+	svc := runSale(t, sale.Config{Catalog: decisions, Holds: hs, Broker: broker, Queue: q, Workers: 4, Logger: log})
 
 	c, err := svc.CreateConcert(ctx, "failover")
 	if err != nil {
@@ -504,6 +492,13 @@ func (s *failoverSale) waitDecided(t *testing.T, broker mq.Broker) {
 		ids = append(ids, id)
 	}
 	s.mu.Unlock()
+	waitDecided(t, broker, ids)
+}
+
+// waitDecided waits until the broker shows every reservation of ids
+// decided.
+func waitDecided(t *testing.T, broker mq.Broker, ids []string) {
+	t.Helper()
 	testenv.Eventually(t, 2*time.Minute, fmt.Sprintf("%d reservations decided", len(ids)), func() bool {
 		for len(ids) > 0 {
 			r, err := broker.Get(context.Background(), ids[0])
@@ -525,18 +520,7 @@ func (s *failoverSale) check(t *testing.T, ctx context.Context, broker mq.Broker
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var inSQL []booking.Reservation
-	for after := ""; ; {
-		page, err := decisions.ListReservations(ctx, s.sched.ID, "", after, 500)
-		if err != nil {
-			t.Fatal(err)
-		}
-		inSQL = append(inSQL, page...)
-		if len(page) < 500 {
-			break
-		}
-		after = page[len(page)-1].ID
-	}
+	inSQL := reservationsInSQL(t, ctx, decisions, s.sched.ID)
 	perVisitor := map[string][]string{}
 	confirmed := map[string]booking.Reservation{}
 	for _, r := range inSQL {
@@ -560,7 +544,33 @@ func (s *failoverSale) check(t *testing.T, ctx context.Context, broker mq.Broker
 	if len(inSQL) != len(s.visitor) {
 		t.Errorf("SQL holds %d reservations, Reserve returned %d", len(inSQL), len(s.visitor))
 	}
-	all, err := decisions.Seats(ctx, s.sched.ID)
+	checkSold(t, ctx, decisions, s.sched.ID, confirmed)
+}
+
+// reservationsInSQL lists every reservation of the schedule in SQL.
+func reservationsInSQL(t *testing.T, ctx context.Context, catalog booking.Store, schedule int64) []booking.Reservation {
+	t.Helper()
+	var inSQL []booking.Reservation
+	for after := ""; ; {
+		page, err := catalog.ListReservations(ctx, schedule, "", after, 500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inSQL = append(inSQL, page...)
+		if len(page) < 500 {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	return inSQL
+}
+
+// checkSold checks that SQL sold each seat of the schedule once, to a
+// confirmed reservation (of the ones in confirmed, by id) that holds it,
+// and every seat of those reservations; it returns the seats sold.
+func checkSold(t *testing.T, ctx context.Context, catalog booking.Store, schedule int64, confirmed map[string]booking.Reservation) int {
+	t.Helper()
+	all, err := catalog.Seats(ctx, schedule)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,8 +589,37 @@ func (s *failoverSale) check(t *testing.T, ctx context.Context, broker mq.Broker
 		seatsConfirmed += len(r.SeatIDs)
 	}
 	if sold != seatsConfirmed || sold == 0 {
-		t.Errorf("SQL sold %d seats, confirmed reservations hold %d (want equal, > 0)", sold, seatsConfirmed)
+		t.Errorf("SQL sold %d seats, confirmed reservations hold %d (want equal, > 0): a seat in two confirmed reservations, or one not sold", sold, seatsConfirmed)
 	}
+	return sold
+}
+
+// testDB is the --db of a test that sells seats: a schema of its own in
+// the PostgreSQL at USHER_TEST_POSTGRES when it is set, else SQLite in a
+// temporary directory.
+func testDB(t *testing.T) string {
+	t.Helper()
+	if os.Getenv("USHER_TEST_POSTGRES") != "" {
+		return testenv.PostgresSchema(t)
+	}
+	return "sqlite:" + filepath.Join(t.TempDir(), "usher.db")
+}
+
+// runSale runs the sale service of cfg (its consumer decides reservations
+// in SQL) until the test ends.
+func runSale(t *testing.T, cfg sale.Config) *sale.Service {
+	t.Helper()
+	svc := sale.New(cfg)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("sale.Run: %v", err)
+		}
+	})
+	return svc
 }
 
 // decisionLog is the booking store with a record of when each reservation

@@ -76,6 +76,7 @@ func TestClusterReshard(t *testing.T) {
 	slots := []int{keySlot(t, admin, "usher:{"+room+"}:meta"), keySlot(t, admin, "usher:hold:{"+scope+"}:stock")}
 
 	l := newFailoverLog()
+	steps := storeHolds(hs, scope, seats)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() { l.admitter(qs, room, stop) })
@@ -87,7 +88,7 @@ func TestClusterReshard(t *testing.T) {
 					return
 				default:
 				}
-				l.visit(qs, hs, room, scope, fmt.Sprintf("w%d-%d", w, i), seats, stop)
+				l.visit(qs, room, steps, fmt.Sprintf("w%d-%d", w, i), stop)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,9 +34,16 @@ type Sentinel struct {
 }
 
 // StartSentinel starts the topology on free ports and waits until the
-// sentinels know the replica and each other (a failover needs both). It
-// skips without redis-server, but fails under CI. Every process is killed
-// when the test ends.
+// replica has finished its first sync and the sentinels know the replica
+// and each other (a failover needs all three). It skips without
+// redis-server, but fails under CI. Every process is killed when the test
+// ends.
+//
+// The wait for the sync matters: the sentinels count a replica as soon as
+// the primary lists it, before it has any data, and promote it all the
+// same. A primary killed in that window (Redis 7 delays a diskless first
+// sync by repl-diskless-sync-delay, 5 s by default; the primary here uses
+// 0) fails over to an empty replica, and every room is gone.
 func StartSentinel(tb testing.TB) *Sentinel {
 	tb.Helper()
 	bin, err := exec.LookPath("redis-server")
@@ -45,6 +53,7 @@ func StartSentinel(tb testing.TB) *Sentinel {
 	dir := tb.TempDir()
 	start := func(args ...string) *exec.Cmd {
 		cmd := exec.Command(bin, args...)
+		dieWithTest(cmd)
 		if err := cmd.Start(); err != nil {
 			tb.Fatal(err)
 		}
@@ -57,7 +66,7 @@ func StartSentinel(tb testing.TB) *Sentinel {
 		return start(append([]string{"--port", port, "--bind", host, "--save", "", "--appendonly", "no",
 			"--dir", dir, "--dbfilename", "dump-" + port + ".rdb"}, extra...)...)
 	}
-	s.Primary = data(s.PrimaryAddr)
+	s.Primary = data(s.PrimaryAddr, "--repl-diskless-sync-delay", "0")
 	phost, pport, _ := net.SplitHostPort(s.PrimaryAddr)
 	s.Replica = data(s.ReplicaAddr, "--replicaof", phost, pport)
 	for range 3 {
@@ -77,14 +86,24 @@ func StartSentinel(tb testing.TB) *Sentinel {
 		s.sentinels = append(s.sentinels, addr)
 	}
 	s.URL = "redis://" + s.sentinels[0] + "/0?addr=" + s.sentinels[1] + "&addr=" + s.sentinels[2] + "&master_set=" + SentinelSet
+	Eventually(tb, time.Minute, "the replica to finish its first sync", func() bool {
+		r, err := replication(s.ReplicaAddr)
+		return err == nil && r["master_link_status"] == "up" && r["master_sync_in_progress"] == "0"
+	})
+	last := map[string]string{} // what each sentinel answered last, logged if the wait fails
+	defer func() {
+		if tb.Failed() {
+			tb.Logf("the sentinels answered: %v", last)
+		}
+	}()
 	Eventually(tb, time.Minute, "the sentinels to know the replica and each other", func() bool {
+		ok := true
 		for _, addr := range s.sentinels {
 			m, err := s.master(addr)
-			if err != nil || m["num-other-sentinels"] != "2" || m["num-slaves"] != "1" {
-				return false
-			}
+			last[addr] = fmt.Sprintf("num-other-sentinels %s num-slaves %s flags %s err %v", m["num-other-sentinels"], m["num-slaves"], m["flags"], err)
+			ok = ok && err == nil && m["num-other-sentinels"] == "2" && m["num-slaves"] == "1"
 		}
-		return true
+		return ok
 	})
 	return s
 }
@@ -106,15 +125,43 @@ func (s *Sentinel) PrimaryOf() (string, error) {
 
 // master asks the sentinel at addr for SENTINEL MASTER of the set.
 func (s *Sentinel) master(addr string) (map[string]string, error) {
+	var m map[string]string
+	err := ask(addr, func(ctx context.Context, c rueidis.Client) (err error) {
+		m, err = c.Do(ctx, c.B().Arbitrary("SENTINEL", "MASTER").Args(SentinelSet).Build()).AsStrMap()
+		return err
+	})
+	return m, err
+}
+
+// replication returns the fields of INFO replication of the server at
+// addr.
+func replication(addr string) (map[string]string, error) {
+	var text string
+	err := ask(addr, func(ctx context.Context, c rueidis.Client) (err error) {
+		text, err = c.Do(ctx, c.B().Info().Section("replication").Build()).ToString()
+		return err
+	})
+	m := map[string]string{}
+	for line := range strings.Lines(text) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			m[k] = v
+		}
+	}
+	return m, err
+}
+
+// ask runs f with a client of its own on the server at addr, within two
+// seconds.
+func ask(addr string, f func(context.Context, rueidis.Client) error) error {
 	c, err := rueidis.NewClient(rueidis.ClientOption{
 		InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true, DisableRetry: true,
 		Dialer: net.Dialer{Timeout: time.Second},
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	return c.Do(ctx, c.B().Arbitrary("SENTINEL", "MASTER").Args(SentinelSet).Build()).AsStrMap()
+	return f(ctx, c)
 }

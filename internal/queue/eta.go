@@ -106,10 +106,10 @@ func (v *View) measure(prev View, dt float64) {
 const rateBound = 0.9
 
 // inForce is the rate at which v's room admits: the rate in force
-// (CurrentRate), or 0 while its state admits nobody (paused, closed, sold
-// out).
+// (CurrentRate), or 0 while it admits nobody (paused, closed, sold out, or
+// before its opening draw is done).
 func (v View) inForce() float64 {
-	if v.EffectiveState() != Open {
+	if v.EffectiveState() != Open || v.Draw.Seed != nil && !v.Draw.Done {
 		return 0
 	}
 	return v.Settings.CurrentRate(v.Control)
@@ -117,9 +117,10 @@ func (v View) inForce() float64 {
 
 // follow moves v's measured rate at once when the operator changed the
 // rate in force since prev (a PUT of the rate or the admission mode, a
-// pause or an opening), rather than over the EWMA's time constant: a room
-// configured while nobody waited would otherwise forecast the first wave
-// of a sale at the old rate, and one that opens at a measured rate near 0.
+// pause, an opening or the opening draw), rather than over the EWMA's time
+// constant: a room configured while nobody waited would otherwise forecast
+// the first wave of a sale at the old rate, and one that opens (or draws
+// its pre-queue) at a measured rate near 0.
 // A room that kept pace with the old rate (rateBound) takes the new one;
 // one held below it by max_active keeps its measured rate, or the new one
 // if that is lower. The adaptive controller's own steps are measured, not
@@ -128,7 +129,7 @@ func (v View) inForce() float64 {
 func (v *View) follow(prev View) {
 	was, now := prev.inForce(), v.inForce()
 	stepped := prev.Settings.Admission == Adaptive && v.Settings.Admission == Adaptive &&
-		prev.Settings.AdmitRate == v.Settings.AdmitRate && prev.EffectiveState() == v.EffectiveState()
+		prev.Settings.AdmitRate == v.Settings.AdmitRate && was > 0 && now > 0
 	switch {
 	case was == now || stepped:
 	case v.Rate >= rateBound*was:

@@ -378,3 +378,48 @@ func errorRatio(t *testing.T, reg *prometheus.Registry) (count uint64, sum float
 	t.Fatal("no usher_eta_error_ratio")
 	return 0, 0
 }
+
+// TestForecastAtOpening: a room whose pre-queue waited for its opening
+// draw forecasts the drawn line at its rate once the draw is done, not at
+// what its measured rate decayed to while nobody could be admitted.
+func TestForecastAtOpening(t *testing.T) {
+	for _, admission := range []queue.Admission{queue.Static, queue.Adaptive} {
+		t.Run(string(admission), func(t *testing.T) { testForecastAtOpening(t, admission) })
+	}
+}
+
+func testForecastAtOpening(t *testing.T, admission queue.Admission) {
+	ctx := context.Background()
+	c := &clock{t: time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)}
+	q := queue.New(memqueue.New(), queue.Options{Now: c.now})
+	s := queue.DefaultSettings()
+	s.AdmitRate, s.MaxActive, s.PresenceTimeout, s.Admission = 10, 100_000, 0, admission
+	s.OpensAt = c.t.Add(time.Minute)
+	if err := q.PutRoom(ctx, "r", s); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		if _, _, err := q.Enter(ctx, "r", fmt.Sprintf("v%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 61 { // the minute before the opening, and the opening
+		c.t = c.t.Add(time.Second)
+		if err := refresh(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := q.Admit(ctx, "r"); err != nil { // draws, then admits a step
+		t.Fatal(err)
+	}
+	if err := refresh(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := q.View("r")
+	if !v.Draw.Done {
+		t.Fatal("no draw after the opening")
+	}
+	if got, want := v.Forecast(100).ETA, 10750*time.Millisecond; math.Abs(float64(got-want)) > 0.05*float64(want) {
+		t.Errorf("forecast for position 100 just after the draw = %v, want %v ± 5 %% (100 at 10/s and the poll)", got, want)
+	}
+}

@@ -63,86 +63,126 @@ func (s *Store) Admit(ctx context.Context, room string, now time.Time) (AdmitRes
 	if l.strategy == CountersOnly {
 		return s.releaseTurns(ctx, room, l, now)
 	}
-	id := stepID()
-	hk := s.homeKeys(room)
-	r, err := s.exec(ctx, s.reserve, hk, []string{ms(now), id, strconv.FormatInt(s.lease.Milliseconds(), 10)}).AsIntSlice()
+	st, err := s.take(ctx, room, l, now)
+	if err != nil || st.res.Reserved == 0 {
+		return st.res, err
+	}
+	if err := s.commitStep(ctx, room, st, now); err != nil {
+		return st.res, err
+	}
+	return st.res, s.ackStep(ctx, room, l, st, now)
+}
+
+// step is an admission step between its phases (Admit).
+type step struct {
+	id     string
+	res    AdmitResult
+	popped [][]queued // by shard
+	errs   []error    // by shard: a failed pop or acknowledgement
+	order  []queued   // admission order
+	flags  []int64    // commit.lua's reply
+}
+
+// take runs a step's reserve, peek and pops. With nothing reserved, the
+// step ends there (res.Reserved 0).
+func (s *Store) take(ctx context.Context, room string, l layout, now time.Time) (*step, error) {
+	st := &step{id: stepID()}
+	r, err := s.exec(ctx, s.reserve, s.homeKeys(room), []string{ms(now), st.id, strconv.FormatInt(s.lease.Milliseconds(), 10)}).AsIntSlice()
 	if err != nil || len(r) < 1 {
-		return AdmitResult{}, unavailable("admit: reserve", room, fmt.Errorf("reply %v: %v", r, err))
+		return st, unavailable("admit: reserve", room, fmt.Errorf("reply %v: %v", r, err))
 	}
 	if r[0] < 0 {
-		return AdmitResult{}, notFound("admit", room)
+		return st, notFound("admit", room)
 	}
-	res := AdmitResult{Reserved: r[0]}
+	st.res.Reserved = r[0]
 	if r[0] == 0 {
-		return res, nil
+		return st, nil
 	}
 	turn := int(r[1])
 
 	plan, err := s.plan(ctx, room, l, r[0], turn, now)
 	if err != nil {
-		return res, err // the reservation lapses with its lease
+		return st, err // the reservation lapses with its lease
 	}
 	leaseEnd := strconv.FormatInt(now.Add(s.lease).UnixMilli(), 10)
-	popped := make([][]queued, l.shards)
-	errs := make([]error, l.shards)
+	st.popped = make([][]queued, l.shards)
+	st.errs = make([]error, l.shards)
 	each(l.shards, func(i int) {
 		if plan[i].n == 0 {
 			return
 		}
 		k := s.shardKeys(room, i)
 		arr, err := s.exec(ctx, s.pop, []string{k[0], k[1], k[2], k[4]},
-			[]string{ms(now), id, leaseEnd, strconv.FormatInt(plan[i].n, 10), plan[i].max}).AsStrSlice()
+			[]string{ms(now), st.id, leaseEnd, strconv.FormatInt(plan[i].n, 10), plan[i].max}).AsStrSlice()
 		if err != nil {
-			errs[i] = err
+			st.errs[i] = err
 			return
 		}
-		popped[i], errs[i] = pairs(arr, i)
+		st.popped[i], st.errs[i] = pairs(arr, i)
 	})
 	// A shard whose pop failed may still have taken its visitors: they
 	// come back after the lease. The others go on to the commit.
-	order := admissionOrder(l, popped, turn)
-	args := make([]string, 0, 2+len(order))
-	args = append(args, ms(now), id)
-	for _, q := range order {
+	st.order = admissionOrder(l, st.popped, turn)
+	return st, nil
+}
+
+// commitStep runs commit.lua for what the step took and sorts its
+// answer into st.res.
+func (s *Store) commitStep(ctx context.Context, room string, st *step, now time.Time) error {
+	args := make([]string, 0, 2+len(st.order))
+	args = append(args, ms(now), st.id)
+	for _, q := range st.order {
 		args = append(args, q.visitor)
 	}
-	flags, err := s.exec(ctx, s.commit, hk, args).AsIntSlice()
+	flags, err := s.exec(ctx, s.commit, s.homeKeys(room), args).AsIntSlice()
 	if err == nil && len(flags) > 0 && flags[0] < 0 {
-		return res, notFound("admit", room)
+		return notFound("admit", room)
 	}
-	if err != nil || len(flags) != 1+len(order) {
-		return res, unavailable("admit: commit", room, fmt.Errorf("reply of %d for %d visitors: %v", len(flags), len(order), err))
+	if err != nil || len(flags) != 1+len(st.order) {
+		return unavailable("admit: commit", room, fmt.Errorf("reply of %d for %d visitors: %v", len(flags), len(st.order), err))
 	}
-	back := make([][]string, l.shards)
-	admitted := make([][]string, l.shards)
-	for j, q := range order {
+	st.flags = flags
+	for j, q := range st.order {
 		switch flags[1+j] {
 		case 1:
-			res.Admitted = append(res.Admitted, q.visitor)
-			admitted[q.shard] = append(admitted[q.shard], q.visitor)
+			st.res.Admitted = append(st.res.Admitted, q.visitor)
 		case 0:
-			res.Dropped++
+			st.res.Dropped++
 		default:
-			res.Returned++
+			st.res.Returned++
+		}
+	}
+	return nil
+}
+
+// ackStep runs ack.lua on each shard the step took from.
+func (s *Store) ackStep(ctx context.Context, room string, l layout, st *step, now time.Time) error {
+	back := make([][]string, l.shards)
+	admitted := make([][]string, l.shards)
+	for j, q := range st.order {
+		switch st.flags[1+j] {
+		case 1:
+			admitted[q.shard] = append(admitted[q.shard], q.visitor)
+		case 2:
 			back[q.shard] = append(back[q.shard], q.score, q.visitor)
 		}
 	}
-	exp := strconv.FormatInt(flags[0], 10)
+	exp := strconv.FormatInt(st.flags[0], 10)
 	each(l.shards, func(i int) {
-		if len(popped[i]) == 0 {
+		if len(st.popped[i]) == 0 {
 			return
 		}
 		k := s.shardKeys(room, i)
-		args := append([]string{id, ms(now), exp, strconv.Itoa(len(back[i]) / 2)}, back[i]...)
+		args := append([]string{st.id, ms(now), exp, strconv.Itoa(len(back[i]) / 2)}, back[i]...)
 		args = append(args, admitted[i]...)
-		if err := s.exec(ctx, s.ack, []string{k[0], k[1], k[2], k[3], k[4]}, args).Error(); err != nil && errs[i] == nil {
-			errs[i] = err
+		if err := s.exec(ctx, s.ack, []string{k[0], k[1], k[2], k[3], k[4]}, args).Error(); err != nil && st.errs[i] == nil {
+			st.errs[i] = err
 		}
 	})
-	if err := errors.Join(errs...); err != nil {
-		return res, unavailable("admit: shard", room, err)
+	if err := errors.Join(st.errs...); err != nil {
+		return unavailable("admit: shard", room, err)
 	}
-	return res, nil
+	return nil
 }
 
 // plan decides what the step takes from each shard. Estimate: n split

@@ -47,3 +47,43 @@ func (s *Store) CrashStep(ctx context.Context, room string, l Settings, id strin
 
 // ActiveKey is the room's active set on its home shard.
 func (s *Store) ActiveKey(room string) string { return s.homeKeys(room)[1] }
+
+// Step is an admission step run phase by phase (Admit's take, commitStep
+// and ackStep), so that a test can put a call between two phases.
+type Step struct {
+	s    *Store
+	room string
+	l    layout
+	st   *step
+	now  time.Time
+}
+
+// TakeStep runs a step's reserve, peek and pops at now.
+func (s *Store) TakeStep(ctx context.Context, room string, now time.Time) (*Step, error) {
+	l, err := s.layoutOf(ctx, "admit", room)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.take(ctx, room, l, now)
+	return &Step{s: s, room: room, l: l, st: st, now: now}, err
+}
+
+// Taken lists the visitors the step took, in admission order.
+func (p *Step) Taken() []string {
+	var out []string
+	for _, q := range p.st.order {
+		out = append(out, q.visitor)
+	}
+	return out
+}
+
+// Commit runs the step's commit.
+func (p *Step) Commit(ctx context.Context) (AdmitResult, error) {
+	err := p.s.commitStep(ctx, p.room, p.st, p.now)
+	return p.st.res, err
+}
+
+// Ack runs the step's acknowledgements.
+func (p *Step) Ack(ctx context.Context) error {
+	return p.s.ackStep(ctx, p.room, p.l, p.st, p.now)
+}

@@ -112,7 +112,7 @@ func (s *Store) take(ctx context.Context, room string, l layout, now time.Time) 
 			return
 		}
 		k := s.shardKeys(room, i)
-		arr, err := s.exec(ctx, s.pop, []string{k[0], k[1], k[2], k[4]},
+		arr, err := s.exec(ctx, s.pop, pick(k, kWait, kMeta, kLeases, kTaken, kGuard),
 			[]string{ms(now), st.id, leaseEnd, strconv.FormatInt(plan[i].n, 10), plan[i].max}).AsStrSlice()
 		if err != nil {
 			st.errs[i] = err
@@ -175,7 +175,7 @@ func (s *Store) ackStep(ctx context.Context, room string, l layout, st *step, no
 		k := s.shardKeys(room, i)
 		args := append([]string{st.id, ms(now), exp, strconv.Itoa(len(back[i]) / 2)}, back[i]...)
 		args = append(args, admitted[i]...)
-		if err := s.exec(ctx, s.ack, []string{k[0], k[1], k[2], k[3], k[4]}, args).Error(); err != nil && st.errs[i] == nil {
+		if err := s.exec(ctx, s.ack, k, args).Error(); err != nil && st.errs[i] == nil {
 			st.errs[i] = err
 		}
 	})
@@ -207,7 +207,7 @@ func (s *Store) plan(ctx context.Context, room string, l layout, n int64, turn i
 	errs := make([]error, l.shards)
 	each(l.shards, func(i int) {
 		keys := s.shardKeys(room, i)
-		arr, err := s.exec(ctx, s.peek, []string{keys[0], keys[1], keys[2], keys[4]},
+		arr, err := s.exec(ctx, s.peek, pick(keys, kWait, kMeta, kLeases, kTaken, kGuard),
 			[]string{ms(now), strconv.FormatInt(n, 10)}).AsStrSlice()
 		if err != nil {
 			errs[i] = err

@@ -27,7 +27,7 @@ func (s *Store) CrashStep(ctx context.Context, room string, l Settings, id strin
 	end := strconv.FormatInt(now.Add(5*time.Second).UnixMilli(), 10)
 	for i := range l.Shards {
 		keys := s.shardKeys(room, i)
-		arr, err := s.exec(ctx, s.pop, []string{keys[0], keys[1], keys[2], keys[4]},
+		arr, err := s.exec(ctx, s.pop, pick(keys, kWait, kMeta, kLeases, kTaken, kGuard),
 			[]string{ms(now), id, end, strconv.FormatInt(plan[i].n, 10), plan[i].max}).AsStrSlice()
 		if err != nil {
 			return r[0], nil, err
@@ -86,4 +86,15 @@ func (p *Step) Commit(ctx context.Context) (AdmitResult, error) {
 // Ack runs the step's acknowledgements.
 func (p *Step) Ack(ctx context.Context) error {
 	return p.s.ackStep(ctx, p.room, p.l, p.st, p.now)
+}
+
+// Prefix is the store's key prefix.
+func (s *Store) Prefix() string { return s.prefix }
+
+// Finish runs the step's commit and acknowledgements as Admit does.
+func (p *Step) Finish(ctx context.Context) (AdmitResult, error) {
+	if err := p.s.commitStep(ctx, p.room, p.st, p.now); err != nil {
+		return p.st.res, err
+	}
+	return p.st.res, p.s.ackStep(ctx, p.room, p.l, p.st, p.now)
 }

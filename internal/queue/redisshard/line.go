@@ -46,8 +46,10 @@ type Entry struct {
 func estimate(rank int64, k int) int64 { return rank*int64(k) + int64(k+1)/2 }
 
 // Enter puts visitor in the room's line, or returns its entry: the same
-// place for a visitor already waiting (created false), Active for one
-// admitted; queue.ErrRoomClosed for a newcomer when the shard's copy of
+// place for a visitor already waiting (created false), Waiting at
+// position 1 for one an admission step has taken and not finished with
+// (it is being admitted: a reload must not give it a new place), Active
+// for one admitted; queue.ErrRoomClosed for a newcomer when the shard's copy of
 // the room's state (SetLineState) is closed or sold_out. Its Position is the estimate from the rank in the shard
 // (exact with one shard); Status gives the exact one. Under Counter it
 // costs a call to the home shard (the sequence number) and one to the
@@ -70,7 +72,7 @@ func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) 
 	}
 	i := ShardOf(visitor, l.shards)
 	k := s.shardKeys(room, i)
-	r, err := s.exec(ctx, s.enter, []string{k[0], k[1], k[3], k[4]}, []string{visitor, ms(now), string(l.strategy), seq}).AsIntSlice()
+	r, err := s.exec(ctx, s.enter, pick(k, kWait, kMeta, kAdmitted, kTaken, kGuard), []string{visitor, ms(now), string(l.strategy), seq}).AsIntSlice()
 	if err != nil || len(r) < 4 {
 		return Entry{}, false, unavailable("enter", room, fmt.Errorf("reply %v: %v", r, err))
 	}
@@ -81,6 +83,9 @@ func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) 
 		return e, false, nil
 	case kindRefused:
 		return Entry{}, false, fmt.Errorf("redisshard: enter %s: %w", room, queue.ErrRoomClosed)
+	case kindTaken:
+		e.Status, e.Position = queue.Waiting, 1
+		return e, false, nil
 	}
 	e.Status, e.Score = queue.Waiting, r[1]
 	e.Position, e.Estimated = estimate(r[2], l.shards), l.shards > 1
@@ -111,7 +116,7 @@ func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time)
 	}
 	i := ShardOf(visitor, l.shards)
 	k := s.shardKeys(room, i)
-	r, err := s.exec(ctx, s.status, []string{k[0], k[1], k[2], k[3], k[4]}, []string{visitor, ms(now)}).AsIntSlice()
+	r, err := s.exec(ctx, s.status, pick(k, kWait, kMeta, kAdmitted, kTaken, kGuard), []string{visitor, ms(now)}).AsIntSlice()
 	if err != nil || len(r) < 4 {
 		return Entry{}, unavailable("status", room, fmt.Errorf("reply %v: %v", r, err))
 	}
@@ -189,7 +194,7 @@ func (s *Store) Leave(ctx context.Context, room, visitor string) error {
 		return err
 	}
 	k := s.shardKeys(room, ShardOf(visitor, l.shards))
-	if err := s.exec(ctx, s.leave, []string{k[0], k[1], k[2], k[3], k[4]}, []string{visitor}).Error(); err != nil {
+	if err := s.exec(ctx, s.leave, pick(k, kWait, kMeta, kAdmitted, kTaken, kGuard), []string{visitor}).Error(); err != nil {
 		return unavailable("leave", room, err)
 	}
 	if err := s.c.Do(ctx, s.c.B().Zrem().Key(s.homeKeys(room)[1]).Member(visitor).Build()).Error(); err != nil {

@@ -27,6 +27,7 @@
 //	<prefix>{<room#i>}:meta      line shard i: the shard's last score or seq, t:<step> what a step took
 //	<prefix>{<room#i>}:leases    line shard i: step id → lease end (ms), the steps not yet acknowledged
 //	<prefix>{<room#i>}:admitted  line shard i: a copy of its admitted visitors → expiry, for Enter and Status
+//	<prefix>{<room#i>}:taken     line shard i: visitor → the step in flight that took it (pop to ack or reclaim)
 //	…:guard                      never written; every script declares its slot's (redisqueue.Store's guard key)
 //
 // and for CountersOnly, besides meta (h:<i> each shard's head, c:<batch>
@@ -59,7 +60,13 @@
 // ignored and fresh tokens are taken), dropping visitors already active,
 // and refunding unused tokens; ack.lua on each shard ends the record, puts
 // back what the commit did not admit with its old score (compensation),
-// and notes the admitted in the shard's copy. The shard calls of one phase
+// and notes the admitted in the shard's copy (and takes them out of the
+// line), acting only on the visitors still in the step's record: one who
+// left meanwhile is neither put back nor noted. A visitor a step has
+// taken keeps that place until the step ends: its Enter (a reload)
+// answers waiting at 1, as Status does, and gives it no new place; Enter
+// and Status read the shard's copy of the admitted before its line. The
+// shard calls of one phase
 // run concurrently, so a step takes five round trips (four without the
 // peek: under Estimate, or with one shard). A CountersOnly step is two:
 // the shards' counters, read concurrently, then release.lua on the home
@@ -78,8 +85,10 @@
 //   - after commit, before ack: the visitors are active; after the lease
 //     reclaim.lua puts them back in line too, and the commit.lua of the
 //     step that takes them again drops them as already active (no token,
-//     no slot). The shard's copy of admitted visitors misses them, so an
-//     Enter meanwhile would queue them again (dropped the same way).
+//     no slot). Until the lease ends they are "waiting" at 1 to Enter and
+//     Status; then waiting in their old places, and the shard's copy of
+//     admitted visitors misses them (the step's late ack, if it comes,
+//     finds no record and does nothing).
 //
 // Scripts never run half (the guard key, as in redisqueue), the cap is
 // never exceeded and the rate never beaten whatever fails: only the home
@@ -88,8 +97,9 @@
 // (the lease is seconds, a slot minutes).
 //
 // Limits: Leave of a visitor taken by a step in flight takes it out of the
-// step's record (it is not put back in line), but the step's commit, if it
-// comes after, still admits it. Shards and strategy are fixed when the room is
+// step's record (the step's ack neither puts it back in line nor notes it
+// as admitted), but the step's commit, if it comes after, still admits it:
+// it holds a slot until the slot lapses. Shards and strategy are fixed when the room is
 // created (a visitor's shard depends on them); PutRoom refuses to change
 // them. Hash tags are placed by CRC16, not by primary: K shards on P
 // primaries are balanced only on average (check with CLUSTER KEYSLOT, or
@@ -210,12 +220,31 @@ func (s *Store) homeKeys(room string) []string {
 	return []string{t + "meta", t + "active", t + "resv", t + "guard"}
 }
 
-// shardKeys are wait, meta, leases, admitted and the guard of shard i.
-// Shard 0's meta is the home meta hash (the same tag): its fields (last,
-// seq, t:<step>) do not collide with the home's.
+// shardKeys are wait, meta, leases, admitted, taken and the guard of
+// shard i. Shard 0's meta is the home meta hash (the same tag): its fields
+// (last, seq, t:<step>) do not collide with the home's.
 func (s *Store) shardKeys(room string, i int) []string {
 	t := s.shardTag(room, i)
-	return []string{t + "wait", t + "meta", t + "leases", t + "admitted", t + "guard"}
+	return []string{t + "wait", t + "meta", t + "leases", t + "admitted", t + "taken", t + "guard"}
+}
+
+// Indexes in shardKeys.
+const (
+	kWait = iota
+	kMeta
+	kLeases
+	kAdmitted
+	kTaken
+	kGuard
+)
+
+// pick lists keys[i] for each i.
+func pick(keys []string, idx ...int) []string {
+	out := make([]string, len(idx))
+	for j, i := range idx {
+		out[j] = keys[i]
+	}
+	return out
 }
 
 // Keys lists every key the room may have, home first (for tests and

@@ -50,11 +50,14 @@ type take struct {
 // acknowledge on the line shards. Several schedulers may run it at once
 // for the same room: the cap and the rate hold for the room as a whole.
 //
-// An error before the commit leaves what the step reserved and took to
-// its lease (the room admits less meanwhile; taken visitors come back in
-// line). An error from an acknowledgement comes with the result: the
-// visitors in it are admitted, and what was to be put back comes back
-// after the lease.
+// An error before the commit leaves what the step took to its lease
+// (taken visitors come back in line after it); the step still commits
+// what the other shards gave, or nobody, which gives back the unused part
+// of its reservation (an error from the reserve leaves that to the lease:
+// the room admits less meanwhile). The commit and the acknowledgements
+// run to the end whatever becomes of ctx (finish). An error from an
+// acknowledgement comes with the result: the visitors in it are admitted,
+// and what was to be put back comes back after the lease.
 func (s *Store) Admit(ctx context.Context, room string, now time.Time) (AdmitResult, error) {
 	l, err := s.layoutOf(ctx, "admit", room)
 	if err != nil {
@@ -64,13 +67,35 @@ func (s *Store) Admit(ctx context.Context, room string, now time.Time) (AdmitRes
 		return s.releaseTurns(ctx, room, l, now)
 	}
 	st, err := s.take(ctx, room, l, now)
-	if err != nil || st.res.Reserved == 0 {
+	if st.res.Reserved == 0 {
 		return st.res, err
 	}
-	if err := s.commitStep(ctx, room, st, now); err != nil {
+	// After a failed peek (err) the commit is of nobody: it gives the
+	// reservation back (its tokens and slots) instead of leaving it to its
+	// lease.
+	res, ferr := s.finish(ctx, room, l, st, now)
+	if err != nil {
+		return res, err
+	}
+	return res, ferr
+}
+
+// finish runs the step's commit and acknowledgements. They run to the end
+// whatever happens to the caller's context (a request's deadline, a
+// scheduler stopping), each within the lease: a commit without its
+// acknowledgements leaves the admitted in their shards' records, seen as
+// being admitted, until the lease ends.
+func (s *Store) finish(ctx context.Context, room string, l layout, st *step, now time.Time) (AdmitResult, error) {
+	ctx = context.WithoutCancel(ctx)
+	cctx, cancel := context.WithTimeout(ctx, s.lease)
+	err := s.commitStep(cctx, room, st, now)
+	cancel()
+	if err != nil {
 		return st.res, err
 	}
-	return st.res, s.ackStep(ctx, room, l, st, now)
+	actx, cancel := context.WithTimeout(ctx, s.lease)
+	defer cancel()
+	return st.res, s.ackStep(actx, room, l, st, now)
 }
 
 // step is an admission step between its phases (Admit).
@@ -102,7 +127,7 @@ func (s *Store) take(ctx context.Context, room string, l layout, now time.Time) 
 
 	plan, err := s.plan(ctx, room, l, r[0], turn, now)
 	if err != nil {
-		return st, err // the reservation lapses with its lease
+		return st, err // Admit commits nobody: the reservation goes back
 	}
 	leaseEnd := strconv.FormatInt(now.Add(s.lease).UnixMilli(), 10)
 	st.popped = make([][]queued, l.shards)
@@ -169,7 +194,7 @@ func (s *Store) ackStep(ctx context.Context, room string, l layout, st *step, no
 	}
 	exp := strconv.FormatInt(st.flags[0], 10)
 	each(l.shards, func(i int) {
-		if len(st.popped[i]) == 0 {
+		if i >= len(st.popped) || len(st.popped[i]) == 0 {
 			return
 		}
 		k := s.shardKeys(room, i)

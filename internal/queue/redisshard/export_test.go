@@ -93,8 +93,5 @@ func (s *Store) Prefix() string { return s.prefix }
 
 // Finish runs the step's commit and acknowledgements as Admit does.
 func (p *Step) Finish(ctx context.Context) (AdmitResult, error) {
-	if err := p.s.commitStep(ctx, p.room, p.st, p.now); err != nil {
-		return p.st.res, err
-	}
-	return p.st.res, p.s.ackStep(ctx, p.room, p.l, p.st, p.now)
+	return p.s.finish(ctx, p.room, p.l, p.st, p.now)
 }

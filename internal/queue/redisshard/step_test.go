@@ -153,3 +153,28 @@ func TestLeaveBeforeCompensation(t *testing.T) {
 		}
 	})
 }
+
+// TestFinishAfterDeadline: the caller's context ends after a step took
+// its visitors (a request deadline, a scheduler shutting down). The
+// commit and the acknowledgements still run: the visitor is admitted and
+// out of the line at once, not left to the lease.
+func TestFinishAfterDeadline(t *testing.T) {
+	backends(t, func(t *testing.T, c rueidis.Client, s *redisshard.Store) {
+		ctx, cancel := context.WithCancel(context.Background())
+		t0 := time.UnixMilli(1_800_000_000_000)
+		stepRoomWith(t, s, redisshard.Timestamp, t0)
+		now := t0.Add(10 * time.Millisecond)
+		p, v := takeOne(t, s, now)
+		cancel()
+		if res, err := p.Finish(ctx); err != nil || !slices.Equal(res.Admitted, []string{v}) {
+			t.Errorf("step finished after its context ended = %+v, %v; want %s admitted", res, err, v)
+		}
+		bg := context.Background()
+		if e, err := s.Status(bg, stepRoom, v, now); err != nil || e.Status != queue.Active {
+			t.Errorf("Status(%s) = %+v, %v; want active", v, e, err)
+		}
+		if n, err := s.Waiting(bg, stepRoom, 2); err != nil || n != 4 {
+			t.Errorf("Waiting = %d, %v; want 4", n, err)
+		}
+	})
+}

@@ -117,7 +117,7 @@ func (s *Store) take(ctx context.Context, room string, l layout, now time.Time) 
 		return st, unavailable("admit: reserve", room, fmt.Errorf("reply %v: %v", r, err))
 	}
 	if r[0] < 0 {
-		return st, notFound("admit", room)
+		return st, s.notFound("admit", room)
 	}
 	st.res.Reserved = r[0]
 	if r[0] == 0 {
@@ -161,7 +161,7 @@ func (s *Store) commitStep(ctx context.Context, room string, st *step, now time.
 	}
 	flags, err := s.exec(ctx, s.commit, s.homeKeys(room), args).AsIntSlice()
 	if err == nil && len(flags) > 0 && flags[0] < 0 {
-		return notFound("admit", room)
+		return s.notFound("admit", room)
 	}
 	if err != nil || len(flags) != 1+len(st.order) {
 		return unavailable("admit: commit", room, fmt.Errorf("reply of %d for %d visitors: %v", len(flags), len(st.order), err))

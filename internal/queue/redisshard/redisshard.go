@@ -1,9 +1,9 @@
 // Package redisshard is one hot room's line spread over several Redis
 // Cluster shards (issue 11 §3; seed 003 §7): its core operations only —
 // Enter, Status, Leave and the admission step, Admit, in the room's state
-// (a state field in the home meta hash and its copy on each line shard,
-// SetLineState: paused, closed and sold_out admit nobody, closed and
-// sold_out refuse newcomers; a room without one is open) — not the whole
+// (a state field in the home meta hash, open unless set, and its copy on
+// each line shard, SetLineState: paused, closed and sold_out admit nobody,
+// closed and sold_out refuse newcomers) — not the whole
 // queue.Store (no pre-queue draw, presence parking, inventory cap,
 // adaptive rate, passthrough, claim window, room deletion or listing
 // yet). It is what the strategies were built and measured with
@@ -20,11 +20,11 @@
 // A room has a home shard and Settings.Shards line shards, each its own
 // hash tag so that Redis Cluster may place them on different primaries:
 //
-//	<prefix>{<room>}:meta        home: settings, the token bucket, the counter's seq, admitted_total, r:<step> reservations
+//	<prefix>{<room>}:meta        home: settings, state and state_v, the token bucket, the counter's seq, admitted_total, r:<step> reservations
 //	<prefix>{<room>}:active      home: admitted visitor → expiry (ms); the only authority on who holds a slot
 //	<prefix>{<room>}:resv        home: step id → lease end (ms), the steps between reserve and commit
 //	<prefix>{<room#i>}:wait      line shard i: visitor → score (shard 0 uses the home tag {<room>})
-//	<prefix>{<room#i>}:meta      line shard i: the shard's last score or seq, t:<step> what a step took
+//	<prefix>{<room#i>}:meta      line shard i: the copy of state and state_v, the shard's last score or seq, t:<step> what a step took
 //	<prefix>{<room#i>}:leases    line shard i: step id → lease end (ms), the steps not yet acknowledged
 //	<prefix>{<room#i>}:admitted  line shard i: a copy of its admitted visitors → expiry, for Enter and Status
 //	<prefix>{<room#i>}:taken     line shard i: visitor → the step in flight that took it (pop to ack or reclaim)
@@ -46,7 +46,7 @@
 // between two syncs or leave a shard's share idle while another's line is
 // long. The home shard's load is a handful of calls per admission step,
 // never per waiting visitor (except the counter strategy's one HINCRBY per
-// entry, which is what that strategy costs).
+// entry, in seq.lua, which is what that strategy costs).
 //
 // An admission step of a line strategy is five phases (Admit):
 // reserve.lua on the home shard takes n tokens and n free slots under the
@@ -95,6 +95,22 @@
 // scripts grant slots and they count both afresh. A step slower than its
 // lease may admit a visitor twice if its slot also expired in between
 // (the lease is seconds, a slot minutes).
+//
+// A room exists where its hash holds state: every script that could write
+// into a room Redis has lost (a flush, a failover to an empty replica)
+// checks first (enter.lua, status.lua, leave.lua and seq.lua, the
+// counters' HINCRBY, on the visitor's shard's copy; reserve.lua and
+// commit.lua the home hash's settings) and answers not found, writing
+// nothing; the store then forgets the
+// room's layout, and PutRoom makes the room again (put_room.lua replaces a
+// hash without settings). A line shard's copy carries the version of the
+// home's state (state_v: the creation time in µs, plus one per update), and
+// is written only by a newer one (line_state.lua), so that two updates
+// whose copies cross leave the later state; SyncLines (redisqueue's Stats)
+// writes a copy missing or behind. Until then a line shard that lost its
+// copy answers not found, and one that kept its copy while the home hash
+// was lost takes newcomers into a line no step reaches until the room is
+// made again (with the same layout, they are then in its line).
 //
 // Limits: Leave of a visitor taken by a step in flight takes it out of the
 // step's record (the step's ack neither puts it back in line nor notes it
@@ -149,6 +165,10 @@ var (
 	releaseLua string
 	//go:embed lua/claim.lua
 	claimLua string
+	//go:embed lua/seq.lua
+	seqLua string
+	//go:embed lua/line_state.lua
+	lineStateLua string
 )
 
 // DefaultLease is how long a step's reservation and its taken visitors
@@ -163,6 +183,7 @@ type Store struct {
 	rooms  sync.Map // room → layout, read once from the home shard
 
 	putRoomScript, reserve, commit, enter, status, peek, pop, ack, leave, release, claim *rueidis.Lua
+	seq, lineState                                                                       *rueidis.Lua
 }
 
 // New returns a store that keeps its keys under prefix on the server or
@@ -187,6 +208,8 @@ func New(c rueidis.Client, prefix string, lease time.Duration) *Store {
 		leave:         rueidis.NewLuaScript(leaveLua),
 		release:       rueidis.NewLuaScript(bucketLua + releaseLua),
 		claim:         rueidis.NewLuaScript(claimLua),
+		seq:           rueidis.NewLuaScript(seqLua),
+		lineState:     rueidis.NewLuaScript(lineStateLua),
 	}
 }
 
@@ -269,14 +292,20 @@ func unavailable(op, room string, err error) error {
 	return fmt.Errorf("redisshard: %s %s: %w: %v", op, room, queue.ErrUnavailable, err)
 }
 
-func notFound(op, room string) error {
+// notFound is the answer for a room that does not exist. The store
+// forgets the room's layout: a room Redis lost may be made again, with
+// another.
+func (s *Store) notFound(op, room string) error {
+	s.rooms.Delete(room)
 	return fmt.Errorf("redisshard: %s %s: %w", op, room, queue.ErrRoomNotFound)
 }
 
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
-// PutRoom creates the room or updates its settings. Shards and Strategy
-// cannot change once the room exists (queue.ErrInvalid).
+// PutRoom creates the room or updates its settings, then writes the
+// room's state (open unless set otherwise) to its line shards
+// (SetLineState). Shards and Strategy cannot change once the room exists
+// (queue.ErrInvalid).
 func (s *Store) PutRoom(ctx context.Context, room string, set Settings) error {
 	if !queue.ValidRoomID(room) {
 		return fmt.Errorf("redisshard: put room: %w", queue.ErrInvalid.Detail("room: want [a-z0-9][a-z0-9-]{0,63}"))
@@ -286,16 +315,25 @@ func (s *Store) PutRoom(ctx context.Context, room string, set Settings) error {
 	}
 	args := append([]string{"0"}, settingPairs(set)...)
 	keys := s.homeKeys(room)
-	r, err := s.exec(ctx, s.putRoomScript, []string{keys[0], keys[3]}, args).AsInt64()
+	r, err := s.exec(ctx, s.putRoomScript, []string{keys[0], keys[3]}, args).ToArray()
+	if err != nil || len(r) < 3 {
+		return unavailable("put room", room, fmt.Errorf("reply %v: %v", r, err))
+	}
+	code, err := r[0].AsInt64()
 	if err != nil {
 		return unavailable("put room", room, err)
 	}
-	if r < 0 {
+	if code < 0 {
 		return fmt.Errorf("redisshard: put room %s: %w", room,
 			queue.ErrInvalid.Detail("shards, shard_strategy: fixed when the room was created"))
 	}
 	s.rooms.Store(room, layout{shards: set.Shards, strategy: set.Strategy})
-	return nil
+	state, err1 := r[1].ToString()
+	version, err2 := r[2].ToString()
+	if err := errors.Join(err1, err2); err != nil {
+		return unavailable("put room", room, err)
+	}
+	return s.SetLineState(ctx, room, set.Shards, state, version)
 }
 
 // Settings reads the room's settings from its home shard.
@@ -304,8 +342,8 @@ func (s *Store) Settings(ctx context.Context, room string) (Settings, error) {
 	if err != nil {
 		return Settings{}, unavailable("settings", room, err)
 	}
-	if len(named) == 0 {
-		return Settings{}, notFound("settings", room)
+	if _, ok := named["max_active"]; !ok { // no hash, or counters left in a lost room's
+		return Settings{}, s.notFound("settings", room)
 	}
 	set, err := decodeSettings(named)
 	if err != nil {
@@ -322,7 +360,7 @@ func (s *Store) layoutOf(ctx context.Context, op, room string) (layout, error) {
 	set, err := s.Settings(ctx, room)
 	if err != nil {
 		if errors.Is(err, queue.ErrRoomNotFound) {
-			return layout{}, notFound(op, room)
+			return layout{}, s.notFound(op, room)
 		}
 		return layout{}, err
 	}

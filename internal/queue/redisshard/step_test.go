@@ -2,6 +2,7 @@ package redisshard_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -175,6 +176,93 @@ func TestFinishAfterDeadline(t *testing.T) {
 		}
 		if n, err := s.Waiting(bg, stepRoom, 2); err != nil || n != 4 {
 			t.Errorf("Waiting = %d, %v; want 4", n, err)
+		}
+	})
+}
+
+// TestLostRoom: Redis loses the room's keys (a flush, a failover to an
+// empty replica) while a store remembers the room's layout. Its Enter
+// must answer not found and write nothing (no home hash made of
+// counters), and the room can then be created again.
+func TestLostRoom(t *testing.T) {
+	backends(t, func(t *testing.T, c rueidis.Client, s *redisshard.Store) {
+		for _, strategy := range redisshard.Strategies {
+			t.Run(string(strategy), func(t *testing.T) {
+				ctx := context.Background()
+				s := redisshard.New(c, s.Prefix()+string(strategy)+":", 0)
+				t0 := time.UnixMilli(1_800_000_000_000)
+				set := stepSettings(strategy)
+				set.Shards = 3
+				if err := s.PutRoom(ctx, stepRoom, set); err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := s.Enter(ctx, stepRoom, "a", t0); err != nil {
+					t.Fatal(err)
+				}
+				keys := s.Keys(stepRoom, 3)
+				for _, k := range keys {
+					if err := c.Do(ctx, c.B().Del().Key(k).Build()).Error(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for i := range 6 { // visitors of every shard
+					v := fmt.Sprintf("x%d", i)
+					if _, _, err := s.Enter(ctx, stepRoom, v, t0); !errors.Is(err, queue.ErrRoomNotFound) {
+						t.Errorf("Enter(%s) into the lost room: %v; want not found", v, err)
+					}
+				}
+				for _, k := range keys {
+					if n, err := c.Do(ctx, c.B().Exists().Key(k).Build()).AsInt64(); err != nil || n != 0 {
+						t.Errorf("%s exists after Enter into the lost room (%v)", k, err)
+					}
+				}
+				if err := s.PutRoom(ctx, stepRoom, set); err != nil {
+					t.Fatalf("PutRoom of the lost room: %v", err)
+				}
+				if e, created, err := s.Enter(ctx, stepRoom, "b", t0); err != nil || !created || e.Status != queue.Waiting {
+					t.Errorf("Enter into the room made again = %+v, %v, %v; want waiting", e, created, err)
+				}
+			})
+		}
+	})
+}
+
+// TestLineStateVersions: two updates of a room whose copies of the state
+// cross on a line shard (the later update's copy lands first) leave the
+// later state there, and SyncLines writes a copy that is missing (a line
+// shard whose primary failed over to an empty replica).
+func TestLineStateVersions(t *testing.T) {
+	backends(t, func(t *testing.T, c rueidis.Client, s *redisshard.Store) {
+		ctx := context.Background()
+		t0 := time.UnixMilli(1_800_000_000_000)
+		set := stepSettings(redisshard.Timestamp)
+		if err := s.PutRoom(ctx, stepRoom, set); err != nil {
+			t.Fatal(err)
+		}
+		var v string // a visitor of shard 1
+		for n := 0; redisshard.ShardOf(v, 2) != 1; n++ {
+			v = fmt.Sprintf("x%d", n)
+		}
+		if err := s.SetLineState(ctx, stepRoom, 2, "closed", "1900000000000002"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetLineState(ctx, stepRoom, 2, "open", "1900000000000001"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.Enter(ctx, stepRoom, v, t0); !errors.Is(err, queue.ErrRoomClosed) {
+			t.Errorf("Enter after the older copy came last: %v; want closed", err)
+		}
+		if err := c.Do(ctx, c.B().Del().Key(s.Keys(stepRoom, 2)[4+6+1]).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.Enter(ctx, stepRoom, v, t0); !errors.Is(err, queue.ErrRoomNotFound) {
+			t.Errorf("Enter on a shard without its copy: %v; want not found", err)
+		}
+		if n, err := s.SyncLines(ctx, stepRoom, 2, "open", "1900000000000003"); err != nil || n != 0 {
+			t.Fatalf("SyncLines = %d, %v; want 0 waiting", n, err)
+		}
+		if e, created, err := s.Enter(ctx, stepRoom, v, t0); err != nil || !created || e.Status != queue.Waiting {
+			t.Errorf("Enter after SyncLines = %+v, %v, %v; want a new place", e, created, err)
 		}
 	})
 }

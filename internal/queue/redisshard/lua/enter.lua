@@ -5,8 +5,10 @@
 -- written by ack.lua), KEYS[4] taken hash (visitor → the step in flight
 -- that took it, written by pop.lua)
 -- ARGV    visitor, now (ms), strategy, score (counter: the room's sequence
---         number from the home shard; else unused)
--- Returns {kind, score, rank, expires_ms}: kind 1 put in line now, 2 in line
+--         number from the home shard, seq.lua; else unused)
+-- Returns {kind, score, rank, expires_ms}: kind 0 the room does not
+-- exist (the shard's meta has no copy of its state: every line shard gets
+-- one, shard 0's meta is the home hash), 1 put in line now, 2 in line
 -- already (its old score), 3 admitted, 5 taken by a step in flight (it
 -- keeps that place: being admitted), 6 refused: the shard's copy of the
 -- room's state (Store.SetLineState) is closed or sold_out; rank is
@@ -26,6 +28,10 @@
 local wait, smeta, admitted, taken = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local visitor, now, strategy = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 
+local state = redis.call('HGET', smeta, 'state')
+if not state then
+  return {0, 0, 0, 0}
+end
 local exp = tonumber(redis.call('ZSCORE', admitted, visitor))
 if exp and exp > now then
   return {3, 0, 0, exp}
@@ -37,7 +43,6 @@ end
 if redis.call('HEXISTS', taken, visitor) == 1 then
   return {5, 0, 0, 0}
 end
-local state = redis.call('HGET', smeta, 'state')
 if state == 'closed' or state == 'sold_out' then
   return {6, 0, 0, 0}
 end

@@ -6,9 +6,13 @@
 -- KEYS[1] wait zset, KEYS[2] shard meta hash, KEYS[3] admitted zset,
 -- KEYS[4] taken hash
 -- ARGV    visitor
--- Returns 1 when the visitor was in any of them, else 0.
+-- Returns -1 when the shard has no copy of the room's state (the room
+-- does not exist), else 1 when the visitor was in any of them, else 0.
 local wait, smeta, admitted, taken = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local visitor = ARGV[1]
+if redis.call('HEXISTS', smeta, 'state') == 0 then
+  return -1
+end
 local found = redis.call('ZREM', wait, visitor) + redis.call('ZREM', admitted, visitor)
 local id = redis.call('HGET', taken, visitor)
 if id then

@@ -2,7 +2,8 @@
 -- KEYS[1] wait zset, KEYS[2] shard meta hash, KEYS[3] admitted zset,
 -- KEYS[4] taken hash
 -- ARGV    visitor, now (ms)
--- Returns {kind, score, rank, expires_ms}: kind 3 admitted (the shard's copy,
+-- Returns {kind, score, rank, expires_ms}: kind 0 the room does not exist
+-- (no copy of its state, as enter.lua), 3 admitted (the shard's copy,
 -- read before the line as enter.lua does), 2 waiting (rank 0-based within
 -- the shard), 5 taken by a step that has not acknowledged yet (being
 -- admitted; score from the step's record), 4 none of these (the home
@@ -10,6 +11,9 @@
 local wait, smeta, admitted, taken = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local visitor, now = ARGV[1], tonumber(ARGV[2])
 
+if redis.call('HEXISTS', smeta, 'state') == 0 then
+  return {0, 0, 0, 0}
+end
 local exp = tonumber(redis.call('ZSCORE', admitted, visitor))
 if exp and exp > now then
   return {3, 0, 0, exp}

@@ -11,8 +11,8 @@
 -- opens_at differs are refused (-1) and nothing is written. shards and
 -- shard_strategy are fixed once the room exists (a visitor's shard
 -- depends on them): settings that change either are refused (-2) and
--- nothing is written; a room written before they existed has one shard
--- and takes any strategy once.
+-- nothing is written; a room written before they existed has one shard,
+-- and a room of one shard takes any strategy (it has no line shards).
 -- Returns 1 when the room was created, else 0.
 --
 -- A hash without settings (no state and no max_active: counters that an
@@ -40,9 +40,10 @@ if existed and redis.call('HGET', meta, 'drawn') == '1' then
 end
 if existed then
   local shards, strategy = unpack(redis.call('HMGET', meta, 'shards', 'shard_strategy'))
+  shards = shards or '1'
   for i = 5, #ARGV, 2 do
-    if (ARGV[i] == 'shards' and ARGV[i + 1] ~= (shards or '1')) or
-        (ARGV[i] == 'shard_strategy' and strategy and ARGV[i + 1] ~= strategy) then
+    if (ARGV[i] == 'shards' and ARGV[i + 1] ~= shards) or
+        (ARGV[i] == 'shard_strategy' and shards ~= '1' and strategy and ARGV[i + 1] ~= strategy) then
       return -2
     end
   end

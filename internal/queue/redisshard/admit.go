@@ -80,20 +80,26 @@ func (s *Store) Admit(ctx context.Context, room string, now time.Time) (AdmitRes
 	return res, ferr
 }
 
+// finishTimeout bounds each of a step's last two phases (finish).
+const finishTimeout = time.Second
+
 // finish runs the step's commit and acknowledgements. They run to the end
 // whatever happens to the caller's context (a request's deadline, a
-// scheduler stopping), each within the lease: a commit without its
-// acknowledgements leaves the admitted in their shards' records, seen as
-// being admitted, until the lease ends.
+// scheduler stopping), each within finishTimeout (or the lease, if
+// shorter): a commit without its acknowledgements leaves the admitted in
+// their shards' records, seen as being admitted, until the lease ends. A
+// store that hangs makes Admit answer up to twice finishTimeout after the
+// caller's deadline.
 func (s *Store) finish(ctx context.Context, room string, l layout, st *step, now time.Time) (AdmitResult, error) {
 	ctx = context.WithoutCancel(ctx)
-	cctx, cancel := context.WithTimeout(ctx, s.lease)
+	d := min(finishTimeout, s.lease)
+	cctx, cancel := context.WithTimeout(ctx, d)
 	err := s.commitStep(cctx, room, st, now)
 	cancel()
 	if err != nil {
 		return st.res, err
 	}
-	actx, cancel := context.WithTimeout(ctx, s.lease)
+	actx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	return st.res, s.ackStep(actx, room, l, st, now)
 }

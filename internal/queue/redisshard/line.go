@@ -104,7 +104,8 @@ func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) 
 // come before it in the merge order, plus one; estimated under Estimate),
 // Active, or Gone (never entered, left, or its slot lapsed). A visitor
 // taken by an admission step that has not finished is Waiting at
-// position 1.
+// position 1. queue.ErrRoomNotFound when the visitor's shard has no copy
+// of the room's state (as Enter).
 //
 // One call to the visitor's shard; then, under Counter and Timestamp, one
 // ZCOUNT per other shard, concurrently; and a call to the home shard for a
@@ -193,8 +194,11 @@ func (s *Store) homeStatus(ctx context.Context, room, visitor string, now time.T
 // Leave removes the visitor from its shard's line and from the active set
 // (freeing its slot at once): a script on the visitor's shard (lua/leave.lua),
 // then a ZREM on the home shard. Leaving twice does nothing the second
-// time. A visitor taken by a step in flight is still admitted by that
-// step's commit if it comes after the ZREM. In a CountersOnly room only an
+// time; queue.ErrRoomNotFound when the visitor's shard has no copy of the
+// room's state (as Enter). A visitor taken by a step in flight leaves the
+// step's record (the step neither puts it back nor notes it as admitted),
+// but is still given a slot by that step's commit if it comes after the
+// ZREM. In a CountersOnly room only an
 // admitted visitor can leave: a waiting one is a number in no store, and
 // its turn is released and lapses like a ghost's.
 func (s *Store) Leave(ctx context.Context, room, visitor string) error {

@@ -129,7 +129,7 @@ type Settings struct {
 	// Shards spreads the room's waiting line over this many Redis
 	// (Cluster) shards, 1 to MaxShards; ShardStrategy orders it across
 	// them (shard.go). Both are fixed once the room exists
-	// (ErrShardsFixed). A room of more than one shard supports a subset
+	// (ErrShardsFixed; the strategy of a room of one shard may change). A room of more than one shard supports a subset
 	// of the settings (Settings.Validate names the one in the way).
 	Shards        int64
 	ShardStrategy ShardStrategy

@@ -42,8 +42,9 @@ var ShardStrategies = []ShardStrategy{ShardCounter, ShardTimestamp, ShardEstimat
 // MaxShards bounds Settings.Shards (redisshard.MaxShards).
 const MaxShards = 64
 
-// ErrShardsFixed: settings that change an existing room's shards or
-// shard_strategy (a visitor's shard depends on both).
+// ErrShardsFixed: settings that change an existing room's shards, or the
+// shard_strategy of a room of several (a visitor's shard depends on both;
+// a room of one shard has no line shards).
 var ErrShardsFixed = ErrInvalid.Detail("shards, shard_strategy: fixed when the room was created; make a new room for another layout")
 
 // Sharded reports whether the room's line is spread over several shards.

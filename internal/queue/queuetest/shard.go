@@ -110,7 +110,8 @@ func testShardedSettings(t *testing.T, s queue.Store, strategy queue.ShardStrate
 
 // testShardedLayoutFixed: settings that change shards or shard_strategy of
 // an existing room are refused (ErrShardsFixed, a 400) and change
-// nothing; others are taken.
+// nothing; others are taken. A room of one shard has no line shards: its
+// shard_strategy may change.
 func testShardedLayoutFixed(t *testing.T, s queue.Store, strategy queue.ShardStrategy) {
 	ctx := context.Background()
 	set := shardedSettings(strategy, 10, 5)
@@ -144,6 +145,15 @@ func testShardedLayoutFixed(t *testing.T, s queue.Store, strategy queue.ShardStr
 	plain.Shards, plain.ShardStrategy, plain.VisitorsPerUnit, plain.ClaimWindow = 4, strategy, 0, plain.ActiveTTL
 	if err := s.PutRoom(ctx, "plain", plain); !errors.Is(err, queue.ErrShardsFixed) {
 		t.Errorf("PutRoom making a room sharded = %v, want ErrShardsFixed", err)
+	}
+	plain = settings(10, 5)
+	if plain.ShardStrategy = queue.ShardCounter; settings(10, 5).ShardStrategy == queue.ShardCounter {
+		plain.ShardStrategy = queue.ShardEstimate
+	}
+	if err := s.PutRoom(ctx, "plain", plain); err != nil {
+		t.Errorf("PutRoom changing a one-shard room's strategy to %s = %v, want nil", plain.ShardStrategy, err)
+	} else if got := mustStats(t, s, "plain", t0).Settings; got != plain {
+		t.Errorf("settings after PutRoom = %+v, want %+v", got, plain)
 	}
 	if created, err := s.CreateRoom(ctx, "r", shardedSettings(strategy, 1, 1)); err != nil || created {
 		t.Errorf("CreateRoom of an existing room = %v, %v; want not created", created, err)

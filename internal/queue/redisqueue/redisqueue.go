@@ -473,7 +473,7 @@ func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time)
 // Leave implements queue.Store.
 func (s *Store) Leave(ctx context.Context, room, visitor string) error {
 	if s.isSharded(room) {
-		return s.shard.Leave(ctx, room, visitor)
+		return s.leaveSharded(ctx, room, visitor)
 	}
 	r, err := s.withKey(ctx, "leave", room, visitor, func(key, commitment string) ([]int64, error) {
 		n, err := s.exec(ctx, s.leave, room, s.keys(room), []string{visitor, key, commitment}).AsInt64()
@@ -490,7 +490,7 @@ func (s *Store) Leave(ctx context.Context, room, visitor string) error {
 		return notFound("leave", room)
 	case kindSharded:
 		s.sharded.Store(room, true)
-		return s.shard.Leave(ctx, room, visitor)
+		return s.leaveSharded(ctx, room, visitor)
 	}
 	return nil
 }
@@ -563,7 +563,7 @@ func (s *Store) Stats(ctx context.Context, room string, now time.Time) (queue.St
 		s.cacheSeed(room, hex.EncodeToString(st.Draw.Seed))
 	}
 	if st.Settings.Sharded() {
-		return s.statsSharded(ctx, room, st)
+		return s.statsSharded(ctx, room, st, field(arr, "state_v"))
 	}
 	return st, nil
 }
@@ -618,6 +618,19 @@ func (s *Store) SetControl(ctx context.Context, room string, next queue.Control,
 		return false, notFound("set control", room)
 	}
 	return r == 1, nil
+}
+
+// field is the value of name in a reply of name/value pairs ("0" when
+// missing).
+func field(arr []rueidis.RedisMessage, name string) string {
+	for i := 0; i+1 < len(arr); i += 2 {
+		if n, err := arr[i].ToString(); err == nil && n == name {
+			if v, err := str(arr[i+1]); err == nil {
+				return v
+			}
+		}
+	}
+	return "0"
 }
 
 // parseStats decodes stats.lua's reply: name/value pairs. Settings are read

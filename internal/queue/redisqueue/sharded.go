@@ -2,6 +2,7 @@ package redisqueue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,11 +23,15 @@ import (
 // own ({<room>#<i>}), which Redis Cluster may place on other primaries.
 //
 // Enter, Status, Leave and Admit of a sharded room go to redisshard;
-// Stats adds the lines' lengths. The store learns that a room is sharded
-// from the room's own scripts, which answer "sharded" (kind 7) instead of
-// touching the line, and then remembers it: a room's shards are fixed
-// while it exists, and a sharded room cannot be deleted yet, so what the
-// store remembers never goes stale.
+// Stats adds the lines' lengths and brings the line shards' copies of the
+// state up to the hash's (redisshard.SyncLines). The store learns that a
+// room is sharded from the room's own scripts, which answer "sharded"
+// (kind 7) instead of touching the line, and then remembers it: a room's
+// shards are fixed while it exists, and a sharded room cannot be deleted
+// yet. Only Redis losing the room (a flush, a failover to an empty
+// replica) makes what the store remembers stale: redisshard then answers
+// not found and writes nothing, and the store forgets the room (forget),
+// which may be made again with any layout.
 //
 // What a sharded room does (docs/operations.md#one-hot-room-over-several-shards):
 // its state holds (paused and closed rooms admit nobody, closed and
@@ -60,19 +65,40 @@ func shardSettings(set queue.Settings) redisshard.Settings {
 }
 
 // putSharded follows put_room.lua for a sharded room that it wrote: the
-// room's state goes to the line shards, and the store remembers the room.
+// room's state, as the hash holds it now with its version (state_v), goes
+// to the line shards, and the store remembers the room. Of two PUTs whose
+// copies cross, the copies keep the later state (line_state.lua).
 func (s *Store) putSharded(ctx context.Context, op, room string, set queue.Settings) error {
 	s.sharded.Store(room, true)
-	if err := s.shard.SetLineState(ctx, room, int(set.Shards), string(set.State)); err != nil {
+	v, err := s.c.Do(ctx, s.c.B().Hmget().Key(s.keys(room)[0]).Field("state", "state_v").Build()).ToArray()
+	if err != nil || len(v) < 2 {
+		return unavailable(op, room, fmt.Errorf("reply %v: %v", v, err))
+	}
+	state, err1 := v[0].ToString()
+	version, err2 := v[1].ToString()
+	if err1 != nil || err2 != nil { // the room went meanwhile
+		return notFound(op, room)
+	}
+	if err := s.shard.SetLineState(ctx, room, int(set.Shards), state, version); err != nil {
 		return fmt.Errorf("redisqueue: %s %s: %w", op, room, err)
 	}
 	return nil
 }
 
+// forget drops what the store remembers of a room its sharded line
+// answered not found for (Redis lost its keys: the room may be made again,
+// sharded or not), and passes err on.
+func (s *Store) forget(room string, err error) error {
+	if errors.Is(err, queue.ErrRoomNotFound) {
+		s.sharded.Delete(room)
+	}
+	return err
+}
+
 func (s *Store) enterSharded(ctx context.Context, room, visitor string, now time.Time) (queue.Entry, bool, error) {
 	e, created, err := s.shard.Enter(ctx, room, visitor, now)
 	if err != nil {
-		return queue.Entry{}, false, err
+		return queue.Entry{}, false, s.forget(room, err)
 	}
 	return shardEntry(e), created, nil
 }
@@ -80,7 +106,7 @@ func (s *Store) enterSharded(ctx context.Context, room, visitor string, now time
 func (s *Store) statusSharded(ctx context.Context, room, visitor string, now time.Time) (queue.Entry, error) {
 	e, err := s.shard.Status(ctx, room, visitor, now)
 	if err != nil {
-		return queue.Entry{}, err
+		return queue.Entry{}, s.forget(room, err)
 	}
 	return shardEntry(e), nil
 }
@@ -92,15 +118,23 @@ func shardEntry(e redisshard.Entry) queue.Entry {
 
 func (s *Store) admitSharded(ctx context.Context, room string, now time.Time) (queue.AdmitResult, error) {
 	res, err := s.shard.Admit(ctx, room, now)
-	return queue.AdmitResult{Admitted: res.Admitted}, err
+	return queue.AdmitResult{Admitted: res.Admitted}, s.forget(room, err)
+}
+
+func (s *Store) leaveSharded(ctx context.Context, room, visitor string) error {
+	return s.forget(room, s.shard.Leave(ctx, room, visitor))
 }
 
 // statsSharded completes st, read by stats.lua, for a sharded room:
 // Waiting counts every line shard; LastSeq and HeadSeq are 0 and 1, so
-// that no status poll is answered from a view (entries have no Seq).
-func (s *Store) statsSharded(ctx context.Context, room string, st queue.Stats) (queue.Stats, error) {
+// that no status poll is answered from a view (entries have no Seq). The
+// same calls bring the line shards' copies of the state up to the hash's
+// version (redisshard.SyncLines), so that a copy a PUT left behind (it
+// stopped between its two calls) or a shard lost is repaired at the next
+// refresh.
+func (s *Store) statsSharded(ctx context.Context, room string, st queue.Stats, stateVersion string) (queue.Stats, error) {
 	s.sharded.Store(room, true)
-	n, err := s.shard.Waiting(ctx, room, int(st.Settings.Shards))
+	n, err := s.shard.SyncLines(ctx, room, int(st.Settings.Shards), string(st.Settings.State), stateVersion)
 	if err != nil {
 		return queue.Stats{}, fmt.Errorf("redisqueue: stats %s: %w", room, err)
 	}

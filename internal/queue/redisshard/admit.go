@@ -50,11 +50,14 @@ type take struct {
 // acknowledge on the line shards. Several schedulers may run it at once
 // for the same room: the cap and the rate hold for the room as a whole.
 //
-// An error before the commit leaves what the step reserved and took to
-// its lease (the room admits less meanwhile; taken visitors come back in
-// line). An error from an acknowledgement comes with the result: the
-// visitors in it are admitted, and what was to be put back comes back
-// after the lease.
+// An error before the commit leaves what the step took to its lease
+// (taken visitors come back in line after it); the step still commits
+// what the other shards gave, or nobody, which gives back the unused part
+// of its reservation (an error from the reserve leaves that to the lease:
+// the room admits less meanwhile). The commit and the acknowledgements
+// run to the end whatever becomes of ctx (finish). An error from an
+// acknowledgement comes with the result: the visitors in it are admitted,
+// and what was to be put back comes back after the lease.
 func (s *Store) Admit(ctx context.Context, room string, now time.Time) (AdmitResult, error) {
 	l, err := s.layoutOf(ctx, "admit", room)
 	if err != nil {
@@ -63,86 +66,154 @@ func (s *Store) Admit(ctx context.Context, room string, now time.Time) (AdmitRes
 	if l.strategy == CountersOnly {
 		return s.releaseTurns(ctx, room, l, now)
 	}
-	id := stepID()
-	hk := s.homeKeys(room)
-	r, err := s.exec(ctx, s.reserve, hk, []string{ms(now), id, strconv.FormatInt(s.lease.Milliseconds(), 10)}).AsIntSlice()
+	st, err := s.take(ctx, room, l, now)
+	if st.res.Reserved == 0 {
+		return st.res, err
+	}
+	// After a failed peek (err) the commit is of nobody: it gives the
+	// reservation back (its tokens and slots) instead of leaving it to its
+	// lease.
+	res, ferr := s.finish(ctx, room, l, st, now)
+	if err != nil {
+		return res, err
+	}
+	return res, ferr
+}
+
+// finishTimeout bounds each of a step's last two phases (finish).
+const finishTimeout = time.Second
+
+// finish runs the step's commit and acknowledgements. They run to the end
+// whatever happens to the caller's context (a request's deadline, a
+// scheduler stopping), each within finishTimeout (or the lease, if
+// shorter): a commit without its acknowledgements leaves the admitted in
+// their shards' records, seen as being admitted, until the lease ends. A
+// store that hangs makes Admit answer up to twice finishTimeout after the
+// caller's deadline.
+func (s *Store) finish(ctx context.Context, room string, l layout, st *step, now time.Time) (AdmitResult, error) {
+	ctx = context.WithoutCancel(ctx)
+	d := min(finishTimeout, s.lease)
+	cctx, cancel := context.WithTimeout(ctx, d)
+	err := s.commitStep(cctx, room, st, now)
+	cancel()
+	if err != nil {
+		return st.res, err
+	}
+	actx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return st.res, s.ackStep(actx, room, l, st, now)
+}
+
+// step is an admission step between its phases (Admit).
+type step struct {
+	id     string
+	res    AdmitResult
+	popped [][]queued // by shard
+	errs   []error    // by shard: a failed pop or acknowledgement
+	order  []queued   // admission order
+	flags  []int64    // commit.lua's reply
+}
+
+// take runs a step's reserve, peek and pops. With nothing reserved, the
+// step ends there (res.Reserved 0).
+func (s *Store) take(ctx context.Context, room string, l layout, now time.Time) (*step, error) {
+	st := &step{id: stepID()}
+	r, err := s.exec(ctx, s.reserve, s.homeKeys(room), []string{ms(now), st.id, strconv.FormatInt(s.lease.Milliseconds(), 10)}).AsIntSlice()
 	if err != nil || len(r) < 1 {
-		return AdmitResult{}, unavailable("admit: reserve", room, fmt.Errorf("reply %v: %v", r, err))
+		return st, unavailable("admit: reserve", room, fmt.Errorf("reply %v: %v", r, err))
 	}
 	if r[0] < 0 {
-		return AdmitResult{}, notFound("admit", room)
+		return st, s.notFound("admit", room)
 	}
-	res := AdmitResult{Reserved: r[0]}
+	st.res.Reserved = r[0]
 	if r[0] == 0 {
-		return res, nil
+		return st, nil
 	}
 	turn := int(r[1])
 
 	plan, err := s.plan(ctx, room, l, r[0], turn, now)
 	if err != nil {
-		return res, err // the reservation lapses with its lease
+		return st, err // Admit commits nobody: the reservation goes back
 	}
 	leaseEnd := strconv.FormatInt(now.Add(s.lease).UnixMilli(), 10)
-	popped := make([][]queued, l.shards)
-	errs := make([]error, l.shards)
+	st.popped = make([][]queued, l.shards)
+	st.errs = make([]error, l.shards)
 	each(l.shards, func(i int) {
 		if plan[i].n == 0 {
 			return
 		}
 		k := s.shardKeys(room, i)
-		arr, err := s.exec(ctx, s.pop, []string{k[0], k[1], k[2], k[4]},
-			[]string{ms(now), id, leaseEnd, strconv.FormatInt(plan[i].n, 10), plan[i].max}).AsStrSlice()
+		arr, err := s.exec(ctx, s.pop, pick(k, kWait, kMeta, kLeases, kTaken, kGuard),
+			[]string{ms(now), st.id, leaseEnd, strconv.FormatInt(plan[i].n, 10), plan[i].max}).AsStrSlice()
 		if err != nil {
-			errs[i] = err
+			st.errs[i] = err
 			return
 		}
-		popped[i], errs[i] = pairs(arr, i)
+		st.popped[i], st.errs[i] = pairs(arr, i)
 	})
 	// A shard whose pop failed may still have taken its visitors: they
 	// come back after the lease. The others go on to the commit.
-	order := admissionOrder(l, popped, turn)
-	args := make([]string, 0, 2+len(order))
-	args = append(args, ms(now), id)
-	for _, q := range order {
+	st.order = admissionOrder(l, st.popped, turn)
+	return st, nil
+}
+
+// commitStep runs commit.lua for what the step took and sorts its
+// answer into st.res.
+func (s *Store) commitStep(ctx context.Context, room string, st *step, now time.Time) error {
+	args := make([]string, 0, 2+len(st.order))
+	args = append(args, ms(now), st.id)
+	for _, q := range st.order {
 		args = append(args, q.visitor)
 	}
-	flags, err := s.exec(ctx, s.commit, hk, args).AsIntSlice()
+	flags, err := s.exec(ctx, s.commit, s.homeKeys(room), args).AsIntSlice()
 	if err == nil && len(flags) > 0 && flags[0] < 0 {
-		return res, notFound("admit", room)
+		return s.notFound("admit", room)
 	}
-	if err != nil || len(flags) != 1+len(order) {
-		return res, unavailable("admit: commit", room, fmt.Errorf("reply of %d for %d visitors: %v", len(flags), len(order), err))
+	if err != nil || len(flags) != 1+len(st.order) {
+		return unavailable("admit: commit", room, fmt.Errorf("reply of %d for %d visitors: %v", len(flags), len(st.order), err))
 	}
-	back := make([][]string, l.shards)
-	admitted := make([][]string, l.shards)
-	for j, q := range order {
+	st.flags = flags
+	for j, q := range st.order {
 		switch flags[1+j] {
 		case 1:
-			res.Admitted = append(res.Admitted, q.visitor)
-			admitted[q.shard] = append(admitted[q.shard], q.visitor)
+			st.res.Admitted = append(st.res.Admitted, q.visitor)
 		case 0:
-			res.Dropped++
+			st.res.Dropped++
 		default:
-			res.Returned++
+			st.res.Returned++
+		}
+	}
+	return nil
+}
+
+// ackStep runs ack.lua on each shard the step took from.
+func (s *Store) ackStep(ctx context.Context, room string, l layout, st *step, now time.Time) error {
+	back := make([][]string, l.shards)
+	admitted := make([][]string, l.shards)
+	for j, q := range st.order {
+		switch st.flags[1+j] {
+		case 1:
+			admitted[q.shard] = append(admitted[q.shard], q.visitor)
+		case 2:
 			back[q.shard] = append(back[q.shard], q.score, q.visitor)
 		}
 	}
-	exp := strconv.FormatInt(flags[0], 10)
+	exp := strconv.FormatInt(st.flags[0], 10)
 	each(l.shards, func(i int) {
-		if len(popped[i]) == 0 {
+		if i >= len(st.popped) || len(st.popped[i]) == 0 {
 			return
 		}
 		k := s.shardKeys(room, i)
-		args := append([]string{id, ms(now), exp, strconv.Itoa(len(back[i]) / 2)}, back[i]...)
+		args := append([]string{st.id, ms(now), exp, strconv.Itoa(len(back[i]) / 2)}, back[i]...)
 		args = append(args, admitted[i]...)
-		if err := s.exec(ctx, s.ack, []string{k[0], k[1], k[2], k[3], k[4]}, args).Error(); err != nil && errs[i] == nil {
-			errs[i] = err
+		if err := s.exec(ctx, s.ack, k, args).Error(); err != nil && st.errs[i] == nil {
+			st.errs[i] = err
 		}
 	})
-	if err := errors.Join(errs...); err != nil {
-		return res, unavailable("admit: shard", room, err)
+	if err := errors.Join(st.errs...); err != nil {
+		return unavailable("admit: shard", room, err)
 	}
-	return res, nil
+	return nil
 }
 
 // plan decides what the step takes from each shard. Estimate: n split
@@ -167,7 +238,7 @@ func (s *Store) plan(ctx context.Context, room string, l layout, n int64, turn i
 	errs := make([]error, l.shards)
 	each(l.shards, func(i int) {
 		keys := s.shardKeys(room, i)
-		arr, err := s.exec(ctx, s.peek, []string{keys[0], keys[1], keys[2], keys[4]},
+		arr, err := s.exec(ctx, s.peek, pick(keys, kWait, kMeta, kLeases, kTaken, kGuard),
 			[]string{ms(now), strconv.FormatInt(n, 10)}).AsStrSlice()
 		if err != nil {
 			errs[i] = err

@@ -26,15 +26,16 @@ func (s *Store) countersKeys(room string) []string {
 	return []string{t + "meta", t + "active", t + "turns", t + "turn_ends", t + "guard"}
 }
 
-// enterCounters takes the next number of the visitor's shard: one HINCRBY,
-// and nothing stored for the visitor. Each call is a new turn: the ticket
+// enterCounters takes the next number of the visitor's shard: one
+// HINCRBY (in seq.lua, which checks that the room exists), and nothing
+// stored for the visitor. Each call is a new turn: the ticket
 // that carries it is what makes a visitor's entry idempotent, so a caller
 // must not call Enter for a visitor that holds a ticket of the room.
 func (s *Store) enterCounters(ctx context.Context, room, visitor string, l layout) (Entry, bool, error) {
 	i := ShardOf(visitor, l.shards)
-	n, err := s.c.Do(ctx, s.c.B().Hincrby().Key(s.shardKeys(room, i)[1]).Field("lseq").Increment(1).Build()).AsInt64()
+	n, err := s.next(ctx, "enter", room, pick(s.shardKeys(room, i), kMeta, kGuard), "lseq")
 	if err != nil {
-		return Entry{}, false, unavailable("enter", room, err)
+		return Entry{}, false, err
 	}
 	return Entry{Visitor: visitor, Status: queue.Waiting, Shard: i, Score: n, Estimated: true}, true, nil
 }
@@ -64,7 +65,7 @@ func (s *Store) Claim(ctx context.Context, room, visitor string, shard int, seq 
 	e := Entry{Visitor: visitor, Shard: shard}
 	switch r[0] {
 	case 0:
-		return Entry{}, notFound("claim", room)
+		return Entry{}, s.notFound("claim", room)
 	case kindWaiting:
 		e.Status, e.Score = queue.Waiting, seq
 		e.Position, e.Estimated = (r[1]-1)*int64(l.shards)+int64(l.shards+1)/2, l.shards > 1
@@ -100,7 +101,7 @@ func (s *Store) releaseTurns(ctx context.Context, room string, l layout, now tim
 		return AdmitResult{}, unavailable("admit: release", room, fmt.Errorf("reply %v: %v", r, err))
 	}
 	if r[0] < 0 {
-		return AdmitResult{}, notFound("admit", room)
+		return AdmitResult{}, s.notFound("admit", room)
 	}
 	res := AdmitResult{Reserved: r[0]}
 	for i := 1; i+2 < len(r); i += 3 {

@@ -27,7 +27,7 @@ func (s *Store) CrashStep(ctx context.Context, room string, l Settings, id strin
 	end := strconv.FormatInt(now.Add(5*time.Second).UnixMilli(), 10)
 	for i := range l.Shards {
 		keys := s.shardKeys(room, i)
-		arr, err := s.exec(ctx, s.pop, []string{keys[0], keys[1], keys[2], keys[4]},
+		arr, err := s.exec(ctx, s.pop, pick(keys, kWait, kMeta, kLeases, kTaken, kGuard),
 			[]string{ms(now), id, end, strconv.FormatInt(plan[i].n, 10), plan[i].max}).AsStrSlice()
 		if err != nil {
 			return r[0], nil, err
@@ -47,3 +47,51 @@ func (s *Store) CrashStep(ctx context.Context, room string, l Settings, id strin
 
 // ActiveKey is the room's active set on its home shard.
 func (s *Store) ActiveKey(room string) string { return s.homeKeys(room)[1] }
+
+// Step is an admission step run phase by phase (Admit's take, commitStep
+// and ackStep), so that a test can put a call between two phases.
+type Step struct {
+	s    *Store
+	room string
+	l    layout
+	st   *step
+	now  time.Time
+}
+
+// TakeStep runs a step's reserve, peek and pops at now.
+func (s *Store) TakeStep(ctx context.Context, room string, now time.Time) (*Step, error) {
+	l, err := s.layoutOf(ctx, "admit", room)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.take(ctx, room, l, now)
+	return &Step{s: s, room: room, l: l, st: st, now: now}, err
+}
+
+// Taken lists the visitors the step took, in admission order.
+func (p *Step) Taken() []string {
+	var out []string
+	for _, q := range p.st.order {
+		out = append(out, q.visitor)
+	}
+	return out
+}
+
+// Commit runs the step's commit.
+func (p *Step) Commit(ctx context.Context) (AdmitResult, error) {
+	err := p.s.commitStep(ctx, p.room, p.st, p.now)
+	return p.st.res, err
+}
+
+// Ack runs the step's acknowledgements.
+func (p *Step) Ack(ctx context.Context) error {
+	return p.s.ackStep(ctx, p.room, p.l, p.st, p.now)
+}
+
+// Prefix is the store's key prefix.
+func (s *Store) Prefix() string { return s.prefix }
+
+// Finish runs the step's commit and acknowledgements as Admit does.
+func (p *Step) Finish(ctx context.Context) (AdmitResult, error) {
+	return p.s.finish(ctx, p.room, p.l, p.st, p.now)
+}

@@ -2,6 +2,7 @@ package redisshard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 // Result kinds of enter.lua and status.lua.
 const (
+	kindNotFound = 0
 	kindCreated  = 1
 	kindWaiting  = 2
 	kindAdmitted = 3
@@ -46,8 +48,12 @@ type Entry struct {
 func estimate(rank int64, k int) int64 { return rank*int64(k) + int64(k+1)/2 }
 
 // Enter puts visitor in the room's line, or returns its entry: the same
-// place for a visitor already waiting (created false), Active for one
-// admitted; queue.ErrRoomClosed for a newcomer when the shard's copy of
+// place for a visitor already waiting (created false), Waiting at
+// position 1 for one an admission step has taken and not finished with
+// (it is being admitted: a reload must not give it a new place), Active
+// for one admitted; queue.ErrRoomNotFound when the visitor's shard has no
+// copy of the room's state (the room does not exist, or Redis lost it:
+// nothing is written then); queue.ErrRoomClosed for a newcomer when the shard's copy of
 // the room's state (SetLineState) is closed or sold_out. Its Position is the estimate from the rank in the shard
 // (exact with one shard); Status gives the exact one. Under Counter it
 // costs a call to the home shard (the sequence number) and one to the
@@ -62,25 +68,31 @@ func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) 
 	}
 	seq := ""
 	if l.strategy == Counter {
-		n, err := s.c.Do(ctx, s.c.B().Hincrby().Key(s.homeKeys(room)[0]).Field("seq").Increment(1).Build()).AsInt64()
+		hk := s.homeKeys(room)
+		n, err := s.next(ctx, "enter", room, []string{hk[0], hk[3]}, "seq")
 		if err != nil {
-			return Entry{}, false, unavailable("enter", room, err)
+			return Entry{}, false, err
 		}
 		seq = strconv.FormatInt(n, 10)
 	}
 	i := ShardOf(visitor, l.shards)
 	k := s.shardKeys(room, i)
-	r, err := s.exec(ctx, s.enter, []string{k[0], k[1], k[3], k[4]}, []string{visitor, ms(now), string(l.strategy), seq}).AsIntSlice()
+	r, err := s.exec(ctx, s.enter, pick(k, kWait, kMeta, kAdmitted, kTaken, kGuard), []string{visitor, ms(now), string(l.strategy), seq}).AsIntSlice()
 	if err != nil || len(r) < 4 {
 		return Entry{}, false, unavailable("enter", room, fmt.Errorf("reply %v: %v", r, err))
 	}
 	e := Entry{Visitor: visitor, Shard: i}
 	switch r[0] {
+	case kindNotFound:
+		return Entry{}, false, s.notFound("enter", room)
 	case kindAdmitted:
 		e.Status, e.ExpiresAt = queue.Active, time.UnixMilli(r[3]).UTC()
 		return e, false, nil
 	case kindRefused:
 		return Entry{}, false, fmt.Errorf("redisshard: enter %s: %w", room, queue.ErrRoomClosed)
+	case kindTaken:
+		e.Status, e.Position = queue.Waiting, 1
+		return e, false, nil
 	}
 	e.Status, e.Score = queue.Waiting, r[1]
 	e.Position, e.Estimated = estimate(r[2], l.shards), l.shards > 1
@@ -92,7 +104,8 @@ func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) 
 // come before it in the merge order, plus one; estimated under Estimate),
 // Active, or Gone (never entered, left, or its slot lapsed). A visitor
 // taken by an admission step that has not finished is Waiting at
-// position 1.
+// position 1. queue.ErrRoomNotFound when the visitor's shard has no copy
+// of the room's state (as Enter).
 //
 // One call to the visitor's shard; then, under Counter and Timestamp, one
 // ZCOUNT per other shard, concurrently; and a call to the home shard for a
@@ -111,12 +124,14 @@ func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time)
 	}
 	i := ShardOf(visitor, l.shards)
 	k := s.shardKeys(room, i)
-	r, err := s.exec(ctx, s.status, []string{k[0], k[1], k[2], k[3], k[4]}, []string{visitor, ms(now)}).AsIntSlice()
+	r, err := s.exec(ctx, s.status, pick(k, kWait, kMeta, kAdmitted, kTaken, kGuard), []string{visitor, ms(now)}).AsIntSlice()
 	if err != nil || len(r) < 4 {
 		return Entry{}, unavailable("status", room, fmt.Errorf("reply %v: %v", r, err))
 	}
 	e := Entry{Visitor: visitor, Shard: i}
 	switch r[0] {
+	case kindNotFound:
+		return Entry{}, s.notFound("status", room)
 	case kindAdmitted:
 		e.Status, e.ExpiresAt = queue.Active, time.UnixMilli(r[3]).UTC()
 		return e, nil
@@ -179,8 +194,11 @@ func (s *Store) homeStatus(ctx context.Context, room, visitor string, now time.T
 // Leave removes the visitor from its shard's line and from the active set
 // (freeing its slot at once): a script on the visitor's shard (lua/leave.lua),
 // then a ZREM on the home shard. Leaving twice does nothing the second
-// time. A visitor taken by a step in flight is still admitted by that
-// step's commit if it comes after the ZREM. In a CountersOnly room only an
+// time; queue.ErrRoomNotFound when the visitor's shard has no copy of the
+// room's state (as Enter). A visitor taken by a step in flight leaves the
+// step's record (the step neither puts it back nor notes it as admitted),
+// but is still given a slot by that step's commit if it comes after the
+// ZREM. In a CountersOnly room only an
 // admitted visitor can leave: a waiting one is a number in no store, and
 // its turn is released and lapses like a ghost's.
 func (s *Store) Leave(ctx context.Context, room, visitor string) error {
@@ -189,8 +207,12 @@ func (s *Store) Leave(ctx context.Context, room, visitor string) error {
 		return err
 	}
 	k := s.shardKeys(room, ShardOf(visitor, l.shards))
-	if err := s.exec(ctx, s.leave, []string{k[0], k[1], k[2], k[3], k[4]}, []string{visitor}).Error(); err != nil {
+	r, err := s.exec(ctx, s.leave, pick(k, kWait, kMeta, kAdmitted, kTaken, kGuard), []string{visitor}).AsInt64()
+	if err != nil {
 		return unavailable("leave", room, err)
+	}
+	if r < 0 {
+		return s.notFound("leave", room)
 	}
 	if err := s.c.Do(ctx, s.c.B().Zrem().Key(s.homeKeys(room)[1]).Member(visitor).Build()).Error(); err != nil {
 		return unavailable("leave", room, err)
@@ -198,23 +220,48 @@ func (s *Store) Leave(ctx context.Context, room, visitor string) error {
 	return nil
 }
 
-// SetLineState writes the room's state (queue.RoomState) to line shards
-// 1 to shards-1, where enter.lua reads it; shard 0 shares the home meta
-// hash, which holds the state already (reserve.lua and commit.lua read it
-// there). The writes go out together, not atomically: an Enter on a shard
-// not yet written follows the old state. Rooms that never set a state are
-// open.
-func (s *Store) SetLineState(ctx context.Context, room string, shards int, state string) error {
-	cmds := make(rueidis.Commands, 0, shards)
-	for i := 1; i < shards; i++ {
-		cmds = append(cmds, s.c.B().Hset().Key(s.shardKeys(room, i)[1]).FieldValue().FieldValue("state", state).Build())
-	}
-	for _, r := range s.c.DoMulti(ctx, cmds...) {
-		if err := r.Error(); err != nil {
-			return unavailable("set line state", room, err)
-		}
+// SetLineState writes the room's state (queue.RoomState) and its version
+// (the home hash's state_v, which every update of the room moves on) to
+// line shards 1 to shards-1, where enter.lua reads it; shard 0 shares the
+// home meta hash, which holds the state already (reserve.lua and
+// commit.lua read it there). A copy is written only if its version is
+// newer than the copy's (line_state.lua): of two updates whose copies
+// cross, the later one's state stays. The writes go out together, not
+// atomically: an Enter on a shard not yet written follows the old state,
+// and a shard without a copy answers that the room does not exist, until
+// the next SetLineState or SyncLines (redisqueue's Stats) writes it.
+func (s *Store) SetLineState(ctx context.Context, room string, shards int, state, version string) error {
+	_, err := s.SyncLines(ctx, room, shards, state, version)
+	if err != nil {
+		return fmt.Errorf("redisshard: set line state %s: %w", room, err)
 	}
 	return nil
+}
+
+// SyncLines is SetLineState that also counts the visitors in the room's
+// lines (Waiting), in one call per shard: redisqueue's Stats runs it, so
+// that a copy left behind (an update that stopped between its two calls,
+// a shard's primary that failed over to an empty replica) is repaired at
+// the next refresh.
+func (s *Store) SyncLines(ctx context.Context, room string, shards int, state, version string) (int64, error) {
+	counts := make([]int64, shards)
+	errs := make([]error, shards)
+	each(shards, func(i int) {
+		k := s.shardKeys(room, i)
+		if i == 0 {
+			counts[i], errs[i] = s.c.Do(ctx, s.c.B().Zcard().Key(k[kWait]).Build()).AsInt64()
+			return
+		}
+		counts[i], errs[i] = s.exec(ctx, s.lineState, pick(k, kMeta, kWait, kGuard), []string{state, version}).AsInt64()
+	})
+	if err := errors.Join(errs...); err != nil {
+		return 0, unavailable("sync lines", room, err)
+	}
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	return n, nil
 }
 
 // Waiting counts the visitors in the room's lines, the shards read one
@@ -232,6 +279,19 @@ func (s *Store) Waiting(ctx context.Context, room string, shards int) (int64, er
 			return 0, unavailable("waiting", room, err)
 		}
 		n += c
+	}
+	return n, nil
+}
+
+// next is the next number of the counter field in the meta hash keys[0]
+// (keys[1] is its slot's guard), if the room exists there (seq.lua).
+func (s *Store) next(ctx context.Context, op, room string, keys []string, field string) (int64, error) {
+	n, err := s.exec(ctx, s.seq, keys, []string{field}).AsInt64()
+	if err != nil {
+		return 0, unavailable(op, room, err)
+	}
+	if n < 0 {
+		return 0, s.notFound(op, room)
 	}
 	return n, nil
 }

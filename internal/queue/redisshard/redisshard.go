@@ -1,9 +1,9 @@
 // Package redisshard is one hot room's line spread over several Redis
 // Cluster shards (issue 11 §3; seed 003 §7): its core operations only —
 // Enter, Status, Leave and the admission step, Admit, in the room's state
-// (a state field in the home meta hash and its copy on each line shard,
-// SetLineState: paused, closed and sold_out admit nobody, closed and
-// sold_out refuse newcomers; a room without one is open) — not the whole
+// (a state field in the home meta hash, open unless set, and its copy on
+// each line shard, SetLineState: paused, closed and sold_out admit nobody,
+// closed and sold_out refuse newcomers) — not the whole
 // queue.Store (no pre-queue draw, presence parking, inventory cap,
 // adaptive rate, passthrough, claim window, room deletion or listing
 // yet). It is what the strategies were built and measured with
@@ -20,13 +20,14 @@
 // A room has a home shard and Settings.Shards line shards, each its own
 // hash tag so that Redis Cluster may place them on different primaries:
 //
-//	<prefix>{<room>}:meta        home: settings, the token bucket, the counter's seq, admitted_total, r:<step> reservations
+//	<prefix>{<room>}:meta        home: settings, state and state_v, the token bucket, the counter's seq, admitted_total, r:<step> reservations
 //	<prefix>{<room>}:active      home: admitted visitor → expiry (ms); the only authority on who holds a slot
 //	<prefix>{<room>}:resv        home: step id → lease end (ms), the steps between reserve and commit
 //	<prefix>{<room#i>}:wait      line shard i: visitor → score (shard 0 uses the home tag {<room>})
-//	<prefix>{<room#i>}:meta      line shard i: the shard's last score or seq, t:<step> what a step took
+//	<prefix>{<room#i>}:meta      line shard i: the copy of state and state_v, the shard's last score or seq, t:<step> what a step took
 //	<prefix>{<room#i>}:leases    line shard i: step id → lease end (ms), the steps not yet acknowledged
 //	<prefix>{<room#i>}:admitted  line shard i: a copy of its admitted visitors → expiry, for Enter and Status
+//	<prefix>{<room#i>}:taken     line shard i: visitor → the step in flight that took it (pop to ack or reclaim)
 //	…:guard                      never written; every script declares its slot's (redisqueue.Store's guard key)
 //
 // and for CountersOnly, besides meta (h:<i> each shard's head, c:<batch>
@@ -45,7 +46,7 @@
 // between two syncs or leave a shard's share idle while another's line is
 // long. The home shard's load is a handful of calls per admission step,
 // never per waiting visitor (except the counter strategy's one HINCRBY per
-// entry, which is what that strategy costs).
+// entry, in seq.lua, which is what that strategy costs).
 //
 // An admission step of a line strategy is five phases (Admit):
 // reserve.lua on the home shard takes n tokens and n free slots under the
@@ -59,7 +60,13 @@
 // ignored and fresh tokens are taken), dropping visitors already active,
 // and refunding unused tokens; ack.lua on each shard ends the record, puts
 // back what the commit did not admit with its old score (compensation),
-// and notes the admitted in the shard's copy. The shard calls of one phase
+// and notes the admitted in the shard's copy (and takes them out of the
+// line), acting only on the visitors still in the step's record: one who
+// left meanwhile is neither put back nor noted. A visitor a step has
+// taken keeps that place until the step ends: its Enter (a reload)
+// answers waiting at 1, as Status does, and gives it no new place; Enter
+// and Status read the shard's copy of the admitted before its line. The
+// shard calls of one phase
 // run concurrently, so a step takes five round trips (four without the
 // peek: under Estimate, or with one shard). A CountersOnly step is two:
 // the shards' counters, read concurrently, then release.lua on the home
@@ -78,8 +85,10 @@
 //   - after commit, before ack: the visitors are active; after the lease
 //     reclaim.lua puts them back in line too, and the commit.lua of the
 //     step that takes them again drops them as already active (no token,
-//     no slot). The shard's copy of admitted visitors misses them, so an
-//     Enter meanwhile would queue them again (dropped the same way).
+//     no slot). Until the lease ends they are "waiting" at 1 to Enter and
+//     Status; then waiting in their old places, and the shard's copy of
+//     admitted visitors misses them (the step's late ack, if it comes,
+//     finds no record and does nothing).
 //
 // Scripts never run half (the guard key, as in redisqueue), the cap is
 // never exceeded and the rate never beaten whatever fails: only the home
@@ -87,9 +96,26 @@
 // lease may admit a visitor twice if its slot also expired in between
 // (the lease is seconds, a slot minutes).
 //
+// A room exists where its hash holds state: every script that could write
+// into a room Redis has lost (a flush, a failover to an empty replica)
+// checks first (enter.lua, status.lua, leave.lua and seq.lua, the
+// counters' HINCRBY, on the visitor's shard's copy; reserve.lua and
+// commit.lua the home hash's settings) and answers not found, writing
+// nothing; the store then forgets the
+// room's layout, and PutRoom makes the room again (put_room.lua replaces a
+// hash without settings). A line shard's copy carries the version of the
+// home's state (state_v: the creation time in µs, plus one per update), and
+// is written only by a newer one (line_state.lua), so that two updates
+// whose copies cross leave the later state; SyncLines (redisqueue's Stats)
+// writes a copy missing or behind. Until then a line shard that lost its
+// copy answers not found, and one that kept its copy while the home hash
+// was lost takes newcomers into a line no step reaches until the room is
+// made again (with the same layout, they are then in its line).
+//
 // Limits: Leave of a visitor taken by a step in flight takes it out of the
-// step's record (it is not put back in line), but the step's commit, if it
-// comes after, still admits it. Shards and strategy are fixed when the room is
+// step's record (the step's ack neither puts it back in line nor notes it
+// as admitted), but the step's commit, if it comes after, still admits it:
+// it holds a slot until the slot lapses. Shards and strategy are fixed when the room is
 // created (a visitor's shard depends on them); PutRoom refuses to change
 // them. Hash tags are placed by CRC16, not by primary: K shards on P
 // primaries are balanced only on average (check with CLUSTER KEYSLOT, or
@@ -139,6 +165,10 @@ var (
 	releaseLua string
 	//go:embed lua/claim.lua
 	claimLua string
+	//go:embed lua/seq.lua
+	seqLua string
+	//go:embed lua/line_state.lua
+	lineStateLua string
 )
 
 // DefaultLease is how long a step's reservation and its taken visitors
@@ -153,6 +183,7 @@ type Store struct {
 	rooms  sync.Map // room → layout, read once from the home shard
 
 	putRoomScript, reserve, commit, enter, status, peek, pop, ack, leave, release, claim *rueidis.Lua
+	seq, lineState                                                                       *rueidis.Lua
 }
 
 // New returns a store that keeps its keys under prefix on the server or
@@ -177,6 +208,8 @@ func New(c rueidis.Client, prefix string, lease time.Duration) *Store {
 		leave:         rueidis.NewLuaScript(leaveLua),
 		release:       rueidis.NewLuaScript(bucketLua + releaseLua),
 		claim:         rueidis.NewLuaScript(claimLua),
+		seq:           rueidis.NewLuaScript(seqLua),
+		lineState:     rueidis.NewLuaScript(lineStateLua),
 	}
 }
 
@@ -210,12 +243,31 @@ func (s *Store) homeKeys(room string) []string {
 	return []string{t + "meta", t + "active", t + "resv", t + "guard"}
 }
 
-// shardKeys are wait, meta, leases, admitted and the guard of shard i.
-// Shard 0's meta is the home meta hash (the same tag): its fields (last,
-// seq, t:<step>) do not collide with the home's.
+// shardKeys are wait, meta, leases, admitted, taken and the guard of
+// shard i. Shard 0's meta is the home meta hash (the same tag): its fields
+// (last, seq, t:<step>) do not collide with the home's.
 func (s *Store) shardKeys(room string, i int) []string {
 	t := s.shardTag(room, i)
-	return []string{t + "wait", t + "meta", t + "leases", t + "admitted", t + "guard"}
+	return []string{t + "wait", t + "meta", t + "leases", t + "admitted", t + "taken", t + "guard"}
+}
+
+// Indexes in shardKeys.
+const (
+	kWait = iota
+	kMeta
+	kLeases
+	kAdmitted
+	kTaken
+	kGuard
+)
+
+// pick lists keys[i] for each i.
+func pick(keys []string, idx ...int) []string {
+	out := make([]string, len(idx))
+	for j, i := range idx {
+		out[j] = keys[i]
+	}
+	return out
 }
 
 // Keys lists every key the room may have, home first (for tests and
@@ -240,14 +292,20 @@ func unavailable(op, room string, err error) error {
 	return fmt.Errorf("redisshard: %s %s: %w: %v", op, room, queue.ErrUnavailable, err)
 }
 
-func notFound(op, room string) error {
+// notFound is the answer for a room that does not exist. The store
+// forgets the room's layout: a room Redis lost may be made again, with
+// another.
+func (s *Store) notFound(op, room string) error {
+	s.rooms.Delete(room)
 	return fmt.Errorf("redisshard: %s %s: %w", op, room, queue.ErrRoomNotFound)
 }
 
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
-// PutRoom creates the room or updates its settings. Shards and Strategy
-// cannot change once the room exists (queue.ErrInvalid).
+// PutRoom creates the room or updates its settings, then writes the
+// room's state (open unless set otherwise) to its line shards
+// (SetLineState). Shards and Strategy cannot change once the room exists
+// (queue.ErrInvalid).
 func (s *Store) PutRoom(ctx context.Context, room string, set Settings) error {
 	if !queue.ValidRoomID(room) {
 		return fmt.Errorf("redisshard: put room: %w", queue.ErrInvalid.Detail("room: want [a-z0-9][a-z0-9-]{0,63}"))
@@ -257,16 +315,25 @@ func (s *Store) PutRoom(ctx context.Context, room string, set Settings) error {
 	}
 	args := append([]string{"0"}, settingPairs(set)...)
 	keys := s.homeKeys(room)
-	r, err := s.exec(ctx, s.putRoomScript, []string{keys[0], keys[3]}, args).AsInt64()
+	r, err := s.exec(ctx, s.putRoomScript, []string{keys[0], keys[3]}, args).ToArray()
+	if err != nil || len(r) < 3 {
+		return unavailable("put room", room, fmt.Errorf("reply %v: %v", r, err))
+	}
+	code, err := r[0].AsInt64()
 	if err != nil {
 		return unavailable("put room", room, err)
 	}
-	if r < 0 {
+	if code < 0 {
 		return fmt.Errorf("redisshard: put room %s: %w", room,
 			queue.ErrInvalid.Detail("shards, shard_strategy: fixed when the room was created"))
 	}
 	s.rooms.Store(room, layout{shards: set.Shards, strategy: set.Strategy})
-	return nil
+	state, err1 := r[1].ToString()
+	version, err2 := r[2].ToString()
+	if err := errors.Join(err1, err2); err != nil {
+		return unavailable("put room", room, err)
+	}
+	return s.SetLineState(ctx, room, set.Shards, state, version)
 }
 
 // Settings reads the room's settings from its home shard.
@@ -275,8 +342,8 @@ func (s *Store) Settings(ctx context.Context, room string) (Settings, error) {
 	if err != nil {
 		return Settings{}, unavailable("settings", room, err)
 	}
-	if len(named) == 0 {
-		return Settings{}, notFound("settings", room)
+	if _, ok := named["max_active"]; !ok { // no hash, or counters left in a lost room's
+		return Settings{}, s.notFound("settings", room)
 	}
 	set, err := decodeSettings(named)
 	if err != nil {
@@ -293,7 +360,7 @@ func (s *Store) layoutOf(ctx context.Context, op, room string) (layout, error) {
 	set, err := s.Settings(ctx, room)
 	if err != nil {
 		if errors.Is(err, queue.ErrRoomNotFound) {
-			return layout{}, notFound(op, room)
+			return layout{}, s.notFound(op, room)
 		}
 		return layout{}, err
 	}

@@ -358,7 +358,7 @@ func TestKeys(t *testing.T) {
 	slots := map[int64]int{}
 	members := int64(0)
 	for i := range k {
-		shard := keys[4+5*i : 9+5*i]
+		shard := keys[4+6*i : 10+6*i]
 		first := slot(shard[0])
 		for _, key := range shard[1:] {
 			if slot(key) != first {

@@ -11,14 +11,25 @@
 -- opens_at differs are refused (-1) and nothing is written. shards and
 -- shard_strategy are fixed once the room exists (a visitor's shard
 -- depends on them): settings that change either are refused (-2) and
--- nothing is written; a room written before they existed has one shard
--- and takes any strategy once. Returns 1 when the room was created, else 0.
+-- nothing is written; a room written before they existed has one shard,
+-- and a room of one shard takes any strategy (it has no line shards).
+-- Returns 1 when the room was created, else 0.
+--
+-- A hash without settings (no state and no max_active: counters that an
+-- older instance wrote into a sharded room Redis had lost) is no room: it
+-- is replaced. state_v versions the state for the copies a sharded room
+-- keeps on its line shards (redisshard's line_state.lua): it starts at the
+-- creation time in µs (Redis' clock; the copies a lost room left are
+-- older) and every write of the settings adds one.
 local meta = KEYS[1]
 local only_create, batch, seed, commitment = ARGV[1] == '1', tonumber(ARGV[2]), ARGV[3], ARGV[4]
 
-local existed = redis.call('EXISTS', meta) == 1
+local existed = redis.call('HEXISTS', meta, 'state') == 1 or redis.call('HEXISTS', meta, 'max_active') == 1
 if existed and only_create then
   return 0
+end
+if not existed then
+  redis.call('DEL', meta)
 end
 if existed and redis.call('HGET', meta, 'drawn') == '1' then
   for i = 5, #ARGV, 2 do
@@ -29,9 +40,10 @@ if existed and redis.call('HGET', meta, 'drawn') == '1' then
 end
 if existed then
   local shards, strategy = unpack(redis.call('HMGET', meta, 'shards', 'shard_strategy'))
+  shards = shards or '1'
   for i = 5, #ARGV, 2 do
-    if (ARGV[i] == 'shards' and ARGV[i + 1] ~= (shards or '1')) or
-        (ARGV[i] == 'shard_strategy' and strategy and ARGV[i + 1] ~= strategy) then
+    if (ARGV[i] == 'shards' and ARGV[i + 1] ~= shards) or
+        (ARGV[i] == 'shard_strategy' and shards ~= '1' and strategy and ARGV[i + 1] ~= strategy) then
       return -2
     end
   end
@@ -56,8 +68,11 @@ redis.call('HSET', meta, 'batch', batch, 'tokens', string.format('%.17g', tokens
 if seed ~= '' and redis.call('HSETNX', meta, 'draw_seed', seed) == 1 then
   redis.call('HSET', meta, 'draw_commitment', commitment)
 end
-if not existed then
-  redis.call('HSET', meta, 'seq', 0, 'admitted_total', 0)
+if existed then
+  redis.call('HINCRBY', meta, 'state_v', 1)
+else
+  local t = redis.call('TIME')
+  redis.call('HSET', meta, 'seq', 0, 'admitted_total', 0, 'state_v', t[1] .. string.format('%06d', tonumber(t[2])))
 end
 if reset then
   for _, f in ipairs(redis.call('HKEYS', meta)) do

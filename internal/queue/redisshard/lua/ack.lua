@@ -4,29 +4,47 @@
 -- shard), and put back in line, with their scores, those it did not admit
 -- (the compensation).
 -- KEYS[1] wait zset, KEYS[2] shard meta hash, KEYS[3] leases zset, KEYS[4]
--- admitted zset
+-- admitted zset, KEYS[5] taken hash
 -- ARGV    step id, now (ms), expires_ms, the number b of visitors to put
 --         back, then b score/visitor pairs, then the admitted visitors
--- Returns the number put back. A visitor who entered again meanwhile
--- keeps the lower (earlier) of its two scores.
-local wait, smeta, leases, admitted = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+-- Returns the number put back.
+--
+-- It acts only on the visitors still in the step's record: one who left
+-- meanwhile (leave.lua took it out) is neither put back nor noted as
+-- admitted; a record already reclaimed (the step was slower than its
+-- lease: its visitors are back in line) is left to the next commit.lua,
+-- which drops those it made active.
+local wait, smeta, leases, admitted, taken = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local id, now, exp, b = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local rec = redis.call('HGET', smeta, 't:' .. id)
 redis.call('HDEL', smeta, 't:' .. id)
 redis.call('ZREM', leases, id)
-local back = {}
-for i = 5, 4 + 2 * b do
-  back[#back + 1] = ARGV[i]
+if not rec then
+  return 0
 end
-for i = 1, #back, 2000 do
-  redis.call('ZADD', wait, 'LT', unpack(back, i, math.min(i + 1999, #back)))
+local held = {}
+local pairs = cmsgpack.unpack(rec)
+for j = 1, #pairs, 2 do
+  local v = pairs[j + 1]
+  held[v] = pairs[j]
+  if redis.call('HGET', taken, v) == id then
+    redis.call('HDEL', taken, v)
+  end
+end
+local n = 0
+for i = 5, 3 + 2 * b, 2 do
+  local v = ARGV[i + 1]
+  if held[v] then
+    redis.call('ZADD', wait, 'LT', held[v], v)
+    n = n + 1
+  end
 end
 redis.call('ZREMRANGEBYSCORE', admitted, '-inf', now)
-local adm = {}
 for i = 5 + 2 * b, #ARGV do
-  adm[#adm + 1] = exp
-  adm[#adm + 1] = ARGV[i]
+  local v = ARGV[i]
+  if held[v] then
+    redis.call('ZADD', admitted, exp, v)
+    redis.call('ZREM', wait, v)
+  end
 end
-for i = 1, #adm, 2000 do
-  redis.call('ZADD', admitted, unpack(adm, i, math.min(i + 1999, #adm)))
-end
-return b
+return n

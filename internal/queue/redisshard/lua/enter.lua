@@ -2,13 +2,20 @@
 -- (Store.Enter).
 -- KEYS[1] wait zset (visitor → score), KEYS[2] shard meta hash, KEYS[3]
 -- admitted zset (the shard's copy of its admitted visitors → expiry ms,
--- written by ack.lua)
+-- written by ack.lua), KEYS[4] taken hash (visitor → the step in flight
+-- that took it, written by pop.lua)
 -- ARGV    visitor, now (ms), strategy, score (counter: the room's sequence
---         number from the home shard; else unused)
--- Returns {kind, score, rank, expires_ms}: kind 1 put in line now, 2 in
--- line already (its old score), 3 admitted, 6 refused: the shard's copy of
--- the room's state (state, written by Store.SetLineState; none: open) is
--- closed or sold_out; rank is 0-based within the shard.
+--         number from the home shard, seq.lua; else unused)
+-- Returns {kind, score, rank, expires_ms}: kind 0 the room does not
+-- exist (the shard's meta has no copy of its state: every line shard gets
+-- one, shard 0's meta is the home hash), 1 put in line now, 2 in line
+-- already (its old score), 3 admitted, 5 taken by a step in flight (it
+-- keeps that place: being admitted), 6 refused: the shard's copy of the
+-- room's state (Store.SetLineState) is closed or sold_out; rank is
+-- 0-based within the shard. Nothing is written unless kind is 1.
+--
+-- The admitted copy is read before the line: a visitor both admitted and
+-- in line (a step's record reclaimed after its commit) is admitted.
 --
 -- The score orders the shard's line and, across shards, the room's:
 --   counter    the room-wide sequence number (one HINCRBY on the home shard)
@@ -18,18 +25,24 @@
 --              (ties broken by shard index; 1,024 per ms per shard keep
 --              pace with the clock; scores stay exact doubles until 2248)
 --   estimate   the shard's own sequence number, lseq (no order across shards)
-local wait, smeta, admitted = KEYS[1], KEYS[2], KEYS[3]
+local wait, smeta, admitted, taken = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local visitor, now, strategy = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 
-local old = redis.call('ZSCORE', wait, visitor)
-if old then
-  return {2, tonumber(old), redis.call('ZRANK', wait, visitor), 0}
+local state = redis.call('HGET', smeta, 'state')
+if not state then
+  return {0, 0, 0, 0}
 end
 local exp = tonumber(redis.call('ZSCORE', admitted, visitor))
 if exp and exp > now then
   return {3, 0, 0, exp}
 end
-local state = redis.call('HGET', smeta, 'state')
+local old = redis.call('ZSCORE', wait, visitor)
+if old then
+  return {2, tonumber(old), redis.call('ZRANK', wait, visitor), 0}
+end
+if redis.call('HEXISTS', taken, visitor) == 1 then
+  return {5, 0, 0, 0}
+end
 if state == 'closed' or state == 'sold_out' then
   return {6, 0, 0, 0}
 end

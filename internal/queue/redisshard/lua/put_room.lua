@@ -3,12 +3,19 @@
 -- KEYS[1] home meta hash
 -- ARGV    only_create ("1": leave an existing room as it is), then
 --         setting name/value pairs (settings.go, settingFields)
--- Returns 1 created, 0 updated (or left as it was), -1 when the update
--- would change shards or shard_strategy, which are fixed at creation.
+-- Returns {code, state, state_v}: code 1 created, 0 updated (or left as
+-- it was), -1 when the update would change shards or shard_strategy,
+-- which are fixed at creation; the room's state (open unless set) and its
+-- version, for the line shards' copies (line_state.lua).
+--
+-- A hash without settings (no state, no max_active: counters an older
+-- instance wrote into a room Redis had lost) is no room: it is replaced.
+-- state_v starts at the creation time in µs (Redis' clock), so that the
+-- copies a lost room left on other shards are older than the new room's.
 local meta = KEYS[1]
-local exists = redis.call('EXISTS', meta) == 1
+local exists = redis.call('HEXISTS', meta, 'state') == 1 or redis.call('HEXISTS', meta, 'max_active') == 1
 if exists and ARGV[1] == '1' then
-  return 0
+  return {0, redis.call('HGET', meta, 'state'), redis.call('HGET', meta, 'state_v')}
 end
 local set = {}
 for i = 2, #ARGV, 2 do
@@ -17,13 +24,16 @@ end
 if exists then
   local shards, strategy = unpack(redis.call('HMGET', meta, 'shards', 'shard_strategy'))
   if shards ~= set['shards'] or strategy ~= set['shard_strategy'] then
-    return -1
+    return {-1, '', '0'}
   end
+  redis.call('HINCRBY', meta, 'state_v', 1)
+else
+  redis.call('DEL', meta)
+  local t = redis.call('TIME')
+  redis.call('HSET', meta, 'state_v', t[1] .. string.format('%06d', tonumber(t[2])))
 end
 for i = 2, #ARGV, 2 do
   redis.call('HSET', meta, ARGV[i], ARGV[i + 1])
 end
-if exists then
-  return 0
-end
-return 1
+redis.call('HSETNX', meta, 'state', 'open')
+return {exists and 0 or 1, redis.call('HGET', meta, 'state'), redis.call('HGET', meta, 'state_v')}

@@ -1,31 +1,34 @@
 -- status.lua: a visitor's place in its shard (Store.Status).
--- KEYS[1] wait zset, KEYS[2] shard meta hash, KEYS[3] leases zset, KEYS[4]
--- admitted zset
+-- KEYS[1] wait zset, KEYS[2] shard meta hash, KEYS[3] admitted zset,
+-- KEYS[4] taken hash
 -- ARGV    visitor, now (ms)
--- Returns {kind, score, rank, expires_ms}: kind 2 waiting (rank 0-based
--- within the shard), 3 admitted (the shard's copy), 5 taken by a step
--- that has not acknowledged yet (being admitted), 4 none of these (the
--- home shard's active set has the last word).
-local wait, smeta, leases, admitted = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+-- Returns {kind, score, rank, expires_ms}: kind 0 the room does not exist
+-- (no copy of its state, as enter.lua), 3 admitted (the shard's copy,
+-- read before the line as enter.lua does), 2 waiting (rank 0-based within
+-- the shard), 5 taken by a step that has not acknowledged yet (being
+-- admitted; score from the step's record), 4 none of these (the home
+-- shard's active set has the last word).
+local wait, smeta, admitted, taken = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local visitor, now = ARGV[1], tonumber(ARGV[2])
 
-local score = redis.call('ZSCORE', wait, visitor)
-if score then
-  return {2, tonumber(score), redis.call('ZRANK', wait, visitor), 0}
+if redis.call('HEXISTS', smeta, 'state') == 0 then
+  return {0, 0, 0, 0}
 end
 local exp = tonumber(redis.call('ZSCORE', admitted, visitor))
 if exp and exp > now then
   return {3, 0, 0, exp}
 end
-local steps = redis.call('ZRANGE', leases, 0, -1)
-for i = 1, #steps do
-  local taken = redis.call('HGET', smeta, 't:' .. steps[i])
-  if taken then
-    local pairs = cmsgpack.unpack(taken)
-    for j = 2, #pairs, 2 do
-      if pairs[j] == visitor then
-        return {5, tonumber(pairs[j - 1]), 0, 0}
-      end
+local score = redis.call('ZSCORE', wait, visitor)
+if score then
+  return {2, tonumber(score), redis.call('ZRANK', wait, visitor), 0}
+end
+local id = redis.call('HGET', taken, visitor)
+local rec = id and redis.call('HGET', smeta, 't:' .. id)
+if rec then
+  local pairs = cmsgpack.unpack(rec)
+  for j = 2, #pairs, 2 do
+    if pairs[j] == visitor then
+      return {5, tonumber(pairs[j - 1]), 0, 0}
     end
   end
 end

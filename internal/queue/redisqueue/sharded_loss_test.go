@@ -1,0 +1,155 @@
+package redisqueue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"usher/internal/queue"
+	"usher/internal/queue/redisqueue"
+	"usher/internal/queue/redisshard"
+	"usher/internal/testenv"
+)
+
+// visitorOf returns a visitor id whose shard of k is i.
+func visitorOf(i, k int) string {
+	for n := 0; ; n++ {
+		if v := fmt.Sprintf("x%d", n); redisshard.ShardOf(v, k) == i {
+			return v
+		}
+	}
+}
+
+// lostRoomSettings are a sharded room's settings: three shards, timestamp.
+func lostRoomSettings(t *testing.T) queue.Settings {
+	t.Helper()
+	set := queue.DefaultSettings()
+	set.Shards, set.ShardStrategy = 3, queue.ShardTimestamp
+	set.PresenceTimeout, set.VisitorsPerUnit, set.ClaimWindow = 0, 0, set.ActiveTTL
+	if err := set.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// TestShardedLostRoom: Redis loses a sharded room's keys (a flush, a
+// failover to an empty replica) while an instance remembers that the room
+// is sharded. Its calls must answer not found and write nothing (an Enter
+// used to make the home hash again out of counters alone: Stats then
+// failed with unavailable for good, CreateRoom said the room existed and
+// PutRoom refused the layout as changed), and the room can be made again,
+// through that instance or a fresh one.
+func TestShardedLostRoom(t *testing.T) {
+	for _, strategy := range queue.ShardStrategies {
+		t.Run(string(strategy), func(t *testing.T) {
+			c := testenv.Redis(t)
+			prefix := testenv.RedisPrefix(t, c)
+			s := redisqueue.New(c, prefix)
+			ctx := context.Background()
+			set := lostRoomSettings(t)
+			set.ShardStrategy = strategy
+			if err := s.PutRoom(ctx, "hot", set); err != nil {
+				t.Fatal(err)
+			}
+			now := time.UnixMilli(1_900_000_000_000)
+			if _, _, err := s.Enter(ctx, "hot", "a", now); err != nil {
+				t.Fatal(err)
+			}
+			testenv.DeleteKeys(t, c, prefix) // the data is lost
+
+			for i := range 3 {
+				v := visitorOf(i, 3)
+				if e, _, err := s.Enter(ctx, "hot", v, now); !errors.Is(err, queue.ErrRoomNotFound) {
+					t.Errorf("Enter(%s, shard %d) into the lost room = %+v, %v; want not found", v, i, e, err)
+				}
+			}
+			if n, err := c.Do(ctx, c.B().Exists().Key(prefix+"{hot}:meta").Build()).AsInt64(); err != nil || n != 0 {
+				t.Errorf("the lost room's hash exists after Enter (%d, %v); want nothing written", n, err)
+			}
+			if _, err := s.Stats(ctx, "hot", now); !errors.Is(err, queue.ErrRoomNotFound) {
+				t.Errorf("Stats of the lost room: %v; want not found", err)
+			}
+			if created, err := s.CreateRoom(ctx, "hot", set); err != nil || !created {
+				t.Fatalf("CreateRoom of the lost room = %v, %v; want created", created, err)
+			}
+			if e, created, err := s.Enter(ctx, "hot", "b", now); err != nil || !created || e.Status != queue.Waiting {
+				t.Errorf("Enter into the room made again = %+v, %v, %v; want a new place", e, created, err)
+			}
+			if _, _, err := redisqueue.New(c, prefix).Enter(ctx, "hot", "c", now); err != nil {
+				t.Errorf("a fresh instance's Enter: %v", err)
+			}
+			if st, err := s.Stats(ctx, "hot", now); err != nil || st.Waiting != 2 || st.Settings.Shards != 3 {
+				t.Errorf("Stats of the room made again = %+v, %v; want 3 shards, 2 waiting", st, err)
+			}
+		})
+	}
+}
+
+// TestShardedLeftoverHash: a sharded room's hash holding only the
+// counters an older instance wrote into it after Redis lost the room (seq,
+// last, no settings) is no room: CreateRoom makes the room, and PutRoom
+// does not refuse its layout as changed.
+func TestShardedLeftoverHash(t *testing.T) {
+	c := testenv.Redis(t)
+	prefix := testenv.RedisPrefix(t, c)
+	ctx := context.Background()
+	s := redisqueue.New(c, prefix)
+	set := lostRoomSettings(t)
+	for _, room := range []string{"created", "put"} {
+		if err := c.Do(ctx, c.B().Hset().Key(prefix+"{"+room+"}:meta").FieldValue().
+			FieldValue("seq", "7").FieldValue("last", "1900000000000000").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if created, err := s.CreateRoom(ctx, "created", set); err != nil || !created {
+		t.Errorf("CreateRoom over a leftover hash = %v, %v; want created", created, err)
+	}
+	if err := s.PutRoom(ctx, "put", set); err != nil {
+		t.Errorf("PutRoom over a leftover hash: %v", err)
+	}
+	for _, room := range []string{"created", "put"} {
+		if st, err := s.Stats(ctx, room, time.Now()); err != nil || st.Settings.Shards != 3 {
+			t.Errorf("Stats(%s) = %+v, %v; want a room of 3 shards", room, st, err)
+		}
+	}
+}
+
+// TestShardedStateRepaired: a line shard's copy of the state is left
+// behind (two PUTs whose copies crossed, the older one's written last; or
+// a PUT that stopped between its two calls). The next Stats, which every
+// instance runs to refresh its view, writes the hash's state again: the
+// shard refuses newcomers of the closed room.
+func TestShardedStateRepaired(t *testing.T) {
+	c := testenv.Redis(t)
+	prefix := testenv.RedisPrefix(t, c)
+	ctx := context.Background()
+	s := redisqueue.New(c, prefix)
+	set := lostRoomSettings(t)
+	if err := s.PutRoom(ctx, "hot", set); err != nil {
+		t.Fatal(err)
+	}
+	// The version the open room's copies carry (none before versions).
+	old, err := c.Do(ctx, c.B().Hget().Key(prefix+"{hot#1}:meta").Field("state_v").Build()).ToString()
+	if err != nil {
+		old = "0"
+	}
+	set.State = queue.Closed
+	if err := s.PutRoom(ctx, "hot", set); err != nil {
+		t.Fatal(err)
+	}
+	// The first PUT's copy lands last on shard 1.
+	if err := c.Do(ctx, c.B().Hset().Key(prefix+"{hot#1}:meta").FieldValue().
+		FieldValue("state", "open").FieldValue("state_v", old).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	now := time.UnixMilli(1_900_000_000_000)
+	if _, err := s.Stats(ctx, "hot", now); err != nil {
+		t.Fatal(err)
+	}
+	v := visitorOf(1, 3)
+	if e, _, err := s.Enter(ctx, "hot", v, now); !errors.Is(err, queue.ErrRoomClosed) {
+		t.Errorf("Enter(%s) on the repaired shard of the closed room = %+v, %v; want closed", v, e, err)
+	}
+}

@@ -31,7 +31,10 @@ import (
 // yet. Only Redis losing the room (a flush, a failover to an empty
 // replica) makes what the store remembers stale: redisshard then answers
 // not found and writes nothing, and the store forgets the room (forget),
-// which may be made again with any layout.
+// which may be made again with any layout; redisshard takes the layout
+// the room's hash holds at every PutRoom and Stats (SetLineState,
+// SyncLines), so that an instance that never met a not found (the room
+// was made again meanwhile) uses the new layout from its next refresh.
 //
 // What a sharded room does (docs/operations.md#one-hot-room-over-several-shards):
 // its state holds (paused and closed rooms admit nobody, closed and
@@ -79,7 +82,7 @@ func (s *Store) putSharded(ctx context.Context, op, room string, set queue.Setti
 	if err1 != nil || err2 != nil { // the room went meanwhile
 		return notFound(op, room)
 	}
-	if err := s.shard.SetLineState(ctx, room, int(set.Shards), state, version); err != nil {
+	if err := s.shard.SetLineState(ctx, room, int(set.Shards), redisshard.Strategy(set.ShardStrategy), state, version); err != nil {
 		return fmt.Errorf("redisqueue: %s %s: %w", op, room, err)
 	}
 	return nil
@@ -134,7 +137,8 @@ func (s *Store) leaveSharded(ctx context.Context, room, visitor string) error {
 // refresh.
 func (s *Store) statsSharded(ctx context.Context, room string, st queue.Stats, stateVersion string) (queue.Stats, error) {
 	s.sharded.Store(room, true)
-	n, err := s.shard.SyncLines(ctx, room, int(st.Settings.Shards), string(st.Settings.State), stateVersion)
+	n, err := s.shard.SyncLines(ctx, room, int(st.Settings.Shards), redisshard.Strategy(st.Settings.ShardStrategy),
+		string(st.Settings.State), stateVersion)
 	if err != nil {
 		return queue.Stats{}, fmt.Errorf("redisqueue: stats %s: %w", room, err)
 	}

@@ -153,3 +153,60 @@ func TestShardedStateRepaired(t *testing.T) {
 		t.Errorf("Enter(%s) on the repaired shard of the closed room = %+v, %v; want closed", v, e, err)
 	}
 }
+
+// TestShardedRemadeWithAnotherLayout: Redis loses a sharded room of three
+// shards, and the room is made again with five through the same instance,
+// before any of its calls answered not found (which would have made it
+// forget the layout). The instance must then use five shards: a visitor
+// it enters must be where another instance looks for it (its shard of
+// five), and its steps must reach shards 3 and 4. The instance used to
+// keep three until a call answered not found, which in a room made again
+// never comes.
+func TestShardedRemadeWithAnotherLayout(t *testing.T) {
+	c := testenv.Redis(t)
+	prefix := testenv.RedisPrefix(t, c)
+	s := redisqueue.New(c, prefix)
+	ctx := context.Background()
+	set := lostRoomSettings(t)
+	if err := s.PutRoom(ctx, "hot", set); err != nil {
+		t.Fatal(err)
+	}
+	now := time.UnixMilli(1_900_000_000_000)
+	if _, _, err := s.Enter(ctx, "hot", "a", now); err != nil { // s learns the layout: 3 shards
+		t.Fatal(err)
+	}
+	testenv.DeleteKeys(t, c, prefix) // the data is lost
+	set.Shards = 5
+	if err := s.PutRoom(ctx, "hot", set); err != nil {
+		t.Fatal(err)
+	}
+	var v string // a visitor whose shard of 5 is not its shard of 3
+	for n := 0; v == "" || redisshard.ShardOf(v, 5) == redisshard.ShardOf(v, 3); n++ {
+		v = visitorOf(n%5, 5)
+	}
+	if _, _, err := s.Enter(ctx, "hot", v, now); err != nil {
+		t.Fatal(err)
+	}
+	s2 := redisqueue.New(c, prefix)
+	if e, err := s2.Status(ctx, "hot", v, now); err != nil || e.Status != queue.Waiting {
+		t.Errorf("Status(%s) from another instance = %+v, %v; want waiting in shard %d of 5 (not %d of 3)",
+			v, e, err, redisshard.ShardOf(v, 5), redisshard.ShardOf(v, 3))
+	}
+	w := visitorOf(4, 5)
+	if _, _, err := s2.Enter(ctx, "hot", w, now); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for i := range 20 {
+		r, err := s.Admit(ctx, "hot", now.Add(time.Duration(i+1)*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range r.Admitted {
+			got[x] = true
+		}
+	}
+	if !got[v] || !got[w] {
+		t.Errorf("s admitted %v; want %s and %s (shard 4) among them", got, v, w)
+	}
+}

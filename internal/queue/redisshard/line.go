@@ -230,8 +230,11 @@ func (s *Store) Leave(ctx context.Context, room, visitor string) error {
 // atomically: an Enter on a shard not yet written follows the old state,
 // and a shard without a copy answers that the room does not exist, until
 // the next SetLineState or SyncLines (redisqueue's Stats) writes it.
-func (s *Store) SetLineState(ctx context.Context, room string, shards int, state, version string) error {
-	_, err := s.SyncLines(ctx, room, shards, state, version)
+//
+// shards and strategy are the room's, as its home hash holds them now:
+// the store takes them as the room's layout (see SyncLines).
+func (s *Store) SetLineState(ctx context.Context, room string, shards int, strategy Strategy, state, version string) error {
+	_, err := s.SyncLines(ctx, room, shards, strategy, state, version)
 	if err != nil {
 		return fmt.Errorf("redisshard: set line state %s: %w", room, err)
 	}
@@ -243,7 +246,14 @@ func (s *Store) SetLineState(ctx context.Context, room string, shards int, state
 // that a copy left behind (an update that stopped between its two calls,
 // a shard's primary that failed over to an empty replica) is repaired at
 // the next refresh.
-func (s *Store) SyncLines(ctx context.Context, room string, shards int, state, version string) (int64, error) {
+//
+// It also takes shards and strategy, read from the room's home hash with
+// state and version, as the room's layout, in place of what the store
+// remembers: a room Redis lost and that was made again with another
+// layout (through this instance or another) is then found where it is
+// from the next refresh on, each scheduler step on every instance.
+func (s *Store) SyncLines(ctx context.Context, room string, shards int, strategy Strategy, state, version string) (int64, error) {
+	s.rooms.Store(room, layout{shards: shards, strategy: strategy})
 	counts := make([]int64, shards)
 	errs := make([]error, shards)
 	each(shards, func(i int) {

@@ -102,7 +102,8 @@
 // counters' HINCRBY, on the visitor's shard's copy; reserve.lua and
 // commit.lua the home hash's settings) and answers not found, writing
 // nothing; the store then forgets the
-// room's layout, and PutRoom makes the room again (put_room.lua replaces a
+// room's layout (SetLineState and SyncLines also take it afresh, from the
+// home hash, at every PutRoom and Stats refresh), and PutRoom makes the room again (put_room.lua replaces a
 // hash without settings). A line shard's copy carries the version of the
 // home's state (state_v: the creation time in µs, plus one per update), and
 // is written only by a newer one (line_state.lua), so that two updates
@@ -327,13 +328,12 @@ func (s *Store) PutRoom(ctx context.Context, room string, set Settings) error {
 		return fmt.Errorf("redisshard: put room %s: %w", room,
 			queue.ErrInvalid.Detail("shards, shard_strategy: fixed when the room was created"))
 	}
-	s.rooms.Store(room, layout{shards: set.Shards, strategy: set.Strategy})
 	state, err1 := r[1].ToString()
 	version, err2 := r[2].ToString()
 	if err := errors.Join(err1, err2); err != nil {
 		return unavailable("put room", room, err)
 	}
-	return s.SetLineState(ctx, room, set.Shards, state, version)
+	return s.SetLineState(ctx, room, set.Shards, set.Strategy, state, version)
 }
 
 // Settings reads the room's settings from its home shard.

@@ -243,10 +243,10 @@ func TestLineStateVersions(t *testing.T) {
 		for n := 0; redisshard.ShardOf(v, 2) != 1; n++ {
 			v = fmt.Sprintf("x%d", n)
 		}
-		if err := s.SetLineState(ctx, stepRoom, 2, "closed", "1900000000000002"); err != nil {
+		if err := s.SetLineState(ctx, stepRoom, 2, set.Strategy, "closed", "1900000000000002"); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.SetLineState(ctx, stepRoom, 2, "open", "1900000000000001"); err != nil {
+		if err := s.SetLineState(ctx, stepRoom, 2, set.Strategy, "open", "1900000000000001"); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := s.Enter(ctx, stepRoom, v, t0); !errors.Is(err, queue.ErrRoomClosed) {
@@ -258,7 +258,7 @@ func TestLineStateVersions(t *testing.T) {
 		if _, _, err := s.Enter(ctx, stepRoom, v, t0); !errors.Is(err, queue.ErrRoomNotFound) {
 			t.Errorf("Enter on a shard without its copy: %v; want not found", err)
 		}
-		if n, err := s.SyncLines(ctx, stepRoom, 2, "open", "1900000000000003"); err != nil || n != 0 {
+		if n, err := s.SyncLines(ctx, stepRoom, 2, set.Strategy, "open", "1900000000000003"); err != nil || n != 0 {
 			t.Fatalf("SyncLines = %d, %v; want 0 waiting", n, err)
 		}
 		if e, created, err := s.Enter(ctx, stepRoom, v, t0); err != nil || !created || e.Status != queue.Waiting {

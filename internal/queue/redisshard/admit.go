@@ -111,7 +111,8 @@ type step struct {
 	popped [][]queued // by shard
 	errs   []error    // by shard: a failed pop or acknowledgement
 	order  []queued   // admission order
-	flags  []int64    // commit.lua's reply
+	flags  []int64    // commit.lua's reply: expiry, then a flag per visitor
+	held   []int64    // and the end of the slot of each visitor it dropped (flag 0)
 }
 
 // take runs a step's reserve, peek and pops. With nothing reserved, the
@@ -169,10 +170,10 @@ func (s *Store) commitStep(ctx context.Context, room string, st *step, now time.
 	if err == nil && len(flags) > 0 && flags[0] < 0 {
 		return s.notFound("admit", room)
 	}
-	if err != nil || len(flags) != 1+len(st.order) {
+	if err != nil || len(flags) < 1+len(st.order) {
 		return unavailable("admit: commit", room, fmt.Errorf("reply of %d for %d visitors: %v", len(flags), len(st.order), err))
 	}
-	st.flags = flags
+	st.flags, st.held = flags[:1+len(st.order)], flags[1+len(st.order):]
 	for j, q := range st.order {
 		switch flags[1+j] {
 		case 1:
@@ -183,28 +184,38 @@ func (s *Store) commitStep(ctx context.Context, room string, st *step, now time.
 			st.res.Returned++
 		}
 	}
+	if int64(len(st.held)) != st.res.Dropped {
+		return unavailable("admit: commit", room, fmt.Errorf("%d expiries for %d dropped", len(st.held), st.res.Dropped))
+	}
 	return nil
 }
 
-// ackStep runs ack.lua on each shard the step took from.
+// ackStep runs ack.lua on each shard the step took from: it puts back
+// those the commit did not admit, and notes in the shard's copy those it
+// admitted and those it found active already (a duplicate left by a step
+// whose ack was lost), each with the end of its slot.
 func (s *Store) ackStep(ctx context.Context, room string, l layout, st *step, now time.Time) error {
 	back := make([][]string, l.shards)
 	admitted := make([][]string, l.shards)
+	exp := strconv.FormatInt(st.flags[0], 10)
+	dropped := 0
 	for j, q := range st.order {
 		switch st.flags[1+j] {
 		case 1:
-			admitted[q.shard] = append(admitted[q.shard], q.visitor)
+			admitted[q.shard] = append(admitted[q.shard], exp, q.visitor)
+		case 0:
+			admitted[q.shard] = append(admitted[q.shard], strconv.FormatInt(st.held[dropped], 10), q.visitor)
+			dropped++
 		case 2:
 			back[q.shard] = append(back[q.shard], q.score, q.visitor)
 		}
 	}
-	exp := strconv.FormatInt(st.flags[0], 10)
 	each(l.shards, func(i int) {
 		if i >= len(st.popped) || len(st.popped[i]) == 0 {
 			return
 		}
 		k := s.shardKeys(room, i)
-		args := append([]string{st.id, ms(now), exp, strconv.Itoa(len(back[i]) / 2)}, back[i]...)
+		args := append([]string{st.id, ms(now), strconv.Itoa(len(back[i]) / 2)}, back[i]...)
 		args = append(args, admitted[i]...)
 		if err := s.exec(ctx, s.ack, k, args).Error(); err != nil && st.errs[i] == nil {
 			st.errs[i] = err

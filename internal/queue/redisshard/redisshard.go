@@ -85,10 +85,11 @@
 //   - after commit, before ack: the visitors are active; after the lease
 //     reclaim.lua puts them back in line too, and the commit.lua of the
 //     step that takes them again drops them as already active (no token,
-//     no slot). Until the lease ends they are "waiting" at 1 to Enter and
-//     Status; then waiting in their old places, and the shard's copy of
-//     admitted visitors misses them (the step's late ack, if it comes,
-//     finds no record and does nothing).
+//     no slot), and that step's ack.lua notes them in the shard's copy of
+//     the admitted with the end of their slots, as if admitted then (the
+//     first step's late ack, if it comes, finds no record and does
+//     nothing). Until the lease ends they are "waiting" at 1 to Enter and
+//     Status; then waiting in their old places until a step takes them.
 //
 // Scripts never run half (the guard key, as in redisqueue), the cap is
 // never exceeded and the rate never beaten whatever fails: only the home

@@ -266,3 +266,50 @@ func TestLineStateVersions(t *testing.T) {
 		}
 	})
 }
+
+// TestEnterAfterDuplicateDropped: a step commits v and its ack never
+// lands (the ack timeout, a shard blip). After the lease the next step's
+// pop reclaims v (back at the head of the line), takes it again, and its
+// commit drops v as already active. v holds a slot: its Status and Enter
+// (a reload) must answer active, and the Enter must not give it a place
+// at the back of the line. The ack used to note only the visitors its
+// commit admitted, so v was nowhere on its shard and Enter made a place.
+func TestEnterAfterDuplicateDropped(t *testing.T) {
+	backends(t, func(t *testing.T, c rueidis.Client, s *redisshard.Store) {
+		ctx := context.Background()
+		t0 := time.UnixMilli(1_800_000_000_000)
+		set := stepSettings(redisshard.Timestamp)
+		set.ActiveTTL = time.Minute
+		if err := s.PutRoom(ctx, stepRoom, set); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			if _, _, err := s.Enter(ctx, stepRoom, fmt.Sprintf("v%d", i), t0.Add(time.Duration(i)*time.Millisecond)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now := t0.Add(10 * time.Millisecond)
+		p, v := takeOne(t, s, now)
+		if res, err := p.Commit(ctx); err != nil || !slices.Equal(res.Admitted, []string{v}) {
+			t.Fatalf("commit = %+v, %v; want %s admitted", res, err, v)
+		}
+		// No ack. After the lease (5 s), a step takes v again and drops it.
+		at := now.Add(6 * time.Second)
+		res, err := s.Admit(ctx, stepRoom, at)
+		if err != nil || res.Dropped != 1 || slices.Contains(res.Admitted, v) {
+			t.Fatalf("step after the lease = %+v, %v; want %s dropped as already active", res, err, v)
+		}
+		at = at.Add(time.Second)
+		if e, err := s.Status(ctx, stepRoom, v, at); err != nil || e.Status != queue.Active {
+			t.Errorf("Status(%s) = %+v, %v; want active", v, e, err)
+		}
+		e, created, err := s.Enter(ctx, stepRoom, v, at)
+		if err != nil || created || e.Status != queue.Active || !e.ExpiresAt.Equal(now.Add(time.Minute)) {
+			t.Errorf("Enter(%s) of an active visitor = %+v, created %v, %v; want active until %v, not created",
+				v, e, created, err, now.Add(time.Minute).UTC())
+		}
+		if e, err := s.Status(ctx, stepRoom, v, at); err != nil || e.Status != queue.Active {
+			t.Errorf("Status(%s) after its Enter = %+v, %v; want active", v, e, err)
+		}
+	})
+}

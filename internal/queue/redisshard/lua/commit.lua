@@ -3,10 +3,12 @@
 -- reservation, and end it.
 -- KEYS[1] home meta hash, KEYS[2] active zset, KEYS[3] resv zset
 -- ARGV    now (ms), step id, then the visitors in admission order
--- Returns {expires_ms, flag...}, one flag per visitor: 1 admitted, 0
--- already active (dropped: a duplicate left by a crashed step, or a
--- visitor who entered again), 2 not admitted: the caller puts it back in
--- its shard's line.
+-- Returns {expires_ms, flag..., expiry...}, one flag per visitor: 1
+-- admitted, 0 already active (dropped: a duplicate left by a crashed step
+-- or a lost ack, or a visitor who entered again), 2 not admitted: the
+-- caller puts it back in its shard's line; then, for each visitor flagged
+-- 0 in order, when its slot lapses (ms), which ack.lua notes in the
+-- shard's copy as for one admitted now.
 --
 -- The cap and the rate are checked again here, not trusted from
 -- reserve.lua: when the reservation's lease has passed (a step slower
@@ -37,11 +39,13 @@ if state and state ~= 'open' then
 end
 
 local exp = now + tonumber(ttl)
-local res, n = {exp}, 0
+local res, n, held_until = {exp}, 0, {}
 for i = 3, #ARGV do
   local v = ARGV[i]
-  if redis.call('ZSCORE', active, v) then
+  local until_ms = redis.call('ZSCORE', active, v)
+  if until_ms then
     res[#res + 1] = 0
+    held_until[#held_until + 1] = tonumber(until_ms)
   elseif n < limit then
     redis.call('ZADD', active, exp, v)
     n = n + 1
@@ -57,4 +61,7 @@ else
 end
 redis.call('HSET', meta, 'tokens', string.format('%.17g', tokens), 'refilled_ms', refilled)
 redis.call('HINCRBY', meta, 'admitted_total', n)
+for i = 1, #held_until do
+  res[#res + 1] = held_until[i]
+end
 return res

@@ -8,7 +8,8 @@
 -- lease ended (a scheduler that crashed or lost its connection between its
 -- calls), with their scores, so they keep their places. A visitor whose
 -- step did commit is then both active and waiting; the next commit.lua
--- that takes it drops it.
+-- that takes it drops it, and that step's ack.lua notes it in the
+-- shard's copy of the admitted.
 local function reclaim(wait, smeta, leases, taken, now)
   local dead = redis.call('ZRANGEBYSCORE', leases, '-inf', now)
   for i = 1, #dead do

@@ -51,7 +51,8 @@ func estimate(rank int64, k int) int64 { return rank*int64(k) + int64(k+1)/2 }
 // place for a visitor already waiting (created false), Waiting at
 // position 1 for one an admission step has taken and not finished with
 // (it is being admitted: a reload must not give it a new place), Active
-// for one admitted; queue.ErrRoomNotFound when the visitor's shard has no
+// for one admitted (a visitor in a step's record is asked about at the
+// home shard: the step may have committed it and lost its ack); queue.ErrRoomNotFound when the visitor's shard has no
 // copy of the room's state (the room does not exist, or Redis lost it:
 // nothing is written then); queue.ErrRoomClosed for a newcomer when the shard's copy of
 // the room's state (SetLineState) is closed or sold_out. Its Position is the estimate from the rank in the shard
@@ -91,8 +92,7 @@ func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) 
 	case kindRefused:
 		return Entry{}, false, fmt.Errorf("redisshard: enter %s: %w", room, queue.ErrRoomClosed)
 	case kindTaken:
-		e.Status, e.Position = queue.Waiting, 1
-		return e, false, nil
+		return s.takenStatus(ctx, "enter", room, visitor, now, e)
 	}
 	e.Status, e.Score = queue.Waiting, r[1]
 	e.Position, e.Estimated = estimate(r[2], l.shards), l.shards > 1
@@ -104,12 +104,14 @@ func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) 
 // come before it in the merge order, plus one; estimated under Estimate),
 // Active, or Gone (never entered, left, or its slot lapsed). A visitor
 // taken by an admission step that has not finished is Waiting at
-// position 1. queue.ErrRoomNotFound when the visitor's shard has no copy
+// position 1, or Active if the home shard's active set holds it (the
+// step committed it). queue.ErrRoomNotFound when the visitor's shard has no copy
 // of the room's state (as Enter).
 //
 // One call to the visitor's shard; then, under Counter and Timestamp, one
 // ZCOUNT per other shard, concurrently; and a call to the home shard for a
-// visitor the shard does not know as waiting or admitted. The shards are
+// visitor the shard does not know as waiting or admitted, or holds in a
+// step's record. The shards are
 // read one after another, not at one instant: while a step runs, the sum
 // may be off by up to that step's visitors (taken from one shard after
 // another's count); between steps it is exact.
@@ -136,10 +138,11 @@ func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time)
 		e.Status, e.ExpiresAt = queue.Active, time.UnixMilli(r[3]).UTC()
 		return e, nil
 	case kindTaken:
-		e.Status, e.Score, e.Position = queue.Waiting, r[1], 1
-		return e, nil
+		e.Score = r[1]
+		e, _, err := s.takenStatus(ctx, "status", room, visitor, now, e)
+		return e, err
 	case kindNone:
-		return s.homeStatus(ctx, room, visitor, now, e)
+		return s.homeStatus(ctx, "status", room, visitor, now, e)
 	}
 	e.Status, e.Score = queue.Waiting, r[1]
 	if l.strategy == Estimate || l.shards == 1 {
@@ -172,17 +175,32 @@ func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time)
 	return e, nil
 }
 
+// takenStatus is the entry of a visitor in the record of a step that has
+// not acknowledged (enter.lua and status.lua answer "taken"): active if
+// the home shard's active set holds it (the step committed it and its ack
+// is late or lost: in a room that admits nobody meanwhile, full or
+// paused, no pop reclaims the record for the whole slot), else waiting at
+// 1 (being admitted). One more call, for these visitors only.
+func (s *Store) takenStatus(ctx context.Context, op, room, visitor string, now time.Time, e Entry) (Entry, bool, error) {
+	h, err := s.homeStatus(ctx, op, room, visitor, now, Entry{Visitor: e.Visitor, Shard: e.Shard})
+	if err != nil || h.Status == queue.Active {
+		return h, false, err
+	}
+	e.Status, e.Position = queue.Waiting, 1
+	return e, false, nil
+}
+
 // homeStatus asks the home shard's active set, the authority, about a
 // visitor its shard does not know (its copy of the admitted may lag by a
 // step's last call).
-func (s *Store) homeStatus(ctx context.Context, room, visitor string, now time.Time, e Entry) (Entry, error) {
+func (s *Store) homeStatus(ctx context.Context, op, room, visitor string, now time.Time, e Entry) (Entry, error) {
 	exp, err := s.c.Do(ctx, s.c.B().Zscore().Key(s.homeKeys(room)[1]).Member(visitor).Build()).AsInt64()
 	switch {
 	case rueidis.IsRedisNil(err):
 		e.Status = queue.Gone
 		return e, nil
 	case err != nil:
-		return Entry{}, unavailable("status", room, err)
+		return Entry{}, unavailable(op, room, err)
 	case exp <= now.UnixMilli():
 		e.Status = queue.Gone
 		return e, nil

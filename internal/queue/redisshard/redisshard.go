@@ -64,8 +64,11 @@
 // line), acting only on the visitors still in the step's record: one who
 // left meanwhile is neither put back nor noted. A visitor a step has
 // taken keeps that place until the step ends: its Enter (a reload)
-// answers waiting at 1, as Status does, and gives it no new place; Enter
-// and Status read the shard's copy of the admitted before its line. The
+// answers waiting at 1, as Status does, and gives it no new place, unless
+// the home shard's active set holds it (the step committed it: active;
+// Enter and Status ask the home shard about a visitor in a step's record,
+// one more call for those only); Enter and Status read the shard's copy
+// of the admitted before its line. The
 // shard calls of one phase
 // run concurrently, so a step takes five round trips (four without the
 // peek: under Estimate, or with one shard). A CountersOnly step is two:
@@ -88,8 +91,12 @@
 //     no slot), and that step's ack.lua notes them in the shard's copy of
 //     the admitted with the end of their slots, as if admitted then (the
 //     first step's late ack, if it comes, finds no record and does
-//     nothing). Until the lease ends they are "waiting" at 1 to Enter and
-//     Status; then waiting in their old places until a step takes them.
+//     nothing). Enter and Status answer active meanwhile (from the home
+//     shard's active set). A room that admits nobody meanwhile (full,
+//     paused, closed, sold out: reserve.lua answers 0 and no pop runs)
+//     leaves the record in place for as long: a visitor whose slot
+//     lapses before a step takes it again is "waiting" at 1, and that
+//     step admits it again, from its old place (see Limits).
 //
 // Scripts never run half (the guard key, as in redisqueue), the cap is
 // never exceeded and the rate never beaten whatever fails: only the home
@@ -114,7 +121,13 @@
 // was lost takes newcomers into a line no step reaches until the room is
 // made again (with the same layout, they are then in its line).
 //
-// Limits: Leave of a visitor taken by a step in flight takes it out of the
+// Limits: a visitor whose step's ack is lost holds its slot but stays in
+// the step's record on its shard until a pop there reclaims it after the
+// lease; if its slot lapses before a step takes it again, that step
+// admits it a second time (a shard cannot ask the home shard whether a
+// reclaimed visitor was admitted). A room that admits nobody for a whole
+// slot (full, or paused) runs no pop: there, every such visitor is
+// admitted twice. Leave of a visitor taken by a step in flight takes it out of the
 // step's record (the step's ack neither puts it back in line nor notes it
 // as admitted), but the step's commit, if it comes after, still admits it:
 // it holds a slot until the slot lapses. Shards and strategy are fixed when the room is

@@ -313,3 +313,74 @@ func TestEnterAfterDuplicateDropped(t *testing.T) {
 		}
 	})
 }
+
+// TestActiveWhileAckLost: a step commits v and its ack never lands (the
+// ack timeout, a shard blip), so v stays in the step's record on its
+// shard. The room then admits nobody: it is full (max_active 1, v holds
+// the slot) or paused, so every later reserve answers 0 and no peek or
+// pop runs to reclaim the record. For the whole of v's slot its Status
+// and Enter (a reload) must answer active, with the slot's end: they used
+// to say waiting at 1, the shard's answer for a visitor in a step's
+// record, without asking the home shard's active set.
+//
+// (When the slot lapses and a step runs again, it reclaims v and admits
+// it a second time, from its old place: the package comment's limit.)
+func TestActiveWhileAckLost(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after func(ctx context.Context, c rueidis.Client, s *redisshard.Store) error
+	}{
+		{"full", nil},
+		{"paused", func(ctx context.Context, c rueidis.Client, s *redisshard.Store) error {
+			return c.Do(ctx, c.B().Hset().Key(s.Keys(stepRoom, 1)[0]).FieldValue().FieldValue("state", "paused").Build()).Error()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			backends(t, func(t *testing.T, c rueidis.Client, s *redisshard.Store) {
+				ctx := context.Background()
+				t0 := time.UnixMilli(1_800_000_000_000)
+				set := stepSettings(redisshard.Timestamp)
+				set.MaxActive = 1
+				set.ActiveTTL = time.Minute
+				if err := s.PutRoom(ctx, stepRoom, set); err != nil {
+					t.Fatal(err)
+				}
+				for i := range 5 {
+					if _, _, err := s.Enter(ctx, stepRoom, fmt.Sprintf("v%d", i), t0.Add(time.Duration(i)*time.Millisecond)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				now := t0.Add(10 * time.Millisecond)
+				p, v := takeOne(t, s, now)
+				if res, err := p.Commit(ctx); err != nil || !slices.Equal(res.Admitted, []string{v}) {
+					t.Fatalf("commit = %+v, %v; want %s admitted", res, err, v)
+				}
+				// No ack.
+				if tc.after != nil {
+					if err := tc.after(ctx, c, s); err != nil {
+						t.Fatal(err)
+					}
+				}
+				until := now.Add(time.Minute)
+				for _, d := range []time.Duration{0, 6 * time.Second, 30 * time.Second, 59 * time.Second} {
+					at := now.Add(d)
+					if res, err := s.Admit(ctx, stepRoom, at); err != nil || res.Reserved != 0 {
+						t.Fatalf("+%v step = %+v, %v; want nothing reserved (the room admits nobody)", d, res, err)
+					}
+					if e, err := s.Status(ctx, stepRoom, v, at); err != nil || e.Status != queue.Active || !e.ExpiresAt.Equal(until) {
+						t.Errorf("+%v Status(%s) = %+v, %v; want active until %v", d, v, e, err, until.UTC())
+					}
+					e, created, err := s.Enter(ctx, stepRoom, v, at)
+					if err != nil || created || e.Status != queue.Active || !e.ExpiresAt.Equal(until) {
+						t.Errorf("+%v Enter(%s) = %+v, created %v, %v; want active until %v", d, v, e, created, err, until.UTC())
+					}
+				}
+				// Once the slot lapses, v is in the step's record still: waiting at 1.
+				at := until.Add(time.Millisecond)
+				if e, err := s.Status(ctx, stepRoom, v, at); err != nil || e.Status != queue.Waiting || e.Position != 1 {
+					t.Errorf("Status(%s) after its slot lapsed = %+v, %v; want waiting at 1 (in the step's record)", v, e, err)
+				}
+			})
+		})
+	}
+}

@@ -210,3 +210,42 @@ func TestShardedRemadeWithAnotherLayout(t *testing.T) {
 		t.Errorf("s admitted %v; want %s and %s (shard 4) among them", got, v, w)
 	}
 }
+
+// TestShardedRemadeElsewhere: as TestShardedRemadeWithAnotherLayout, but
+// another instance makes the room again with five shards, so the first
+// one's only news of it is its stats refresh (each scheduler step). After
+// one Stats, the first instance must enter a visitor where the room's
+// layout puts it, its shard of five.
+func TestShardedRemadeElsewhere(t *testing.T) {
+	c := testenv.Redis(t)
+	prefix := testenv.RedisPrefix(t, c)
+	s, s2 := redisqueue.New(c, prefix), redisqueue.New(c, prefix)
+	ctx := context.Background()
+	set := lostRoomSettings(t)
+	if err := s.PutRoom(ctx, "hot", set); err != nil {
+		t.Fatal(err)
+	}
+	now := time.UnixMilli(1_900_000_000_000)
+	if _, _, err := s.Enter(ctx, "hot", "a", now); err != nil { // s learns the layout: 3 shards
+		t.Fatal(err)
+	}
+	testenv.DeleteKeys(t, c, prefix) // the data is lost
+	set.Shards = 5
+	if err := s2.PutRoom(ctx, "hot", set); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.Stats(ctx, "hot", now); err != nil || st.Settings.Shards != 5 {
+		t.Fatalf("Stats = %+v, %v; want 5 shards", st, err)
+	}
+	var v string // a visitor whose shard of 5 is not its shard of 3
+	for n := 0; v == "" || redisshard.ShardOf(v, 5) == redisshard.ShardOf(v, 3); n++ {
+		v = visitorOf(n%5, 5)
+	}
+	if _, _, err := s.Enter(ctx, "hot", v, now); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := s2.Status(ctx, "hot", v, now); err != nil || e.Status != queue.Waiting {
+		t.Errorf("Status(%s) from the instance that made the room = %+v, %v; want waiting in shard %d of 5 (not %d of 3)",
+			v, e, err, redisshard.ShardOf(v, 5), redisshard.ShardOf(v, 3))
+	}
+}

@@ -48,8 +48,8 @@ func TestCrashedStep(t *testing.T) {
 	if want := []string{"v00", "v01", "v02", "v03", "v04", "v05", "v06", "v07", "v08", "v09"}; !slices.Equal(taken, want) {
 		t.Fatalf("the crashed step took %v, want %v", taken, want)
 	}
-	if e, err := s.Status(ctx, name, "v03", t0); err != nil || e.Status != queue.Waiting || e.Position != 1 {
-		t.Errorf("Status of a visitor taken by a step in flight = %+v, %v; want waiting at 1", e, err)
+	if e, err := s.Status(ctx, name, "v03", t0); err != nil || e.Status != queue.Waiting || e.Position != 1 || e.Score != 4 {
+		t.Errorf("Status of a visitor taken by a step in flight = %+v, %v; want waiting at 1, its score (4th entered)", e, err)
 	}
 	if e, err := s.Status(ctx, name, "v10", t0); err != nil || e.Position != 1 {
 		t.Errorf("Status of the first visitor left in line = %+v, %v; want position 1", e, err)

@@ -27,7 +27,7 @@
 //	<prefix>{<room#i>}:meta      line shard i: the copy of state and state_v, the shard's last score or seq, t:<step> what a step took
 //	<prefix>{<room#i>}:leases    line shard i: step id → lease end (ms), the steps not yet acknowledged
 //	<prefix>{<room#i>}:admitted  line shard i: a copy of its admitted visitors → expiry, for Enter and Status
-//	<prefix>{<room#i>}:taken     line shard i: visitor → the step in flight that took it (pop to ack or reclaim)
+//	<prefix>{<room#i>}:taken     line shard i: visitor → "<step>:<score>", the step in flight that took it (pop to ack or reclaim)
 //	…:guard                      never written; every script declares its slot's (redisqueue.Store's guard key)
 //
 // and for CountersOnly, besides meta (h:<i> each shard's head, c:<batch>

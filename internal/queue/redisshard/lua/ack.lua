@@ -12,8 +12,9 @@
 --         the end of its slot
 -- Returns the number put back.
 --
--- It acts only on the visitors still in the step's record: one who left
--- meanwhile (leave.lua took it out) is neither put back nor noted as
+-- It acts only on the visitors still in the step's record, those the
+-- taken hash still names the step for: one who left meanwhile (leave.lua
+-- removed its field) is neither put back nor noted as
 -- admitted; a record already reclaimed (the step was slower than its
 -- lease: its visitors are back in line) is left to the next commit.lua,
 -- which drops those it made active, and to that step's ack.lua, which
@@ -30,8 +31,9 @@ local held = {}
 local pairs = cmsgpack.unpack(rec)
 for j = 1, #pairs, 2 do
   local v = pairs[j + 1]
-  held[v] = pairs[j]
-  if redis.call('HGET', taken, v) == id then
+  local owner = redis.call('HGET', taken, v)
+  if owner and string.match(owner, '^[^:]+') == id then
+    held[v] = pairs[j]
     redis.call('HDEL', taken, v)
   end
 end

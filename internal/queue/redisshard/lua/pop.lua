@@ -2,7 +2,8 @@
 -- shard's line for an admission step, and record them under the step's id
 -- until ack.lua (reclaim.lua puts them back if it never comes): the
 -- record t:<id> in the shard's meta hash, the lease, and each visitor's
--- step in the taken hash (for enter.lua, status.lua and leave.lua).
+-- step and score in the taken hash, "<id>:<score>" (for enter.lua,
+-- status.lua and leave.lua, which read no record).
 -- KEYS[1] wait zset, KEYS[2] shard meta hash, KEYS[3] leases zset, KEYS[4]
 -- taken hash
 -- ARGV    now (ms), step id, lease end (ms), n, max score ("+inf" for any)
@@ -20,7 +21,7 @@ for i = 1, #got, 2 do
   rec[#rec + 1] = got[i]
   members[#members + 1] = got[i]
   owners[#owners + 1] = got[i]
-  owners[#owners + 1] = id
+  owners[#owners + 1] = id .. ':' .. got[i + 1]
 end
 for i = 1, #members, 4000 do
   redis.call('ZREM', wait, unpack(members, i, math.min(i + 3999, #members)))

@@ -6,7 +6,8 @@
 -- (no copy of its state, as enter.lua), 3 admitted (the shard's copy,
 -- read before the line as enter.lua does), 2 waiting (rank 0-based within
 -- the shard), 5 taken by a step that has not acknowledged yet (being
--- admitted; score from the step's record), 4 none of these (the home
+-- admitted; score from the taken hash, "<step>:<score>", 0 if it holds
+-- the step alone), 4 none of these (the home
 -- shard's active set has the last word).
 local wait, smeta, admitted, taken = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local visitor, now = ARGV[1], tonumber(ARGV[2])
@@ -22,14 +23,8 @@ local score = redis.call('ZSCORE', wait, visitor)
 if score then
   return {2, tonumber(score), redis.call('ZRANK', wait, visitor), 0}
 end
-local id = redis.call('HGET', taken, visitor)
-local rec = id and redis.call('HGET', smeta, 't:' .. id)
-if rec then
-  local pairs = cmsgpack.unpack(rec)
-  for j = 2, #pairs, 2 do
-    if pairs[j] == visitor then
-      return {5, tonumber(pairs[j - 1]), 0, 0}
-    end
-  end
+local owner = redis.call('HGET', taken, visitor)
+if owner then
+  return {5, tonumber(string.match(owner, ':(.+)$')) or 0, 0, 0}
 end
 return {4, 0, 0, 0}

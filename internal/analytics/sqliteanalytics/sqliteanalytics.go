@@ -72,37 +72,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 func (s *Store) Close() error { return errors.Join(s.r.Close(), s.w.Close()) }
 
 func migrate(ctx context.Context, db *sql.DB) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS analytics_migrations (
-		version    INTEGER PRIMARY KEY,
-		applied_at INTEGER NOT NULL
-	)`); err != nil {
-		return fmt.Errorf("analytics_migrations: %w", err)
-	}
-	files, err := sqlmigrate.Read(migrations, "migrations")
-	if err != nil {
-		return err
-	}
-	for _, m := range files {
-		var applied bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM analytics_migrations WHERE version = ?)`, m.Version).Scan(&applied); err != nil {
-			return err
-		}
-		if applied {
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-			return fmt.Errorf("migration %s: %w", m.Name, err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO analytics_migrations (version, applied_at) VALUES (?, ?)`, m.Version, time.Now().Unix()); err != nil {
-			return err
-		}
-	}
-	return tx.Commit()
+	return sqlmigrate.SQLite(ctx, db, migrations, "migrations", "analytics_migrations")
 }
 
 // Update implements analytics.Store.

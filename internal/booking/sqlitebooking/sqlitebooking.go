@@ -88,37 +88,7 @@ func (s *Store) Close() error {
 // migrate applies every embedded migration not yet recorded, in one
 // immediate transaction, so concurrent Opens of one file apply each once.
 func migrate(ctx context.Context, db *sql.DB) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version    INTEGER PRIMARY KEY,
-		applied_at INTEGER NOT NULL
-	) STRICT`); err != nil {
-		return fmt.Errorf("schema_migrations: %w", err)
-	}
-	files, err := sqlmigrate.Read(migrations, "migrations")
-	if err != nil {
-		return err
-	}
-	for _, m := range files {
-		var applied bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = ?)`, m.Version).Scan(&applied); err != nil {
-			return err
-		}
-		if applied {
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-			return fmt.Errorf("migration %s: %w", m.Name, err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, m.Version, time.Now().UnixMicro()); err != nil {
-			return err
-		}
-	}
-	return tx.Commit()
+	return sqlmigrate.SQLite(ctx, db, migrations, "migrations", "schema_migrations")
 }
 
 // now is the store's clock: UTC, microsecond resolution (what is stored).

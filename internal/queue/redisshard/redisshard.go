@@ -164,6 +164,8 @@ var (
 	reserveLua string
 	//go:embed lua/commit.lua
 	commitLua string
+	//go:embed lua/place.lua
+	placeLua string
 	//go:embed lua/enter.lua
 	enterLua string
 	//go:embed lua/status.lua
@@ -215,8 +217,8 @@ func New(c rueidis.Client, prefix string, lease time.Duration) *Store {
 		putRoomScript: rueidis.NewLuaScript(putRoomLua),
 		reserve:       rueidis.NewLuaScript(bucketLua + reserveLua),
 		commit:        rueidis.NewLuaScript(bucketLua + commitLua),
-		enter:         rueidis.NewLuaScript(enterLua),
-		status:        rueidis.NewLuaScript(statusLua),
+		enter:         rueidis.NewLuaScript(placeLua + enterLua),
+		status:        rueidis.NewLuaScript(placeLua + statusLua),
 		peek:          rueidis.NewLuaScript(reclaimLua + peekLua),
 		pop:           rueidis.NewLuaScript(reclaimLua + popLua),
 		ack:           rueidis.NewLuaScript(ackLua),

@@ -14,8 +14,7 @@
 -- room's state (Store.SetLineState) is closed or sold_out; rank is
 -- 0-based within the shard. Nothing is written unless kind is 1.
 --
--- The admitted copy is read before the line: a visitor both admitted and
--- in line (a step's record reclaimed after its commit) is admitted.
+-- The lookup is place.lua's, prepended, as status.lua's.
 --
 -- The score orders the shard's line and, across shards, the room's:
 --   counter    the room-wide sequence number (one HINCRBY on the home shard)
@@ -28,20 +27,9 @@
 local wait, smeta, admitted, taken = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local visitor, now, strategy = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 
-local state = redis.call('HGET', smeta, 'state')
-if not state then
-  return {0, 0, 0, 0}
-end
-local exp = tonumber(redis.call('ZSCORE', admitted, visitor))
-if exp and exp > now then
-  return {3, 0, 0, exp}
-end
-local old = redis.call('ZSCORE', wait, visitor)
-if old then
-  return {2, tonumber(old), redis.call('ZRANK', wait, visitor), 0}
-end
-if redis.call('HEXISTS', taken, visitor) == 1 then
-  return {5, 0, 0, 0}
+local found, state = place(wait, smeta, admitted, taken, visitor, now)
+if found then
+  return found
 end
 if state == 'closed' or state == 'sold_out' then
   return {6, 0, 0, 0}

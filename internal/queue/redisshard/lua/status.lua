@@ -1,4 +1,5 @@
--- status.lua: a visitor's place in its shard (Store.Status).
+-- status.lua: a visitor's place in its shard (Store.Status), by place.lua's
+-- lookup (prepended), as enter.lua finds it.
 -- KEYS[1] wait zset, KEYS[2] shard meta hash, KEYS[3] admitted zset,
 -- KEYS[4] taken hash
 -- ARGV    visitor, now (ms)
@@ -12,19 +13,4 @@
 local wait, smeta, admitted, taken = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local visitor, now = ARGV[1], tonumber(ARGV[2])
 
-if redis.call('HEXISTS', smeta, 'state') == 0 then
-  return {0, 0, 0, 0}
-end
-local exp = tonumber(redis.call('ZSCORE', admitted, visitor))
-if exp and exp > now then
-  return {3, 0, 0, exp}
-end
-local score = redis.call('ZSCORE', wait, visitor)
-if score then
-  return {2, tonumber(score), redis.call('ZRANK', wait, visitor), 0}
-end
-local owner = redis.call('HGET', taken, visitor)
-if owner then
-  return {5, tonumber(string.match(owner, ':(.+)$')) or 0, 0, 0}
-end
-return {4, 0, 0, 0}
+return place(wait, smeta, admitted, taken, visitor, now) or {4, 0, 0, 0}

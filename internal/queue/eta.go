@@ -143,9 +143,19 @@ func (v *View) follow(prev View) {
 // measured.
 func (v *View) idle() { v.win = window{start: v.At, last: v.win.last} }
 
-// carry copies the estimator's state from an older view of the room.
+// newView is a view of stats read at: its measured rate starts at the rate
+// in force.
+func newView(st Stats, at time.Time) View {
+	v := View{Stats: st, At: at}
+	v.Rate = v.inForce()
+	return v
+}
+
+// carry copies the estimator's state from an older view of the room, and
+// follows a change of the rate in force since it.
 func (v *View) carry(old View) {
 	v.Rate, v.RateVar, v.Leave, v.LeaveVar, v.win = old.Rate, old.RateVar, old.Leave, old.LeaveVar, old.win
+	v.follow(old)
 }
 
 // Forecast predicts the wait of a visitor at position (1 at the head),

@@ -84,13 +84,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		targetP95: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "usher_adaptive_target_p95_seconds", Help: "Adaptive rooms: the p95 the controller holds (target_p95, or 1.5 × the learned unloaded p95).",
 		}, []string{"room"}),
+		inventory: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "usher_inventory_units", Help: "Rooms of a sale: the units (seats or stock) neither sold nor held, as the sale service last counted them. Absent while unknown.",
+		}, []string{"room"}),
+		invCap: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "usher_inventory_cap", Help: "Rooms of a sale: the most visitors the inventory lets hold a slot (visitors_per_unit × units left, at most max_active; 0 when sold out). Absent while the inventory is unknown.",
+		}, []string{"room"}),
 	}
-	m.inventory = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "usher_inventory_units", Help: "Rooms of a sale: the units (seats or stock) neither sold nor held, as the sale service last counted them. Absent while unknown.",
-	}, []string{"room"})
-	m.invCap = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "usher_inventory_cap", Help: "Rooms of a sale: the most visitors the inventory lets hold a slot (visitors_per_unit × units left, at most max_active; 0 when sold out). Absent while the inventory is unknown.",
-	}, []string{"room"})
 	reg.MustRegister(m.waiting, m.active, m.enters, m.polls, m.admissions, m.expired, m.absent, m.step, m.stepErrors,
 		m.etaError, m.etaRange, m.rate, m.rateSet, m.maxActive, m.originP95, m.targetP95, m.inventory, m.invCap)
 	return m

@@ -167,11 +167,9 @@ func (q *Queue) Room(ctx context.Context, room string) (View, error) {
 	if err != nil {
 		return View{}, err
 	}
-	v := View{Stats: st, At: q.now()}
-	v.Rate = v.inForce()
+	v := newView(st, q.now())
 	if old, ok := q.View(room); ok {
 		v.carry(old)
-		v.follow(old)
 	}
 	return v, nil
 }
@@ -436,11 +434,9 @@ func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string) {
 		}
 	}
 	for room, st := range stats {
-		v := View{Stats: st, At: now}
-		v.Rate = v.inForce()
+		v := newView(st, now)
 		if prev, ok := old[room]; ok {
 			v.carry(prev)
-			v.follow(prev)
 			switch dt := now.Sub(prev.At).Seconds(); {
 			case dt > 0 && prev.Waiting > 0:
 				v.measure(prev, dt)

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	mathrand "math/rand/v2"
 	"net/http"
 	"os"
@@ -67,13 +66,7 @@ func TestSentinelFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lineLog{max: 100}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the first warnings of the sale and the broker:\n%s", logs)
-		}
-	})
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := warnLog(t)
 	brokerSpec, name := "embedded", "usher"
 	if u := os.Getenv("USHER_TEST_NATS"); u != "" {
 		b := make([]byte, 4)
@@ -88,22 +81,7 @@ func TestSentinelFailover(t *testing.T) {
 	svc := runSale(t, sale.Config{Catalog: catalog, Holds: hs, Broker: broker, Queue: queue.New(qs, queue.Options{}),
 		HoldTTL: 10 * time.Minute, Workers: 4, Logger: log})
 
-	c, err := svc.CreateConcert(ctx, "failover")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sched, err := svc.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seats, err := svc.AddSeats(ctx, sched.ID, sale.SeatLayout{Sections: []string{"A"}, Rows: 30, SeatsPerRow: 100, Price: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, time.Minute, "the seat map to show every seat", func() bool {
-		m, err := svc.SeatMap(ctx, sched.ID)
-		return err == nil && len(m.Seats) == len(seats)
-	})
+	sched, seats := seatedSchedule(t, svc, 30)
 	const workers = 32
 	set := queue.DefaultSettings()
 	set.MaxActive = 20

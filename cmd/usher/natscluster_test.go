@@ -112,13 +112,7 @@ func TestNATSClusterFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lineLog{max: 100}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the first warnings of the sale and the broker:\n%s", logs)
-		}
-	})
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := warnLog(t)
 	decisions := &decisionLog{Store: catalog, at: map[string]time.Time{}, calls: map[string]int{}}
 	if err := checkBroker(top.URL, 3); err != nil {
 		t.Fatal(err)
@@ -134,22 +128,7 @@ func TestNATSClusterFailover(t *testing.T) {
 	hs = hold.WithTimeout(hs, queue.DefaultStoreTimeout)
 	svc := runSale(t, sale.Config{Catalog: decisions, Holds: hs, Broker: broker, Queue: q, Workers: 4, Logger: log})
 
-	c, err := svc.CreateConcert(ctx, "failover")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sched, err := svc.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seats, err := svc.AddSeats(ctx, sched.ID, sale.SeatLayout{Sections: []string{"A"}, Rows: 20, SeatsPerRow: 100, Price: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, time.Minute, "the seat map to show every seat", func() bool {
-		m, err := svc.SeatMap(ctx, sched.ID)
-		return err == nil && len(m.Seats) == len(seats)
-	})
+	sched, seats := seatedSchedule(t, svc, 20)
 	room := queue.DefaultSettings()
 	room.MaxActive, room.AdmitRate = 100_000, 100_000
 	if err := q.PutRoom(ctx, sched.Room, room); err != nil {
@@ -603,6 +582,43 @@ func testDB(t *testing.T) string {
 		return testenv.PostgresSchema(t)
 	}
 	return "sqlite:" + filepath.Join(t.TempDir(), "usher.db")
+}
+
+// warnLog is a logger of the sale's and the broker's warnings, the first
+// 100 lines of which the test logs if it fails.
+func warnLog(t *testing.T) *slog.Logger {
+	t.Helper()
+	logs := &lineLog{max: 100}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the first warnings of the sale and the broker:\n%s", logs)
+		}
+	})
+	return slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// seatedSchedule makes a concert's schedule of rows × 100 seats in
+// section A through svc, and waits until its seat map shows them all.
+func seatedSchedule(t *testing.T, svc *sale.Service, rows int) (booking.Schedule, []int64) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := svc.CreateConcert(ctx, "failover")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, err := svc.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seats, err := svc.AddSeats(ctx, sched.ID, sale.SeatLayout{Sections: []string{"A"}, Rows: rows, SeatsPerRow: 100, Price: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "the seat map to show every seat", func() bool {
+		m, err := svc.SeatMap(ctx, sched.ID)
+		return err == nil && len(m.Seats) == len(seats)
+	})
+	return sched, seats
 }
 
 // runSale runs the sale service of cfg (its consumer decides reservations

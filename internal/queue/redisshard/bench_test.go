@@ -108,30 +108,19 @@ func benchCounters(b *testing.B, c rueidis.Client, shards, n int) {
 	calls := commands(b, nodes)
 	tickets := make(map[[2]int64]ticket, n) // (shard, seq) → ticket
 	byID := make(map[string]ticket, n)
-	var (
-		mu   sync.Mutex
-		next atomic.Int64
-		wg   sync.WaitGroup
-	)
+	var mu sync.Mutex
 	b.ResetTimer()
-	start := time.Now()
-	for range 64 {
-		wg.Go(func() {
-			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
-				e, _, err := s.Enter(ctx, name, ids[i], time.Now())
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				mu.Lock()
-				t := ticket{id: ids[i], shard: e.Shard, seq: e.Score, arrival: len(byID)}
-				byID[ids[i]], tickets[[2]int64{int64(e.Shard), e.Score}] = t, t
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	enterTime := time.Since(start)
+	enterTime := fanOut(n, func(_, i int) error {
+		e, _, err := s.Enter(ctx, name, ids[i], time.Now())
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		t := ticket{id: ids[i], shard: e.Shard, seq: e.Score, arrival: len(byID)}
+		byID[ids[i]], tickets[[2]int64{int64(e.Shard), e.Score}] = t, t
+		mu.Unlock()
+		return nil
+	}, b)
 	b.StopTimer()
 	after := usedMemory(b, c, nodes)
 	busiest := busiestShare(b, nodes, calls)
@@ -139,29 +128,21 @@ func benchCounters(b *testing.B, c rueidis.Client, shards, n int) {
 
 	const samples = 2000
 	posErr := make([]int, samples)
-	next.Store(0)
-	start = time.Now()
-	for range 64 {
-		wg.Go(func() {
-			for i := next.Add(1) - 1; i < samples; i = next.Add(1) - 1 {
-				v := ids[int(i)*n/samples]
-				t := byID[v]
-				e, err := s.Claim(ctx, name, v, t.shard, t.seq, time.Now())
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				posErr[i] = abs(int(e.Position) - 1 - t.arrival)
-			}
-		})
-	}
-	wg.Wait()
-	statusTime := time.Since(start)
+	statusTime := fanOut(samples, func(_, i int) error {
+		v := ids[i*n/samples]
+		t := byID[v]
+		e, err := s.Claim(ctx, name, v, t.shard, t.seq, time.Now())
+		if err != nil {
+			return err
+		}
+		posErr[i] = abs(int(e.Position) - 1 - t.arrival)
+		return nil
+	}, b)
 
 	var orderErr []int
 	released, claimed, rank := 0, 0, 0
 	t0 := time.Now()
-	start = time.Now()
+	start := time.Now()
 	for step := 0; released < n; step++ {
 		now := t0.Add(time.Duration(step) * set.Interval)
 		r, err := s.Admit(ctx, name, now)
@@ -194,24 +175,15 @@ func benchCounters(b *testing.B, c rueidis.Client, shards, n int) {
 			}
 			rank++
 		}
-		next.Store(0)
 		var got atomic.Int64
-		for range 64 {
-			wg.Go(func() {
-				for i := next.Add(1) - 1; i < int64(len(present)); i = next.Add(1) - 1 {
-					t := present[i]
-					e, err := s.Claim(ctx, name, t.id, t.shard, t.seq, now)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					if e.Status == queue.Active {
-						got.Add(1)
-					}
-				}
-			})
-		}
-		wg.Wait()
+		fanOut(len(present), func(_, i int) error {
+			t := present[i]
+			e, err := s.Claim(ctx, name, t.id, t.shard, t.seq, now)
+			if e.Status == queue.Active {
+				got.Add(1)
+			}
+			return err
+		}, b)
 		claimed += int(got.Load())
 	}
 	admitTime := time.Since(start)
@@ -268,30 +240,19 @@ func benchLine(b *testing.B, c rueidis.Client, st redisshard.Strategy, shards, n
 	before := usedMemory(b, c, nodes)
 	calls := commands(b, nodes)
 	arrival := make(map[string]int, n)
-	var (
-		mu   sync.Mutex
-		next atomic.Int64
-		wg   sync.WaitGroup
-	)
+	var mu sync.Mutex
 	b.ResetTimer()
-	start := time.Now()
-	for g := range 64 {
+	enterTime := fanOut(n, func(g, i int) error {
 		// Every other goroutine is an instance whose clock is skew ahead.
 		ahead := time.Duration(g%2*skew) * time.Millisecond
-		wg.Go(func() {
-			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
-				if _, _, err := s.Enter(ctx, name, ids[i], time.Now().Add(ahead)); err != nil {
-					b.Error(err)
-					return
-				}
-				mu.Lock()
-				arrival[ids[i]] = len(arrival)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	enterTime := time.Since(start)
+		if _, _, err := s.Enter(ctx, name, ids[i], time.Now().Add(ahead)); err != nil {
+			return err
+		}
+		mu.Lock()
+		arrival[ids[i]] = len(arrival)
+		mu.Unlock()
+		return nil
+	}, b)
 	b.StopTimer()
 	after := usedMemory(b, c, nodes)
 	busiest := busiestShare(b, nodes, calls)
@@ -300,29 +261,24 @@ func benchLine(b *testing.B, c rueidis.Client, st redisshard.Strategy, shards, n
 	// 2. Positions.
 	const samples = 2000
 	posErr := make([]int, samples)
-	next.Store(0)
-	start = time.Now()
-	for range 64 {
-		wg.Go(func() {
-			for i := next.Add(1) - 1; i < samples; i = next.Add(1) - 1 {
-				v := ids[int(i)*n/samples]
-				e, err := s.Status(ctx, name, v, time.Now())
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				posErr[i] = abs(int(e.Position) - 1 - arrival[v])
-			}
-		})
-	}
-	wg.Wait()
-	statusTime := time.Since(start)
+	statusTime := fanOut(samples, func(_, i int) error {
+		v := ids[i*n/samples]
+		e, err := s.Status(ctx, name, v, time.Now())
+		if err != nil {
+			return err
+		}
+		posErr[i] = abs(int(e.Position) - 1 - arrival[v])
+		return nil
+	}, b)
 
 	// 3. Admission.
 	var order []string
 	t0 := time.Now()
-	var step atomic.Int64
-	start = time.Now()
+	var (
+		step atomic.Int64
+		wg   sync.WaitGroup
+	)
+	start := time.Now()
 	for range schedulers {
 		wg.Go(func() {
 			for {
@@ -534,4 +490,25 @@ func keysMemory(b *testing.B, c rueidis.Client, keys []string) int64 {
 		sum += n
 	}
 	return sum
+}
+
+// fanOut calls f(g, i) for every i in [0, n) from 64 goroutines (g is the
+// goroutine's number) and returns how long they took; the first error
+// stops its goroutine and fails b.
+func fanOut(n int, f func(g, i int) error, b *testing.B) time.Duration {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for g := range 64 {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				if err := f(g, int(i)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start)
 }

@@ -23,17 +23,24 @@ const (
 	// LearnedTargetFactor: without TargetP95, the target is this many times
 	// the learned unloaded p95.
 	LearnedTargetFactor = 1.5
+	// Aim: the controller holds each window's p95 at or below Aim × the
+	// target, so that a phase's p95 (its windows pooled) stays within it.
+	Aim = 0.9
 	// HoldBand is the bottom of the dead band: while the measured p95 is
-	// between HoldBand × target and the target, the rate holds.
-	HoldBand = 0.8
+	// between HoldBand and 1 × the aim (Aim × target), the rate holds.
+	HoldBand = 0.85
 	// GoodBand: a rate whose whole window kept the p95 at or below this
-	// share of the target is a good rate, one to come back to.
+	// share of the aim is a good rate, one to come back to.
 	GoodBand = 0.9
 	// MaxIncrease is the largest factor one step raises the rate by.
-	MaxIncrease = 1.25
+	// RecoverShare: below this share of the highest rate the origin held,
+	// the rate climbs back every period.
+	MaxIncrease     = 1.2
+	RecoverShare    = 0.9
+	RecoverIncrease = 1.5
 	// MaxDecrease is the smallest factor one step lowers the rate to.
 	MaxDecrease = 0.5
-	// DecreaseAim: a decrease aims DecreaseAim × target, inside the band.
+	// DecreaseAim: a decrease aims DecreaseAim × the aim, inside the band.
 	DecreaseAim = 0.9
 	// MinSamples is the fewest latency samples a step decides on; with
 	// fewer the pool keeps filling, for at most StaleSteps periods.
@@ -42,8 +49,8 @@ const (
 	// MaxErrorShare: a window with more errors than this share of its
 	// samples counts as overloaded (twice the target).
 	MaxErrorShare = 0.05
-	// ProbeStep is the first probe beyond the good rate (a share of the
-	// rate; it doubles with each probe that held, up to MaxIncrease);
+	// ProbeStep is the first step up (a share of the rate; beyond the
+	// good rate it doubles with each probe that held, up to MaxIncrease);
 	// MaxBackoff bounds the wait between probes (2^Backoff calm steps).
 	ProbeStep = 0.05
 	// SevereOverload: a window above this many times the target means
@@ -66,6 +73,14 @@ const (
 	// share of it during the period while visitors waited (the rate, not
 	// MaxActive or an empty queue, was what held admissions back).
 	DemandShare = 0.8
+	// SaturatedShare: an origin that served fewer visitors a second than
+	// this share of those admitted, with its median latency above the
+	// unloaded p95, is saturated: it falls behind.
+	SaturatedShare = 0.9
+	// DrainedShare: a drain ends when its backlog is at most this share
+	// of what the rate to resume at admits in a period (or when the
+	// window's p95 is back within the aim).
+	DrainedShare = 0.1
 )
 
 // Control is a room's adaptive controller state, one per room in the store
@@ -91,6 +106,11 @@ type Control struct {
 	// those that held (the next probes twice as far).
 	Good                          float64
 	Steady, Calm, Backoff, Streak int64
+	// Peak is the highest good rate the origin held (0: none); Climb is 1
+	// while the rate climbs back towards it (see Step), and a climb that
+	// saturates the origin lowers it to the rate that did.
+	Peak  float64
+	Climb int64
 	// Limit is the rate at which the origin was last overloaded (0: none
 	// since it last changed): increases below it probe, above it grow.
 	Limit float64
@@ -102,6 +122,11 @@ type Control struct {
 	// Hold counts the steps still to skip after a decrease, so that the
 	// next decision sees the decrease's effect.
 	Hold int64
+	// Resume is the rate to take when a drain ends (0: not draining), and
+	// Backlog the visitors the origin holds beyond what it holds unloaded,
+	// estimated when the drain began and followed since (admitted less
+	// served).
+	Resume, Backlog float64
 	// Version counts steps; a step is stored only over the version it read
 	// (Store.SetControl), so one step per period runs however many
 	// instances try.
@@ -159,24 +184,37 @@ type Window struct {
 // (too few samples yet), the caller stores nothing and keeps pooling.
 //
 // The law (docs/architecture.md#adaptive-admission), with q = the
-// window's p95 ÷ the target (more than MaxErrorShare errors count as
-// q ≥ 2), deciding only on windows that a whole period of one rate
+// window's p95 ÷ (Aim × the target) (more than MaxErrorShare errors count
+// as q ≥ 2), deciding only on windows that a whole period of one rate
 // produced:
-//   - q > SevereOverload, or q > 1 with no good rate known: the origin
-//     changed. Cut by max(MaxDecrease, DecreaseAim ÷ q), not below
-//     DrainShare of the visitors per second it served; forget the good
-//     rate; skip the next step (its window still shows the old load).
+//   - q > 1 and the median above the unloaded p95 (Baseline): the origin
+//     is saturated, most requests queue. It serves n ÷ PerAdmit visitors
+//     a second (BBR's delivery rate: its capacity now), and holds n/s ×
+//     (p95 − Baseline) requests more than unloaded (Little's law on the
+//     excess latency), one per visitor. For a period, admit what it
+//     serves less what drains that excess; then resume at DecreaseAim ×
+//     what it serves, a good rate. A probe above the good rate that
+//     ended here doubles the wait before the next one.
+//   - q > SevereOverload, or q > 1 with no good rate known (and not
+//     saturated, or PerAdmit unknown): cut by max(MaxDecrease,
+//     DecreaseAim ÷ q), not below DrainShare of the visitors per second
+//     it served; forget the good rate; skip the next step (its window
+//     still shows the old load).
 //   - 1 < q ≤ SevereOverload: a probe went too far, or the good rate was
 //     optimistic: back to DecreaseAim × the good rate; double the wait
 //     before the next probe; skip the next step.
 //     Neither when the p95 stopped growing (below Settling × the last
 //     window's): the backlog of an earlier overload no longer fills.
 //   - HoldBand ≤ q ≤ 1: hold.
-//   - q < HoldBand, visitors waiting and the rate used: with no overload
-//     seen since the origin last changed, × MaxIncrease; else back up to
-//     the good rate, or, after 2^Backoff calm steps at it (one after a
-//     probe that held), probe beyond it by ProbeStep, doubling with each
-//     probe that held.
+//   - q < HoldBand, visitors waiting and the rate used:
+//   - (q < 1 suffices here) and the rate below RecoverShare × the
+//     highest rate the origin held (Peak): it got capacity back. Up
+//     every period by MaxIncrease, to RecoverShare × Peak.
+//   - else, with no overload seen since the origin last changed, up by
+//     ProbeStep, one verified step at a time; else back up to the good
+//     rate, or, after 2^Backoff calm steps at it (one after a probe that
+//     held), probe beyond it by ProbeStep, doubling with each probe that
+//     held, and at most halfway to the rate that last overloaded it.
 //
 // A rate whose whole window kept q ≤ GoodBand becomes the good rate.
 func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
@@ -202,7 +240,28 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 		next.Baseline = b
 	}
 	next.Steady = c.Steady + 1
-	if c.Hold > 0 { // the window after a decrease still shows the load before it
+	secs := elapsed.Seconds()
+	served := 0.0 // visitors a second the origin served
+	if c.PerAdmit > 0 {
+		served = n / secs / c.PerAdmit
+	}
+	// Saturated: the median request queues (above the unloaded p95) and
+	// the origin serves fewer visitors than were admitted: it falls behind.
+	saturated := served > 0 && c.Baseline > 0 && w.Signals.Quantile(0.5) > c.Baseline &&
+		served < SaturatedShare*float64(w.Admitted-c.Admitted)/secs && !s.within(next, w.Signals) &&
+		(rate <= c.Good || float64(p) > SevereOverload*Aim*float64(s.Target(next)))
+	switch {
+	case c.Hold > 0 && c.Resume > 0: // draining: what is left of the backlog?
+		next.Hold = c.Hold - 1
+		next.Backlog = max(0, c.Backlog+float64(w.Admitted-c.Admitted)-served*secs)
+		if next.Backlog > DrainedShare*c.Resume*s.ControlPeriod.Seconds() && !s.within(next, w.Signals) {
+			next.Hold, next.Rate = 1, served-next.Backlog/s.ControlPeriod.Seconds()
+			next.Rate = min(max(next.Rate, s.MinAdmitRate), s.MaxAdmitRate)
+		} else {
+			next.Rate, next.Resume, next.Backlog, next.Steady = c.Resume, 0, 0, 0
+		}
+		return next, true
+	case c.Hold > 0 && !saturated: // the window after a decrease still shows the load before it
 		next.Hold = c.Hold - 1
 		return next, true
 	}
@@ -211,7 +270,7 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 	var q float64
 	switch {
 	case target > 0:
-		q = float64(p) / float64(target)
+		q = float64(p) / (Aim * float64(target))
 	case !failing: // no target set and no window big enough to learn one
 		return next, true
 	}
@@ -219,19 +278,33 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 		q = max(q, 2)
 	}
 	if q <= GoodBand && c.Steady > 0 && rate > c.Good { // held for a whole window: a good rate
-		if c.Limit > 0 {
-			next.Streak, next.Backoff = min(c.Streak+1, MaxStreak), 0 // a probe held
-		}
+		next.Streak, next.Backoff = min(c.Streak+1, MaxStreak), 0 // an increase held
 		if c.Limit > 0 && rate >= c.Limit {
-			next.Limit, next.Streak = 0, 0 // beyond the old limit: the origin grew
+			next.Limit = 0 // beyond the old limit: the origin grew
 		}
-		next.Good = rate
+		next.Good, next.Peak = rate, max(c.Peak, rate)
 	}
 	// A p95 above the target that stopped growing (within Settling of the
 	// last window's) is a backlog no longer filling: the last decrease
 	// works, and the next window will show it draining.
 	improving := c.P95 > 0 && float64(p) < Settling*float64(c.P95) && !failing
+	climbing := false
 	switch {
+	case saturated:
+		// Saturated: most requests queue. The origin serves served
+		// visitors a second (its capacity), and excess visitors are queued
+		// in it beyond what it holds unloaded (Little's law on the excess
+		// latency): admit what it serves less what drains the excess
+		// within a period.
+		next.Backlog = n / secs * max(0, (p-c.Baseline).Seconds())
+		next.Rate, next.Resume, next.Hold = served-next.Backlog/s.ControlPeriod.Seconds(), DecreaseAim*served, 1
+		next.Good, next.Limit, next.Backoff, next.Calm, next.Streak = DecreaseAim*served, rate, 0, 0, 0
+		if c.Climb > 0 { // the climb back went past what the origin holds now
+			next.Peak = min(c.Peak, rate)
+		}
+		if c.Good > 0 && rate > c.Good { // a probe beyond the good rate went too far
+			next.Backoff = min(c.Backoff+1, MaxBackoff)
+		}
 	case q > 1 && !improving:
 		next.Hold, next.Calm, next.Streak, next.Limit = 1, 0, 0, rate
 		if q <= SevereOverload && c.Good > 0 {
@@ -249,22 +322,30 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 		// served (it keeps serving that), and learn the good rate again.
 		next.Rate, next.Good, next.Backoff = rate*max(MaxDecrease, DecreaseAim/q), 0, 0
 		if c.PerAdmit > 0 {
-			next.Rate = max(next.Rate, min(rate, DrainShare*n/elapsed.Seconds()/c.PerAdmit))
+			next.Rate = max(next.Rate, min(rate, DrainShare*served))
 		}
+	case q < HoldBand && p <= c.Baseline && c.Steady > 0 && rate < RecoverShare*c.Peak && s.demand(c, w, rate, elapsed):
+		// Idle (the p95 at the unloaded one) well below the highest rate
+		// the origin held: it lost capacity and got it back. Up every
+		// verified period, by RecoverIncrease, to RecoverShare of that rate.
+		next.Rate, next.Calm, next.Climb, climbing = min(RecoverShare*c.Peak, rate*RecoverIncrease), 0, 1, true
 	case q < HoldBand && c.Steady > 0 && s.demand(c, w, rate, elapsed):
 		next.Calm = c.Calm + 1
 		switch {
 		case next.Limit == 0: // no overload known: up, one verified step at a time
-			next.Rate, next.Calm = rate*MaxIncrease, 0
+			next.Rate, next.Calm = rate*(1+ProbeStep), 0
 		case rate < next.Good:
 			next.Rate = next.Good
 		case next.Calm > 1<<next.Backoff || next.Streak > 0 && next.Calm >= 1:
 			// Probe beyond the good rate, by a step that doubles with each
 			// probe that held.
 			next.Rate, next.Calm = rate*min(MaxIncrease, 1+ProbeStep*float64(int64(1)<<next.Streak)), 0
+			if next.Limit > rate { // at most halfway to where the origin was overloaded
+				next.Rate = min(next.Rate, max(rate*(1+ProbeStep/2), (rate+next.Limit)/2))
+			}
 		}
 	}
-	if admitted := float64(w.Admitted - c.Admitted); q <= 1 && c.Steady > 0 && admitted >= PerAdmitFrom {
+	if admitted := float64(w.Admitted - c.Admitted); q <= 1 && c.Steady > 0 && admitted >= PerAdmitFrom && s.demand(c, w, rate, elapsed) {
 		if per := n / admitted; c.PerAdmit == 0 {
 			next.PerAdmit = per
 		} else {
@@ -275,7 +356,17 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 	if next.Rate != rate {
 		next.Steady = 0
 	}
+	if next.Rate != rate && !climbing {
+		next.Climb = 0 // a step of another kind ends the climb
+	}
 	return next, true
+}
+
+// within reports whether the window's p95 is within the aim (Aim × the
+// target).
+func (s Settings) within(c Control, sig Signals) bool {
+	target := s.Target(c)
+	return target > 0 && float64(sig.Quantile(0.95)) <= Aim*float64(target)
 }
 
 // demand reports whether the rate held admissions back during the window:
@@ -298,9 +389,7 @@ type ControlField struct {
 func ControlFields() []ControlField { return controlFields }
 
 var controlFields = []ControlField{
-	{"admit_rate_current",
-		func(c Control) string { return strconv.FormatFloat(c.Rate, 'g', -1, 64) },
-		func(c *Control, v string) (err error) { c.Rate, err = strconv.ParseFloat(v, 64); return err }},
+	ctlFloat("admit_rate_current", func(c *Control) *float64 { return &c.Rate }),
 	ctlInt("ctl_baseline_ns", func(c *Control) *int64 { return (*int64)(&c.Baseline) }),
 	{"ctl_at_ms",
 		func(c Control) string {
@@ -319,21 +408,25 @@ var controlFields = []ControlField{
 		}},
 	ctlInt("ctl_admitted", func(c *Control) *int64 { return &c.Admitted }),
 	ctlInt("ctl_hold", func(c *Control) *int64 { return &c.Hold }),
-	{"ctl_good",
-		func(c Control) string { return strconv.FormatFloat(c.Good, 'g', -1, 64) },
-		func(c *Control, v string) (err error) { c.Good, err = strconv.ParseFloat(v, 64); return err }},
+	ctlFloat("ctl_backlog", func(c *Control) *float64 { return &c.Backlog }),
+	ctlFloat("ctl_resume", func(c *Control) *float64 { return &c.Resume }),
+	ctlFloat("ctl_good", func(c *Control) *float64 { return &c.Good }),
 	ctlInt("ctl_steady", func(c *Control) *int64 { return &c.Steady }),
-	{"ctl_limit",
-		func(c Control) string { return strconv.FormatFloat(c.Limit, 'g', -1, 64) },
-		func(c *Control, v string) (err error) { c.Limit, err = strconv.ParseFloat(v, 64); return err }},
+	ctlFloat("ctl_peak", func(c *Control) *float64 { return &c.Peak }),
+	ctlFloat("ctl_limit", func(c *Control) *float64 { return &c.Limit }),
 	ctlInt("ctl_backoff", func(c *Control) *int64 { return &c.Backoff }),
 	ctlInt("ctl_calm", func(c *Control) *int64 { return &c.Calm }),
 	ctlInt("ctl_streak", func(c *Control) *int64 { return &c.Streak }),
-	{"ctl_per_admit",
-		func(c Control) string { return strconv.FormatFloat(c.PerAdmit, 'g', -1, 64) },
-		func(c *Control, v string) (err error) { c.PerAdmit, err = strconv.ParseFloat(v, 64); return err }},
+	ctlInt("ctl_climb", func(c *Control) *int64 { return &c.Climb }),
+	ctlFloat("ctl_per_admit", func(c *Control) *float64 { return &c.PerAdmit }),
 	ctlInt("ctl_version", func(c *Control) *int64 { return &c.Version }),
 	ctlInt("ctl_p95_ns", func(c *Control) *int64 { return (*int64)(&c.P95) }),
+}
+
+func ctlFloat(name string, field func(*Control) *float64) ControlField {
+	return ControlField{name,
+		func(c Control) string { return strconv.FormatFloat(*field(&c), 'g', -1, 64) },
+		func(c *Control, v string) (err error) { *field(c), err = strconv.ParseFloat(v, 64); return err }}
 }
 
 func ctlInt(name string, field func(*Control) *int64) ControlField {

@@ -106,11 +106,8 @@ type Control struct {
 	// those that held (the next probes twice as far).
 	Good                          float64
 	Steady, Calm, Backoff, Streak int64
-	// Peak is the highest good rate the origin held (0: none); Climb is 1
-	// while the rate climbs back towards it (see Step), and a climb that
-	// saturates the origin lowers it to the rate that did.
-	Peak  float64
-	Climb int64
+	// Peak is the highest good rate the origin held (0: none).
+	Peak float64
 	// Limit is the rate at which the origin was last overloaded (0: none
 	// since it last changed): increases below it probe, above it grow.
 	Limit float64
@@ -246,7 +243,9 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 		served = n / secs / c.PerAdmit
 	}
 	// Saturated: the median request queues (above the unloaded p95) and
-	// the origin serves fewer visitors than were admitted: it falls behind.
+	// the origin serves fewer visitors than were admitted: it falls behind
+	// (at a rate that is not a probe beyond the good rate, unless the p95
+	// is far above the aim: a probe's overload is left to its back-off).
 	saturated := served > 0 && c.Baseline > 0 && w.Signals.Quantile(0.5) > c.Baseline &&
 		served < SaturatedShare*float64(w.Admitted-c.Admitted)/secs && !s.within(next, w.Signals) &&
 		(rate <= c.Good || float64(p) > SevereOverload*Aim*float64(s.Target(next)))
@@ -288,7 +287,6 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 	// last window's) is a backlog no longer filling: the last decrease
 	// works, and the next window will show it draining.
 	improving := c.P95 > 0 && float64(p) < Settling*float64(c.P95) && !failing
-	climbing := false
 	switch {
 	case saturated:
 		// Saturated: most requests queue. The origin serves served
@@ -299,9 +297,6 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 		next.Backlog = n / secs * max(0, (p-c.Baseline).Seconds())
 		next.Rate, next.Resume, next.Hold = served-next.Backlog/s.ControlPeriod.Seconds(), DecreaseAim*served, 1
 		next.Good, next.Limit, next.Backoff, next.Calm, next.Streak = DecreaseAim*served, rate, 0, 0, 0
-		if c.Climb > 0 { // the climb back went past what the origin holds now
-			next.Peak = min(c.Peak, rate)
-		}
 		if c.Good > 0 && rate > c.Good { // a probe beyond the good rate went too far
 			next.Backoff = min(c.Backoff+1, MaxBackoff)
 		}
@@ -324,11 +319,11 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 		if c.PerAdmit > 0 {
 			next.Rate = max(next.Rate, min(rate, DrainShare*served))
 		}
-	case q < HoldBand && p <= c.Baseline && c.Steady > 0 && rate < RecoverShare*c.Peak && s.demand(c, w, rate, elapsed):
+	case q < HoldBand && p <= c.Baseline && c.Steady > 0 && rate < s.climbTo(next) && s.demand(c, w, rate, elapsed):
 		// Idle (the p95 at the unloaded one) well below the highest rate
-		// the origin held: it lost capacity and got it back. Up every
-		// verified period, by RecoverIncrease, to RecoverShare of that rate.
-		next.Rate, next.Calm, next.Climb, climbing = min(RecoverShare*c.Peak, rate*RecoverIncrease), 0, 1, true
+		// the origin held: it lost capacity and may have it back. Up every
+		// verified period by RecoverIncrease, as far as climbTo.
+		next.Rate, next.Calm = min(s.climbTo(next), rate*RecoverIncrease), 0
 	case q < HoldBand && c.Steady > 0 && s.demand(c, w, rate, elapsed):
 		next.Calm = c.Calm + 1
 		switch {
@@ -356,11 +351,12 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 	if next.Rate != rate {
 		next.Steady = 0
 	}
-	if next.Rate != rate && !climbing {
-		next.Climb = 0 // a step of another kind ends the climb
-	}
 	return next, true
 }
+
+// climbTo is as far as an idle origin's rate climbs back at once:
+// RecoverShare of the highest rate it held.
+func (s Settings) climbTo(c Control) float64 { return RecoverShare * c.Peak }
 
 // within reports whether the window's p95 is within the aim (Aim × the
 // target).
@@ -417,7 +413,6 @@ var controlFields = []ControlField{
 	ctlInt("ctl_backoff", func(c *Control) *int64 { return &c.Backoff }),
 	ctlInt("ctl_calm", func(c *Control) *int64 { return &c.Calm }),
 	ctlInt("ctl_streak", func(c *Control) *int64 { return &c.Streak }),
-	ctlInt("ctl_climb", func(c *Control) *int64 { return &c.Climb }),
 	ctlFloat("ctl_per_admit", func(c *Control) *float64 { return &c.PerAdmit }),
 	ctlInt("ctl_version", func(c *Control) *int64 { return &c.Version }),
 	ctlInt("ctl_p95_ns", func(c *Control) *int64 { return (*int64)(&c.P95) }),

@@ -13,7 +13,8 @@
 #
 #   scripts/bench-adaptive.sh [--write-docs] [phases=30s:conns=10,30s:conns=5,30s:conns=10] [users=2000]
 #
-# Needs jq and curl. USHER_BIN=path uses a prebuilt usher.
+# Needs jq and curl. USHER_BIN=path uses a prebuilt usher;
+# ADAPTIVE_SETTINGS='{"target_p95_ms":120}' adds settings to the adaptive room.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 docs=0
@@ -35,7 +36,7 @@ done
 # with the service time's mean (lognormal:50ms:0.25: 51.6 ms).
 "$usher" plan --pool 10 --service-time 51.6ms --margin 0.9 --round=false --requests-per-visitor "$calls" --ttl 10s --json >"$out/plan.json"
 static=$(jq -c '.plan.room + {client_enters_per_minute: 0}' "$out/plan.json")
-adaptive=$(jq -c '.plan.room + {client_enters_per_minute: 0, admission: "adaptive", min_admit_rate: 1, max_admit_rate: 60, control_period_ms: 3000}' "$out/plan.json")
+adaptive=$(jq -c --argjson extra "${ADAPTIVE_SETTINGS:-"{}"}" '.plan.room + {client_enters_per_minute: 0, admission: "adaptive", min_admit_rate: 1, max_admit_rate: 60, control_period_ms: 3000} + $extra' "$out/plan.json")
 echo "static room:   $static"
 echo "adaptive room: $adaptive"
 

@@ -32,10 +32,10 @@ const (
 	// GoodBand: a rate whose whole window kept the p95 at or below this
 	// share of the aim is a good rate, one to come back to.
 	GoodBand = 0.9
-	// MaxIncrease is the largest factor one step raises the rate by.
-	// RecoverShare: below this share of the highest rate the origin held,
-	// the rate climbs back every period.
-	MaxIncrease     = 1.2
+	// MaxIncrease is the largest factor a probe raises the rate by.
+	MaxIncrease = 1.2
+	// RecoverShare: an idle origin below this share of the highest rate
+	// it held climbs back to it by RecoverIncrease a verified period.
 	RecoverShare    = 0.9
 	RecoverIncrease = 1.5
 	// MaxDecrease is the smallest factor one step lowers the rate to.
@@ -53,8 +53,8 @@ const (
 	// good rate it doubles with each probe that held, up to MaxIncrease);
 	// MaxBackoff bounds the wait between probes (2^Backoff calm steps).
 	ProbeStep = 0.05
-	// SevereOverload: a window above this many times the target means
-	// the origin changed, not that a probe went too far.
+	// SevereOverload: a window above this many times the aim means the
+	// origin changed, not that a probe went too far.
 	SevereOverload = 1.5
 	MaxBackoff     = 3
 	MaxStreak      = 3
@@ -184,30 +184,33 @@ type Window struct {
 // window's p95 ÷ (Aim × the target) (more than MaxErrorShare errors count
 // as q ≥ 2), deciding only on windows that a whole period of one rate
 // produced:
-//   - q > 1 and the median above the unloaded p95 (Baseline): the origin
-//     is saturated, most requests queue. It serves n ÷ PerAdmit visitors
-//     a second (BBR's delivery rate: its capacity now), and holds n/s ×
-//     (p95 − Baseline) requests more than unloaded (Little's law on the
-//     excess latency), one per visitor. For a period, admit what it
-//     serves less what drains that excess; then resume at DecreaseAim ×
-//     what it serves, a good rate. A probe above the good rate that
-//     ended here doubles the wait before the next one.
+//   - Saturated: q > 1, the median above the unloaded p95 (Baseline), and
+//     the origin serving fewer than SaturatedShare of the visitors
+//     admitted, at a rate that is not a probe above the good rate (or
+//     q > SevereOverload). It serves n ÷ PerAdmit visitors a second (BBR's
+//     delivery rate: its capacity now) and holds n/s × (p95 − Baseline)
+//     requests more than unloaded (Little's law on the excess latency),
+//     one per visitor: the backlog. Admit what it serves less what drains
+//     the backlog within a period; follow the backlog (admitted less
+//     served) and drain on while more than DrainedShare of a period's
+//     admissions is left and the p95 is above the aim; then resume at
+//     DecreaseAim × what it served, the new good rate. A saturated window
+//     is never skipped.
 //   - q > SevereOverload, or q > 1 with no good rate known (and not
-//     saturated, or PerAdmit unknown): cut by max(MaxDecrease,
-//     DecreaseAim ÷ q), not below DrainShare of the visitors per second
-//     it served; forget the good rate; skip the next step (its window
-//     still shows the old load).
+//     saturated): cut by max(MaxDecrease, DecreaseAim ÷ q), not below
+//     DrainShare of the visitors per second it served; forget the good
+//     rate; skip the next step (its window still shows the old load).
 //   - 1 < q ≤ SevereOverload: a probe went too far, or the good rate was
 //     optimistic: back to DecreaseAim × the good rate; double the wait
 //     before the next probe; skip the next step.
 //     Neither when the p95 stopped growing (below Settling × the last
 //     window's): the backlog of an earlier overload no longer fills.
 //   - HoldBand ≤ q ≤ 1: hold.
-//   - q < HoldBand, visitors waiting and the rate used:
-//   - (q < 1 suffices here) and the rate below RecoverShare × the
-//     highest rate the origin held (Peak): it got capacity back. Up
-//     every period by MaxIncrease, to RecoverShare × Peak.
-//   - else, with no overload seen since the origin last changed, up by
+//   - q < HoldBand, visitors waiting and the rate used: if the p95 is at
+//     most Baseline (idle) and the rate below RecoverShare × the highest
+//     good rate ever (Peak), the origin got capacity back: up by
+//     RecoverIncrease a verified period, to RecoverShare × Peak. Else,
+//     with no overload seen since the origin last changed, up by
 //     ProbeStep, one verified step at a time; else back up to the good
 //     rate, or, after 2^Backoff calm steps at it (one after a probe that
 //     held), probe beyond it by ProbeStep, doubling with each probe that

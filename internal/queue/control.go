@@ -38,7 +38,8 @@ const (
 	// it held climbs back to it by RecoverIncrease a verified period.
 	RecoverShare    = 0.9
 	RecoverIncrease = 1.5
-	// MaxDecrease is the smallest factor one step lowers the rate to.
+	// MaxDecrease is the smallest factor a cut that is not a drain lowers
+	// the rate to (a drain goes as low as min_admit_rate).
 	MaxDecrease = 0.5
 	// DecreaseAim: a decrease aims DecreaseAim × the aim, inside the band.
 	DecreaseAim = 0.9
@@ -59,7 +60,7 @@ const (
 	MaxBackoff     = 3
 	MaxStreak      = 3
 	// Settling: an overloaded window whose p95 is below this many times
-	// the last window's does not cut again.
+	// the last window's does not cut again, unless it is saturated.
 	Settling = 1.05
 	// DrainShare: a cut after the origin changed keeps at least this
 	// share of the visitors per second it served, so that its backlog
@@ -144,7 +145,7 @@ func (s Settings) CurrentRate(c Control) float64 {
 	if r <= 0 {
 		r = s.AdmitRate
 	}
-	return min(max(r, s.MinAdmitRate), s.MaxAdmitRate)
+	return s.clamp(r)
 }
 
 // Current returns s with AdmitRate set to CurrentRate(c): the settings the
@@ -186,7 +187,7 @@ type Window struct {
 // produced:
 //   - Saturated: q > 1, the median above the unloaded p95 (Baseline), and
 //     the origin serving fewer than SaturatedShare of the visitors
-//     admitted, at a rate that is not a probe above the good rate (or
+//     admitted, at a rate at or below the good rate (or with
 //     q > SevereOverload). It serves n ÷ PerAdmit visitors a second (BBR's
 //     delivery rate: its capacity now) and holds n/s × (p95 − Baseline)
 //     requests more than unloaded (Little's law on the excess latency),
@@ -216,7 +217,8 @@ type Window struct {
 //     held), probe beyond it by ProbeStep, doubling with each probe that
 //     held, and at most halfway to the rate that last overloaded it.
 //
-// A rate whose whole window kept q ≤ GoodBand becomes the good rate.
+// A rate that the room used (DemandShare of it admitted while visitors
+// waited) and whose whole window kept q ≤ GoodBand becomes the good rate.
 func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 	next := c
 	next.At, next.Admitted, next.Version = now.Truncate(time.Millisecond), w.Admitted, c.Version+1
@@ -231,6 +233,9 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 			return c, false
 		}
 		next.Hold = max(0, c.Hold-1)
+		if c.Resume > 0 { // a drain with nothing to follow it by ends
+			next.Rate, next.Resume, next.Backlog, next.Hold, next.Steady = c.Resume, 0, 0, 0, 0
+		}
 		return next, true // nothing to go by: hold
 	}
 	p := w.Signals.Quantile(0.95)
@@ -257,8 +262,7 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 		next.Hold = c.Hold - 1
 		next.Backlog = max(0, c.Backlog+float64(w.Admitted-c.Admitted)-served*secs)
 		if next.Backlog > DrainedShare*c.Resume*s.ControlPeriod.Seconds() && !s.within(next, w.Signals) {
-			next.Hold, next.Rate = 1, served-next.Backlog/s.ControlPeriod.Seconds()
-			next.Rate = min(max(next.Rate, s.MinAdmitRate), s.MaxAdmitRate)
+			next.Hold, next.Rate = 1, s.clamp(served-next.Backlog/s.ControlPeriod.Seconds())
 		} else {
 			next.Rate, next.Resume, next.Backlog, next.Steady = c.Resume, 0, 0, 0
 		}
@@ -273,13 +277,13 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 	switch {
 	case target > 0:
 		q = float64(p) / (Aim * float64(target))
-	case !failing: // no target set and no window big enough to learn one
+	case !failing: // a guard: this window's p95 has just set a baseline if none was
 		return next, true
 	}
 	if failing {
 		q = max(q, 2)
 	}
-	if q <= GoodBand && c.Steady > 0 && rate > c.Good { // held for a whole window: a good rate
+	if q <= GoodBand && c.Steady > 0 && rate > c.Good && s.demand(c, w, rate, elapsed) { // used and held for a whole window: a good rate
 		next.Streak, next.Backoff = min(c.Streak+1, MaxStreak), 0 // an increase held
 		if c.Limit > 0 && rate >= c.Limit {
 			next.Limit = 0 // beyond the old limit: the origin grew
@@ -298,13 +302,16 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 		// latency): admit what it serves less what drains the excess
 		// within a period.
 		next.Backlog = n / secs * max(0, (p-c.Baseline).Seconds())
-		next.Rate, next.Resume, next.Hold = served-next.Backlog/s.ControlPeriod.Seconds(), DecreaseAim*served, 1
-		next.Good, next.Limit, next.Backoff, next.Calm, next.Streak = DecreaseAim*served, rate, 0, 0, 0
+		next.Rate, next.Resume, next.Hold = served-next.Backlog/s.ControlPeriod.Seconds(), s.clamp(DecreaseAim*served), 1
+		next.Good, next.Limit, next.Backoff, next.Calm, next.Streak = next.Resume, rate, 0, 0, 0
+		if c.Hold > 0 { // the window still shows the rate before the last cut
+			next.Limit = max(rate, c.Limit)
+		}
 		if c.Good > 0 && rate > c.Good { // a probe beyond the good rate went too far
 			next.Backoff = min(c.Backoff+1, MaxBackoff)
 		}
 	case q > 1 && !improving:
-		next.Hold, next.Calm, next.Streak, next.Limit = 1, 0, 0, rate
+		next.Hold, next.Calm, next.Streak, next.Limit, next.Resume, next.Backlog = 1, 0, 0, rate, 0, 0
 		if q <= SevereOverload && c.Good > 0 {
 			// Just above the target: a probe beyond the good rate, or a
 			// good rate that was too optimistic. Back below it while the
@@ -350,12 +357,15 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 			next.PerAdmit = c.PerAdmit + PerAdmitGain*(per-c.PerAdmit)
 		}
 	}
-	next.Rate = min(max(next.Rate, s.MinAdmitRate), s.MaxAdmitRate)
+	next.Rate = s.clamp(next.Rate)
 	if next.Rate != rate {
 		next.Steady = 0
 	}
 	return next, true
 }
+
+// clamp bounds an adaptive rate to [MinAdmitRate, MaxAdmitRate].
+func (s Settings) clamp(rate float64) float64 { return min(max(rate, s.MinAdmitRate), s.MaxAdmitRate) }
 
 // climbTo is as far as an idle origin's rate climbs back at once:
 // RecoverShare of the highest rate it held.

@@ -250,6 +250,10 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 	if c.PerAdmit > 0 {
 		served = n / secs / c.PerAdmit
 	}
+	// drain is the rate that leaves a backlog of visitors drained within
+	// a period.
+	drain := func(backlog float64) float64 { return served - backlog/s.ControlPeriod.Seconds() }
+	used := s.demand(c, w, rate, elapsed)
 	// Saturated: the median request queues (above the unloaded p95) and
 	// the origin serves fewer visitors than were admitted: it falls behind
 	// (at a rate that is not a probe beyond the good rate, unless the p95
@@ -262,7 +266,7 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 		next.Hold = c.Hold - 1
 		next.Backlog = max(0, c.Backlog+float64(w.Admitted-c.Admitted)-served*secs)
 		if next.Backlog > DrainedShare*c.Resume*s.ControlPeriod.Seconds() && !s.within(next, w.Signals) {
-			next.Hold, next.Rate = 1, s.clamp(served-next.Backlog/s.ControlPeriod.Seconds())
+			next.Hold, next.Rate = 1, s.clamp(drain(next.Backlog))
 		} else {
 			next.Rate, next.Resume, next.Backlog, next.Steady = c.Resume, 0, 0, 0
 		}
@@ -283,7 +287,7 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 	if failing {
 		q = max(q, 2)
 	}
-	if q <= GoodBand && c.Steady > 0 && rate > c.Good && s.demand(c, w, rate, elapsed) { // used and held for a whole window: a good rate
+	if q <= GoodBand && c.Steady > 0 && rate > c.Good && used { // used and held for a whole window: a good rate
 		next.Streak, next.Backoff = min(c.Streak+1, MaxStreak), 0 // an increase held
 		if c.Limit > 0 && rate >= c.Limit {
 			next.Limit = 0 // beyond the old limit: the origin grew
@@ -302,7 +306,7 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 		// latency): admit what it serves less what drains the excess
 		// within a period.
 		next.Backlog = n / secs * max(0, (p-c.Baseline).Seconds())
-		next.Rate, next.Resume, next.Hold = served-next.Backlog/s.ControlPeriod.Seconds(), s.clamp(DecreaseAim*served), 1
+		next.Rate, next.Resume, next.Hold = drain(next.Backlog), s.clamp(DecreaseAim*served), 1
 		next.Good, next.Limit, next.Backoff, next.Calm, next.Streak = next.Resume, rate, 0, 0, 0
 		if c.Hold > 0 { // the window still shows the rate before the last cut
 			next.Limit = max(rate, c.Limit)
@@ -329,12 +333,12 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 		if c.PerAdmit > 0 {
 			next.Rate = max(next.Rate, min(rate, DrainShare*served))
 		}
-	case q < HoldBand && p <= c.Baseline && c.Steady > 0 && rate < s.climbTo(next) && s.demand(c, w, rate, elapsed):
+	case q < HoldBand && p <= c.Baseline && c.Steady > 0 && rate < RecoverShare*next.Peak && used:
 		// Idle (the p95 at the unloaded one) well below the highest rate
 		// the origin held: it lost capacity and may have it back. Up every
-		// verified period by RecoverIncrease, as far as climbTo.
-		next.Rate, next.Calm = min(s.climbTo(next), rate*RecoverIncrease), 0
-	case q < HoldBand && c.Steady > 0 && s.demand(c, w, rate, elapsed):
+		// verified period by RecoverIncrease, to RecoverShare of that rate.
+		next.Rate, next.Calm = min(RecoverShare*next.Peak, rate*RecoverIncrease), 0
+	case q < HoldBand && c.Steady > 0 && used:
 		next.Calm = c.Calm + 1
 		switch {
 		case next.Limit == 0: // no overload known: up, one verified step at a time
@@ -350,7 +354,7 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 			}
 		}
 	}
-	if admitted := float64(w.Admitted - c.Admitted); q <= 1 && c.Steady > 0 && admitted >= PerAdmitFrom && s.demand(c, w, rate, elapsed) {
+	if admitted := float64(w.Admitted - c.Admitted); q <= 1 && c.Steady > 0 && admitted >= PerAdmitFrom && used {
 		if per := n / admitted; c.PerAdmit == 0 {
 			next.PerAdmit = per
 		} else {
@@ -366,10 +370,6 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 
 // clamp bounds an adaptive rate to [MinAdmitRate, MaxAdmitRate].
 func (s Settings) clamp(rate float64) float64 { return min(max(rate, s.MinAdmitRate), s.MaxAdmitRate) }
-
-// climbTo is as far as an idle origin's rate climbs back at once:
-// RecoverShare of the highest rate it held.
-func (s Settings) climbTo(c Control) float64 { return RecoverShare * c.Peak }
 
 // within reports whether the window's p95 is within the aim (Aim × the
 // target).

@@ -196,6 +196,9 @@ func TestControllerOnSimulatedPlant(t *testing.T) {
 // or more (the planned static rate: 1.3 ×, 86 to 90 %). On one that goes
 // 10 → 5 → 10, each phase from 10 s in holds it within 2 × (the static
 // rate: 44 × and 29 ×), and the third is back to 75 % utilisation.
+// Every latency here is the plant's virtual time (plant_test.go: seeded,
+// discrete-event, no clock is read), so the bounds are properties of the
+// control law on a fixed input, the same on any machine, not timings.
 func TestControllerOnBenchScenario(t *testing.T) {
 	const seedsN = 16
 	defer func() { plantSeed = 1 }()

@@ -565,6 +565,10 @@ func (s *Store) Stats(ctx context.Context, room string, now time.Time) (queue.St
 	if st.Settings.Sharded() {
 		return s.statsSharded(ctx, room, st, field(arr, "state_v"))
 	}
+	if s.isSharded(room) { // lost and made again unsharded, by another instance
+		s.sharded.Delete(room)
+		s.shard.Forget(room)
+	}
 	return st, nil
 }
 

@@ -34,6 +34,44 @@ func lostRoomSettings(t *testing.T) queue.Settings {
 	return set
 }
 
+// TestShardedRoomMadeAgainUnsharded: an instance that knew a room as
+// sharded learns from its next stats refresh that the room, lost and made
+// again by another instance, has one line now: its Enter goes to that line
+// (it used to go to a shard's line, with a timestamp score, where the other
+// instance found a head sequence number of 10^15 and the visitor gone).
+func TestShardedRoomMadeAgainUnsharded(t *testing.T) {
+	c := testenv.Redis(t)
+	prefix := testenv.RedisPrefix(t, c)
+	stale, fresh := redisqueue.New(c, prefix), redisqueue.New(c, prefix)
+	ctx := context.Background()
+	set := lostRoomSettings(t)
+	if err := stale.PutRoom(ctx, "hot", set); err != nil {
+		t.Fatal(err)
+	}
+	now := time.UnixMilli(1_900_000_000_000)
+	if _, _, err := stale.Enter(ctx, "hot", "a", now); err != nil {
+		t.Fatal(err)
+	}
+	testenv.DeleteKeys(t, c, prefix) // the data is lost
+	set.Shards = 1
+	if err := fresh.PutRoom(ctx, "hot", set); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := stale.Stats(ctx, "hot", now); err != nil || st.Settings.Shards != 1 {
+		t.Fatalf("stale instance's Stats = %+v, %v; want one shard", st, err)
+	}
+	v := visitorOf(0, 3)
+	if _, _, err := stale.Enter(ctx, "hot", v, now); err != nil {
+		t.Fatal(err)
+	}
+	e, err := fresh.Status(ctx, "hot", v, now)
+	st, err2 := fresh.Stats(ctx, "hot", now)
+	if err != nil || err2 != nil || e.Status == queue.Gone || st.LastSeq != 1 || st.HeadSeq > st.LastSeq+1 {
+		t.Errorf("after the stale instance's Enter: Status %+v (%v), Stats seq %d–%d (%v); want the visitor as sequence number 1 of the one line",
+			e, err, st.HeadSeq, st.LastSeq, err2)
+	}
+}
+
 // TestShardedLostRoom: Redis loses a sharded room's keys (a flush, a
 // failover to an empty replica) while an instance remembers that the room
 // is sharded. Its calls must answer not found and write nothing (an Enter

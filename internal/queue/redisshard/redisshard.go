@@ -309,11 +309,15 @@ func unavailable(op, room string, err error) error {
 	return fmt.Errorf("redisshard: %s %s: %w: %v", op, room, queue.ErrUnavailable, err)
 }
 
+// Forget drops the room's layout that s remembers: the room went, or was
+// made again with another (the caller learned it from the room's hash).
+func (s *Store) Forget(room string) { s.rooms.Delete(room) }
+
 // notFound is the answer for a room that does not exist. The store
 // forgets the room's layout: a room Redis lost may be made again, with
 // another.
 func (s *Store) notFound(op, room string) error {
-	s.rooms.Delete(room)
+	s.Forget(room)
 	return fmt.Errorf("redisshard: %s %s: %w", op, room, queue.ErrRoomNotFound)
 }
 

@@ -431,7 +431,7 @@ func spreadRoom(b *testing.B, c rueidis.Client, s *redisshard.Store, shards int,
 		name := fmt.Sprintf("hot-%d", attempt)
 		per := map[string]int{}
 		for i := range shards {
-			key := s.Keys(name, shards)[4+5*i] // shard i's wait key
+			key := s.WaitKey(name, i)
 			owner, err := c.Do(ctx, c.B().ClusterKeyslot().Key(key).Build()).AsInt64()
 			if err != nil {
 				b.Fatal(err)

@@ -48,6 +48,14 @@ func (s *Store) CrashStep(ctx context.Context, room string, l Settings, id strin
 // ActiveKey is the room's active set on its home shard.
 func (s *Store) ActiveKey(room string) string { return s.homeKeys(room)[1] }
 
+// HomeMetaKey is the room's home meta hash (its settings and state).
+func (s *Store) HomeMetaKey(room string) string { return s.homeKeys(room)[0] }
+
+// WaitKey and ShardMetaKey are line shard i's sorted set and meta hash.
+func (s *Store) WaitKey(room string, i int) string { return s.shardKeys(room, i)[kWait] }
+
+func (s *Store) ShardMetaKey(room string, i int) string { return s.shardKeys(room, i)[kMeta] }
+
 // Step is an admission step run phase by phase (Admit's take, commitStep
 // and ackStep), so that a test can put a call between two phases.
 type Step struct {

@@ -319,7 +319,7 @@ func run(t *testing.T, s *redisshard.Store, name string, t0 time.Time, pre, step
 // authority on slots.
 func activeCount(t *testing.T, c rueidis.Client, s *redisshard.Store, name string) int64 {
 	t.Helper()
-	n, err := c.Do(context.Background(), c.B().Zcard().Key(s.Keys(name, 1)[1]).Build()).AsInt64()
+	n, err := c.Do(context.Background(), c.B().Zcard().Key(s.ActiveKey(name)).Build()).AsInt64()
 	if err != nil {
 		t.Fatal(err)
 	}

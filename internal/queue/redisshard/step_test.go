@@ -140,7 +140,7 @@ func TestLeaveBeforeCompensation(t *testing.T) {
 		if err := s.Leave(ctx, stepRoom, v); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Do(ctx, c.B().Hset().Key(s.Keys(stepRoom, 1)[0]).FieldValue().FieldValue("state", "paused").Build()).Error(); err != nil {
+		if err := c.Do(ctx, c.B().Hset().Key(s.HomeMetaKey(stepRoom)).FieldValue().FieldValue("state", "paused").Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 		if res, err := p.Finish(ctx); err != nil || res.Returned != 1 {
@@ -252,7 +252,7 @@ func TestLineStateVersions(t *testing.T) {
 		if _, _, err := s.Enter(ctx, stepRoom, v, t0); !errors.Is(err, queue.ErrRoomClosed) {
 			t.Errorf("Enter after the older copy came last: %v; want closed", err)
 		}
-		if err := c.Do(ctx, c.B().Del().Key(s.Keys(stepRoom, 2)[4+6+1]).Build()).Error(); err != nil {
+		if err := c.Do(ctx, c.B().Del().Key(s.ShardMetaKey(stepRoom, 1)).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := s.Enter(ctx, stepRoom, v, t0); !errors.Is(err, queue.ErrRoomNotFound) {
@@ -332,7 +332,7 @@ func TestActiveWhileAckLost(t *testing.T) {
 	}{
 		{"full", nil},
 		{"paused", func(ctx context.Context, c rueidis.Client, s *redisshard.Store) error {
-			return c.Do(ctx, c.B().Hset().Key(s.Keys(stepRoom, 1)[0]).FieldValue().FieldValue("state", "paused").Build()).Error()
+			return c.Do(ctx, c.B().Hset().Key(s.HomeMetaKey(stepRoom)).FieldValue().FieldValue("state", "paused").Build()).Error()
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -234,7 +234,7 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 		}
 		next.Hold = max(0, c.Hold-1)
 		if c.Resume > 0 { // a drain with nothing to follow it by ends
-			next.Rate, next.Resume, next.Backlog, next.Hold, next.Steady = c.Resume, 0, 0, 0, 0
+			next.endDrain()
 		}
 		return next, true // nothing to go by: hold
 	}
@@ -254,21 +254,24 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 	// a period.
 	drain := func(backlog float64) float64 { return served - backlog/s.ControlPeriod.Seconds() }
 	used := s.demand(c, w, rate, elapsed)
+	target := s.Target(next)
+	aim := Aim * float64(target)
+	within := target > 0 && float64(p) <= aim // the p95 within the aim
 	// Saturated: the median request queues (above the unloaded p95) and
 	// the origin serves fewer visitors than were admitted: it falls behind
 	// (at a rate that is not a probe beyond the good rate, unless the p95
 	// is far above the aim: a probe's overload is left to its back-off).
 	saturated := served > 0 && c.Baseline > 0 && w.Signals.Quantile(0.5) > c.Baseline &&
-		served < SaturatedShare*float64(w.Admitted-c.Admitted)/secs && !s.within(next, w.Signals) &&
-		(rate <= c.Good || float64(p) > SevereOverload*Aim*float64(s.Target(next)))
+		served < SaturatedShare*float64(w.Admitted-c.Admitted)/secs && !within &&
+		(rate <= c.Good || float64(p) > SevereOverload*aim)
 	switch {
 	case c.Hold > 0 && c.Resume > 0: // draining: what is left of the backlog?
 		next.Hold = c.Hold - 1
 		next.Backlog = max(0, c.Backlog+float64(w.Admitted-c.Admitted)-served*secs)
-		if next.Backlog > DrainedShare*c.Resume*s.ControlPeriod.Seconds() && !s.within(next, w.Signals) {
+		if next.Backlog > DrainedShare*c.Resume*s.ControlPeriod.Seconds() && !within {
 			next.Hold, next.Rate = 1, s.clamp(drain(next.Backlog))
 		} else {
-			next.Rate, next.Resume, next.Backlog, next.Steady = c.Resume, 0, 0, 0
+			next.endDrain()
 		}
 		return next, true
 	case c.Hold > 0 && !saturated: // the window after a decrease still shows the load before it
@@ -276,11 +279,10 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 		return next, true
 	}
 	failing := float64(w.Signals.Errors) > MaxErrorShare*n
-	target := s.Target(next)
 	var q float64
 	switch {
 	case target > 0:
-		q = float64(p) / (Aim * float64(target))
+		q = float64(p) / aim
 	case !failing: // a guard: this window's p95 has just set a baseline if none was
 		return next, true
 	}
@@ -315,7 +317,7 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 			next.Backoff = min(c.Backoff+1, MaxBackoff)
 		}
 	case q > 1 && !improving:
-		next.Hold, next.Calm, next.Streak, next.Limit, next.Resume, next.Backlog = 1, 0, 0, rate, 0, 0
+		next.Hold, next.Calm, next.Streak, next.Limit = 1, 0, 0, rate
 		if q <= SevereOverload && c.Good > 0 {
 			// Just above the target: a probe beyond the good rate, or a
 			// good rate that was too optimistic. Back below it while the
@@ -371,11 +373,10 @@ func (s Settings) Step(c Control, w Window, now time.Time) (Control, bool) {
 // clamp bounds an adaptive rate to [MinAdmitRate, MaxAdmitRate].
 func (s Settings) clamp(rate float64) float64 { return min(max(rate, s.MinAdmitRate), s.MaxAdmitRate) }
 
-// within reports whether the window's p95 is within the aim (Aim × the
-// target).
-func (s Settings) within(c Control, sig Signals) bool {
-	target := s.Target(c)
-	return target > 0 && float64(sig.Quantile(0.95)) <= Aim*float64(target)
+// endDrain ends a drain: back to the rate it resumes at, and a step of
+// its own (the next window is verified before anything moves on from it).
+func (c *Control) endDrain() {
+	c.Rate, c.Resume, c.Backlog, c.Hold, c.Steady = c.Resume, 0, 0, 0, 0
 }
 
 // demand reports whether the rate held admissions back during the window:

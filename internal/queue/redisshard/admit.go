@@ -143,7 +143,7 @@ func (s *Store) take(ctx context.Context, room string, l layout, now time.Time) 
 		if plan[i].n == 0 {
 			return
 		}
-		k := s.shardKeys(room, i)
+		k := l.keys[i]
 		arr, err := s.exec(ctx, s.pop, pick(k, kWait, kMeta, kLeases, kTaken, kGuard),
 			[]string{ms(now), st.id, leaseEnd, strconv.FormatInt(plan[i].n, 10), plan[i].max}).AsStrSlice()
 		if err != nil {
@@ -214,7 +214,7 @@ func (s *Store) ackStep(ctx context.Context, room string, l layout, st *step, no
 		if i >= len(st.popped) || len(st.popped[i]) == 0 {
 			return
 		}
-		k := s.shardKeys(room, i)
+		k := l.keys[i]
 		args := append([]string{st.id, ms(now), strconv.Itoa(len(back[i]) / 2)}, back[i]...)
 		args = append(args, admitted[i]...)
 		if err := s.exec(ctx, s.ack, k, args).Error(); err != nil && st.errs[i] == nil {
@@ -248,8 +248,7 @@ func (s *Store) plan(ctx context.Context, room string, l layout, n int64, turn i
 	heads := make([][]queued, l.shards)
 	errs := make([]error, l.shards)
 	each(l.shards, func(i int) {
-		keys := s.shardKeys(room, i)
-		arr, err := s.exec(ctx, s.peek, pick(keys, kWait, kMeta, kLeases, kTaken, kGuard),
+		arr, err := s.exec(ctx, s.peek, pick(l.keys[i], kWait, kMeta, kLeases, kTaken, kGuard),
 			[]string{ms(now), strconv.FormatInt(n, 10)}).AsStrSlice()
 		if err != nil {
 			errs[i] = err

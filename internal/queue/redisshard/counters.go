@@ -33,7 +33,7 @@ func (s *Store) countersKeys(room string) []string {
 // must not call Enter for a visitor that holds a ticket of the room.
 func (s *Store) enterCounters(ctx context.Context, room, visitor string, l layout) (Entry, bool, error) {
 	i := ShardOf(visitor, l.shards)
-	n, err := s.next(ctx, "enter", room, pick(s.shardKeys(room, i), kMeta, kGuard), "lseq")
+	n, err := s.next(ctx, "enter", room, pick(l.keys[i], kMeta, kGuard), "lseq")
 	if err != nil {
 		return Entry{}, false, err
 	}
@@ -82,7 +82,7 @@ func (s *Store) Claim(ctx context.Context, room, visitor string, shard int, seq 
 func (s *Store) releaseTurns(ctx context.Context, room string, l layout, now time.Time) (AdmitResult, error) {
 	cmds := make(rueidis.Commands, l.shards)
 	for i := range cmds {
-		cmds[i] = s.c.B().Hget().Key(s.shardKeys(room, i)[1]).Field("lseq").Build()
+		cmds[i] = s.c.B().Hget().Key(l.keys[i][kMeta]).Field("lseq").Build()
 	}
 	args := make([]string, 0, 1+l.shards)
 	args = append(args, ms(now))

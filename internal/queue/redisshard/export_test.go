@@ -19,7 +19,7 @@ func (s *Store) CrashStep(ctx context.Context, room string, l Settings, id strin
 	if err != nil {
 		return 0, nil, err
 	}
-	plan, err := s.plan(ctx, room, layout{l.Shards, l.Strategy}, r[0], int(r[1]), now)
+	plan, err := s.plan(ctx, room, s.remember(room, l.Shards, l.Strategy), r[0], int(r[1]), now)
 	if err != nil {
 		return r[0], nil, err
 	}

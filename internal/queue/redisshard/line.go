@@ -77,7 +77,7 @@ func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) 
 		seq = strconv.FormatInt(n, 10)
 	}
 	i := ShardOf(visitor, l.shards)
-	k := s.shardKeys(room, i)
+	k := l.keys[i]
 	r, err := s.exec(ctx, s.enter, pick(k, kWait, kMeta, kAdmitted, kTaken, kGuard), []string{visitor, ms(now), string(l.strategy), seq}).AsIntSlice()
 	if err != nil || len(r) < 4 {
 		return Entry{}, false, unavailable("enter", room, fmt.Errorf("reply %v: %v", r, err))
@@ -125,7 +125,7 @@ func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time)
 		return Entry{}, err
 	}
 	i := ShardOf(visitor, l.shards)
-	k := s.shardKeys(room, i)
+	k := l.keys[i]
 	r, err := s.exec(ctx, s.status, pick(k, kWait, kMeta, kAdmitted, kTaken, kGuard), []string{visitor, ms(now)}).AsIntSlice()
 	if err != nil || len(r) < 4 {
 		return Entry{}, unavailable("status", room, fmt.Errorf("reply %v: %v", r, err))
@@ -161,7 +161,7 @@ func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time)
 		if j < i {
 			upTo = score
 		}
-		cmds = append(cmds, s.c.B().Zcount().Key(s.shardKeys(room, j)[0]).Min("-inf").Max(upTo).Build())
+		cmds = append(cmds, s.c.B().Zcount().Key(l.keys[j][kWait]).Min("-inf").Max(upTo).Build())
 	}
 	ahead := r[2]
 	for _, res := range s.c.DoMulti(ctx, cmds...) {
@@ -224,7 +224,7 @@ func (s *Store) Leave(ctx context.Context, room, visitor string) error {
 	if err != nil {
 		return err
 	}
-	k := s.shardKeys(room, ShardOf(visitor, l.shards))
+	k := l.keys[ShardOf(visitor, l.shards)]
 	r, err := s.exec(ctx, s.leave, pick(k, kWait, kMeta, kAdmitted, kTaken, kGuard), []string{visitor}).AsInt64()
 	if err != nil {
 		return unavailable("leave", room, err)
@@ -271,11 +271,11 @@ func (s *Store) SetLineState(ctx context.Context, room string, shards int, strat
 // layout (through this instance or another) is then found where it is
 // from the next refresh on, each scheduler step on every instance.
 func (s *Store) SyncLines(ctx context.Context, room string, shards int, strategy Strategy, state, version string) (int64, error) {
-	s.rooms.Store(room, layout{shards: shards, strategy: strategy})
+	l := s.remember(room, shards, strategy)
 	counts := make([]int64, shards)
 	errs := make([]error, shards)
 	each(shards, func(i int) {
-		k := s.shardKeys(room, i)
+		k := l.keys[i]
 		if i == 0 {
 			counts[i], errs[i] = s.c.Do(ctx, s.c.B().Zcard().Key(k[kWait]).Build()).AsInt64()
 			return

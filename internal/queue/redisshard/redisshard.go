@@ -230,10 +230,28 @@ func New(c rueidis.Client, prefix string, lease time.Duration) *Store {
 	}
 }
 
-// layout is what every call needs to find a room's keys.
+// layout is what every call needs to find a room's keys: its shards,
+// strategy, and each shard's keys (shardKeys), built once per layout.
 type layout struct {
 	shards   int
 	strategy Strategy
+	keys     [][]string
+}
+
+// remember is the layout of room with shards and strategy, the one s
+// holds if it is that, else a new one that s holds from now on.
+func (s *Store) remember(room string, shards int, strategy Strategy) layout {
+	if v, ok := s.rooms.Load(room); ok {
+		if l := v.(layout); l.shards == shards && l.strategy == strategy {
+			return l
+		}
+	}
+	l := layout{shards: shards, strategy: strategy, keys: make([][]string, shards)}
+	for i := range l.keys {
+		l.keys[i] = s.shardKeys(room, i)
+	}
+	s.rooms.Store(room, l)
+	return l
 }
 
 // ShardOf is the shard of k that holds visitor: FNV-1a of the id, mod k.
@@ -384,7 +402,5 @@ func (s *Store) layoutOf(ctx context.Context, op, room string) (layout, error) {
 		}
 		return layout{}, err
 	}
-	l := layout{shards: set.Shards, strategy: set.Strategy}
-	s.rooms.Store(room, l)
-	return l, nil
+	return s.remember(room, set.Shards, set.Strategy), nil
 }

@@ -39,7 +39,7 @@ const (
 // ShardStrategies lists the strategies a room may name.
 var ShardStrategies = []ShardStrategy{ShardCounter, ShardTimestamp, ShardEstimate}
 
-// MaxShards bounds Settings.Shards (redisshard.MaxShards).
+// MaxShards bounds Settings.Shards (and redisshard's).
 const MaxShards = 64
 
 // ErrShardsFixed: settings that change an existing room's shards, or the

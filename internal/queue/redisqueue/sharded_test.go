@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
 	"usher/internal/queue"
 	"usher/internal/queue/queuetest"
 	"usher/internal/queue/redisqueue"
-	"usher/internal/queue/redisshard"
 	"usher/internal/testenv"
 )
 
@@ -104,18 +102,5 @@ func TestShardedRefusals(t *testing.T) {
 	st, err := redisqueue.New(c, prefix).Stats(ctx, "hot", t0)
 	if err != nil || st.Inventory.Known || st.Waiting != 8 {
 		t.Errorf("Stats after the refusals = %+v, %v; want the room as it was (8 waiting, no inventory)", st, err)
-	}
-}
-
-// TestShardLimitsMatch: the room settings' limits are redisshard's (queue
-// cannot import it).
-func TestShardLimitsMatch(t *testing.T) {
-	if queue.MaxShards != redisshard.MaxShards {
-		t.Errorf("queue.MaxShards = %d, redisshard.MaxShards = %d", queue.MaxShards, redisshard.MaxShards)
-	}
-	for _, st := range queue.ShardStrategies {
-		if !slices.Contains(redisshard.Strategies, redisshard.Strategy(st)) {
-			t.Errorf("room strategy %q is not a redisshard.Strategy", st)
-		}
 	}
 }

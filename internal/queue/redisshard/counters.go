@@ -68,7 +68,7 @@ func (s *Store) Claim(ctx context.Context, room, visitor string, shard int, seq 
 		return Entry{}, s.notFound("claim", room)
 	case kindWaiting:
 		e.Status, e.Score = queue.Waiting, seq
-		e.Position, e.Estimated = (r[1]-1)*int64(l.shards)+int64(l.shards+1)/2, l.shards > 1
+		e.Position, e.Estimated = estimate(r[1]-1, l.shards), l.shards > 1
 	case kindAdmitted:
 		e.Status, e.ExpiresAt = queue.Active, time.UnixMilli(r[2]).UTC()
 	default:

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/redis/rueidis"
 )
 
 // This file lends crash_test.go, in package redisshard_test (it imports
@@ -102,4 +104,23 @@ func (s *Store) Prefix() string { return s.prefix }
 // Finish runs the step's commit and acknowledgements as Admit does.
 func (p *Step) Finish(ctx context.Context) (AdmitResult, error) {
 	return p.s.finish(ctx, p.room, p.l, p.st, p.now)
+}
+
+// Waiting counts the visitors in the room's lines, the shards read one
+// after another (as Status's count; visitors taken by a step in flight
+// are not counted).
+func (s *Store) Waiting(ctx context.Context, room string, shards int) (int64, error) {
+	cmds := make(rueidis.Commands, 0, shards)
+	for i := range shards {
+		cmds = append(cmds, s.c.B().Zcard().Key(s.shardKeys(room, i)[0]).Build())
+	}
+	var n int64
+	for _, r := range s.c.DoMulti(ctx, cmds...) {
+		c, err := r.AsInt64()
+		if err != nil {
+			return 0, unavailable("waiting", room, err)
+		}
+		n += c
+	}
+	return n, nil
 }

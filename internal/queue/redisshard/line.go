@@ -92,7 +92,8 @@ func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) 
 	case kindRefused:
 		return Entry{}, false, fmt.Errorf("redisshard: enter %s: %w", room, queue.ErrRoomClosed)
 	case kindTaken:
-		return s.takenStatus(ctx, "enter", room, visitor, now, e)
+		e, err := s.takenStatus(ctx, "enter", room, visitor, now, e)
+		return e, false, err
 	}
 	e.Status, e.Score = queue.Waiting, r[1]
 	e.Position, e.Estimated = estimate(r[2], l.shards), l.shards > 1
@@ -139,8 +140,7 @@ func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time)
 		return e, nil
 	case kindTaken:
 		e.Score = r[1]
-		e, _, err := s.takenStatus(ctx, "status", room, visitor, now, e)
-		return e, err
+		return s.takenStatus(ctx, "status", room, visitor, now, e)
 	case kindNone:
 		return s.homeStatus(ctx, "status", room, visitor, now, e)
 	}
@@ -181,13 +181,13 @@ func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time)
 // is late or lost: in a room that admits nobody meanwhile, full or
 // paused, no pop reclaims the record for the whole slot), else waiting at
 // 1 (being admitted). One more call, for these visitors only.
-func (s *Store) takenStatus(ctx context.Context, op, room, visitor string, now time.Time, e Entry) (Entry, bool, error) {
+func (s *Store) takenStatus(ctx context.Context, op, room, visitor string, now time.Time, e Entry) (Entry, error) {
 	h, err := s.homeStatus(ctx, op, room, visitor, now, Entry{Visitor: e.Visitor, Shard: e.Shard})
 	if err != nil || h.Status == queue.Active {
-		return h, false, err
+		return h, err
 	}
 	e.Status, e.Position = queue.Waiting, 1
-	return e, false, nil
+	return e, nil
 }
 
 // homeStatus asks the home shard's active set, the authority, about a
@@ -287,25 +287,6 @@ func (s *Store) SyncLines(ctx context.Context, room string, shards int, strategy
 	}
 	var n int64
 	for _, c := range counts {
-		n += c
-	}
-	return n, nil
-}
-
-// Waiting counts the visitors in the room's lines, the shards read one
-// after another (as Status's count; visitors taken by a step in flight
-// are not counted).
-func (s *Store) Waiting(ctx context.Context, room string, shards int) (int64, error) {
-	cmds := make(rueidis.Commands, 0, shards)
-	for i := range shards {
-		cmds = append(cmds, s.c.B().Zcard().Key(s.shardKeys(room, i)[0]).Build())
-	}
-	var n int64
-	for _, r := range s.c.DoMulti(ctx, cmds...) {
-		c, err := r.AsInt64()
-		if err != nil {
-			return 0, unavailable("waiting", room, err)
-		}
 		n += c
 	}
 	return n, nil

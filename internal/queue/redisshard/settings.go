@@ -18,16 +18,16 @@ const (
 	// number from one counter on the home shard; admission merges the
 	// shards' heads. Exact order and positions; every entry costs a call
 	// to the home shard.
-	Counter Strategy = "counter"
+	Counter = Strategy(queue.ShardCounter)
 	// Timestamp (B) scores each entrant with the entering instance's clock,
 	// kept strictly increasing per shard; admission merges the heads. Exact
 	// positions in the room's admission order; the order follows the
 	// instances' clocks (skew shows as order error).
-	Timestamp Strategy = "timestamp"
+	Timestamp = Strategy(queue.ShardTimestamp)
 	// Estimate (C) keeps independent shard lines with their own sequence
 	// numbers; positions are estimated from the local rank, and admission
 	// takes from the shards round-robin.
-	Estimate Strategy = "estimate"
+	Estimate = Strategy(queue.ShardEstimate)
 	// CountersOnly keeps nothing per waiting visitor: each shard is a
 	// counter whose numbers are the turns; the ticket carries the shard
 	// and the number (Claim), the room releases turns in order
@@ -40,8 +40,8 @@ const (
 // Strategies lists the strategies by name, seed 003's in its order first.
 var Strategies = []Strategy{Counter, Timestamp, Estimate, CountersOnly}
 
-// MaxShards bounds Settings.Shards.
-const MaxShards = 64
+// MaxShards bounds Settings.Shards: the room settings' bound.
+const MaxShards = queue.MaxShards
 
 // Settings are a sharded room's configuration, kept in the home shard's
 // meta hash by name (settingFields).

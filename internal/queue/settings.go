@@ -193,15 +193,7 @@ var settingFields = []Field{
 			return nil
 		},
 	},
-	{
-		Name:   "shards",
-		Encode: func(s Settings) string { return strconv.FormatInt(s.Shards, 10) },
-		Decode: func(s *Settings, v string) (err error) {
-			s.Shards, err = strconv.ParseInt(v, 10, 64)
-			return err
-		},
-		Check: checkShards,
-	},
+	checked(intField("shards", func(s *Settings) *int64 { return &s.Shards }, 1, MaxShards), checkShards),
 }
 
 // DecodeSettings reads settings stored by name (SettingFields' names and
@@ -250,6 +242,18 @@ func intField(name string, field func(*Settings) *int64, lo, hi int64) Field {
 			return nil
 		},
 	}
+}
+
+// checked is f with a further check, run once f's own has passed.
+func checked(f Field, more func(Settings) error) Field {
+	own := f.Check
+	f.Check = func(s Settings) error {
+		if err := own(s); err != nil {
+			return err
+		}
+		return more(s)
+	}
+	return f
 }
 
 // rateField is a rate in visitors per second, kept in the shortest decimal

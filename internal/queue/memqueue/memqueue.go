@@ -143,7 +143,7 @@ func (s *Store) PutRoom(ctx context.Context, name string, set queue.Settings) er
 	if r.draw.Done && !set.OpensAt.Equal(r.settings.OpensAt) {
 		return fmt.Errorf("memqueue: put room %s: %w", name, queue.ErrDrawn)
 	}
-	if set.Shards != r.settings.Shards || set.Shards > 1 && set.ShardStrategy != r.settings.ShardStrategy {
+	if set.Shards != r.settings.Shards || set.Sharded() && set.ShardStrategy != r.settings.ShardStrategy {
 		return fmt.Errorf("memqueue: put room %s: %w", name, queue.ErrShardsFixed)
 	}
 	old, oldTokens, oldDraw, oldPre, oldControl := r.settings, r.tokens, r.draw, r.pre, r.control

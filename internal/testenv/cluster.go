@@ -62,6 +62,7 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 		cmd := exec.Command(bin, "--port", port, "--bind", host, "--save", "", "--appendonly", "no",
 			"--dir", dir, "--dbfilename", "dump-"+port+".rdb", "--cluster-enabled", "yes", "--cluster-port", bus,
 			"--cluster-config-file", "nodes-"+port+".conf", "--cluster-node-timeout", "2000")
+		dieWithTest(cmd)
 		if err := cmd.Start(); err != nil {
 			tb.Fatal(err)
 		}
@@ -189,10 +190,7 @@ func (cl *Cluster) client(addr string) (rueidis.Client, error) {
 	if c, ok := cl.conns[addr]; ok {
 		return c, nil
 	}
-	c, err := rueidis.NewClient(rueidis.ClientOption{
-		InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true, DisableRetry: true,
-		Dialer: net.Dialer{Timeout: time.Second},
-	})
+	c, err := nodeClient(addr)
 	if err != nil {
 		return nil, err
 	}

@@ -151,6 +151,7 @@ func (n *NATSNode) Start(tb testing.TB) {
 		tb.Fatalf("nats node %s: already running", n.Name)
 	}
 	cmd := exec.Command(n.bin, "-c", n.conf)
+	dieWithTest(cmd)
 	if err := cmd.Start(); err != nil {
 		tb.Fatalf("nats node %s: %v", n.Name, err)
 	}

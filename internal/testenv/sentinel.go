@@ -150,13 +150,20 @@ func replication(addr string) (map[string]string, error) {
 	return m, err
 }
 
-// ask runs f with a client of its own on the server at addr, within two
-// seconds.
-func ask(addr string, f func(context.Context, rueidis.Client) error) error {
-	c, err := rueidis.NewClient(rueidis.ClientOption{
+// nodeClient is a client of the one server at addr (no cluster or
+// sentinel discovery, no cache, no retry), that gives up dialing in a
+// second.
+func nodeClient(addr string) (rueidis.Client, error) {
+	return rueidis.NewClient(rueidis.ClientOption{
 		InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true, DisableRetry: true,
 		Dialer: net.Dialer{Timeout: time.Second},
 	})
+}
+
+// ask runs f with a client of its own on the server at addr, within two
+// seconds.
+func ask(addr string, f func(context.Context, rueidis.Client) error) error {
+	c, err := nodeClient(addr)
 	if err != nil {
 		return err
 	}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	mathrand "math/rand/v2"
@@ -69,9 +67,7 @@ func TestSentinelFailover(t *testing.T) {
 	log := warnLog(t)
 	brokerSpec, name := "embedded", "usher"
 	if u := os.Getenv("USHER_TEST_NATS"); u != "" {
-		b := make([]byte, 4)
-		rand.Read(b)
-		brokerSpec, name = u, "sentinel-"+hex.EncodeToString(b)
+		brokerSpec, name = u, natsName(t)
 		t.Cleanup(func() { deleteNATS(t, u, name) }) // after the sale stopped
 	}
 	broker, _, err := openBroker(ctx, brokerSpec, natsmq.Options{Name: name, Replicas: 1}, t.TempDir(), log, &cl)
@@ -522,12 +518,12 @@ func (l *failoverLog) check(t *testing.T, qs queue.Store, hs hold.Store, room, s
 	for v := range l.back {
 		r.lose(&r.lostAdmissions, l.admitted[v], l.killed)
 	}
-	reservedBy := map[string]bool{}    // visitors with a reservation: the sale frees their slot when it confirms
-	inReservation := map[string]bool{} // holds that a decision consumes or releases
-	for _, res := range l.reserved {
+	reservedBy := map[string]bool{}      // visitors with a reservation: the sale frees their slot when it confirms
+	reservationOf := map[string]string{} // hold → the reservation Reserve returned for it (a decision consumes or releases it)
+	for rid, res := range l.reserved {
 		reservedBy[res.Visitor] = true
 		for _, id := range res.HoldIDs {
-			inReservation[id] = true
+			reservationOf[id] = rid
 		}
 	}
 	for v, at := range l.entered {
@@ -564,7 +560,7 @@ func (l *failoverLog) check(t *testing.T, qs queue.Store, hs hold.Store, room, s
 			r.lose(&r.lostHolds, l.heldAt[id], l.killed)
 			continue
 		}
-		if inReservation[id] {
+		if _, ok := reservationOf[id]; ok {
 			continue
 		}
 		_, err := hs.Get(ctx, scope, id, time.Now())
@@ -577,12 +573,6 @@ func (l *failoverLog) check(t *testing.T, qs queue.Store, hs hold.Store, room, s
 			for _, s := range h.Seats {
 				live[s]++
 			}
-		}
-	}
-	reservationOf := map[string]string{} // hold → the reservation Reserve returned for it
-	for id, res := range l.reserved {
-		for _, h := range res.HoldIDs {
-			reservationOf[h] = id
 		}
 	}
 	for s := range holders {

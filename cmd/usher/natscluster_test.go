@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -117,9 +115,7 @@ func TestNATSClusterFailover(t *testing.T) {
 	if err := checkBroker(top.URL, 3); err != nil {
 		t.Fatal(err)
 	}
-	b := make([]byte, 4)
-	rand.Read(b)
-	name := "failover-" + hex.EncodeToString(b)
+	name := natsName(t)
 	broker, _, err := openBroker(ctx, top.URL, natsmq.Options{Name: name, Replicas: 3}, t.TempDir(), log, &cl)
 	if err != nil {
 		t.Fatal(err)

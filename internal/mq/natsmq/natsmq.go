@@ -377,16 +377,8 @@ func (b *Broker) Lookup(ctx context.Context, visitor, key string) (booking.Reser
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.o.Timeout)
 	defer cancel()
-	ikey := idemKey(visitor, key)
-	_, err := b.kv.Get(ctx, ikey)
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return booking.Reservation{}, fmt.Errorf("natsmq: lookup: %w", mq.ErrNotFound)
-	}
-	if err != nil {
-		return booking.Reservation{}, b.unavailable("lookup "+ikey, err)
-	}
-	r, _, err := b.resume(ctx, ikey)
-	if errors.Is(err, errKeyGone) { // expired (KeepFor) since the read above
+	r, _, err := b.resume(ctx, idemKey(visitor, key))
+	if errors.Is(err, errKeyGone) { // never submitted, or expired (KeepFor)
 		return booking.Reservation{}, fmt.Errorf("natsmq: lookup: %w", mq.ErrNotFound)
 	}
 	return r, err

@@ -288,7 +288,6 @@ func testAdmitStep(t *testing.T, s queue.Store) {
 // leave and enter, checking the cap after every step and that admission
 // order equals arrival order.
 func testConcurrentSchedulers(t *testing.T, s queue.Store) {
-	ctx := context.Background()
 	const (
 		schedulers = 4
 		steps      = 500
@@ -297,18 +296,39 @@ func testConcurrentSchedulers(t *testing.T, s queue.Store) {
 	set := settings(maxActive, 1e6) // the rate never limits here: the cap does
 	set.Interval = 10 * time.Millisecond
 	vs := fill(t, s, "r", set, schedulers*steps*2)
+	batches := runSchedulers(t, s, "r", t0, schedulers, steps, maxActive, nil)
+	slices.SortFunc(batches, func(a, b []string) int { return seqOf(a[0]) - seqOf(b[0]) })
+	got := slices.Concat(batches...)
+	if len(got) <= maxActive {
+		t.Fatalf("admitted %d visitors in total, want more than the cap %d (slots were freed)", len(got), maxActive)
+	}
+	if want := vs[:len(got)]; !slices.Equal(got, want) {
+		t.Errorf("admission order differs from arrival order (first 10 admitted %v)", got[:10])
+	}
+}
+
+// runSchedulers runs n schedulers of steps steps each on room, on one
+// simulated clock from start (a millisecond a step). After each step a
+// scheduler checks the cap (Stats.Active ≤ maxActive) and, every other
+// step, frees a slot so that later steps have work; check, if set, may
+// refuse a step's batch. It returns the batches that admitted someone;
+// the first error fails the test.
+func runSchedulers(t *testing.T, s queue.Store, room string, start time.Time, n, steps int, maxActive int64, check func(w, i int, admitted []string) error) [][]string {
+	t.Helper()
+	ctx := context.Background()
 	var mu sync.Mutex
 	var batches [][]string
 	var clock atomic.Int64
-	errc := make(chan error, schedulers)
+	errc := make(chan error, n)
 	var wg sync.WaitGroup
-	for w := range schedulers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for w := range n {
+		wg.Go(func() {
 			for i := range steps {
-				now := t0.Add(time.Duration(clock.Add(1)) * time.Millisecond)
-				res, err := s.Admit(ctx, "r", now)
+				now := start.Add(time.Duration(clock.Add(1)) * time.Millisecond)
+				res, err := s.Admit(ctx, room, now)
+				if err == nil && check != nil {
+					err = check(w, i, res.Admitted)
+				}
 				if err != nil {
 					errc <- err
 					return
@@ -318,7 +338,7 @@ func testConcurrentSchedulers(t *testing.T, s queue.Store) {
 					batches = append(batches, res.Admitted)
 					mu.Unlock()
 				}
-				st, err := s.Stats(ctx, "r", now)
+				st, err := s.Stats(ctx, room, now)
 				if err != nil {
 					errc <- err
 					return
@@ -327,29 +347,21 @@ func testConcurrentSchedulers(t *testing.T, s queue.Store) {
 					errc <- fmt.Errorf("scheduler %d step %d: active = %d > max %d", w, i, st.Active, maxActive)
 					return
 				}
-				// Free a slot so that later steps have work to do.
 				if len(res.Admitted) > 0 && i%2 == 0 {
-					if err := s.Leave(ctx, "r", res.Admitted[0]); err != nil {
+					if err := s.Leave(ctx, room, res.Admitted[0]); err != nil {
 						errc <- err
 						return
 					}
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(errc)
 	for err := range errc {
 		t.Fatal(err)
 	}
-	slices.SortFunc(batches, func(a, b []string) int { return seqOf(a[0]) - seqOf(b[0]) })
-	got := slices.Concat(batches...)
-	if len(got) <= maxActive {
-		t.Fatalf("admitted %d visitors in total, want more than the cap %d (slots were freed)", len(got), maxActive)
-	}
-	if want := vs[:len(got)]; !slices.Equal(got, want) {
-		t.Errorf("admission order differs from arrival order (first 10 admitted %v)", got[:10])
-	}
+	return batches
 }
 
 func seqOf(v string) int {

@@ -246,7 +246,6 @@ func testShardedFIFO(t *testing.T, s queue.Store, strategy queue.ShardStrategy) 
 // admitted twice, each step admits in arrival order, and (counter,
 // timestamp) those admitted are the first arrivals.
 func testShardedConcurrentSchedulers(t *testing.T, s queue.Store, strategy queue.ShardStrategy) {
-	ctx := context.Background()
 	const (
 		schedulers = 4
 		steps      = 150
@@ -255,50 +254,13 @@ func testShardedConcurrentSchedulers(t *testing.T, s queue.Store, strategy queue
 	set := shardedSettings(strategy, maxActive, 1e6) // the cap limits, not the rate
 	set.Interval = 10 * time.Millisecond
 	vs, start := fillSharded(t, s, "r", set, 1000)
-	var mu sync.Mutex
-	var got []string
-	var clock atomic.Int64
-	errc := make(chan error, schedulers)
-	var wg sync.WaitGroup
-	for w := range schedulers {
-		wg.Go(func() {
-			for i := range steps {
-				now := start.Add(time.Duration(clock.Add(1)) * time.Millisecond)
-				res, err := s.Admit(ctx, "r", now)
-				if err != nil {
-					errc <- err
-					return
-				}
-				if ordered(strategy) && !slices.IsSortedFunc(res.Admitted, func(a, b string) int { return seqOf(a) - seqOf(b) }) {
-					errc <- fmt.Errorf("scheduler %d step %d admitted %v, out of arrival order", w, i, res.Admitted)
-					return
-				}
-				mu.Lock()
-				got = append(got, res.Admitted...)
-				mu.Unlock()
-				st, err := s.Stats(ctx, "r", now)
-				if err != nil {
-					errc <- err
-					return
-				}
-				if st.Active > maxActive {
-					errc <- fmt.Errorf("scheduler %d step %d: active = %d > max %d", w, i, st.Active, maxActive)
-					return
-				}
-				if len(res.Admitted) > 0 && i%2 == 0 {
-					if err := s.Leave(ctx, "r", res.Admitted[0]); err != nil {
-						errc <- err
-						return
-					}
-				}
-			}
-		})
+	inOrder := func(w, i int, admitted []string) error {
+		if ordered(strategy) && !slices.IsSortedFunc(admitted, func(a, b string) int { return seqOf(a) - seqOf(b) }) {
+			return fmt.Errorf("scheduler %d step %d admitted %v, out of arrival order", w, i, admitted)
+		}
+		return nil
 	}
-	wg.Wait()
-	close(errc)
-	for err := range errc {
-		t.Fatal(err)
-	}
+	got := slices.Concat(runSchedulers(t, s, "r", start, schedulers, steps, maxActive, inOrder)...)
 	if len(got) <= maxActive {
 		t.Fatalf("admitted %d visitors in total, want more than the cap %d (slots were freed)", len(got), maxActive)
 	}

@@ -110,7 +110,7 @@ func benchCounters(b *testing.B, c rueidis.Client, shards, n int) {
 	byID := make(map[string]ticket, n)
 	var mu sync.Mutex
 	b.ResetTimer()
-	enterTime := fanOut(n, func(_, i int) error {
+	enterTime := fanOut(b, 64, n, func(_, i int) error {
 		e, _, err := s.Enter(ctx, name, ids[i], time.Now())
 		if err != nil {
 			return err
@@ -120,7 +120,7 @@ func benchCounters(b *testing.B, c rueidis.Client, shards, n int) {
 		byID[ids[i]], tickets[[2]int64{int64(e.Shard), e.Score}] = t, t
 		mu.Unlock()
 		return nil
-	}, b)
+	})
 	b.StopTimer()
 	after := usedMemory(b, c, nodes)
 	busiest := busiestShare(b, nodes, calls)
@@ -128,7 +128,7 @@ func benchCounters(b *testing.B, c rueidis.Client, shards, n int) {
 
 	const samples = 2000
 	posErr := make([]int, samples)
-	statusTime := fanOut(samples, func(_, i int) error {
+	statusTime := fanOut(b, 64, samples, func(_, i int) error {
 		v := ids[i*n/samples]
 		t := byID[v]
 		e, err := s.Claim(ctx, name, v, t.shard, t.seq, time.Now())
@@ -137,7 +137,7 @@ func benchCounters(b *testing.B, c rueidis.Client, shards, n int) {
 		}
 		posErr[i] = abs(int(e.Position) - 1 - t.arrival)
 		return nil
-	}, b)
+	})
 
 	var orderErr []int
 	released, claimed, rank := 0, 0, 0
@@ -176,14 +176,14 @@ func benchCounters(b *testing.B, c rueidis.Client, shards, n int) {
 			rank++
 		}
 		var got atomic.Int64
-		fanOut(len(present), func(_, i int) error {
+		fanOut(b, 64, len(present), func(_, i int) error {
 			t := present[i]
 			e, err := s.Claim(ctx, name, t.id, t.shard, t.seq, now)
 			if e.Status == queue.Active {
 				got.Add(1)
 			}
 			return err
-		}, b)
+		})
 		claimed += int(got.Load())
 	}
 	admitTime := time.Since(start)
@@ -242,7 +242,7 @@ func benchLine(b *testing.B, c rueidis.Client, st redisshard.Strategy, shards, n
 	arrival := make(map[string]int, n)
 	var mu sync.Mutex
 	b.ResetTimer()
-	enterTime := fanOut(n, func(g, i int) error {
+	enterTime := fanOut(b, 64, n, func(g, i int) error {
 		// Every other goroutine is an instance whose clock is skew ahead.
 		ahead := time.Duration(g%2*skew) * time.Millisecond
 		if _, _, err := s.Enter(ctx, name, ids[i], time.Now().Add(ahead)); err != nil {
@@ -252,7 +252,7 @@ func benchLine(b *testing.B, c rueidis.Client, st redisshard.Strategy, shards, n
 		arrival[ids[i]] = len(arrival)
 		mu.Unlock()
 		return nil
-	}, b)
+	})
 	b.StopTimer()
 	after := usedMemory(b, c, nodes)
 	busiest := busiestShare(b, nodes, calls)
@@ -261,7 +261,7 @@ func benchLine(b *testing.B, c rueidis.Client, st redisshard.Strategy, shards, n
 	// 2. Positions.
 	const samples = 2000
 	posErr := make([]int, samples)
-	statusTime := fanOut(samples, func(_, i int) error {
+	statusTime := fanOut(b, 64, samples, func(_, i int) error {
 		v := ids[i*n/samples]
 		e, err := s.Status(ctx, name, v, time.Now())
 		if err != nil {
@@ -269,7 +269,7 @@ func benchLine(b *testing.B, c rueidis.Client, st redisshard.Strategy, shards, n
 		}
 		posErr[i] = abs(int(e.Position) - 1 - arrival[v])
 		return nil
-	}, b)
+	})
 
 	// 3. Admission.
 	var order []string
@@ -490,25 +490,4 @@ func keysMemory(b *testing.B, c rueidis.Client, keys []string) int64 {
 		sum += n
 	}
 	return sum
-}
-
-// fanOut calls f(g, i) for every i in [0, n) from 64 goroutines (g is the
-// goroutine's number) and returns how long they took; the first error
-// stops its goroutine and fails b.
-func fanOut(n int, f func(g, i int) error, b *testing.B) time.Duration {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for g := range 64 {
-		wg.Go(func() {
-			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
-				if err := f(g, int(i)); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return time.Since(start)
 }

@@ -273,37 +273,25 @@ func run(t *testing.T, s *redisshard.Store, name string, t0 time.Time, pre, step
 			t.Fatal(err)
 		}
 	}
-	var (
-		mu       sync.Mutex
-		admitted []string
-		step     atomic.Int64
-		entered  atomic.Int64
-		wg       sync.WaitGroup
-	)
-	for range 16 {
-		wg.Go(func() {
-			for i := entered.Add(1) - 1; i < int64(during); i = entered.Add(1) - 1 {
-				if _, _, err := s.Enter(ctx, name, fmt.Sprintf("%sd%04d", base, i), t0); err != nil {
-					t.Error(err)
-					return
-				}
-			}
+	var mu sync.Mutex
+	var admitted []string
+	var wg sync.WaitGroup
+	wg.Go(func() { // entrants, while the schedulers step
+		fanOut(t, 16, during, func(_, i int) error {
+			_, _, err := s.Enter(ctx, name, fmt.Sprintf("%sd%04d", base, i), t0)
+			return err
 		})
-	}
-	for range 8 {
-		wg.Go(func() {
-			for i := step.Add(1) - 1; i < int64(steps); i = step.Add(1) - 1 {
-				r, err := s.Admit(ctx, name, t0.Add(time.Duration(i)*time.Millisecond))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				admitted = append(admitted, r.Admitted...)
-				mu.Unlock()
-			}
-		})
-	}
+	})
+	fanOut(t, 8, steps, func(_, i int) error {
+		r, err := s.Admit(ctx, name, t0.Add(time.Duration(i)*time.Millisecond))
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		admitted = append(admitted, r.Admitted...)
+		mu.Unlock()
+		return nil
+	})
 	wg.Wait()
 	seen := map[string]bool{}
 	for _, v := range admitted {
@@ -399,4 +387,25 @@ func TestKeys(t *testing.T) {
 	if len(owners) < 2 {
 		t.Errorf("twelve shards landed on primaries %v, want more than one", owners)
 	}
+}
+
+// fanOut calls f(g, i) for every i in [0, n) from workers goroutines (g is
+// the goroutine's number) and returns how long they took; the first error
+// stops its goroutine and fails tb.
+func fanOut(tb testing.TB, workers, n int, f func(g, i int) error) time.Duration {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for g := range workers {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				if err := f(g, int(i)); err != nil {
+					tb.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start)
 }

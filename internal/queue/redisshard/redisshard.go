@@ -221,7 +221,7 @@ func New(c rueidis.Client, prefix string, lease time.Duration) *Store {
 		status:        rueidis.NewLuaScript(placeLua + statusLua),
 		peek:          rueidis.NewLuaScript(reclaimLua + peekLua),
 		pop:           rueidis.NewLuaScript(reclaimLua + popLua),
-		ack:           rueidis.NewLuaScript(ackLua),
+		ack:           rueidis.NewLuaScript(reclaimLua + ackLua),
 		leave:         rueidis.NewLuaScript(leaveLua),
 		release:       rueidis.NewLuaScript(bucketLua + releaseLua),
 		claim:         rueidis.NewLuaScript(claimLua),

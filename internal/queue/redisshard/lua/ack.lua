@@ -21,21 +21,10 @@
 -- notes them here with the end of their slots.
 local wait, smeta, leases, admitted, taken = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local id, now, b = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local rec = redis.call('HGET', smeta, 't:' .. id)
-redis.call('HDEL', smeta, 't:' .. id)
 redis.call('ZREM', leases, id)
-if not rec then
+local held, recorded = take_record(smeta, taken, id)
+if not recorded then
   return 0
-end
-local held = {}
-local pairs = cmsgpack.unpack(rec)
-for j = 1, #pairs, 2 do
-  local v = pairs[j + 1]
-  local owner = redis.call('HGET', taken, v)
-  if owner and string.match(owner, '^[^:]+') == id then
-    held[v] = pairs[j]
-    redis.call('HDEL', taken, v)
-  end
 end
 local n = 0
 for i = 4, 2 + 2 * b, 2 do

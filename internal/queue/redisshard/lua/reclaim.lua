@@ -1,5 +1,5 @@
 -- reclaim.lua: prepended to the shard scripts that read the line's head
--- (peek.lua, pop.lua).
+-- (peek.lua, pop.lua) and to ack.lua (take_record).
 -- A step's pop records what it took from the shard: field t:<id> of the
 -- shard's meta hash (a msgpack list of score, visitor, …), member <id>
 -- of the leases zset (→ lease end, ms) and, for each visitor, a field of
@@ -18,19 +18,31 @@ local function step_of(owner)
   return owner and string.match(owner, '^[^:]+')
 end
 
+-- take_record ends step id's record on a shard (its t:<id> field, and
+-- the taken hash's fields that still name the step) and returns the
+-- visitors still in it (visitor → score), and whether there was a record.
+local function take_record(smeta, taken, id)
+  local held = {}
+  local rec = redis.call('HGET', smeta, 't:' .. id)
+  if not rec then
+    return held, false
+  end
+  local items = cmsgpack.unpack(rec)
+  for j = 2, #items, 2 do
+    if step_of(redis.call('HGET', taken, items[j])) == id then
+      held[items[j]] = items[j - 1]
+      redis.call('HDEL', taken, items[j])
+    end
+  end
+  redis.call('HDEL', smeta, 't:' .. id)
+  return held, true
+end
+
 local function reclaim(wait, smeta, leases, taken, now)
   local dead = redis.call('ZRANGEBYSCORE', leases, '-inf', now)
   for i = 1, #dead do
-    local rec = redis.call('HGET', smeta, 't:' .. dead[i])
-    if rec then
-      local pairs = cmsgpack.unpack(rec)
-      for j = 2, #pairs, 2 do
-        if step_of(redis.call('HGET', taken, pairs[j])) == dead[i] then
-          redis.call('ZADD', wait, 'LT', pairs[j - 1], pairs[j])
-          redis.call('HDEL', taken, pairs[j])
-        end
-      end
-      redis.call('HDEL', smeta, 't:' .. dead[i])
+    for v, score in pairs((take_record(smeta, taken, dead[i]))) do
+      redis.call('ZADD', wait, 'LT', score, v)
     end
   end
   if #dead > 0 then

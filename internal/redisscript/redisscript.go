@@ -1,14 +1,21 @@
 // Package redisscript runs usher's Lua scripts on Redis, alone or in a
 // Redis Cluster, for the stores that keep their state there (redisqueue,
-// redishold).
+// redisshard, redishold), and holds the Lua they share (refill.lua).
 package redisscript
 
 import (
 	"context"
+	_ "embed"
 	"time"
 
 	"github.com/redis/rueidis"
 )
+
+// RefillLua defines refill, the token bucket's refill, for the stores'
+// scripts that keep one (prepended to them).
+//
+//go:embed refill.lua
+var RefillLua string
 
 // TryAgainFor bounds the retries of a script that Redis Cluster refused
 // with TRYAGAIN when the caller's context has no deadline of its own.

@@ -3,6 +3,22 @@
 -- hash, after redisscript's refill.lua (a new room's bucket starts with
 -- batch tokens).
 
+-- open_bucket reads the room's cap and token bucket from the home meta
+-- hash (and the fields named in ..., after them), drops the active set's
+-- expired slots and refills the bucket at now. It returns nil when the
+-- room does not exist, else max_active, batch, tokens, refilled and the
+-- named fields (false for one the hash does not hold).
+local function open_bucket(meta, active, now, ...)
+  local f = redis.call('HMGET', meta, 'max_active', 'admit_rate', 'batch', 'tokens', 'refilled_ms', ...)
+  if not f[1] then
+    return nil
+  end
+  redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
+  local batch = tonumber(f[3])
+  local tokens, refilled = refill(f[4], f[5], tonumber(f[2]), batch, now)
+  return tonumber(f[1]), batch, tokens, refilled, unpack(f, 6, 5 + select('#', ...))
+end
+
 -- held drops the reservations whose lease has passed and returns the
 -- visitors the live ones hold. A reservation is a member of the resv zset
 -- (id → lease end, ms) and a field r:<id> = n of the meta hash.

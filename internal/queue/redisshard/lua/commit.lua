@@ -19,8 +19,7 @@
 local meta, active, resv = KEYS[1], KEYS[2], KEYS[3]
 local now, id = tonumber(ARGV[1]), ARGV[2]
 
-local max_active, rate, batch, tokens, refilled, ttl, state = unpack(redis.call('HMGET', meta,
-  'max_active', 'admit_rate', 'batch', 'tokens', 'refilled_ms', 'active_ttl_ms', 'state'))
+local max_active, batch, tokens, refilled, ttl, state = open_bucket(meta, active, now, 'active_ttl_ms', 'state')
 if not max_active then
   return {-1}
 end
@@ -29,9 +28,7 @@ if own then
   redis.call('HDEL', meta, 'r:' .. id)
   redis.call('ZREM', resv, id)
 end
-redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
-tokens, refilled = refill(tokens, refilled, tonumber(rate), tonumber(batch), now)
-local free = tonumber(max_active) - redis.call('ZCARD', active) - held(meta, resv, now)
+local free = max_active - redis.call('ZCARD', active) - held(meta, resv, now)
 local budget = own or math.floor(tokens)
 local limit = math.max(0, math.min(free, budget))
 if state and state ~= 'open' then
@@ -55,7 +52,7 @@ for i = 3, #ARGV do
   end
 end
 if own then
-  tokens = math.min(tokens + own - n, tonumber(batch) + 1) -- unused tokens go back
+  tokens = math.min(tokens + own - n, batch + 1) -- unused tokens go back
 else
   tokens = tokens - n
 end

@@ -16,12 +16,10 @@
 local meta, active, turns, ends = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now = tonumber(ARGV[1])
 
-local max_active, rate, batch, tokens, refilled, window = unpack(redis.call('HMGET', meta,
-  'max_active', 'admit_rate', 'batch', 'tokens', 'refilled_ms', 'claim_window_ms'))
+local max_active, _, tokens, refilled, window = open_bucket(meta, active, now, 'claim_window_ms')
 if not max_active then
   return {-1}
 end
-redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
 local dead = redis.call('ZRANGEBYSCORE', ends, '-inf', now)
 for i = 1, #dead do
   redis.call('HDEL', meta, 'c:' .. dead[i])
@@ -38,8 +36,7 @@ for i = 1, #live do
     - (tonumber(redis.call('HGET', meta, 'c:' .. live[i])) or 0)
 end
 
-tokens, refilled = refill(tokens, refilled, tonumber(rate), tonumber(batch), now)
-local n = math.max(0, math.min(tonumber(max_active) - redis.call('ZCARD', active) - pending, math.floor(tokens)))
+local n = math.max(0, math.min(max_active - redis.call('ZCARD', active) - pending, math.floor(tokens)))
 
 -- Round-robin over the shards from the step's turn, one at a time, each
 -- up to what its counter has issued.

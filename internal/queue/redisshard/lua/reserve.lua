@@ -11,17 +11,14 @@
 local meta, active, resv = KEYS[1], KEYS[2], KEYS[3]
 local now, id, lease = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 
-local max_active, rate, batch, tokens, refilled, state = unpack(redis.call('HMGET', meta,
-  'max_active', 'admit_rate', 'batch', 'tokens', 'refilled_ms', 'state'))
+local max_active, _, tokens, refilled, state = open_bucket(meta, active, now, 'state')
 if not max_active then
   return {-1}
 end
-redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
 if state and state ~= 'open' then
   return {0, 0}
 end
-tokens, refilled = refill(tokens, refilled, tonumber(rate), tonumber(batch), now)
-local free = tonumber(max_active) - redis.call('ZCARD', active) - held(meta, resv, now)
+local free = max_active - redis.call('ZCARD', active) - held(meta, resv, now)
 local n = math.max(0, math.min(free, math.floor(tokens)))
 tokens = tokens - n
 redis.call('HSET', meta, 'tokens', string.format('%.17g', tokens), 'refilled_ms', refilled)

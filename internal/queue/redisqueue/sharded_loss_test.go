@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"usher/internal/queue"
 	"usher/internal/queue/redisqueue"
 	"usher/internal/queue/redisshard"
@@ -34,25 +36,45 @@ func lostRoomSettings(t *testing.T) queue.Settings {
 	return set
 }
 
+// lostRoom makes room "hot" of lostRoomSettings (with strategy) through
+// a new store s, which learns its layout from an Enter, then loses every
+// key of the test's prefix (a flush, a failover to an empty replica).
+func lostRoom(t *testing.T, strategy queue.ShardStrategy) (rueidis.Client, string, *redisqueue.Store, queue.Settings, time.Time) {
+	t.Helper()
+	c := testenv.Redis(t)
+	prefix := testenv.RedisPrefix(t, c)
+	s := redisqueue.New(c, prefix)
+	set := lostRoomSettings(t)
+	set.ShardStrategy = strategy
+	if err := s.PutRoom(context.Background(), "hot", set); err != nil {
+		t.Fatal(err)
+	}
+	now := time.UnixMilli(1_900_000_000_000)
+	if _, _, err := s.Enter(context.Background(), "hot", "a", now); err != nil { // s learns the layout
+		t.Fatal(err)
+	}
+	testenv.DeleteKeys(t, c, prefix) // the data is lost
+	return c, prefix, s, set, now
+}
+
+// movedVisitor is a visitor whose shard of 5 is not its shard of 3.
+func movedVisitor() string {
+	for n := 0; ; n++ {
+		if v := fmt.Sprintf("m%d", n); redisshard.ShardOf(v, 5) != redisshard.ShardOf(v, 3) {
+			return v
+		}
+	}
+}
+
 // TestShardedRoomMadeAgainUnsharded: an instance that knew a room as
 // sharded learns from its next stats refresh that the room, lost and made
 // again by another instance, has one line now: its Enter goes to that line
 // (it used to go to a shard's line, with a timestamp score, where the other
 // instance found a head sequence number of 10^15 and the visitor gone).
 func TestShardedRoomMadeAgainUnsharded(t *testing.T) {
-	c := testenv.Redis(t)
-	prefix := testenv.RedisPrefix(t, c)
-	stale, fresh := redisqueue.New(c, prefix), redisqueue.New(c, prefix)
+	c, prefix, stale, set, now := lostRoom(t, queue.ShardTimestamp)
+	fresh := redisqueue.New(c, prefix)
 	ctx := context.Background()
-	set := lostRoomSettings(t)
-	if err := stale.PutRoom(ctx, "hot", set); err != nil {
-		t.Fatal(err)
-	}
-	now := time.UnixMilli(1_900_000_000_000)
-	if _, _, err := stale.Enter(ctx, "hot", "a", now); err != nil {
-		t.Fatal(err)
-	}
-	testenv.DeleteKeys(t, c, prefix) // the data is lost
 	set.Shards = 1
 	if err := fresh.PutRoom(ctx, "hot", set); err != nil {
 		t.Fatal(err)
@@ -82,20 +104,8 @@ func TestShardedRoomMadeAgainUnsharded(t *testing.T) {
 func TestShardedLostRoom(t *testing.T) {
 	for _, strategy := range queue.ShardStrategies {
 		t.Run(string(strategy), func(t *testing.T) {
-			c := testenv.Redis(t)
-			prefix := testenv.RedisPrefix(t, c)
-			s := redisqueue.New(c, prefix)
+			c, prefix, s, set, now := lostRoom(t, strategy)
 			ctx := context.Background()
-			set := lostRoomSettings(t)
-			set.ShardStrategy = strategy
-			if err := s.PutRoom(ctx, "hot", set); err != nil {
-				t.Fatal(err)
-			}
-			now := time.UnixMilli(1_900_000_000_000)
-			if _, _, err := s.Enter(ctx, "hot", "a", now); err != nil {
-				t.Fatal(err)
-			}
-			testenv.DeleteKeys(t, c, prefix) // the data is lost
 
 			for i := range 3 {
 				v := visitorOf(i, 3)
@@ -201,27 +211,13 @@ func TestShardedStateRepaired(t *testing.T) {
 // keep three until a call answered not found, which in a room made again
 // never comes.
 func TestShardedRemadeWithAnotherLayout(t *testing.T) {
-	c := testenv.Redis(t)
-	prefix := testenv.RedisPrefix(t, c)
-	s := redisqueue.New(c, prefix)
+	c, prefix, s, set, now := lostRoom(t, queue.ShardTimestamp)
 	ctx := context.Background()
-	set := lostRoomSettings(t)
-	if err := s.PutRoom(ctx, "hot", set); err != nil {
-		t.Fatal(err)
-	}
-	now := time.UnixMilli(1_900_000_000_000)
-	if _, _, err := s.Enter(ctx, "hot", "a", now); err != nil { // s learns the layout: 3 shards
-		t.Fatal(err)
-	}
-	testenv.DeleteKeys(t, c, prefix) // the data is lost
 	set.Shards = 5
 	if err := s.PutRoom(ctx, "hot", set); err != nil {
 		t.Fatal(err)
 	}
-	var v string // a visitor whose shard of 5 is not its shard of 3
-	for n := 0; v == "" || redisshard.ShardOf(v, 5) == redisshard.ShardOf(v, 3); n++ {
-		v = visitorOf(n%5, 5)
-	}
+	v := movedVisitor()
 	if _, _, err := s.Enter(ctx, "hot", v, now); err != nil {
 		t.Fatal(err)
 	}
@@ -255,19 +251,9 @@ func TestShardedRemadeWithAnotherLayout(t *testing.T) {
 // one Stats, the first instance must enter a visitor where the room's
 // layout puts it, its shard of five.
 func TestShardedRemadeElsewhere(t *testing.T) {
-	c := testenv.Redis(t)
-	prefix := testenv.RedisPrefix(t, c)
-	s, s2 := redisqueue.New(c, prefix), redisqueue.New(c, prefix)
+	c, prefix, s, set, now := lostRoom(t, queue.ShardTimestamp)
+	s2 := redisqueue.New(c, prefix)
 	ctx := context.Background()
-	set := lostRoomSettings(t)
-	if err := s.PutRoom(ctx, "hot", set); err != nil {
-		t.Fatal(err)
-	}
-	now := time.UnixMilli(1_900_000_000_000)
-	if _, _, err := s.Enter(ctx, "hot", "a", now); err != nil { // s learns the layout: 3 shards
-		t.Fatal(err)
-	}
-	testenv.DeleteKeys(t, c, prefix) // the data is lost
 	set.Shards = 5
 	if err := s2.PutRoom(ctx, "hot", set); err != nil {
 		t.Fatal(err)
@@ -275,10 +261,7 @@ func TestShardedRemadeElsewhere(t *testing.T) {
 	if st, err := s.Stats(ctx, "hot", now); err != nil || st.Settings.Shards != 5 {
 		t.Fatalf("Stats = %+v, %v; want 5 shards", st, err)
 	}
-	var v string // a visitor whose shard of 5 is not its shard of 3
-	for n := 0; v == "" || redisshard.ShardOf(v, 5) == redisshard.ShardOf(v, 3); n++ {
-		v = visitorOf(n%5, 5)
-	}
+	v := movedVisitor()
 	if _, _, err := s.Enter(ctx, "hot", v, now); err != nil {
 		t.Fatal(err)
 	}

@@ -26,11 +26,12 @@ func stepSettings(strategy redisshard.Strategy) redisshard.Settings {
 		Interval: 100 * time.Millisecond, ActiveTTL: time.Second, ClaimWindow: time.Second}
 }
 
-// stepRoomWith creates the room and enters v0…v4 a millisecond apart from t0.
-func stepRoomWith(t *testing.T, s *redisshard.Store, strategy redisshard.Strategy, t0 time.Time) {
+// stepRoomWith creates the room with set and enters v0…v4 a millisecond
+// apart from t0.
+func stepRoomWith(t *testing.T, s *redisshard.Store, set redisshard.Settings, t0 time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	if err := s.PutRoom(ctx, stepRoom, stepSettings(strategy)); err != nil {
+	if err := s.PutRoom(ctx, stepRoom, set); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 5 {
@@ -51,6 +52,17 @@ func takeOne(t *testing.T, s *redisshard.Store, now time.Time) (*redisshard.Step
 	return p, p.Taken()[0]
 }
 
+// commitOne is takeOne, then the step's commit, which must admit the one
+// visitor it took.
+func commitOne(t *testing.T, s *redisshard.Store, now time.Time) (*redisshard.Step, string) {
+	t.Helper()
+	p, v := takeOne(t, s, now)
+	if res, err := p.Commit(context.Background()); err != nil || !slices.Equal(res.Admitted, []string{v}) {
+		t.Fatalf("commit = %+v, %v; want %s admitted", res, err, v)
+	}
+	return p, v
+}
+
 // TestEnterDuringStep: a step pops v; v enters again (a page reload)
 // before the step commits; the step commits and acknowledges. v must not
 // get a new place: Enter answers waiting at 1 (being admitted), and after
@@ -63,7 +75,7 @@ func TestEnterDuringStep(t *testing.T) {
 				ctx := context.Background()
 				s := redisshard.New(c, s.Prefix()+string(strategy)+":", 0)
 				t0 := time.UnixMilli(1_800_000_000_000)
-				stepRoomWith(t, s, strategy, t0)
+				stepRoomWith(t, s, stepSettings(strategy), t0)
 				now := t0.Add(10 * time.Millisecond)
 				p, v := takeOne(t, s, now)
 
@@ -106,12 +118,9 @@ func TestLeaveBeforeAck(t *testing.T) {
 	backends(t, func(t *testing.T, c rueidis.Client, s *redisshard.Store) {
 		ctx := context.Background()
 		t0 := time.UnixMilli(1_800_000_000_000)
-		stepRoomWith(t, s, redisshard.Timestamp, t0)
+		stepRoomWith(t, s, stepSettings(redisshard.Timestamp), t0)
 		now := t0.Add(10 * time.Millisecond)
-		p, v := takeOne(t, s, now)
-		if res, err := p.Commit(ctx); err != nil || !slices.Equal(res.Admitted, []string{v}) {
-			t.Fatalf("commit = %+v, %v; want %s admitted", res, err, v)
-		}
+		p, v := commitOne(t, s, now)
 		if err := s.Leave(ctx, stepRoom, v); err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +143,7 @@ func TestLeaveBeforeCompensation(t *testing.T) {
 	backends(t, func(t *testing.T, c rueidis.Client, s *redisshard.Store) {
 		ctx := context.Background()
 		t0 := time.UnixMilli(1_800_000_000_000)
-		stepRoomWith(t, s, redisshard.Counter, t0)
+		stepRoomWith(t, s, stepSettings(redisshard.Counter), t0)
 		now := t0.Add(10 * time.Millisecond)
 		p, v := takeOne(t, s, now)
 		if err := s.Leave(ctx, stepRoom, v); err != nil {
@@ -163,7 +172,7 @@ func TestFinishAfterDeadline(t *testing.T) {
 	backends(t, func(t *testing.T, c rueidis.Client, s *redisshard.Store) {
 		ctx, cancel := context.WithCancel(context.Background())
 		t0 := time.UnixMilli(1_800_000_000_000)
-		stepRoomWith(t, s, redisshard.Timestamp, t0)
+		stepRoomWith(t, s, stepSettings(redisshard.Timestamp), t0)
 		now := t0.Add(10 * time.Millisecond)
 		p, v := takeOne(t, s, now)
 		cancel()
@@ -280,19 +289,9 @@ func TestEnterAfterDuplicateDropped(t *testing.T) {
 		t0 := time.UnixMilli(1_800_000_000_000)
 		set := stepSettings(redisshard.Timestamp)
 		set.ActiveTTL = time.Minute
-		if err := s.PutRoom(ctx, stepRoom, set); err != nil {
-			t.Fatal(err)
-		}
-		for i := range 5 {
-			if _, _, err := s.Enter(ctx, stepRoom, fmt.Sprintf("v%d", i), t0.Add(time.Duration(i)*time.Millisecond)); err != nil {
-				t.Fatal(err)
-			}
-		}
+		stepRoomWith(t, s, set, t0)
 		now := t0.Add(10 * time.Millisecond)
-		p, v := takeOne(t, s, now)
-		if res, err := p.Commit(ctx); err != nil || !slices.Equal(res.Admitted, []string{v}) {
-			t.Fatalf("commit = %+v, %v; want %s admitted", res, err, v)
-		}
+		_, v := commitOne(t, s, now)
 		// No ack. After the lease (5 s), a step takes v again and drops it.
 		at := now.Add(6 * time.Second)
 		res, err := s.Admit(ctx, stepRoom, at)
@@ -342,19 +341,9 @@ func TestActiveWhileAckLost(t *testing.T) {
 				set := stepSettings(redisshard.Timestamp)
 				set.MaxActive = 1
 				set.ActiveTTL = time.Minute
-				if err := s.PutRoom(ctx, stepRoom, set); err != nil {
-					t.Fatal(err)
-				}
-				for i := range 5 {
-					if _, _, err := s.Enter(ctx, stepRoom, fmt.Sprintf("v%d", i), t0.Add(time.Duration(i)*time.Millisecond)); err != nil {
-						t.Fatal(err)
-					}
-				}
+				stepRoomWith(t, s, set, t0)
 				now := t0.Add(10 * time.Millisecond)
-				p, v := takeOne(t, s, now)
-				if res, err := p.Commit(ctx); err != nil || !slices.Equal(res.Admitted, []string{v}) {
-					t.Fatalf("commit = %+v, %v; want %s admitted", res, err, v)
-				}
+				_, v := commitOne(t, s, now)
 				// No ack.
 				if tc.after != nil {
 					if err := tc.after(ctx, c, s); err != nil {

@@ -364,6 +364,34 @@ func runSchedulers(t *testing.T, s queue.Store, room string, start time.Time, n,
 	return batches
 }
 
+// admitTogether runs 4 schedulers of 100 steps each on room, on one
+// simulated clock from start that each step moves 25 ms on, and returns
+// the time they took on it; an error fails the test.
+func admitTogether(t *testing.T, s queue.Store, room string, start time.Time) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	var clock atomic.Int64 // milliseconds
+	var wg sync.WaitGroup
+	errc := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			for range 100 {
+				now := start.Add(time.Duration(clock.Add(25)) * time.Millisecond)
+				if _, err := s.Admit(ctx, room, now); err != nil {
+					errc <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	return time.Duration(clock.Load()) * time.Millisecond
+}
+
 func seqOf(v string) int {
 	var n int
 	fmt.Sscanf(v, "v%d", &n)
@@ -373,32 +401,10 @@ func seqOf(v string) int {
 // testRateIsRoomWide runs 4 schedulers on one simulated clock and checks that
 // together they admit at AdmitRate, not four times it.
 func testRateIsRoomWide(t *testing.T, s queue.Store) {
-	ctx := context.Background()
 	const rate = 200.0
 	set := settings(1e6, rate) // batch 20 per 100 ms
 	fill(t, s, "r", set, 5000)
-	var clock atomic.Int64 // milliseconds
-	var wg sync.WaitGroup
-	errc := make(chan error, 4)
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 100 {
-				now := t0.Add(time.Duration(clock.Add(25)) * time.Millisecond)
-				if _, err := s.Admit(ctx, "r", now); err != nil {
-					errc <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errc)
-	for err := range errc {
-		t.Fatal(err)
-	}
-	elapsed := time.Duration(clock.Load()) * time.Millisecond // 10 s
+	elapsed := admitTogether(t, s, "r", t0) // 10 s
 	st := mustStats(t, s, "r", t0)
 	want := rate*elapsed.Seconds() + float64(set.Batch()) // the bucket starts full
 	if got := float64(st.AdmittedTotal); got < 0.97*want || got > 1.03*want {

@@ -280,30 +280,10 @@ func testShardedConcurrentSchedulers(t *testing.T, s queue.Store, strategy queue
 // full bucket cannot take back is lost: about 3 % here, where Run's
 // one-script stores lose nothing.)
 func testShardedRate(t *testing.T, s queue.Store, strategy queue.ShardStrategy) {
-	ctx := context.Background()
 	const rate = 200.0
 	set := shardedSettings(strategy, 1e6, rate) // batch 20 per 100 ms
 	_, start := fillSharded(t, s, "r", set, 3000)
-	var clock atomic.Int64 // milliseconds
-	var wg sync.WaitGroup
-	errc := make(chan error, 4)
-	for range 4 {
-		wg.Go(func() {
-			for range 100 {
-				now := start.Add(time.Duration(clock.Add(25)) * time.Millisecond)
-				if _, err := s.Admit(ctx, "r", now); err != nil {
-					errc <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errc)
-	for err := range errc {
-		t.Fatal(err)
-	}
-	elapsed := time.Duration(clock.Load()) * time.Millisecond // 10 s
+	elapsed := admitTogether(t, s, "r", start) // 10 s
 	st := mustStats(t, s, "r", start)
 	want := rate*elapsed.Seconds() + float64(set.Batch()) // the bucket starts full
 	if got := float64(st.AdmittedTotal); got < 0.9*want || got > want {

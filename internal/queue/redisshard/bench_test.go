@@ -91,26 +91,17 @@ func benchCounters(b *testing.B, c rueidis.Client, shards, n int) {
 	if err := s.PutRoom(ctx, name, set); err != nil {
 		b.Fatal(err)
 	}
-	ids := make([]string, n)
-	for i := range ids {
-		r := make([]byte, 16)
-		rand.Read(r)
-		ids[i] = base64.RawURLEncoding.EncodeToString(r)
-	}
+	ids := randomIDs(n)
 	type ticket struct {
 		id      string
 		shard   int
 		seq     int64
 		arrival int
 	}
-	settle(b, nodes)
-	before := usedMemory(b, c, nodes)
-	calls := commands(b, nodes)
 	tickets := make(map[[2]int64]ticket, n) // (shard, seq) → ticket
 	byID := make(map[string]ticket, n)
 	var mu sync.Mutex
-	b.ResetTimer()
-	enterTime := fanOut(b, 64, n, func(_, i int) error {
+	cost := measureEnters(b, c, nodes, s.Keys(name, shards), n, func(_, i int) error {
 		e, _, err := s.Enter(ctx, name, ids[i], time.Now())
 		if err != nil {
 			return err
@@ -121,14 +112,9 @@ func benchCounters(b *testing.B, c rueidis.Client, shards, n int) {
 		mu.Unlock()
 		return nil
 	})
-	b.StopTimer()
-	after := usedMemory(b, c, nodes)
-	busiest := busiestShare(b, nodes, calls)
-	keyBytes := keysMemory(b, c, s.Keys(name, shards))
 
-	const samples = 2000
 	posErr := make([]int, samples)
-	statusTime := fanOut(b, 64, samples, func(_, i int) error {
+	cost.status = fanOut(b, 64, samples, func(_, i int) error {
 		v := ids[i*n/samples]
 		t := byID[v]
 		e, err := s.Claim(ctx, name, v, t.shard, t.seq, time.Now())
@@ -186,19 +172,9 @@ func benchCounters(b *testing.B, c rueidis.Client, shards, n int) {
 		})
 		claimed += int(got.Load())
 	}
-	admitTime := time.Since(start)
-
-	b.ReportMetric(float64(n)/enterTime.Seconds(), "enters/s")
-	b.ReportMetric(float64(after-before)/float64(n), "B/visitor")
-	b.ReportMetric(busiest, "busiest-share")
-	b.ReportMetric(float64(keyBytes)/float64(n), "keyB/visitor")
-	b.ReportMetric(samples/statusTime.Seconds(), "status/s")
-	b.ReportMetric(float64(claimed)/admitTime.Seconds(), "admitted/s")
+	cost.admit, cost.admitted, cost.orderErr, cost.posErr = time.Since(start), claimed, orderErr, posErr
+	cost.report(b)
 	b.ReportMetric(float64(claimed)/float64(released), "claimed/turn")
-	b.ReportMetric(float64(slices.Max(orderErr)), "ordererr-max")
-	b.ReportMetric(float64(p99(orderErr)), "ordererr-p99")
-	b.ReportMetric(float64(slices.Max(posErr)), "poserr-max")
-	b.ReportMetric(float64(p99(posErr)), "poserr-p99")
 	if want := len(orderErr); claimed != want {
 		b.Errorf("claimed %d, want every present visitor's turn: %d", claimed, want)
 	}
@@ -228,21 +204,12 @@ func benchLine(b *testing.B, c rueidis.Client, st redisshard.Strategy, shards, n
 	if err := s.PutRoom(ctx, name, set); err != nil {
 		b.Fatal(err)
 	}
-	ids := make([]string, n)
-	for i := range ids {
-		r := make([]byte, 16)
-		rand.Read(r)
-		ids[i] = base64.RawURLEncoding.EncodeToString(r)
-	}
+	ids := randomIDs(n)
 
 	// 1. Enters.
-	settle(b, nodes)
-	before := usedMemory(b, c, nodes)
-	calls := commands(b, nodes)
 	arrival := make(map[string]int, n)
 	var mu sync.Mutex
-	b.ResetTimer()
-	enterTime := fanOut(b, 64, n, func(g, i int) error {
+	cost := measureEnters(b, c, nodes, s.Keys(name, shards), n, func(g, i int) error {
 		// Every other goroutine is an instance whose clock is skew ahead.
 		ahead := time.Duration(g%2*skew) * time.Millisecond
 		if _, _, err := s.Enter(ctx, name, ids[i], time.Now().Add(ahead)); err != nil {
@@ -253,15 +220,10 @@ func benchLine(b *testing.B, c rueidis.Client, st redisshard.Strategy, shards, n
 		mu.Unlock()
 		return nil
 	})
-	b.StopTimer()
-	after := usedMemory(b, c, nodes)
-	busiest := busiestShare(b, nodes, calls)
-	keyBytes := keysMemory(b, c, s.Keys(name, shards))
 
 	// 2. Positions.
-	const samples = 2000
 	posErr := make([]int, samples)
-	statusTime := fanOut(b, 64, samples, func(_, i int) error {
+	cost.status = fanOut(b, 64, samples, func(_, i int) error {
 		v := ids[i*n/samples]
 		e, err := s.Status(ctx, name, v, time.Now())
 		if err != nil {
@@ -301,22 +263,13 @@ func benchLine(b *testing.B, c rueidis.Client, st redisshard.Strategy, shards, n
 		})
 	}
 	wg.Wait()
-	admitTime := time.Since(start)
-	orderErr := make([]int, len(order))
+	cost.admit, cost.admitted = time.Since(start), len(order)
+	cost.orderErr = make([]int, len(order))
 	for rank, v := range order {
-		orderErr[rank] = abs(rank - arrival[v])
+		cost.orderErr[rank] = abs(rank - arrival[v])
 	}
-
-	b.ReportMetric(float64(n)/enterTime.Seconds(), "enters/s")
-	b.ReportMetric(float64(after-before)/float64(n), "B/visitor")
-	b.ReportMetric(busiest, "busiest-share")
-	b.ReportMetric(float64(keyBytes)/float64(n), "keyB/visitor")
-	b.ReportMetric(samples/statusTime.Seconds(), "status/s")
-	b.ReportMetric(float64(len(order))/admitTime.Seconds(), "admitted/s")
-	b.ReportMetric(float64(slices.Max(orderErr)), "ordererr-max")
-	b.ReportMetric(float64(p99(orderErr)), "ordererr-p99")
-	b.ReportMetric(float64(slices.Max(posErr)), "poserr-max")
-	b.ReportMetric(float64(p99(posErr)), "poserr-p99")
+	cost.posErr = posErr
+	cost.report(b)
 	if len(order) != n {
 		b.Errorf("admitted %d, want %d", len(order), n)
 	}
@@ -448,6 +401,62 @@ func spreadRoom(b *testing.B, c rueidis.Client, s *redisshard.Store, shards int,
 	}
 	b.Fatal("no room name spreads its shards evenly")
 	return ""
+}
+
+// samples is how many positions a run reads.
+const samples = 2000
+
+// lineCost is what a run of either benchmark measured.
+type lineCost struct {
+	n                int           // visitors who entered
+	enter            time.Duration // their enters, from 64 goroutines
+	memory           int64         // the primaries' used_memory delta
+	busiest          float64       // the busiest primary's share of the enters' commands
+	keyBytes         int64         // the room's keys' MEMORY USAGE
+	status           time.Duration // samples position reads
+	admitted         int
+	admit            time.Duration
+	orderErr, posErr []int
+}
+
+// report reports c's metrics on b.
+func (c lineCost) report(b *testing.B) {
+	b.ReportMetric(float64(c.n)/c.enter.Seconds(), "enters/s")
+	b.ReportMetric(float64(c.memory)/float64(c.n), "B/visitor")
+	b.ReportMetric(c.busiest, "busiest-share")
+	b.ReportMetric(float64(c.keyBytes)/float64(c.n), "keyB/visitor")
+	b.ReportMetric(samples/c.status.Seconds(), "status/s")
+	b.ReportMetric(float64(c.admitted)/c.admit.Seconds(), "admitted/s")
+	b.ReportMetric(float64(slices.Max(c.orderErr)), "ordererr-max")
+	b.ReportMetric(float64(p99(c.orderErr)), "ordererr-p99")
+	b.ReportMetric(float64(slices.Max(c.posErr)), "poserr-max")
+	b.ReportMetric(float64(p99(c.posErr)), "poserr-p99")
+}
+
+// measureEnters runs enter(g, i) for every i in [0, n) from 64 goroutines
+// on settled servers, timed, and reads what the enters cost the
+// primaries: memory, the busiest one's share of the commands, and the
+// memory of keys (the room's).
+func measureEnters(b *testing.B, c rueidis.Client, nodes map[string]rueidis.Client, keys []string, n int, enter func(g, i int) error) lineCost {
+	settle(b, nodes)
+	before := usedMemory(b, c, nodes)
+	calls := commands(b, nodes)
+	b.ResetTimer()
+	took := fanOut(b, 64, n, enter)
+	b.StopTimer()
+	return lineCost{n: n, enter: took, memory: usedMemory(b, c, nodes) - before,
+		busiest: busiestShare(b, nodes, calls), keyBytes: keysMemory(b, c, keys)}
+}
+
+// randomIDs are n visitor ids of 22 characters (16 random bytes).
+func randomIDs(n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		r := make([]byte, 16)
+		rand.Read(r)
+		ids[i] = base64.RawURLEncoding.EncodeToString(r)
+	}
+	return ids
 }
 
 // slotOwner is the address of the primary serving slot.

@@ -158,6 +158,12 @@ func (cl *Cluster) Owner(slot int) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	return SlotOwner(ctx, c, slot)
+}
+
+// SlotOwner returns the address of the primary that the cluster node c
+// talks to says serves slot (CLUSTER SLOTS).
+func SlotOwner(ctx context.Context, c rueidis.Client, slot int) (string, error) {
 	ranges, err := c.Do(ctx, c.B().ClusterSlots().Build()).ToArray()
 	if err != nil {
 		return "", err

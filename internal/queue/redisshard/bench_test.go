@@ -389,7 +389,11 @@ func spreadRoom(b *testing.B, c rueidis.Client, s *redisshard.Store, shards int,
 			if err != nil {
 				b.Fatal(err)
 			}
-			per[slotOwner(b, c, owner)]++
+			addr, err := testenv.SlotOwner(ctx, c, int(owner))
+			if err != nil {
+				b.Fatal(err)
+			}
+			per[addr]++
 		}
 		lo, hi := shards, 0
 		for addr := range nodes {
@@ -457,34 +461,6 @@ func randomIDs(n int) []string {
 		ids[i] = base64.RawURLEncoding.EncodeToString(r)
 	}
 	return ids
-}
-
-// slotOwner is the address of the primary serving slot.
-func slotOwner(b *testing.B, c rueidis.Client, slot int64) string {
-	ranges, err := c.Do(context.Background(), c.B().ClusterSlots().Build()).ToArray()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, r := range ranges {
-		f, err := r.ToArray()
-		if err != nil || len(f) < 3 {
-			b.Fatalf("CLUSTER SLOTS: %v", err)
-		}
-		lo, _ := f[0].AsInt64()
-		hi, _ := f[1].AsInt64()
-		if slot < lo || slot > hi {
-			continue
-		}
-		node, err := f[2].ToArray()
-		if err != nil || len(node) < 2 {
-			b.Fatalf("CLUSTER SLOTS: %v", err)
-		}
-		host, _ := node[0].ToString()
-		port, _ := node[1].AsInt64()
-		return host + ":" + strconv.FormatInt(port, 10)
-	}
-	b.Fatalf("no primary serves slot %d", slot)
-	return ""
 }
 
 // keysMemory is the sum of MEMORY USAGE over keys (a missing key counts 0).

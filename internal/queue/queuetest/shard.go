@@ -147,7 +147,8 @@ func testShardedLayoutFixed(t *testing.T, s queue.Store, strategy queue.ShardStr
 		t.Errorf("PutRoom making a room sharded = %v, want ErrShardsFixed", err)
 	}
 	plain = settings(10, 5)
-	if plain.ShardStrategy = queue.ShardCounter; settings(10, 5).ShardStrategy == queue.ShardCounter {
+	plain.ShardStrategy = queue.ShardCounter // another than the default
+	if settings(10, 5).ShardStrategy == queue.ShardCounter {
 		plain.ShardStrategy = queue.ShardEstimate
 	}
 	if err := s.PutRoom(ctx, "plain", plain); err != nil {
@@ -171,8 +172,8 @@ func testShardedEnterIdempotent(t *testing.T, s queue.Store, strategy queue.Shar
 	if err != nil || created || again != first {
 		t.Errorf("second Enter = %+v, created=%v, %v; want the same entry %+v, not created", again, created, err, first)
 	}
-	if e := mustStatus(t, s, "r", "late", now); ordered(strategy) && e.Position != 21 {
-		t.Errorf("Status(late) = %+v, want waiting at 21", e)
+	if e := mustStatus(t, s, "r", "late", now); e.Status != queue.Waiting || ordered(strategy) && e.Position != 21 {
+		t.Errorf("Status(late) = %+v, want waiting (at 21)", e)
 	}
 	const n = 100
 	var wg sync.WaitGroup

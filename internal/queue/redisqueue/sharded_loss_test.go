@@ -180,8 +180,10 @@ func TestShardedStateRepaired(t *testing.T) {
 	}
 	// The version the open room's copies carry (none before versions).
 	old, err := c.Do(ctx, c.B().Hget().Key(prefix+"{hot#1}:meta").Field("state_v").Build()).ToString()
-	if err != nil {
+	if rueidis.IsRedisNil(err) {
 		old = "0"
+	} else if err != nil {
+		t.Fatal(err)
 	}
 	set.State = queue.Closed
 	if err := s.PutRoom(ctx, "hot", set); err != nil {

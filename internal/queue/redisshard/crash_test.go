@@ -74,7 +74,7 @@ func TestCrashedStep(t *testing.T) {
 	}
 	t1 := t0.Add(time.Minute)
 	committed := crash("crashed-after-commit", t1, true)
-	for _, v := range committed[:1] {
+	for _, v := range committed {
 		if e, err := s.Status(ctx, name, v, t1); err != nil || e.Status != queue.Active {
 			t.Errorf("Status of %s, committed but not acknowledged = %+v, %v; want active", v, e, err)
 		}

@@ -67,6 +67,7 @@ var statuses = map[string]int{
 	fault.SoldOut:             http.StatusConflict,
 	fault.Unavailable:         http.StatusServiceUnavailable,
 	fault.BadPath:             http.StatusBadRequest,
+	fault.HostNotServed:       http.StatusMisdirectedRequest,
 	fault.RateLimited:         http.StatusTooManyRequests,
 	fault.QueueFull:           http.StatusTooManyRequests,
 	fault.ChallengeNeeded:     http.StatusPreconditionRequired,

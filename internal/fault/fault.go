@@ -50,6 +50,7 @@ const (
 	SoldOut             = "sold_out"
 	Unavailable         = "unavailable"
 	BadPath             = "bad_path"
+	HostNotServed       = "host_not_served"
 	RateLimited         = "rate_limited"
 	ChallengeNeeded     = "challenge_required"
 	ChallengeInvalid    = "challenge_invalid"

@@ -56,7 +56,7 @@ const (
 )
 
 // textFor returns the texts of r's waiting page.
-func (p *Proxy) textFor(r *http.Request) Text { return p.texts[p.lang.pick(r)] }
+func (p *core) textFor(r *http.Request) Text { return p.texts[p.lang.pick(r)] }
 
 // pick returns the language of r's page.
 func (lp langPolicy) pick(r *http.Request) string {

@@ -49,7 +49,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"usher/internal/apierror"
-	"usher/internal/canon"
+	"usher/internal/clientip"
 	"usher/internal/fault"
 	"usher/internal/flood"
 	"usher/internal/gate"
@@ -98,12 +98,21 @@ type Config struct {
 	// WaitingTemplate is the path of an operator's html/template for the
 	// waiting page (fields: Page); "" uses the shipped one.
 	WaitingTemplate string
+	// PublicHosts are the hosts (name, or name:port) the edge serves; a
+	// request for another Host is refused (421). Only then does the origin
+	// get the client's Host, in X-Forwarded-Host; empty accepts every Host
+	// and sends none.
+	PublicHosts []string
+	// Trusted are the proxies in front of usher whose X-Forwarded-For names
+	// the client: the address the origin is told in X-Forwarded-For and
+	// X-Real-IP.
+	Trusted clientip.Trusted
 }
 
-// Proxy is the gating reverse proxy; it is an http.Handler.
-type Proxy struct {
+// core is what both edges share: the decision (decision.go) and its
+// rendering (waiting.go).
+type core struct {
 	c       Config
-	rp      *httputil.ReverseProxy
 	gate    *gate.Gate
 	api     http.Handler
 	errs    apierror.Writer
@@ -115,10 +124,53 @@ type Proxy struct {
 	texts   map[string]Text // by language, every shipped one
 }
 
+// Proxy is the gating reverse proxy; it is an http.Handler.
+type Proxy struct {
+	*core
+	rp *httputil.ReverseProxy
+}
+
 // New returns the proxy. It starts nothing.
 func New(c Config) (*Proxy, error) {
 	if c.Origin == nil || c.Origin.Scheme == "" || c.Origin.Host == "" {
 		return nil, fmt.Errorf("proxy: origin %v: want an absolute URL such as http://127.0.0.1:9000", c.Origin)
+	}
+	k, err := newCore(&c)
+	if err != nil {
+		return nil, err
+	}
+	if c.Transport == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.DialContext = (&net.Dialer{Timeout: c.OriginTimeout, KeepAlive: 30 * time.Second}).DialContext
+		t.ResponseHeaderTimeout = c.OriginTimeout
+		t.MaxIdleConnsPerHost = 256
+		c.Transport = t
+	}
+	p := &Proxy{core: k}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite:   p.rewrite,
+		Transport: c.Transport,
+		// Flush every 100ms; server-sent events and bodies of unknown length
+		// are flushed at once (ReverseProxy does that by itself).
+		FlushInterval:  100 * time.Millisecond,
+		ModifyResponse: p.modifyResponse,
+		ErrorHandler:   p.originError,
+		ErrorLog:       slog.NewLogLogger(c.Logger.Handler(), slog.LevelWarn),
+	}
+	return p, nil
+}
+
+// newCore checks c, fills its defaults and makes what both edges share.
+func newCore(c *Config) (*core, error) {
+	if c.Queue == nil || c.Keys == nil {
+		return nil, errors.New("gateway: a queue and keys are required")
+	}
+	for i, h := range c.PublicHosts {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if h == "" || strings.ContainsAny(h, "/@ \t") {
+			return nil, fmt.Errorf("public host %q: want a host name, or name:port", c.PublicHosts[i])
+		}
+		c.PublicHosts[i] = h
 	}
 	if err := c.Rules.Validate(); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
@@ -146,15 +198,8 @@ func New(c Config) (*Proxy, error) {
 	if c.BodyTimeout <= 0 {
 		c.BodyTimeout = time.Minute
 	}
-	if c.Transport == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.DialContext = (&net.Dialer{Timeout: c.OriginTimeout, KeepAlive: 30 * time.Second}).DialContext
-		t.ResponseHeaderTimeout = c.OriginTimeout
-		t.MaxIdleConnsPerHost = 256
-		c.Transport = t
-	}
-	p := &Proxy{
-		c:       c,
+	p := &core{
+		c:       *c,
 		errs:    apierror.Writer{Log: c.Logger},
 		metrics: newMetrics(c.Registry),
 		secure:  !c.InsecureCookies,
@@ -170,123 +215,135 @@ func New(c Config) (*Proxy, error) {
 	if c.API != nil {
 		p.api = http.StripPrefix(strings.TrimSuffix(Prefix, "/"), c.API)
 	}
-	p.rp = &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(c.Origin)
-			pr.SetXForwarded()
-			for _, h := range overrideHeaders {
-				pr.Out.Header.Del(h)
-			}
-		},
-		Transport: c.Transport,
-		// Flush every 100ms; server-sent events and bodies of unknown length
-		// are flushed at once (ReverseProxy does that by itself).
-		FlushInterval:  100 * time.Millisecond,
-		ModifyResponse: p.modifyResponse,
-		ErrorHandler:   p.originError,
-		ErrorLog:       slog.NewLogLogger(c.Logger.Handler(), slog.LevelWarn),
-	}
 	return p, nil
 }
 
-// ServeHTTP routes the request: usher's API, an open path, or the gate.
+// ServeHTTP routes the request: usher's own routes, the origin, or the
+// queue.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Upgrade") == "" && r.Body != nil && r.Body != http.NoBody {
-		// The server sets the next request's own deadline when it reads it.
+	if r.Body != nil && r.Body != http.NoBody {
+		// Whatever its headers: the server sets the next request's own
+		// deadline when it reads it.
 		http.NewResponseController(w).SetReadDeadline(time.Now().Add(p.c.BodyTimeout))
 	}
-	if r.Method == http.MethodConnect || r.Method == http.MethodTrace {
-		p.errs.Write(w, r, apierror.ErrMethodNotAllowed)
+	websocket := screenUpgrade(r)
+	v := p.judge(r)
+	if v.kind == own {
+		p.serveOwn(w, r, v.path)
 		return
 	}
-	path, ok := p.canonical(w, r)
-	if !ok {
-		return
+	if v.path != "" {
+		r.URL.Path, r.URL.RawPath = v.path, ""
 	}
+	if v.kind == needsPlace {
+		v = p.wait(w, r, v)
+	}
+	switch {
+	case v.kind == through:
+		f := &flight{room: v.room, websocket: websocket}
+		if v.gated {
+			f.visitor, f.extra, f.until = v.pass.Visitor, p.gate.Renewal(v.pass), v.pass.ExpiresAt
+		}
+		p.forward(w, r, f)
+	case v.kind == admitted && wantsJSON(r): // the request that finds the visitor admitted goes through
+		extra := http.Header{wire.PassHeader: {v.newPass}, "Set-Cookie": {v.cookie.String()}}
+		p.forward(w, r, &flight{room: v.room, visitor: v.visitor, extra: extra, websocket: websocket, until: v.cookie.Expires})
+	default:
+		p.render(w, r, v)
+	}
+}
+
+// serveOwn serves a path under Prefix: the worker, or usher's API.
+func (p *core) serveOwn(w http.ResponseWriter, r *http.Request, path string) {
 	if path == WorkerPath {
 		p.serveWorker(w, r)
 		return
 	}
-	if path == strings.TrimSuffix(Prefix, "/") || strings.HasPrefix(path, Prefix) {
-		p.api.ServeHTTP(w, r)
-		return
+	p.api.ServeHTTP(w, r)
+}
+
+// screenUpgrade keeps r's upgrade only when it is a websocket handshake (a
+// GET without a body naming the websocket protocol) and strips any other
+// (h2c, or any token an origin might switch to and then read further
+// requests over, past the gate); it reports whether r is a websocket.
+func screenUpgrade(r *http.Request) bool {
+	up := r.Header.Values("Upgrade")
+	if len(up) == 0 {
+		r.Header.Del("Http2-Settings")
+		return false
 	}
-	room, gated, err := p.c.Rules.Resolve(path)
-	if err != nil {
-		p.errs.Write(w, r, ErrBadPath.Detail("the case of this path is ambiguous; use the site's own links"))
-		return
+	if len(up) == 1 && strings.EqualFold(strings.TrimSpace(up[0]), "websocket") &&
+		r.Method == http.MethodGet && (r.Body == nil || r.Body == http.NoBody) {
+		return true
 	}
-	if !gated {
-		p.forward(w, r, &flight{room: room})
-		return
-	}
-	a, err := p.gate.Admit(r, room)
-	if err == nil {
-		p.forward(w, r, &flight{room: room, visitor: a.Visitor, extra: p.gate.Renewal(a)})
-		return
-	}
-	if status, _ := apierror.Status(err); status >= 500 { // the store is down: fail closed
-		if wantsJSON(r) {
-			p.errs.Write(w, r, err)
-			return
-		}
-		p.log.Error("gate failed", "room", room, "status", status, "err", err)
-		w.Header().Set("Retry-After", apierror.RetryAfter)
-		p.renderPage(w, r, status, Page{State: StateError, Room: room, Refresh: 2, PollAfterMS: 2000})
-		return
-	}
-	p.wait(w, r, room)
+	r.Header.Del("Upgrade")
+	r.Header.Del("Http2-Settings")
+	return false
 }
 
 // overrideHeaders are request headers with which some origins (IIS URL
 // Rewrite, Symfony, some nginx set-ups) route by another URL or method than
-// the request line's: the proxy matched the request line, so they are
-// dropped before the origin sees them.
+// the request line's: the proxy matched the request line, so they never
+// reach the origin.
 var overrideHeaders = []string{
 	"X-Original-URL", "X-Rewrite-URL", "X-Original-URI", "X-Override-URL",
 	"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override",
+}
+
+// clientHeaders name the client or the public URL: the origin gets only
+// the ones the proxy sets from what it knows.
+var clientHeaders = []string{
+	"X-Real-IP", "True-Client-IP", "X-Client-IP", "CF-Connecting-IP", "Fastly-Client-IP",
+	"X-Cluster-Client-IP", "X-ProxyUser-IP", "Forwarded", "X-Forwarded-For",
+	"X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Prefix", "X-Forwarded-Port",
+	"X-Forwarded-Scheme", "X-Forwarded-Server", "X-Forwarded-Ssl", "X-Url-Scheme", "Front-End-Https",
+}
+
+// rewrite makes the origin's request: the origin's URL, and headers that
+// say only what the proxy knows (the resolved client, the scheme, and the
+// public host when PublicHosts bounds it).
+func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
+	pr.SetURL(p.c.Origin)
+	h := pr.Out.Header
+	for _, name := range overrideHeaders {
+		h.Del(name)
+	}
+	for _, name := range clientHeaders {
+		h.Del(name)
+	}
+	for name := range h {
+		if len(name) > len(wire.HeaderPrefix) && strings.EqualFold(name[:len(wire.HeaderPrefix)], wire.HeaderPrefix) {
+			delete(h, name)
+		}
+	}
+	if client := p.c.Trusted.Addr(pr.In); client.IsValid() {
+		h.Set("X-Forwarded-For", client.String())
+		h.Set("X-Real-IP", client.String())
+	}
+	proto := "http"
+	if pr.In.TLS != nil {
+		proto = "https"
+	}
+	h.Set("X-Forwarded-Proto", proto)
+	if len(p.c.PublicHosts) > 0 { // judge refused every other Host
+		h.Set("X-Forwarded-Host", pr.In.Host)
+	}
 }
 
 // ErrBadPath answers a request path that the proxy will not interpret: see
 // package canon for what is refused.
 var ErrBadPath = fault.New(fault.BadPath, "request path refused")
 
-// canonical replaces r's path with its canonical form (package canon): the
-// one the rules match and the origin receives. A path that is refused is
-// answered 400; one that is only not canonical in structure (dot segments,
-// repeated slashes) is redirected to the canonical form for GET and HEAD
-// (308) and refused for other methods, so no request reaches a rule under
-// one spelling and the origin under another.
-func (p *Proxy) canonical(w http.ResponseWriter, r *http.Request) (string, bool) {
-	target := r.RequestURI
-	if target == "" { // a request made in-process rather than read off the wire
-		target = r.URL.EscapedPath()
-	}
-	path, changed, err := canon.Target(target)
-	if err == nil && changed && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-		loc := (&url.URL{Path: path}).EscapedPath()
-		if r.URL.RawQuery != "" {
-			loc += "?" + r.URL.RawQuery
-		}
-		w.Header().Set("Location", canon.Return(loc))
-		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(http.StatusPermanentRedirect)
-		return "", false
-	}
-	if err != nil || changed {
-		p.errs.Write(w, r, ErrBadPath)
-		return "", false
-	}
-	r.URL.Path, r.URL.RawPath = path, ""
-	return path, true
-}
-
 // flight is what the proxy knows about one request to the origin.
 type flight struct {
 	room, visitor string
 	// extra are response headers for the visitor (a renewed pass).
 	extra http.Header
-	start time.Time
+	// websocket: the request may switch to the websocket protocol; on a
+	// gated path the tunnel closes at until, the slot's expiry.
+	websocket bool
+	until     time.Time
+	start     time.Time
 }
 
 type flightKey struct{}
@@ -297,7 +354,15 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, f *flight) {
 	inflight.Inc()
 	defer inflight.Dec()
 	f.start = time.Now()
-	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), flightKey{}, f)))
+	ctx := context.WithValue(r.Context(), flightKey{}, f)
+	if f.websocket && !f.until.IsZero() {
+		// A tunnel outlives no pass: ReverseProxy closes it when the
+		// request's context ends.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, f.until)
+		defer cancel()
+	}
+	p.rp.ServeHTTP(w, r.WithContext(ctx))
 }
 
 func flightOf(r *http.Request) *flight {
@@ -314,6 +379,10 @@ func flightOf(r *http.Request) *flight {
 // pass.
 func (p *Proxy) modifyResponse(res *http.Response) error {
 	f := flightOf(res.Request)
+	if res.StatusCode == http.StatusSwitchingProtocols &&
+		(!f.websocket || !strings.EqualFold(res.Header.Get("Upgrade"), "websocket")) {
+		return errSwitched // a switch nobody asked for: no tunnel (502)
+	}
 	p.metrics.observe(f.room, res.StatusCode, time.Since(f.start))
 	if f.visitor != "" { // a gated request: what the room's admission loads the origin with
 		p.c.Queue.Observe(f.room, time.Since(f.start), res.StatusCode >= 500)
@@ -338,6 +407,8 @@ func (p *Proxy) modifyResponse(res *http.Response) error {
 	}
 	return nil
 }
+
+var errSwitched = errors.New("origin switched protocols without a websocket request")
 
 // release ends the slot of the visitor the request was admitted as (or, on
 // an open path, of the pass it carries) and clears the pass cookie.
@@ -389,7 +460,7 @@ func (p *Proxy) originError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // plainPage writes a minimal HTML page.
-func (p *Proxy) plainPage(w http.ResponseWriter, status int, msg string) {
+func (p *core) plainPage(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)

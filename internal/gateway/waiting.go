@@ -5,10 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"embed"
-	"errors"
 	"fmt"
 	"html/template"
-	"math"
 	"mime"
 	"net/http"
 	"strconv"
@@ -19,7 +17,6 @@ import (
 	"usher/internal/canon"
 	"usher/internal/fault"
 	"usher/internal/gate"
-	"usher/internal/pow"
 	"usher/internal/queue"
 	"usher/internal/token"
 	"usher/internal/wire"
@@ -30,90 +27,9 @@ var pages embed.FS
 
 var plainTmpl = template.Must(template.ParseFS(pages, "page/plain.html"))
 
-// wait answers a gated request that carries no valid pass: it enters the
-// queue or reads the visitor's place, then answers the state (429), or lets
-// an admitted visitor through.
-func (p *Proxy) wait(w http.ResponseWriter, r *http.Request, room string) {
-	asJSON := wantsJSON(r)
-	visitor, ticket, e, err := p.place(r.Context(), w, r, room)
-	if errors.Is(err, queue.ErrRoomClosed) {
-		p.refused(w, r, room, err)
-		return
-	}
-	if err != nil {
-		if errors.Is(err, ErrNoPlace) {
-			w.Header().Set("Allow", "GET, POST")
-		}
-		if asJSON || errors.Is(err, ErrNoPlace) {
-			p.errs.Write(w, r, err) // it sets Retry-After on 429 and 503; the challenge on 428
-			return
-		}
-		if c, ok := errors.AsType[*pow.RequiredError](err); ok {
-			// No visitor, no place, no cookie yet: the page's script solves
-			// the challenge and asks again with the solution.
-			p.renderPage(w, r, http.StatusPreconditionRequired, Page{State: StateChallenge, Room: room, Challenge: c.Challenge})
-			return
-		}
-		status, _ := apierror.Status(err)
-		if errors.Is(err, pow.ErrInvalid) {
-			// A wrong, expired or spent solution: the error state, whose retry
-			// (and refresh) asks again without one, for a new challenge.
-			p.renderPage(w, r, status, Page{State: StateError, Room: room, Refresh: 2, PollAfterMS: 2000})
-			return
-		}
-		if errors.Is(err, queue.ErrQueueFull) {
-			retry := apierror.RetryAfterFor(err)
-			w.Header().Set("Retry-After", retry)
-			secs, _ := strconv.Atoi(retry)
-			p.renderPage(w, r, status, Page{State: StateFull, Room: room, Refresh: secs, PollAfterMS: int64(secs) * 1000})
-			return
-		}
-		if status != http.StatusTooManyRequests && status < 500 {
-			// A refusal (no invite, a bad credential): retrying does not help,
-			// so a plain page, not the waiting page that reloads.
-			p.plainPage(w, status, fault.Message(err))
-			return
-		}
-		w.Header().Set("Retry-After", apierror.RetryAfterFor(err))
-		p.renderPage(w, r, status, Page{State: StateError, Room: room, Refresh: 2, PollAfterMS: 2000})
-		return
-	}
-	if e.Status == queue.Active {
-		exp := e.ExpiresAt.Truncate(time.Second).UTC() // a pass's exp is whole seconds
-		pass, err := p.c.Keys.SignPass(token.Pass{Room: room, Visitor: visitor, ExpiresAt: exp})
-		if err != nil {
-			p.errs.Write(w, r, err)
-			return
-		}
-		cookie := gate.PassCookieFor(pass, exp, p.secure)
-		if asJSON { // the request that finds the visitor admitted goes through
-			extra := http.Header{}
-			extra.Set(wire.PassHeader, pass)
-			extra.Add("Set-Cookie", cookie.String())
-			p.forward(w, r, &flight{room: room, visitor: visitor, extra: extra})
-			return
-		}
-		http.SetCookie(w, cookie)
-		w.Header().Set("Cache-Control", "no-store")
-		http.Redirect(w, r, backURL(r), http.StatusSeeOther)
-		return
-	}
-
-	place := p.c.Queue.ViewOrDefault(room).Place(p.c.Queue.Now(), room, e)
-	place.Ticket = ticket
-	resp := wire.EntryFor(place)
-	retry := max(1, int(math.Ceil(float64(resp.PollAfterMS)/1000)))
-	w.Header().Set("Retry-After", strconv.Itoa(retry))
-	if asJSON {
-		writeEntry(w, http.StatusTooManyRequests, resp)
-		return
-	}
-	p.renderPage(w, r, http.StatusTooManyRequests, p.waitingPage(w, r, room, ticket, resp, retry))
-}
-
 // waitingPage is the page of a waiting visitor. A new ticket records its
 // position in the start cookie; otherwise the cookie gives it.
-func (p *Proxy) waitingPage(w http.ResponseWriter, r *http.Request, room, ticket string, resp wire.Entry, refresh int) Page {
+func (p *core) waitingPage(w http.ResponseWriter, r *http.Request, room, ticket string, resp wire.Entry, refresh int) Page {
 	start := resp.Position
 	if ticket != "" {
 		http.SetCookie(w, &http.Cookie{
@@ -149,7 +65,7 @@ func (p *Proxy) waitingPage(w http.ResponseWriter, r *http.Request, room, ticket
 }
 
 // renderPage writes the waiting page template in one of its states.
-func (p *Proxy) renderPage(w http.ResponseWriter, r *http.Request, status int, pg Page) {
+func (p *core) renderPage(w http.ResponseWriter, r *http.Request, status int, pg Page) {
 	pg.T = p.textFor(r)
 	pg.UpdatedAt = p.c.Queue.Now()
 	pg.URL = backURL(r)
@@ -184,7 +100,7 @@ func (p *Proxy) renderPage(w http.ResponseWriter, r *http.Request, status int, p
 // the queue as the anonymous visitor of the usher_vid cookie (set when
 // missing). A visitor whose place is gone (left, released, expired) enters
 // again at the back. ticket is set only when a new one was issued.
-func (p *Proxy) place(ctx context.Context, w http.ResponseWriter, r *http.Request, room string) (visitor, ticket string, e queue.Entry, err error) {
+func (p *core) place(ctx context.Context, w http.ResponseWriter, r *http.Request, room string) (visitor, ticket string, e queue.Entry, err error) {
 	if t, ok := p.ticketOf(r, room); ok {
 		e, _, err = p.c.Queue.Status(ctx, room, t.Visitor, t.Seq, t.IssuedAt)
 		if err == nil && e.Status == queue.Active {
@@ -224,7 +140,7 @@ func (p *Proxy) place(ctx context.Context, w http.ResponseWriter, r *http.Reques
 
 // issueTicket signs a ticket for the visitor's place (gate.TicketFor, with
 // its forecast) and sets the room's ticket cookie.
-func (p *Proxy) issueTicket(w http.ResponseWriter, room, visitor string, e queue.Entry) string {
+func (p *core) issueTicket(w http.ResponseWriter, room, visitor string, e queue.Entry) string {
 	ticket := p.c.Keys.SignTicket(gate.TicketFor(p.c.Queue, room, visitor, e))
 	http.SetCookie(w, &http.Cookie{
 		Name: wire.RoomTicketCookie(room), Value: ticket, Path: "/",
@@ -246,7 +162,7 @@ const (
 // when it carries neither, or the refusal of a room that requires one
 // (fail closed: a presale room never mints anonymous visitors); the rules
 // are gate.EntryVisitor's, as for the API.
-func (p *Proxy) credentialed(r *http.Request, room string) (string, error) {
+func (p *core) credentialed(r *http.Request, room string) (string, error) {
 	q := r.URL.Query()
 	return gate.EntryVisitor(p.c.Keys, p.c.Identity, room, p.c.Queue.ViewOrDefault(room).Settings,
 		q.Get(InviteParam), q.Get(IdentityParam))
@@ -274,7 +190,7 @@ var ErrNoPlace = fault.New(fault.MethodNotAllowed, "only GET and POST take a pla
 // become a new visitor with a new place: the method, then the room's flood
 // guard (Config.Flood): its proof of work and per-client limit, as for the
 // API's entries. Unknown rooms are left to Enter.
-func (p *Proxy) mayMint(r *http.Request, room string) error {
+func (p *core) mayMint(r *http.Request, room string) error {
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {
 		return ErrNoPlace
 	}
@@ -285,7 +201,7 @@ func (p *Proxy) mayMint(r *http.Request, room string) error {
 	return p.c.Flood.NewPlace(r.Context(), r, room, v.Settings)
 }
 
-func (p *Proxy) ticketOf(r *http.Request, room string) (token.Ticket, bool) {
+func (p *core) ticketOf(r *http.Request, room string) (token.Ticket, bool) {
 	if raw, ok := gate.Bearer(r); ok {
 		if t, err := p.c.Keys.ParseTicket(raw, room); err == nil {
 			return t, true
@@ -299,11 +215,11 @@ func (p *Proxy) ticketOf(r *http.Request, room string) (token.Ticket, bool) {
 	return token.Ticket{}, false
 }
 
-// refused answers a newcomer to a room that refuses entries (err is
+// refusedRoom answers a newcomer to a room that refuses entries (err is
 // queue.ErrRoomClosed): 409 with the room's state, closed or sold_out, as
 // the entry answer for JSON clients and as the waiting page's state for
 // browsers. Nothing to retry, so no Retry-After.
-func (p *Proxy) refused(w http.ResponseWriter, r *http.Request, room string, err error) {
+func (p *core) refusedRoom(w http.ResponseWriter, r *http.Request, room string, err error) {
 	status, _ := apierror.Status(err)
 	state := p.c.Queue.ViewOrDefault(room).EffectiveState()
 	if !state.Refuses() { // this instance's view lags the store
@@ -346,7 +262,7 @@ const WorkerPath = Prefix + "pow.js"
 // serveWorker serves the worker script: GET and HEAD, as JavaScript that
 // no browser sniffs as anything else, revalidated by its ETag so that a new
 // binary's script is picked up at once.
-func (p *Proxy) serveWorker(w http.ResponseWriter, r *http.Request) {
+func (p *core) serveWorker(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		p.errs.Write(w, r, apierror.ErrMethodNotAllowed)

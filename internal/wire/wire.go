@@ -47,6 +47,9 @@ const (
 	// ReleaseHeader, `Usher-Release: 1` on an origin's response, ends the
 	// visitor's slot; the proxy strips it.
 	ReleaseHeader = "Usher-Release"
+	// HeaderPrefix begins every usher header; an edge forwards none that a
+	// client sent.
+	HeaderPrefix = "Usher-"
 )
 
 // Visitor states: Entry.State.

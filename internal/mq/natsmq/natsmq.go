@@ -200,8 +200,9 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Broker, error) {
 	if err := b.ready(); err != nil {
 		return nil, b.unavailable("open", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
+	// Each call below gets its own o.Timeout (WithDefaultTimeout, when ctx
+	// has no deadline): a replicated stream and bucket created one after
+	// the other on a cluster that just started may each take seconds.
 	if b.js, err = jetstream.New(nc, jetstream.WithDefaultTimeout(o.Timeout)); err != nil {
 		return nil, b.unavailable("open", err)
 	}

@@ -67,7 +67,7 @@ func TestCollectCommand(t *testing.T) {
 	t.Parallel()
 	name := natsName(t)
 	publish := eventStream(t, name)
-	dir := t.TempDir()
+	dir := testenv.DataDir(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	stdout := &syncBuffer{}
@@ -102,7 +102,7 @@ func TestServeCollects(t *testing.T) {
 	t.Parallel()
 	name := natsName(t)
 	publish := eventStream(t, name)
-	dir := t.TempDir()
+	dir := testenv.DataDir(t)
 	const admin = "analytics-admin-key-0123456789"
 	env := map[string]string{"USHER_DATA_DIR": dir, "USHER_NATS": testenv.URL(t, "USHER_TEST_NATS"), "USHER_NATS_NAME": name, "USHER_ADMIN_KEY": admin}
 	c := client{t, startServe(t, env, "--addr", "127.0.0.1:0")}
@@ -118,7 +118,7 @@ func TestServeCollects(t *testing.T) {
 		t.Errorf("GET …/events?limit=5: %d %v", status, body)
 	}
 
-	off := map[string]string{"USHER_DATA_DIR": t.TempDir(), "USHER_ADMIN_KEY": admin}
+	off := map[string]string{"USHER_DATA_DIR": testenv.DataDir(t), "USHER_ADMIN_KEY": admin}
 	c = client{t, startServe(t, off, "--addr", "127.0.0.1:0", "--collect=false")}
 	if status, _, body := c.do("GET", "/api/v1/rooms/sale/analytics", admin, ""); status != 200 || body["room"] != "sale" {
 		t.Errorf("analytics without the collector: %d %v, want 200 (empty)", status, body)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"usher/internal/testenv"
 )
 
 // consoleSignIn signs in to the console at base (its public path) and
@@ -71,7 +73,7 @@ func consoleTicks(t *testing.T, ctx context.Context, base string, c *http.Cookie
 func TestConsoleOnServe(t *testing.T) {
 	t.Parallel()
 	const key = "serve-console-admin-key-0123456789"
-	base := startServe(t, nil, "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--admin-key", key, "--insecure-cookies") + "/console/"
+	base := startServe(t, nil, "--addr", "127.0.0.1:0", "--data-dir", testenv.DataDir(t), "--admin-key", key, "--insecure-cookies") + "/console/"
 	c := consoleSignIn(t, base, key)
 	if c.Path != "/console/" || c.Secure {
 		t.Errorf("cookie path %q secure %v, want /console/ without Secure (--insecure-cookies)", c.Path, c.Secure)
@@ -100,7 +102,7 @@ func TestConsoleOnProxy(t *testing.T) {
 		t.Errorf("the origin got %s", r.URL.Path)
 	}))
 	defer origin.Close()
-	base := startProxy(t, nil, "--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", t.TempDir(),
+	base := startProxy(t, nil, "--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", testenv.DataDir(t),
 		"--admin-key", proxyAdminKey, "--insecure-cookies")
 	console := base + "/_usher/console/"
 	if code, body := get(t, http.DefaultClient, console); code != 200 || !strings.Contains(body, "usher console") {
@@ -132,7 +134,7 @@ func TestConsoleOnProxy(t *testing.T) {
 		}
 	}
 
-	off := startProxy(t, nil, "--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", t.TempDir(),
+	off := startProxy(t, nil, "--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", testenv.DataDir(t),
 		"--admin-key", proxyAdminKey, "--console=false")
 	if code, _ := get(t, http.DefaultClient, off+"/_usher/console/"); code != 404 {
 		t.Errorf("--console=false: GET /_usher/console/ = %d, want 404", code)

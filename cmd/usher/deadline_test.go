@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"usher/internal/testenv"
 )
 
 // TestServeHungRedis stops redis-server (SIGSTOP): its connections stay up
@@ -24,7 +26,7 @@ func TestServeHungRedis(t *testing.T) {
 	startRedis, port := redisServer(t)
 	redis := startRedis()
 	t.Cleanup(func() { redis.Process.Kill(); redis.Wait() })
-	dir := t.TempDir()
+	dir := testenv.DataDir(t)
 	base := startServe(t, map[string]string{"USHER_DATA_DIR": dir},
 		"--addr", "127.0.0.1:0", "--store", "redis://127.0.0.1:"+port+"/0?write_timeout=1h", "--store-timeout", "200ms")
 	// Registered after startServe, so it runs first: usher shuts down on a

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"usher/internal/testenv"
 )
 
 // TestEventsCountedOnceAcrossRestart: usher serve on the embedded defaults
@@ -24,7 +26,7 @@ import (
 // exactly once: the same number as SQL holds, never more at any moment.
 func TestEventsCountedOnceAcrossRestart(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := testenv.DataDir(t)
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"seed", "--seats", "100", "--json", "--data-dir", dir}, os.Getenv, &out, io.Discard); err != nil {
 		t.Fatalf("seed: %v", err)

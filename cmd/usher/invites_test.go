@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"usher/internal/testenv"
 	"usher/internal/token"
 )
 
@@ -16,7 +17,7 @@ import (
 // accept for the room, and refuses bad settings.
 func TestInvitesCommand(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := testenv.DataDir(t)
 	ring, err := token.LoadDir(filepath.Join(dir, "keys"), time.Now) // the key serve would create
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"usher/internal/loadlab/loadgen"
+	"usher/internal/testenv"
 )
 
 // runLoadtest runs `usher loadtest --json` with args and returns its reports.
@@ -56,7 +57,7 @@ func checkInvariants(t *testing.T, rep *loadgen.Report) {
 // an in-process origin and an in-process usher configured by usher plan.
 func TestLoadtestBothScenarios(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := testenv.DataDir(t)
 	usherURL := startServe(t, map[string]string{"USHER_DATA_DIR": dir}, "--addr", "127.0.0.1:0")
 	key, err := os.ReadFile(filepath.Join(dir, "admin.key"))
 	if err != nil {
@@ -136,7 +137,7 @@ func TestLoadtestBothScenarios(t *testing.T) {
 // are refused, queued users get through with their passes.
 func TestLoadtestGatedOrigin(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := testenv.DataDir(t)
 	usherURL := startServe(t, map[string]string{"USHER_DATA_DIR": dir}, "--addr", "127.0.0.1:0")
 	key, err := os.ReadFile(filepath.Join(dir, "admin.key"))
 	if err != nil {
@@ -184,7 +185,7 @@ func TestLoadtestBadSettings(t *testing.T) {
 // of being admitted for nothing.
 func TestLoadtestBuy(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := testenv.DataDir(t)
 	var out, errs strings.Builder
 	if err := seed(context.Background(), []string{"--seats", "10", "--data-dir", dir, "--json"}, func(string) string { return "" }, &out, &errs); err != nil {
 		t.Fatalf("seed: %v\n%s", err, errs.String())

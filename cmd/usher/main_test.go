@@ -127,7 +127,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func TestServeEmbeddedDefaults(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := testenv.DataDir(t)
 	base := startServe(t, map[string]string{"USHER_DATA_DIR": dir}, "--addr", "127.0.0.1:0")
 	key, err := os.ReadFile(filepath.Join(dir, "admin.key"))
 	if err != nil {
@@ -182,7 +182,7 @@ func TestServeBadSettings(t *testing.T) {
 		{[]string{"--addr", "nonsense"}, nil, "--addr"},
 		{[]string{"--bogus"}, nil, "bogus"},
 	} {
-		env := map[string]string{"USHER_DATA_DIR": t.TempDir()}
+		env := map[string]string{"USHER_DATA_DIR": testenv.DataDir(t)}
 		for k, v := range tc.env {
 			env[k] = v
 		}
@@ -199,7 +199,7 @@ func TestServeBadSettings(t *testing.T) {
 
 func TestKeysRotate(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := testenv.DataDir(t)
 	env := func(k string) string { return map[string]string{"USHER_DATA_DIR": dir}[k] }
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"keys", "rotate", "--activate-in", "10m"}, env, &out, io.Discard); err != nil {
@@ -250,7 +250,7 @@ func TestServeRedisOutage(t *testing.T) {
 	redis := startRedis()
 	t.Cleanup(func() { redis.Process.Kill(); redis.Wait() })
 
-	dir := t.TempDir()
+	dir := testenv.DataDir(t)
 	base := startServe(t, map[string]string{"USHER_DATA_DIR": dir},
 		"--addr", "127.0.0.1:0", "--store", "redis://127.0.0.1:"+port+"/0")
 	key, _ := os.ReadFile(filepath.Join(dir, "admin.key"))
@@ -315,7 +315,7 @@ func TestProductionStack(t *testing.T) {
 	natsURL := testenv.URL(t, "USHER_TEST_NATS")
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
 	dbURL := testenv.PostgresSchema(t)
-	dir := t.TempDir()
+	dir := testenv.DataDir(t)
 	prefix := testenv.RedisPrefix(t, testenv.Redis(t))
 	flags := []string{"--store", redisURL, "--redis-prefix", prefix, "--db", dbURL, "--data-dir", dir}
 	var out bytes.Buffer
@@ -448,7 +448,7 @@ func deleteNATS(t *testing.T, natsURL, name string) {
 // server's memory store and the seats can be browsed.
 func TestSeedThenServeEmbedded(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := testenv.DataDir(t)
 	env := map[string]string{"USHER_DATA_DIR": dir}
 	getenv := func(k string) string { return env[k] }
 	var out bytes.Buffer

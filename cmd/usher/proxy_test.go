@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"usher/internal/testenv"
 )
 
 // startProxy runs `usher proxy` with args until the test ends and returns
@@ -54,7 +56,7 @@ func TestProxyEndToEnd(t *testing.T) {
 	}))
 	defer origin.Close()
 	base := startProxy(t, map[string]string{"USHER_PROXY_ROUTE": "/b/=room-b", "USHER_PROXY_OPEN": "/static/"},
-		"--addr", "127.0.0.1:0", "--origin", origin.URL, "--room", "sale", "--data-dir", t.TempDir(),
+		"--addr", "127.0.0.1:0", "--origin", origin.URL, "--room", "sale", "--data-dir", testenv.DataDir(t),
 		"--admin-key", proxyAdminKey, "--insecure-cookies")
 	c := client{t, base}
 	for _, room := range []string{"sale", "room-b"} { // both created at start
@@ -121,7 +123,7 @@ func TestProxyBadSettings(t *testing.T) {
 		"no template":   {"--origin", "http://127.0.0.1:1", "--waiting-template", "/nonexistent/waiting.html"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			args := append(args, "--data-dir", t.TempDir())
+			args := append(args, "--data-dir", testenv.DataDir(t))
 			err := proxy(context.Background(), args, func(string) string { return "" }, io.Discard, io.Discard)
 			if err == nil {
 				t.Errorf("proxy(%q) = nil, want an error", args)
@@ -135,7 +137,7 @@ func TestProxyWaitingPageLanguageAndTemplate(t *testing.T) {
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "origin") }))
 	defer origin.Close()
 	run := func(env map[string]string, args ...string) string {
-		base := startProxy(t, env, append([]string{"--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", t.TempDir(),
+		base := startProxy(t, env, append([]string{"--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", testenv.DataDir(t),
 			"--admin-key", proxyAdminKey, "--insecure-cookies"}, args...)...)
 		c := client{t, base}
 		if st, _, body := c.do("PUT", "/_usher/api/v1/rooms/sale", proxyAdminKey, `{"state":"paused"}`); st != 200 && st != 201 {

@@ -298,7 +298,7 @@ func (sh *shell) command(w []string, in string, piped bool) string {
 		}
 		return string(b)
 	case "mktemp":
-		return sh.t.TempDir() + "\n"
+		return testenv.DataDir(sh.t) + "\n" // a data directory in the README
 	case "sleep":
 		sh.retry = true
 		return ""
@@ -473,7 +473,7 @@ func (sh *shell) curl(args []string) string {
 // stands for ./data.
 func (sh *shell) quickStart() {
 	sh.t.Helper()
-	dir := sh.t.TempDir()
+	dir := testenv.DataDir(sh.t)
 	sh.startServe([]string{"--data-dir", dir})
 	sh.dataDir = dir
 }

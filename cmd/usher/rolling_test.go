@@ -129,7 +129,7 @@ func testRollingRestart(t *testing.T, redisVar string) {
 	keys := t.TempDir()
 	const admin = "rolling-restart-admin-key-0123456789"
 	const maxActive, workers = 12, 24
-	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	dirs := []string{testenv.DataDir(t), testenv.DataDir(t), testenv.DataDir(t)}
 	args := func(i int) []string {
 		return []string{"--addr", "127.0.0.1:0", "--store", redisURL, "--redis-prefix", prefix, "--keys-dir", keys,
 			"--admin-key", admin, "--data-dir", dirs[i]}
@@ -380,7 +380,7 @@ func TestInstancesThroughput(t *testing.T) {
 	var bases []string
 	for range 3 {
 		bases = append(bases, startInstance(t, "--addr", "127.0.0.1:0", "--store", redisURL, "--redis-prefix", prefix,
-			"--keys-dir", keys, "--admin-key", admin, "--data-dir", t.TempDir()).base)
+			"--keys-dir", keys, "--admin-key", admin, "--data-dir", testenv.DataDir(t)).base)
 	}
 	c := client{t, bases[0]}
 	for _, room := range []string{"sale", "crowd"} {

@@ -8,13 +8,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"usher/internal/testenv"
 )
 
 // TestShortAdminKeyRefused: a short admin key, given or in the key file,
 // stops usher before anything is written.
 func TestShortAdminKeyRefused(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := testenv.DataDir(t)
 	env := func(k string) string { return map[string]string{"USHER_DATA_DIR": dir}[k] }
 	err := run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--admin-key", "short"}, env, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "admin-key") {
@@ -36,7 +38,7 @@ func TestShortAdminKeyRefused(t *testing.T) {
 // --metrics-addr serves it without one.
 func TestMetricsAddr(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := testenv.DataDir(t)
 	port := freePort(t)
 	base := startServe(t, map[string]string{"USHER_DATA_DIR": dir}, "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:"+port)
 	key, _ := os.ReadFile(filepath.Join(dir, "admin.key"))

@@ -25,7 +25,7 @@ func TestServeShardedRoom(t *testing.T) {
 			var bases []string
 			for range 2 { // one after the other: the first writes the keys
 				bases = append(bases, startServe(t, nil, "--addr", "127.0.0.1:0", "--store", url, "--redis-prefix", prefix,
-					"--keys-dir", keys, "--admin-key", admin, "--data-dir", t.TempDir()))
+					"--keys-dir", keys, "--admin-key", admin, "--data-dir", testenv.DataDir(t)))
 			}
 			a, b := client{t, bases[0]}, client{t, bases[1]}
 			if st, _, body := a.do("PUT", "/api/v1/rooms/hot", admin, `{"shards":3,"shard_strategy":"timestamp",`+

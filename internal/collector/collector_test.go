@@ -34,7 +34,7 @@ import (
 type connector func(tb testing.TB) *nats.Conn
 
 func embedded(tb testing.TB) connector {
-	srv, err := natsmq.StartEmbedded(filepath.Join(tb.TempDir(), "nats"), nil)
+	srv, err := natsmq.StartEmbedded(testenv.DataDir(tb), nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"usher/internal/queue"
 	"usher/internal/queue/memqueue"
 	"usher/internal/sale"
+	"usher/internal/testenv"
 	"usher/internal/token"
 )
 
@@ -94,7 +95,7 @@ func newSale(t testing.TB, ctx context.Context, q *queue.Queue) *sale.Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := natsmq.StartEmbedded(t.TempDir(), nil)
+	srv, err := natsmq.StartEmbedded(testenv.DataDir(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -184,7 +184,7 @@ func BenchmarkEnterHandler(b *testing.B) {
 
 // idlePublisher is a Publisher on an embedded NATS that nothing runs.
 func idlePublisher(b *testing.B) event.Emitter {
-	srv, err := natsmq.StartEmbedded(b.TempDir(), nil)
+	srv, err := natsmq.StartEmbedded(testenv.DataDir(b), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

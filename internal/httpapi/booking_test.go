@@ -23,6 +23,7 @@ import (
 	"usher/internal/queue"
 	"usher/internal/queue/memqueue"
 	"usher/internal/sale"
+	"usher/internal/testenv"
 	"usher/internal/token"
 	"usher/internal/wire"
 )
@@ -44,7 +45,7 @@ func newBookingEnv(t *testing.T) *env {
 func newBookingEnvOn(t *testing.T, qs queue.Store, holds hold.Store, catalog booking.Store, opts ...func(*sale.Config)) *env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := natsmq.StartEmbedded(t.TempDir(), nil)
+	srv, err := natsmq.StartEmbedded(testenv.DataDir(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ import (
 // stream.
 func eventStream(tb testing.TB, reg prometheus.Registerer) (*natsevent.Publisher, jetstream.Stream) {
 	tb.Helper()
-	srv, err := natsmq.StartEmbedded(tb.TempDir(), nil)
+	srv, err := natsmq.StartEmbedded(testenv.DataDir(tb), nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func newRigWith(t *testing.T, seats int, catalog booking.Store) *rig {
 func newRigMetrics(t *testing.T, seats int, catalog booking.Store, reg prometheus.Registerer) *rig {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := natsmq.StartEmbedded(t.TempDir(), nil)
+	srv, err := natsmq.StartEmbedded(testenv.DataDir(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

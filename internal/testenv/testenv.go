@@ -137,3 +137,18 @@ func Eventually(tb testing.TB, timeout time.Duration, what string, cond func() b
 		time.Sleep(pause)
 	}
 }
+
+// DataDir returns a new directory for a usher process's --data-dir, removed
+// when the test ends. Unlike t.TempDir, a file written while it is removed
+// is not a failure: the embedded NATS server waits only 100 ms for a
+// consumer's state flush when it stops, so the flush may land after run
+// returns (nats-server's consumerFileStore.Stop).
+func DataDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "usher-data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}

@@ -31,7 +31,7 @@ import (
 // in a temporary directory) and connects to it.
 func embedded(tb testing.TB) *nats.Conn {
 	tb.Helper()
-	s, err := natsmq.StartEmbedded(tb.TempDir(), nil)
+	s, err := natsmq.StartEmbedded(testenv.DataDir(tb), nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

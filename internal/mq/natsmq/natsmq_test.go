@@ -77,7 +77,7 @@ func open(tb testing.TB, nc *nats.Conn, o natsmq.Options) *natsmq.Broker {
 // temporary directory.
 func TestEmbedded(t *testing.T) {
 	mqtest.Run(t, func(tb testing.TB) mq.Broker {
-		nc := connectEmbedded(tb, startEmbedded(tb, tb.TempDir()))
+		nc := connectEmbedded(tb, startEmbedded(tb, testenv.DataDir(tb)))
 		return open(tb, nc, testOptions())
 	})
 }
@@ -192,7 +192,7 @@ func waitStatus(t *testing.T, b *natsmq.Broker, id string, want booking.Reservat
 // states and the idempotency keys across a restart.
 func TestRestart(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := testenv.DataDir(t)
 	o := testOptions()
 
 	s1, err := natsmq.StartEmbedded(dir, nil)
@@ -228,7 +228,7 @@ func TestRestart(t *testing.T) {
 // refuses the message (full). The retry with the same key publishes it.
 func TestPublishFailedRetry(t *testing.T) {
 	ctx := context.Background()
-	nc := connectEmbedded(t, startEmbedded(t, t.TempDir()))
+	nc := connectEmbedded(t, startEmbedded(t, testenv.DataDir(t)))
 	o := testOptions()
 	o.MaxBacklog = 1
 	b := open(t, nc, o)
@@ -263,7 +263,7 @@ func TestPublishFailedRetry(t *testing.T) {
 // and the stream keeps one message.
 func TestRepublishDeduplicated(t *testing.T) {
 	ctx := context.Background()
-	nc := connectEmbedded(t, startEmbedded(t, t.TempDir()))
+	nc := connectEmbedded(t, startEmbedded(t, testenv.DataDir(t)))
 	o := testOptions()
 	b := open(t, nc, o)
 	for range 5 {
@@ -289,7 +289,7 @@ func TestRepublishDeduplicated(t *testing.T) {
 // failure semantics rely on.
 func TestLayout(t *testing.T) {
 	ctx := context.Background()
-	nc := connectEmbedded(t, startEmbedded(t, t.TempDir()))
+	nc := connectEmbedded(t, startEmbedded(t, testenv.DataDir(t)))
 	o := testOptions()
 	b := open(t, nc, o)
 	run(t, b, confirm)
@@ -353,7 +353,7 @@ func TestLayout(t *testing.T) {
 // terminated, and the ones behind it are decided.
 func TestMalformed(t *testing.T) {
 	ctx := context.Background()
-	nc := connectEmbedded(t, startEmbedded(t, t.TempDir()))
+	nc := connectEmbedded(t, startEmbedded(t, testenv.DataDir(t)))
 	o := testOptions()
 	b := open(t, nc, o)
 	js, _ := jetstream.New(nc)
@@ -393,7 +393,7 @@ func TestMalformed(t *testing.T) {
 // batch is redelivered.
 func TestHandlerPanic(t *testing.T) {
 	ctx := context.Background()
-	nc := connectEmbedded(t, startEmbedded(t, t.TempDir()))
+	nc := connectEmbedded(t, startEmbedded(t, testenv.DataDir(t)))
 	b := open(t, nc, testOptions())
 	if _, _, err := b.Submit(ctx, reservation("p", "alice"), "k"); err != nil {
 		t.Fatal(err)
@@ -415,7 +415,7 @@ func TestHandlerPanic(t *testing.T) {
 // acknowledged; it comes back.
 func TestUndecided(t *testing.T) {
 	ctx := context.Background()
-	nc := connectEmbedded(t, startEmbedded(t, t.TempDir()))
+	nc := connectEmbedded(t, startEmbedded(t, testenv.DataDir(t)))
 	b := open(t, nc, testOptions())
 	if _, _, err := b.Submit(ctx, reservation("u", "alice"), "k"); err != nil {
 		t.Fatal(err)
@@ -465,7 +465,7 @@ func checkUnavailable(t *testing.T, b *natsmq.Broker) {
 }
 
 func TestUnavailableClosedConn(t *testing.T) {
-	nc := connectEmbedded(t, startEmbedded(t, t.TempDir()))
+	nc := connectEmbedded(t, startEmbedded(t, testenv.DataDir(t)))
 	b := open(t, nc, testOptions())
 	nc.Close()
 	checkUnavailable(t, b)
@@ -477,7 +477,7 @@ func TestUnavailableClosedConn(t *testing.T) {
 // TestConsumeConnClosed: Consume stops with ErrUnavailable once its
 // connection is closed for good, rather than retrying forever.
 func TestConsumeConnClosed(t *testing.T) {
-	nc := connectEmbedded(t, startEmbedded(t, t.TempDir()))
+	nc := connectEmbedded(t, startEmbedded(t, testenv.DataDir(t)))
 	o := testOptions()
 	b := open(t, nc, o)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -504,7 +504,7 @@ func TestConsumeConnClosed(t *testing.T) {
 // TestUnavailableServerDown: the server goes away under an open broker; the
 // connection keeps trying to reconnect, and the broker does not wait for it.
 func TestUnavailableServerDown(t *testing.T) {
-	s, err := natsmq.StartEmbedded(t.TempDir(), nil)
+	s, err := natsmq.StartEmbedded(testenv.DataDir(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,10 @@ import (
 	"path"
 	"strings"
 	"testing"
+
+	"golang.org/x/text/cases"
+	"golang.org/x/text/language"
+	"golang.org/x/text/unicode/norm"
 )
 
 func TestPath(t *testing.T) {
@@ -155,6 +159,20 @@ var origins = map[string]func(string) string{
 	},
 }
 
+// looseOrigins map the decoded path before they resolve dot segments: one
+// that ignores case as Unicode's full upper case and folding do (Python's
+// upper() and casefold()), one that reads compatibility forms as NFKC does
+// (fullwidth letters, ligatures, "．" as "."), and one that does both. Such
+// an origin serves clean(m(c)) for the canonical c, another resource than
+// c; the gateway's rules decide by that reading too.
+var looseOrigins = map[string]func(string) string{
+	"fold": func(s string) string { return cases.Fold().String(cases.Upper(language.Und).String(s)) },
+	"nfkc": norm.NFKC.String,
+	"nfkc+fold": func(s string) string {
+		return norm.NFKC.String(cases.Fold().String(cases.Upper(language.Und).String(norm.NFKC.String(s))))
+	},
+}
+
 func decode(p string) string {
 	d, err := url.PathUnescape(p)
 	if err != nil {
@@ -163,9 +181,11 @@ func decode(p string) string {
 	return d
 }
 
+// clean resolves dot segments as RFC 3986 does: "/a/." and "/a/b/.." are
+// "/a/".
 func clean(p string) string {
 	c := path.Clean(p)
-	if strings.HasSuffix(p, "/") && c != "/" {
+	if (strings.HasSuffix(p, "/") || strings.HasSuffix(p, "/.") || strings.HasSuffix(p, "/..")) && c != "/" {
 		c += "/"
 	}
 	return c
@@ -176,7 +196,11 @@ func clean(p string) string {
 // resource to every origin model, so the rule that matched is the rule of
 // what the origin serves; and the canonical path is a fixed point.
 func FuzzPath(f *testing.F) {
-	for _, s := range []string{"/", "/shop/x", "//shop", "/static/../shop", "/a/%2e%2e/b", "/a;b", "/a./", "/%C3%A9/.."} {
+	for _, s := range []string{
+		"/", "/shop/x", "//shop", "/static/../shop", "/a/%2e%2e/b", "/a;b", "/a./", "/%C3%A9/..",
+		"/%C5%BFhop/x", "/cla%C3%9F/x", "/static/%EF%BC%8E%EF%BC%8E%EF%BC%8Fshop", "/%E2%80%A4%E2%80%A4/x", "/x%EF%BC%8E",
+		"/00/%EF%BC%8E", // NFKC gives "/00/.", which is "/00/"
+	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
@@ -188,6 +212,19 @@ func FuzzPath(f *testing.F) {
 		for name, origin := range origins {
 			if got := origin(sent); got != c {
 				t.Fatalf("Path(%q) = %q, forwarded as %q, but a %s origin serves %q", raw, c, sent, name, got)
+			}
+		}
+		for name, m := range looseOrigins {
+			// The origin reads the forwarded target as its mapping of c;
+			// Path of that mapping, if it accepts it, names what the
+			// origin serves.
+			served := clean(m(decode(sent)))
+			if served != clean(m(c)) {
+				t.Fatalf("Path(%q) = %q, but a %s origin serves %q, not clean(m(c)) = %q", raw, c, name, served, clean(m(c)))
+			}
+			mc, _, err := Path((&url.URL{Path: m(c)}).EscapedPath())
+			if err == nil && mc != served {
+				t.Fatalf("Path(%q) = %q; a %s origin serves %q, but Path of its reading %q is %q", raw, c, name, served, m(c), mc)
 			}
 		}
 		again, changed, err := Path(sent)

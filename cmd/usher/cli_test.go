@@ -149,7 +149,7 @@ func TestEnvironmentVariables(t *testing.T) {
 	}
 	type use struct{ cmd, flag, def string }
 	uses := map[string][]use{}
-	for _, cmd := range [][]string{{"serve"}, {"proxy"}, {"seed"}, {"keys", "list"}, {"keys", "rotate"}, {"plan"}, {"origin"}, {"loadtest"}, {"invites"}, {"verify-draw"}, {"collect"}} {
+	for _, cmd := range [][]string{{"serve"}, {"proxy"}, {"auth"}, {"seed"}, {"keys", "list"}, {"keys", "rotate"}, {"plan"}, {"origin"}, {"loadtest"}, {"invites"}, {"verify-draw"}, {"collect"}} {
 		for _, s := range helpSettings(t, cmd...) {
 			if s.env != "" {
 				uses[s.env] = append(uses[s.env], use{cmd: strings.Join(cmd, " "), flag: s.flag, def: s.def})
@@ -159,7 +159,7 @@ func TestEnvironmentVariables(t *testing.T) {
 	if len(uses) < 40 {
 		t.Fatalf("found %d variables in the help texts; the help format changed?", len(uses))
 	}
-	own := map[string]string{"proxy": "USHER_PROXY_", "plan": "USHER_PLAN_", "origin": "USHER_ORIGIN_", "loadtest": "USHER_LOADTEST_", "invites": "USHER_INVITES_", "collect": "USHER_COLLECT_"}
+	own := map[string]string{"proxy": "USHER_PROXY_", "auth": "USHER_AUTH_", "plan": "USHER_PLAN_", "origin": "USHER_ORIGIN_", "loadtest": "USHER_LOADTEST_", "invites": "USHER_INVITES_", "collect": "USHER_COLLECT_"}
 	for _, p := range own {
 		if !strings.Contains(string(readme), "`"+p+"`") {
 			t.Errorf("the README does not name the prefix %s", p)
@@ -219,7 +219,7 @@ func TestSettingsCheckedBeforeWriting(t *testing.T) {
 		{"collect", map[string]string{"USHER_COLLECT_NATS": "nats://127.0.0.1:1", "USHER_COLLECT_RETENTION": "0s"}, "USHER_COLLECT_RETENTION"},
 		{"collect", map[string]string{"USHER_COLLECT_NATS": "nats://127.0.0.1:1", "USHER_COLLECT_NATS_NAME": "a.b"}, "USHER_COLLECT_NATS_NAME"},
 	} {
-		dir := t.TempDir()
+		dir := testenv.DataDir(t)
 		tc.env["USHER_DATA_DIR"] = dir
 		args := []string{tc.cmd, "--addr", "127.0.0.1:0"}
 		switch tc.cmd {
@@ -266,13 +266,7 @@ func TestServeLogs(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			stdout, stderr := &syncBuffer{}, &syncBuffer{}
-			// Not t.TempDir: the embedded NATS server may still remove files
-			// in it when run returns, and TempDir fails on that.
-			dir, err := os.MkdirTemp("", "usher-logs")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(dir) })
+			dir := testenv.DataDir(t)
 			env := map[string]string{"USHER_DATA_DIR": dir, "USHER_LOG_FORMAT": "json", "USHER_LOG_LEVEL": level}
 			done := make(chan error, 1)
 			go func() {
@@ -430,11 +424,7 @@ func serveUntil(t *testing.T, dir string) (base string, log *syncBuffer, stop fu
 // TestServeRebuildsStockAfterRestart: general-admission stock on the
 // memory hold store survives a restart of usher serve, from SQL.
 func TestServeRebuildsStockAfterRestart(t *testing.T) {
-	dir, err := os.MkdirTemp("", "usher-stock") // see TestServeLogs
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testenv.DataDir(t)
 	getenv := func(k string) string { return map[string]string{"USHER_DATA_DIR": dir}[k] }
 	if err := run(context.Background(), []string{"seed", "--seats", "1"}, getenv, &strings.Builder{}, &strings.Builder{}); err != nil {
 		t.Fatal(err)

@@ -1,42 +1,280 @@
 package main
 
 import (
+	"container/list"
 	"net"
+	"net/http"
+	"net/netip"
+	"runtime/debug"
 	"sync"
+	"time"
+
+	"usher/internal/clientip"
 )
 
-// capListener accepts at most n connections open at once: Accept waits for
-// one to close. A stranger's connections are a resource like any other; the
-// cap keeps a flood of idle or slow connections from exhausting the
-// process's file descriptors and memory (those beyond it wait in the
-// kernel's accept queue).
-type capListener struct {
-	net.Listener
-	sem chan struct{}
-}
+// defaultMaxConnsPerClient is --max-conns-per-client's default. One public
+// IPv4 address of a carrier-grade NAT carries tens to thousands of
+// subscribers, each browser with up to 6 connections, so the bound is not
+// "a few per user": it is how many of one address's connections may be in
+// the middle of a request (or a stream) at once. Idle ones are shed to make
+// room, so a crowd behind one address keeps working at 512; a single
+// client needs 20 addresses to fill the default 10,000 with busy
+// connections.
+const defaultMaxConnsPerClient = 512
 
-func capConns(ln net.Listener, n int) net.Listener {
-	return &capListener{Listener: ln, sem: make(chan struct{}, n)}
-}
+// connFlags are --max-conns and --max-conns-per-client, shared by serve
+// and proxy.
+type connFlags struct{ total, perClient *int }
 
-func (l *capListener) Accept() (net.Conn, error) {
-	l.sem <- struct{}{}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
+func addConnFlags(f *flags) connFlags {
+	return connFlags{
+		total: f.int("max-conns", 10_000,
+			"most client connections open at once; from 90% on a newcomer closes the longest-idle one; at the cap with none idle, more wait to be accepted"),
+		perClient: f.int("max-conns-per-client", defaultMaxConnsPerClient,
+			"most connections open at once from one client (IPv4 address, IPv6 /64; --trusted-proxies exempt): a newcomer closes that client's longest-idle one, or is refused with 503 when none is idle"),
 	}
-	return &capConn{Conn: c, release: func() { <-l.sem }}, nil
 }
 
-type capConn struct {
+func (cf connFlags) check(f *flags) {
+	f.positive("max-conns", float64(*cf.total))
+	f.positive("max-conns-per-client", float64(*cf.perClient))
+}
+
+// connLimiter is a listener that bounds the client connections open at
+// once: total in all and perClient from one client (clientip.KeyAddr of the
+// peer). A peer in trusted is a proxy pooling many clients' requests: it
+// has no per-client bound, but its connections count in the total. The
+// server's ConnState must be the limiter's, so that it knows which
+// connections are idle between requests.
+//
+// Idle connections go first. A newcomer that finds the total at 90% or
+// more closes the longest-idle connection; one whose client is at
+// perClient closes that client's longest-idle connection, or, if none is
+// idle, is refused (a 503 with Retry-After and Connection: close, then
+// closed). At the total with none idle, Accept waits, as before, for a
+// connection to close or go idle. Closing an idle keep-alive connection
+// is what IdleTimeout does, so clients handle it (a request that crossed
+// the close is retried by clients as for any idle close). New connections
+// that have not finished their first request and hijacked ones
+// (websockets) are never shed; hijacked ones count until closed.
+//
+// After a burst (at least freeAfter open) drains below a quarter of its
+// peak, the limiter returns the freed memory to the OS, at most once per
+// freeEvery; it looks only when a connection closes, with no timer.
+//
+// Limits: plain TCP only (the 503 is plaintext); a client spread over
+// many addresses is bounded by the total alone.
+type connLimiter struct {
+	net.Listener
+	total, perClient, shedAt int
+	trusted                  clientip.Trusted
+
+	freeAfter int
+	freeEvery time.Duration
+	now       func() time.Time
+	free      func()
+
+	mu      sync.Mutex
+	wake    *sync.Cond // a connection closed or went idle, or the listener closed
+	open    int        // accepted, not yet closed
+	idle    list.List  // of *limitedConn, longest idle first
+	clients map[string]*connClient
+	peak    int // most open since the last free
+	freed   time.Time
+	frees   int
+	closed  bool
+}
+
+type connClient struct {
+	key  string
+	open int
+	idle list.List // of *limitedConn, longest idle first
+}
+
+// limitedConn is a connection the limiter accepted; its fields past Conn
+// are guarded by the limiter's mutex.
+type limitedConn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	l                *connLimiter
+	client           *connClient // nil: a trusted proxy's
+	inIdle, inClient *list.Element
+	hijacked, gone   bool
 }
 
-func (c *capConn) Close() error {
+func newConnLimiter(ln net.Listener, total, perClient int, trusted clientip.Trusted) *connLimiter {
+	l := &connLimiter{
+		Listener: ln, total: total, perClient: perClient, shedAt: total - total/10, trusted: trusted,
+		freeAfter: 1000, freeEvery: time.Minute, now: time.Now, free: debug.FreeOSMemory,
+		clients: map[string]*connClient{},
+	}
+	l.wake = sync.NewCond(&l.mu)
+	return l
+}
+
+// refusal answers a connection over its client's bound.
+const refusal = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\n" +
+	"Content-Type: text/plain; charset=utf-8\r\nContent-Length: 21\r\n\r\ntoo many connections\n"
+
+func (l *connLimiter) Accept() (net.Conn, error) {
+	for {
+		raw, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		c, err := l.admit(raw)
+		if err != nil {
+			raw.Close()
+			return nil, err
+		}
+		if c != nil {
+			return c, nil
+		}
+		raw.SetWriteDeadline(l.now().Add(time.Second))
+		raw.Write([]byte(refusal))
+		raw.Close()
+	}
+}
+
+// admit applies the bounds to a newcomer, shedding idle connections and
+// waiting at the total while none is idle; nil: refused.
+func (l *connLimiter) admit(raw net.Conn) (*limitedConn, error) {
+	var peer netip.Addr
+	if a, ok := raw.RemoteAddr().(*net.TCPAddr); ok {
+		peer = a.AddrPort().Addr().Unmap()
+	}
+	key := ""
+	if !l.trusted.Contains(peer) {
+		key = clientip.KeyAddr(peer)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		if l.closed {
+			return nil, net.ErrClosed
+		}
+		cl := l.clients[key]
+		if key != "" && cl != nil && cl.open >= l.perClient {
+			if cl.idle.Len() == 0 {
+				return nil, nil
+			}
+			l.shed(cl.idle.Front().Value.(*limitedConn))
+		}
+		if l.open >= l.shedAt && l.idle.Len() > 0 {
+			l.shed(l.idle.Front().Value.(*limitedConn))
+		}
+		if l.open < l.total {
+			c := &limitedConn{Conn: raw, l: l}
+			if key != "" {
+				if cl == nil {
+					cl = &connClient{key: key}
+					l.clients[key] = cl
+				}
+				cl.open++
+				c.client = cl
+			}
+			l.open++
+			l.peak = max(l.peak, l.open)
+			return c, nil
+		}
+		l.wake.Wait()
+	}
+}
+
+// shed closes an idle connection; l.mu is held.
+func (l *connLimiter) shed(c *limitedConn) {
+	l.drop(c)
+	// Closing the socket under the lock is safe: the server's goroutine
+	// reading it leaves Read without taking l.mu, and its ConnState and
+	// Close find the connection gone.
+	c.Conn.Close()
+}
+
+// drop forgets a connection that is closed or being closed; l.mu is held.
+func (l *connLimiter) drop(c *limitedConn) {
+	if c.gone {
+		return
+	}
+	c.gone = true
+	l.unidle(c)
+	l.open--
+	if cl := c.client; cl != nil {
+		if cl.open--; cl.open == 0 {
+			delete(l.clients, cl.key)
+		}
+	}
+	l.wake.Broadcast()
+	if l.peak >= l.freeAfter && l.open < l.peak/4 {
+		if now := l.now(); now.Sub(l.freed) >= l.freeEvery {
+			l.freed, l.peak = now, l.open
+			l.frees++
+			go l.free()
+		}
+	}
+}
+
+func (l *connLimiter) unidle(c *limitedConn) {
+	if c.inIdle != nil {
+		l.idle.Remove(c.inIdle)
+		c.inIdle = nil
+	}
+	if c.inClient != nil {
+		c.client.idle.Remove(c.inClient)
+		c.inClient = nil
+	}
+}
+
+// ConnState is the server's ConnState hook.
+func (l *connLimiter) ConnState(nc net.Conn, s http.ConnState) {
+	c, ok := nc.(*limitedConn)
+	if !ok || c.l != l {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.gone {
+		return
+	}
+	switch s {
+	case http.StateIdle:
+		if c.inIdle == nil && !c.hijacked {
+			c.inIdle = l.idle.PushBack(c)
+			if c.client != nil {
+				c.inClient = c.client.idle.PushBack(c)
+			}
+			l.wake.Broadcast()
+		}
+	case http.StateActive:
+		l.unidle(c)
+	case http.StateHijacked:
+		l.unidle(c)
+		c.hijacked = true
+	case http.StateClosed:
+		l.drop(c)
+	}
+}
+
+// Close stops Accept, including one waiting for a slot.
+func (l *connLimiter) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	l.wake.Broadcast()
+	l.mu.Unlock()
+	return l.Listener.Close()
+}
+
+func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.l.mu.Lock()
+	c.l.drop(c)
+	c.l.mu.Unlock()
 	return err
+}
+
+// CloseWrite lets the server half-close before it closes, as it does on
+// a *net.TCPConn, so that a client reads an error answer before the reset.
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }

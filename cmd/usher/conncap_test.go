@@ -1,66 +1,528 @@
 package main
 
 import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"usher/internal/clientip"
+	"usher/internal/testenv"
 )
 
-// TestCapConns: with a cap of 3 and 3 connections held open, the listener
-// takes no fourth (its semaphore is full, so Accept waits); closing one
-// lets the fourth in.
-func TestCapConns(t *testing.T) {
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
+// guard bounds a failure (a connection the test waits on), measuring nothing.
+const guard = time.Minute
+
+// limitedServer serves, on a connLimiter, "/" with "ok" and "/hold/NAME"
+// once release(NAME) is called; entered counts the /hold requests begun.
+type limitedServer struct {
+	l       *connLimiter
+	addr    string
+	entered atomic.Int32
+	mu      sync.Mutex
+	gates   map[string]chan struct{}
+}
+
+func (s *limitedServer) gate(name string) chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gates[name] == nil {
+		s.gates[name] = make(chan struct{})
+	}
+	return s.gates[name]
+}
+
+func (s *limitedServer) release(name string) { close(s.gate(name)) }
+
+func startLimited(t *testing.T, network, addr string, total, perClient int, trusted clientip.Trusted) *limitedServer {
+	t.Helper()
+	raw, err := net.Listen(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln := capConns(raw, 3).(*capListener)
-	defer ln.Close()
-	accepted := make(chan net.Conn)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
+	s := &limitedServer{l: newConnLimiter(raw, total, perClient, trusted), addr: raw.Addr().String(), gates: map[string]chan struct{}{}}
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if name, ok := strings.CutPrefix(r.URL.Path, "/hold/"); ok {
+				s.entered.Add(1)
+				select {
+				case <-s.gate(name):
+				case <-r.Context().Done():
+				}
 			}
-			accepted <- c
-		}
-	}()
-	for range 4 {
-		c, err := net.Dial("tcp", raw.Addr().String())
+			io.WriteString(w, "ok")
+		}),
+		ReadHeaderTimeout: guard,
+		IdleTimeout:       10 * guard,
+		ConnState:         s.l.ConnState,
+	}
+	go srv.Serve(s.l)
+	t.Cleanup(func() { srv.Close() })
+	return s
+}
+
+// counts returns the limiter's open and idle connections.
+func (s *limitedServer) counts() (open, idle int) {
+	s.l.mu.Lock()
+	defer s.l.mu.Unlock()
+	return s.l.open, s.l.idle.Len()
+}
+
+func (s *limitedServer) waitIdle(t *testing.T, n int) {
+	t.Helper()
+	testenv.Eventually(t, guard, fmt.Sprintf("%d idle connections", n), func() bool {
+		_, idle := s.counts()
+		return idle == n
+	})
+}
+
+func (s *limitedServer) waitEntered(t *testing.T, n int32) {
+	t.Helper()
+	testenv.Eventually(t, guard, fmt.Sprintf("%d held requests", n), func() bool { return s.entered.Load() == n })
+}
+
+// peer is one end of a client's connection, dialled from a chosen address.
+type peer struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func dialFrom(t *testing.T, local, addr string) *peer {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(guard))
+	return &peer{Conn: c, r: bufio.NewReader(c)}
+}
+
+func (p *peer) send(t *testing.T, path string) {
+	t.Helper()
+	if _, err := io.WriteString(p, "GET "+path+" HTTP/1.1\r\nHost: usher.test\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// status reads one answer; 0 with the error if there is none.
+func (p *peer) status() (int, error) {
+	res, err := http.ReadResponse(p.r, nil)
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode, nil
+}
+
+// get sends a request and wants a 200.
+func (p *peer) get(t *testing.T, path string) {
+	t.Helper()
+	p.send(t, path)
+	if st, err := p.status(); st != 200 {
+		t.Fatalf("GET %s from %s: %d %v, want 200", path, p.LocalAddr(), st, err)
+	}
+}
+
+// closedByServer reports whether the server closed the connection: a read
+// ends at EOF or a reset (it waits for that; call it only on a connection
+// expected to close).
+func (p *peer) closedByServer() bool {
+	_, err := p.r.ReadByte()
+	var ne net.Error
+	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+}
+
+// refused reports whether a connection that sends nothing gets the
+// limiter's 503 (and then EOF).
+func (p *peer) refused(t *testing.T) bool {
+	t.Helper()
+	st, err := p.status()
+	if err != nil {
+		t.Logf("no answer: %v", err)
+		return false
+	}
+	return st == http.StatusServiceUnavailable && p.closedByServer()
+}
+
+// TestConnCapIdleHolderDoesNotBlock: one client holding --max-conns idle
+// keep-alive connections (each after one GET) no longer blocks a client
+// from another address: the newcomer closes the longest-idle connection.
+func TestConnCapIdleHolderDoesNotBlock(t *testing.T) {
+	const n = 4
+	s := startLimited(t, "tcp", "127.0.0.1:0", n, 100, nil)
+	var held []*peer
+	for range n {
+		p := dialFrom(t, "127.0.0.2", s.addr)
+		p.get(t, "/")
+		held = append(held, p)
+	}
+	s.waitIdle(t, n)
+	dialFrom(t, "127.0.0.1", s.addr).get(t, "/")
+	if !held[0].closedByServer() {
+		t.Error("the longest-idle connection is still open")
+	}
+	held[n-1].get(t, "/") // the newest is kept
+	if open, _ := s.counts(); open != n {
+		t.Errorf("%d open, want %d", open, n)
+	}
+}
+
+// TestConnCapWaitsWhenNoneIdle: at the total with every connection busy, a
+// newcomer waits; when one goes idle it is closed for the newcomer.
+func TestConnCapWaitsWhenNoneIdle(t *testing.T) {
+	s := startLimited(t, "tcp", "127.0.0.1:0", 2, 100, nil)
+	a, b := dialFrom(t, "127.0.0.2", s.addr), dialFrom(t, "127.0.0.2", s.addr)
+	a.send(t, "/hold/a")
+	b.send(t, "/hold/b")
+	s.waitEntered(t, 2)
+	c := dialFrom(t, "127.0.0.1", s.addr)
+	c.send(t, "/")
+	s.release("a") // a answers, goes idle, and is closed for c
+	if st, err := c.status(); st != 200 {
+		t.Fatalf("newcomer: %d %v, want 200", st, err)
+	}
+	if st, err := a.status(); st != 200 || !a.closedByServer() {
+		t.Errorf("a: %d %v, want 200 and then closed", st, err)
+	}
+	s.release("b")
+	if st, err := b.status(); st != 200 {
+		t.Fatalf("b: %d %v", st, err)
+	}
+	b.get(t, "/") // b, busy when c came, is kept
+	if open, _ := s.counts(); open != 2 {
+		t.Errorf("%d open, want 2", open)
+	}
+}
+
+// TestConnCapPerClient: a client at its bound with every connection busy
+// is refused a new one (503); another address is not; once one of its
+// connections is idle, a new one closes it instead.
+func TestConnCapPerClient(t *testing.T) {
+	s := startLimited(t, "tcp", "127.0.0.1:0", 100, 2, nil)
+	a1, a2 := dialFrom(t, "127.0.0.2", s.addr), dialFrom(t, "127.0.0.2", s.addr)
+	a1.send(t, "/hold/a1")
+	a2.send(t, "/hold/a2")
+	s.waitEntered(t, 2)
+	if !dialFrom(t, "127.0.0.2", s.addr).refused(t) {
+		t.Error("a third busy connection from one client was not refused with 503")
+	}
+	dialFrom(t, "127.0.0.1", s.addr).get(t, "/") // another client is not
+	s.release("a1")
+	if st, err := a1.status(); st != 200 {
+		t.Fatalf("a1: %d %v", st, err)
+	}
+	s.waitIdle(t, 2) // a1 and 127.0.0.1's
+	dialFrom(t, "127.0.0.2", s.addr).get(t, "/")
+	if !a1.closedByServer() {
+		t.Error("the client's idle connection was not closed for its newcomer")
+	}
+	s.release("a2")
+	if st, err := a2.status(); st != 200 {
+		t.Fatalf("a2: %d %v", st, err)
+	}
+	a2.get(t, "/") // busy when the newcomer came: kept
+}
+
+// TestConnCapTrustedProxy: a trusted proxy's connections have no
+// per-client bound (it pools many clients); an untrusted peer's do.
+func TestConnCapTrustedProxy(t *testing.T) {
+	trusted, err := clientip.ParseTrusted("127.0.0.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startLimited(t, "tcp", "127.0.0.1:0", 100, 1, trusted)
+	for range 3 {
+		dialFrom(t, "127.0.0.2", s.addr).send(t, "/hold/proxy")
+	}
+	s.waitEntered(t, 3)
+	dialFrom(t, "127.0.0.3", s.addr).send(t, "/hold/client")
+	s.waitEntered(t, 4)
+	if !dialFrom(t, "127.0.0.3", s.addr).refused(t) {
+		t.Error("an untrusted client's second busy connection was not refused")
+	}
+	if open, _ := s.counts(); open != 4 {
+		t.Errorf("%d open, want 4 (the proxy's count in the total)", open)
+	}
+}
+
+// fakeConn is a connection from a chosen remote address.
+type fakeConn struct {
+	net.Conn
+	remote netip.AddrPort
+}
+
+func (c fakeConn) RemoteAddr() net.Addr { return net.TCPAddrFromAddrPort(c.remote) }
+
+func newFakeConn(t *testing.T, addr string) fakeConn {
+	t.Helper()
+	a, b := net.Pipe()
+	t.Cleanup(func() { b.Close() })
+	return fakeConn{Conn: a, remote: netip.AddrPortFrom(netip.MustParseAddr(addr), 443)}
+}
+
+// TestConnCapIPv6ByPrefix: IPv6 clients are one client per /64.
+func TestConnCapIPv6ByPrefix(t *testing.T) {
+	l := newConnLimiter(nil, 100, 1, nil)
+	admit := func(addr string) *limitedConn {
+		c, err := l.admit(newFakeConn(t, addr))
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
+		return c
 	}
-	guard := time.After(time.Minute) // bounds a failure, measures nothing
-	var held []net.Conn
-	for len(held) < 3 {
-		select {
-		case c := <-accepted:
-			held = append(held, c)
-		case <-guard:
-			t.Fatalf("accepted %d of the first 3 connections", len(held))
+	first := admit("2001:db8:1:2::a")
+	if first == nil {
+		t.Fatal("first connection refused")
+	}
+	if admit("2001:db8:1:2:ffff::b") != nil {
+		t.Error("a second busy connection from the same /64 was admitted")
+	}
+	if admit("2001:db8:1:3::a") == nil {
+		t.Error("another /64 was refused")
+	}
+	l.ConnState(first, http.StateIdle)
+	if admit("2001:db8:1:2::c") == nil {
+		t.Error("a newcomer from the /64 was refused while its connection was idle")
+	}
+	if !first.gone {
+		t.Error("the /64's idle connection was not closed for the newcomer")
+	}
+}
+
+// TestConnCapIPv6Loopback: the per-client bound on a real IPv6 socket.
+func TestConnCapIPv6Loopback(t *testing.T) {
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	ln.Close()
+	s := startLimited(t, "tcp6", "[::1]:0", 100, 1, nil)
+	dialFrom(t, "::1", s.addr).send(t, "/hold/a")
+	s.waitEntered(t, 1)
+	if !dialFrom(t, "::1", s.addr).refused(t) {
+		t.Error("a second busy connection from ::1 was not refused")
+	}
+}
+
+// TestConnCapFreesMemoryAfterBurst: once a burst of at least freeAfter
+// drains below a quarter of its peak, the limiter frees memory; not again
+// within freeEvery, and again after it.
+func TestConnCapFreesMemoryAfterBurst(t *testing.T) {
+	l := newConnLimiter(nil, 100, 100, nil)
+	now := time.Unix(1_000_000, 0)
+	l.freeAfter, l.now, l.free = 8, func() time.Time { return now }, func() {}
+	burst := func(n int) []*limitedConn {
+		var cs []*limitedConn
+		for i := range n {
+			c, err := l.admit(newFakeConn(t, "192.0.2."+strconv.Itoa(i+1)))
+			if err != nil || c == nil {
+				t.Fatalf("admit: %v %v", c, err)
+			}
+			cs = append(cs, c)
+		}
+		return cs
+	}
+	closeAll := func(cs []*limitedConn) {
+		for _, c := range cs {
+			c.Close()
 		}
 	}
-	// The accept loop now waits for a slot: the semaphore is full, and the
-	// fourth connection sits in the kernel's queue.
-	if n := len(ln.sem); n != 3 {
-		t.Fatalf("%d slots taken with 3 connections open, want 3", n)
+	cs := burst(8)
+	closeAll(cs[:6])
+	if l.frees != 0 {
+		t.Fatalf("freed %d times with 2 of 8 open (not below a quarter)", l.frees)
 	}
-	select {
-	case <-accepted:
-		t.Fatal("a fourth connection was accepted while 3 were open")
-	default:
+	cs[6].Close()
+	if l.frees != 1 {
+		t.Fatalf("freed %d times with 1 of 8 open, want 1", l.frees)
 	}
-	held[0].Close()
-	select {
-	case c := <-accepted:
-		c.Close()
-	case <-guard:
-		t.Fatal("closing a connection did not let the fourth in")
+	cs[7].Close()
+	closeAll(burst(8))
+	if l.frees != 1 {
+		t.Fatalf("freed %d times, want no second within freeEvery", l.frees)
 	}
-	for _, c := range held[1:] {
-		c.Close()
+	now = now.Add(l.freeEvery)
+	closeAll(burst(1)) // the second burst's peak is kept until it is freed
+	if l.frees != 2 {
+		t.Fatalf("freed %d times after freeEvery, want 2", l.frees)
 	}
+	now = now.Add(l.freeEvery)
+	closeAll(burst(7)) // below freeAfter: no burst
+	if l.frees != 2 {
+		t.Fatalf("freed %d times after 7 connections, want still 2", l.frees)
+	}
+}
+
+// TestProxyIdleHoldersDoNotBlock: through `usher proxy --max-conns 4`, a
+// client holding 4 idle connections does not keep another from the proxy.
+func TestProxyIdleHoldersDoNotBlock(t *testing.T) {
+	t.Parallel()
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "origin") }))
+	defer origin.Close()
+	base := startProxy(t, nil, "--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", testenv.DataDir(t),
+		"--admin-key", proxyAdminKey, "--max-conns", "4", "--max-conns-per-client", "100")
+	addr := strings.TrimPrefix(base, "http://")
+	for range 4 {
+		dialFrom(t, "127.0.0.2", addr).get(t, "/_usher/healthz")
+	}
+	honest := &http.Client{Timeout: guard, Transport: &http.Transport{DisableKeepAlives: true}}
+	for range 3 {
+		if st, _ := get(t, honest, base+"/_usher/healthz"); st != 200 {
+			t.Fatalf("honest client: %d, want 200", st)
+		}
+	}
+}
+
+// BenchmarkIdleHolders: one client (127.0.0.2) holds N idle keep-alive
+// connections, N = the total bound (USHER_BENCH_HOLDERS, default 3,000),
+// opening one more before each poll of an honest client (127.0.0.1, a new
+// connection per poll). Reported: the honest polls' success rate and mean
+// latency (compare with attacker=none), the resident memory per held
+// connection, and resident memory after the holders close (free=off: the
+// limiter does not return memory to the OS). Both ends share the process;
+// the client's end of a connection is a socket without a goroutine.
+func BenchmarkIdleHolders(b *testing.B) {
+	n := 3000
+	if v := os.Getenv("USHER_BENCH_HOLDERS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, bc := range []struct {
+		name       string
+		hold, free bool
+	}{{"attacker=none", false, true}, {"attacker=held/free=on", true, true}, {"attacker=held/free=off", true, false}} {
+		b.Run(bc.name, func(b *testing.B) {
+			raw, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			l := newConnLimiter(raw, n, n, nil)
+			freed := make(chan struct{}, 1)
+			l.free = func() {
+				if bc.free {
+					debug.FreeOSMemory()
+				}
+				freed <- struct{}{}
+			}
+			srv := &http.Server{
+				Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
+				ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ConnState: l.ConnState,
+			}
+			go srv.Serve(l)
+			defer srv.Close()
+			addr := raw.Addr().String()
+			openIdle := func() net.Conn {
+				c, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).Dial("tcp", addr)
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.WriteString(c, "GET / HTTP/1.1\r\nHost: usher.test\r\n\r\n")
+				res, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				res.Body.Close()
+				return c
+			}
+			idle := func() int { l.mu.Lock(); defer l.mu.Unlock(); return l.idle.Len() }
+			open := func() int { l.mu.Lock(); defer l.mu.Unlock(); return l.open }
+			await := func(what string, cond func() bool) {
+				for deadline := time.Now().Add(guard); !cond(); time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						b.Fatalf("still waiting for %s", what)
+					}
+				}
+			}
+			runtime.GC()
+			rssBefore := rss()
+			var ring []net.Conn
+			if bc.hold {
+				for range n {
+					ring = append(ring, openIdle())
+				}
+				// From 90% on each newcomer closes the longest-idle one:
+				// the holders keep about 90% of the bound, all idle.
+				await("the holders to be idle", func() bool { return open() >= n*9/10 && idle() == open() })
+			}
+			rssFull := rss()
+			honest := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+				DisableKeepAlives: true,
+				DialContext:       (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}}).DialContext,
+			}}
+			var polls, ok int
+			var spent time.Duration
+			next := 0
+			for b.Loop() {
+				if bc.hold {
+					ring[next].Close() // the oldest: the server closed it for a newcomer
+					ring[next] = openIdle()
+					next = (next + 1) % n
+				}
+				start := time.Now()
+				res, err := honest.Get("http://" + addr + "/")
+				if err == nil {
+					io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+					if res.StatusCode == 200 {
+						ok++
+					}
+				}
+				spent += time.Since(start)
+				polls++
+			}
+			b.StopTimer()
+			b.ReportMetric(100*float64(ok)/float64(polls), "honest-ok-%")
+			b.ReportMetric(float64(spent.Microseconds())/float64(polls), "honest-µs/poll")
+			if !bc.hold || rssBefore == 0 {
+				return
+			}
+			for _, c := range ring {
+				c.Close()
+			}
+			await("the holders to close", func() bool { return open() == 0 })
+			select {
+			case <-freed:
+			case <-time.After(guard):
+				b.Fatal("the drained burst did not free memory")
+			}
+			b.ReportMetric(float64(rssFull-rssBefore)/1024/float64(n), "rss-KiB/held")
+			b.ReportMetric(float64(rssBefore)/(1<<20), "rss-MB-before")
+			b.ReportMetric(float64(rssFull)/(1<<20), "rss-MB-held")
+			b.ReportMetric(float64(rss())/(1<<20), "rss-MB-drained")
+		})
+	}
+}
+
+// rss returns the process's resident memory in bytes, 0 where
+// /proc/self/status is missing.
+func rss() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
 }

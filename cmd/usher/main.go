@@ -31,6 +31,7 @@ const usage = `usage: usher <command> [flags]
 commands:
   serve     run the waiting room and booking API on embedded defaults, or on Redis, PostgreSQL, NATS
   proxy     gate any website: a reverse proxy that queues visitors in front of an origin
+  auth      gate a website behind the proxy it already runs (nginx auth_request, Caddy forward_auth)
   collect   count an external NATS's event stream into analytics tables (SQLite or PostgreSQL)
   seed      create a demo concert with one schedule of N seats (default 50,000)
   keys      list or rotate the signing keys (usher keys list|rotate)
@@ -59,6 +60,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return helpIsNotAnError(serve(ctx, rest, getenv, stdout, stderr))
 	case "proxy":
 		return helpIsNotAnError(proxy(ctx, rest, getenv, stdout, stderr))
+	case "auth":
+		return helpIsNotAnError(auth(ctx, rest, getenv, stdout, stderr))
 	case "seed":
 		return helpIsNotAnError(seed(ctx, rest, getenv, stdout, stderr))
 	case "collect":

@@ -37,6 +37,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	stockLimit := f.int("stock-limit", 4, "most general-admission units a visitor holds at once in a schedule")
 	seatMapEvery := f.duration("seat-map-every", 500*time.Millisecond, "most often a schedule's seat map is rebuilt from the database")
 	collect := f.bool("collect", true, "run the collector: count this deployment's event stream into analytics tables in --db (SQLite: <data-dir>/analytics.db)")
+	conns := addConnFlags(f)
 	inventoryEvery := f.duration("inventory-every", time.Second, "how often each schedule's units left are counted into its room (sold out at 0, visitors_per_unit); 0: never")
 	if err := f.parse(args); err != nil {
 		return err
@@ -47,6 +48,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	f.positive("seat-limit", float64(*seatLimit))
 	f.positive("stock-limit", float64(*stockLimit))
 	f.positive("seat-map-every", seatMapEvery.Seconds())
+	conns.check(f)
 	if *inventoryEvery < 0 {
 		f.errs = append(f.errs, "--inventory-every: want a duration, or 0 for never")
 	} else if *inventoryEvery == 0 {
@@ -110,6 +112,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	lim := newConnLimiter(ln, *conns.total, *conns.perClient, c.parsed.trusted)
+	srv.ConnState, ln = lim.ConnState, lim
 	fmt.Fprintf(stdout, "usher serving on %s (store %s, db %s, nats %s)\n", baseURL(ln.Addr()), redactURL(*c.store), redactURL(*db), redactURL(*broker))
 	parts := []func(context.Context) error{sales.Run, counting}
 	if relay != nil {

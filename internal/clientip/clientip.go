@@ -49,7 +49,8 @@ func ParseTrusted(s string) (Trusted, error) {
 	return t, nil
 }
 
-func (t Trusted) contains(a netip.Addr) bool {
+// Contains reports whether a is the address of a trusted proxy.
+func (t Trusted) Contains(a netip.Addr) bool {
 	a = a.Unmap()
 	for _, p := range t {
 		if p.Contains(a) {
@@ -64,11 +65,17 @@ func (t Trusted) Key(r *http.Request) string {
 	return key(t.Addr(r))
 }
 
+// KeyAddr returns the client key of the address a, as Key does for a
+// request from a (a peer's connection, before any request is read).
+func KeyAddr(a netip.Addr) string {
+	return key(a.Unmap())
+}
+
 // Addr returns the client address of r (see the package comment). An
 // unparsable peer address yields the zero Addr, which keys as "ip:unknown".
 func (t Trusted) Addr(r *http.Request) netip.Addr {
 	peer := parseHostPort(r.RemoteAddr)
-	if !peer.IsValid() || !t.contains(peer) {
+	if !peer.IsValid() || !t.Contains(peer) {
 		return peer
 	}
 	client := peer
@@ -83,7 +90,7 @@ func (t Trusted) Addr(r *http.Request) netip.Addr {
 				return client
 			}
 			client = a.Unmap()
-			if !t.contains(client) {
+			if !t.Contains(client) {
 				return client
 			}
 		}

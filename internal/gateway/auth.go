@@ -1,13 +1,16 @@
 package gateway
 
 import (
+	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"usher/internal/apierror"
+	"usher/internal/edgeconf"
 	"usher/internal/fault"
 	"usher/internal/wire"
 )
@@ -27,10 +30,16 @@ import (
 //     WaitPath, which answers it whole.
 //   - EnvoyPrefix, for Envoy's ext_authz in HTTP mode (path_prefix): the
 //     original target follows the prefix and the method and Host are the
-//     request's own; answered as AuthPath.
+//     request's own; answered as AuthPath, but 200 when it passes (Envoy
+//     takes no other 2xx).
 //   - ReleasePath: the front proxy asks it, with the client's headers and
 //     the original target, when the origin's answer carries Usher-Release;
-//     it ends the visitor's slot (204).
+//     it ends the visitor's slot (204). nginx and Caddy can make no call
+//     after the origin answered: they log the release to ServeReleases
+//     instead (internal/edgeconf renders both).
+//
+// A passed check on a gated path answers Usher-Visitor and Usher-Room, for
+// the front proxy to hand to the origin (replacing any the client sent).
 //
 // Everything else under Prefix is usher's own (API, worker, console).
 const (
@@ -74,13 +83,13 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
 	switch {
 	case path == CheckPath:
-		a.check(w, r, "X-Original-Method", "X-Original-URI", false)
+		a.check(w, r, "X-Original-Method", "X-Original-URI", false, http.StatusNoContent)
 	case path == AuthPath:
-		a.check(w, r, "X-Forwarded-Method", "X-Forwarded-Uri", true)
+		a.check(w, r, "X-Forwarded-Method", "X-Forwarded-Uri", true, http.StatusNoContent)
 	case path == WaitPath:
-		a.check(w, r, "X-Original-Method", "X-Original-URI", true)
+		a.check(w, r, "X-Original-Method", "X-Original-URI", true, http.StatusNoContent)
 	case path == EnvoyPrefix || strings.HasPrefix(path, EnvoyPrefix+"/"):
-		a.check(w, r, "", "", true)
+		a.check(w, r, "", "", true, http.StatusOK) // ext_authz takes only 200
 	case path == ReleasePath:
 		a.release(w, r)
 	default:
@@ -121,10 +130,10 @@ func original(r *http.Request, methodHeader, uriHeader string) (*http.Request, e
 	return o, nil
 }
 
-// check answers whether the original request may pass: 204 with the
-// renewed pass (Usher-Pass, and the pass cookie when it came in one), else
-// its whole answer (whole) or 401.
-func (a *Auth) check(w http.ResponseWriter, r *http.Request, methodHeader, uriHeader string, whole bool) {
+// check answers whether the original request may pass: passed (204, or 200
+// for Envoy) with the renewed pass (Usher-Pass, and the pass cookie when it
+// came in one), else its whole answer (whole) or 401.
+func (a *Auth) check(w http.ResponseWriter, r *http.Request, methodHeader, uriHeader string, whole bool, passed int) {
 	w.Header().Set("Cache-Control", "no-store")
 	o, err := original(r, methodHeader, uriHeader)
 	if errors.Is(err, ErrBadPath) && !whole {
@@ -141,8 +150,10 @@ func (a *Auth) check(w http.ResponseWriter, r *http.Request, methodHeader, uriHe
 			for k, vs := range a.gate.Renewal(v.pass) {
 				w.Header()[k] = vs
 			}
+			w.Header().Set(wire.VisitorHeader, v.pass.Visitor)
+			w.Header().Set(wire.RoomHeader, v.room)
 		}
-		w.WriteHeader(http.StatusNoContent)
+		w.WriteHeader(passed)
 		return
 	}
 	if !whole {
@@ -167,19 +178,68 @@ func (a *Auth) release(w http.ResponseWriter, r *http.Request) {
 		methodHeader, uriHeader = "X-Forwarded-Method", "X-Forwarded-Uri"
 	}
 	o, err := original(r, methodHeader, uriHeader)
+	if err == nil {
+		err = a.leave(o)
+	}
 	if err != nil {
-		a.errs.Write(w, r, err)
-		return
-	}
-	v := a.judge(o)
-	if v.kind != through || !v.gated {
-		w.WriteHeader(http.StatusNoContent) // no slot to end
-		return
-	}
-	if err := a.c.Queue.Leave(r.Context(), v.room, v.pass.Visitor); err != nil {
 		a.errs.Write(w, r, err)
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: wire.PassCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: a.secure, SameSite: http.SameSiteLaxMode})
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// leave ends the slot of the pass o carries, in the room o's path maps to;
+// a request that holds no slot there (no pass, open path) is a no-op.
+func (a *Auth) leave(o *http.Request) error {
+	v := a.judge(o)
+	if v.kind != through || !v.gated {
+		return nil
+	}
+	return a.c.Queue.Leave(o.Context(), v.room, v.pass.Visitor)
+}
+
+// ServeReleases reads the release datagrams of front proxies
+// (edgeconf.ParseRelease) from pc until it is closed or ctx ends, and ends
+// each one's slot as ReleasePath does: only the pass the datagram carries
+// (cookie or Authorization) names the visitor, so a datagram without a
+// valid pass ends nothing. A malformed datagram or a store fault is logged
+// and dropped: the slot then expires as any other does.
+func (a *Auth) ServeReleases(ctx context.Context, pc net.PacketConn) error {
+	stop := context.AfterFunc(ctx, func() { pc.Close() })
+	defer stop()
+	buf := make([]byte, 64<<10)
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		rel, err := edgeconf.ParseRelease(buf[:n])
+		if err == nil {
+			err = a.leave(releasedRequest(ctx, rel))
+		}
+		if err != nil {
+			a.log.Warn("release datagram dropped", "from", from.String(), "err", err)
+		}
+	}
+}
+
+// releasedRequest is the request a release datagram reports, carrying its
+// pass as the client sent it.
+func releasedRequest(ctx context.Context, rel edgeconf.Release) *http.Request {
+	o := (&http.Request{Method: rel.Method, RequestURI: rel.URI, Host: rel.Host, Header: http.Header{}}).WithContext(ctx)
+	o.URL, _ = url.ParseRequestURI(rel.URI)
+	if o.URL == nil {
+		o.URL = &url.URL{}
+	}
+	if rel.Pass != "" {
+		o.AddCookie(&http.Cookie{Name: wire.PassCookie, Value: rel.Pass})
+	}
+	if rel.Authorization != "" {
+		o.Header.Set("Authorization", rel.Authorization)
+	}
+	return o
 }

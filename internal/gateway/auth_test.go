@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"usher/internal/queue"
 	"usher/internal/queue/memqueue"
+	"usher/internal/testenv"
 	"usher/internal/token"
 	"usher/internal/wire"
 )
@@ -21,6 +23,7 @@ type authEnv struct {
 	t    *testing.T
 	q    *queue.Queue
 	keys *token.Keyring
+	a    *Auth
 	url  string
 }
 
@@ -47,7 +50,7 @@ func newAuthEnv(t *testing.T, rules Rules) *authEnv {
 	}
 	srv := httptest.NewServer(a)
 	t.Cleanup(srv.Close)
-	return &authEnv{t: t, q: q, keys: keys, url: srv.URL}
+	return &authEnv{t: t, q: q, keys: keys, a: a, url: srv.URL}
 }
 
 // ask sends a check to path about the original request method target,
@@ -55,6 +58,9 @@ func newAuthEnv(t *testing.T, rules Rules) *authEnv {
 func (e *authEnv) ask(path, flavour, method, target string, h map[string]string) (*http.Response, string) {
 	e.t.Helper()
 	req, _ := http.NewRequest("GET", e.url+path, nil)
+	if flavour == "envoy" { // the original request itself, under the prefix
+		req, _ = http.NewRequest(method, e.url+path+target, nil)
+	}
 	switch flavour {
 	case "nginx":
 		req.Header.Set("X-Original-Method", method)
@@ -200,6 +206,74 @@ func TestAuthRelease(t *testing.T) {
 	}
 	if res, _ := e.ask(CheckPath, "nginx", "GET", "/shop/x", h); res.StatusCode != 401 {
 		t.Errorf("after release: %d, want 401", res.StatusCode)
+	}
+}
+
+// TestAuthServeReleases: a front proxy's release datagram ends the slot of
+// the pass it carries, in either edge's form; a datagram with a forged
+// pass, another room's pass or no release at all ends nothing.
+func TestAuthServeReleases(t *testing.T) {
+	t.Parallel()
+	e := newAuthEnv(t, Rules{Routes: []Route{{Prefix: "/a/", Room: "room-a"}}})
+	v1, v2 := e.pass("sale", "v1", time.Time{}), e.pass("room-a", "v2", time.Time{})
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.a.ServeReleases(ctx, pc) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("ServeReleases after cancel: %v", err)
+		}
+	})
+	c, err := net.Dial("udp", pc.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	nginx := func(pass, uri string) string {
+		return `<190>Dec  5 12:00:00 usher_release: {"pass":"` + pass + `","authorization":"","method":"GET","uri":"` + uri + `","host":"x","status":"200"}`
+	}
+	for _, d := range []string{
+		"garbage",
+		nginx(v1+"x", "/done"),  // forged signature
+		nginx(v2, "/done"),      // room-a's pass on sale's path
+		nginx("", "/done"),      // no pass
+		nginx(v1, "/a/../done"), // not a canonical path
+		`{"user_id":"v1","status":200}`,
+		`{"request":{"method":"GET","uri":"/a/done","host":"x"},"user_id":"pass= authorization=Bearer ` + v2 + `","status":200}`,
+	} {
+		if _, err := io.WriteString(c, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(pass, target string) int {
+		res, _ := e.ask(CheckPath, "nginx", "GET", target, map[string]string{"Cookie": "usher_pass=" + pass})
+		return res.StatusCode
+	}
+	testenv.Eventually(t, time.Minute, "v2's slot ended by the Caddy datagram", func() bool { return check(v2, "/a/x") == 401 })
+	if st := check(v1, "/x"); st != 204 {
+		t.Errorf("v1 after forged datagrams: %d, want 204 (its slot kept)", st)
+	}
+}
+
+// TestAuthEnvoy: Envoy's ext_authz sends the original request under
+// EnvoyPrefix and lets it through only on 200.
+func TestAuthEnvoy(t *testing.T) {
+	t.Parallel()
+	e := newAuthEnv(t, Rules{Gate: []string{"/shop/"}})
+	pass := e.pass("sale", "v1", time.Time{})
+	if res, _ := e.ask(EnvoyPrefix, "envoy", "GET", "/shop/x", map[string]string{"Authorization": "Bearer " + pass}); res.StatusCode != 200 || res.Header.Get(wire.VisitorHeader) != "v1" {
+		t.Errorf("with the pass: %d Usher-Visitor %q, want 200 naming v1", res.StatusCode, res.Header.Get(wire.VisitorHeader))
+	}
+	if res, _ := e.ask(EnvoyPrefix, "envoy", "GET", "/about", nil); res.StatusCode != 200 {
+		t.Errorf("open path: %d, want 200", res.StatusCode)
+	}
+	if res, _ := e.ask(EnvoyPrefix, "envoy", "GET", "/shop/x", map[string]string{"Accept": "application/json"}); res.StatusCode != 429 || res.Header.Get("Retry-After") == "" {
+		t.Errorf("without a pass: %d Retry-After %q, want the waiting answer 429", res.StatusCode, res.Header.Get("Retry-After"))
 	}
 }
 

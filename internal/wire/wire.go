@@ -47,6 +47,11 @@ const (
 	// ReleaseHeader, `Usher-Release: 1` on an origin's response, ends the
 	// visitor's slot; the proxy strips it.
 	ReleaseHeader = "Usher-Release"
+	// VisitorHeader and RoomHeader name the admitted visitor and its room
+	// on usher auth's passed check, for the front proxy to hand to the
+	// origin.
+	VisitorHeader = "Usher-Visitor"
+	RoomHeader    = "Usher-Room"
 	// HeaderPrefix begins every usher header; an edge forwards none that a
 	// client sent.
 	HeaderPrefix = "Usher-"

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"usher/internal/console"
+	"usher/internal/gateway"
+	"usher/internal/httpapi"
+	"usher/internal/queue"
+)
+
+// gateFlags are the flags of the two edges, usher proxy and usher auth: the
+// path rules, the waiting page and the bounds on what a client sends.
+type gateFlags struct {
+	room, lang, waitingTemplate *string
+	gates, opens, routes        *[]string
+	publicHosts                 *[]string
+	bodyTimeout                 *time.Duration
+	foldCase                    *bool
+	conns                       connFlags
+}
+
+// addGateFlags defines them on f; edge names the command in their help.
+func addGateFlags(f *flags, edge string) gateFlags {
+	return gateFlags{
+		room:            f.string("room", "sale", "room of paths no --route maps"),
+		gates:           f.stringList("gate", "gated path pattern, repeatable (default /: everything); longest pattern wins"),
+		opens:           f.stringList("open", "always-open path pattern, repeatable, such as /static/ or /healthz"),
+		lang:            f.string("lang", gateway.LangAuto, "waiting page language: auto (each visitor's Accept-Language, English fallback), auto:ko (Korean fallback), or en / ko for every visitor"),
+		waitingTemplate: f.string("waiting-template", "", "operator's html/template for the waiting page (see docs/proxy.md)"),
+		routes:          f.stringList("route", "path prefix → room, repeatable, such as /concert-a/=room-a; longest prefix wins"),
+		conns:           addConnFlags(f),
+		bodyTimeout:     f.duration("body-timeout", time.Minute, "most time to read a request's body, whatever its headers"),
+		publicHosts:     f.stringList("public-host", "host the "+edge+" serves, repeatable, such as tickets.example.com; others get 421, and only then is the client's Host sent to the origin (X-Forwarded-Host)"),
+		foldCase:        f.bool("fold-case", false, "match path rules without regard to case or Unicode form, for origins that ignore case (IIS); otherwise a path whose case or form changes the rule is refused"),
+	}
+}
+
+// check records the bad values in f.
+func (g gateFlags) check(f *flags) {
+	g.conns.check(f)
+	f.positive("body-timeout", g.bodyTimeout.Seconds())
+}
+
+// rules parses the path rules.
+func (g gateFlags) rules(f *flags) (gateway.Rules, error) {
+	rules := gateway.Rules{DefaultRoom: *g.room, Gate: *g.gates, Open: *g.opens, FoldCase: *g.foldCase}
+	for _, s := range *g.routes {
+		r, err := gateway.ParseRoute(s)
+		if err != nil {
+			return rules, fmt.Errorf("bad setting --route/%s: %w", f.envName("route"), err)
+		}
+		rules.Routes = append(rules.Routes, r)
+	}
+	if err := rules.Validate(); err != nil {
+		return rules, fmt.Errorf("bad path rules: %w", err)
+	}
+	return rules, nil
+}
+
+// config is the gateway's configuration for these flags on k's parts,
+// with every room of rules made unless it exists.
+func (g gateFlags) config(ctx context.Context, c coreFlags, k *core, rules gateway.Rules, component string) (gateway.Config, error) {
+	for _, r := range rules.Rooms() {
+		if _, err := k.q.EnsureRoom(ctx, r, queue.DefaultSettings()); err != nil {
+			return gateway.Config{}, fmt.Errorf("room %s: %w", r, err)
+		}
+	}
+	return gateway.Config{
+		Queue: k.q, Keys: k.keys, Rules: rules, Registry: k.reg,
+		API:             k.api(c, httpapi.Config{}, strings.TrimSuffix(gateway.Prefix, "/")+console.Path),
+		Logger:          k.log.With("component", component),
+		InsecureCookies: *c.insecure, FailOpen: *c.failOpen, Flood: k.flood, Identity: k.identity,
+		BodyTimeout: *g.bodyTimeout, PublicHosts: *g.publicHosts, Trusted: c.parsed.trusted,
+		Lang: *g.lang, WaitingTemplate: *g.waitingTemplate,
+	}, nil
+}
+
+// listen opens the listen address under the connection caps, which it
+// hooks into srv.
+func (g gateFlags) listen(c coreFlags, srv *http.Server) (net.Listener, error) {
+	ln, err := listen(c)
+	if err != nil {
+		return nil, err
+	}
+	lim := newConnLimiter(ln, *g.conns.total, *g.conns.perClient, c.parsed.trusted)
+	srv.ConnState = lim.ConnState
+	return lim, nil
+}
+
+// edgeServer is the edge's HTTP server: no ReadTimeout or WriteTimeout, since
+// server-sent events and websockets stream for as long as they last; the
+// gateway bounds reading a request body itself (--body-timeout).
+func edgeServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+}

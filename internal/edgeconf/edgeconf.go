@@ -1,0 +1,743 @@
+// Package edgeconf renders the configuration of a front proxy that gates a
+// site with `usher auth` (forward auth) instead of `usher proxy`: a whole
+// nginx.conf for nginx's auth_request (Nginx) and a whole Caddyfile for
+// Caddy's reverse_proxy (Caddy). Each rendered file explains its
+// directives in comments; both were established against nginx 1.22 and
+// Caddy 2.6.2 (edgeconf_test.go runs them).
+//
+// The protocol the files speak to usher:
+//   - Every request outside /_usher/ is first checked by a GET to usher's
+//     /_usher/auth/check (nginx) or /_usher/auth (Caddy) without the body, carrying the client's Cookie,
+//     Authorization and Accept headers and the original request: nginx
+//     sends X-Original-URI (the raw request target, $request_uri) and
+//     X-Original-Method; Caddy sends X-Forwarded-Uri (the raw target,
+//     {uri}), X-Forwarded-Method, X-Forwarded-Host and X-Forwarded-Proto.
+//     Both send X-Forwarded-For with the client's address only.
+//   - A 2xx answer lets the request through to the origin. The answer's
+//     Usher-Visitor and Usher-Room go to the origin; its Set-Cookie and
+//     Usher-Pass go to the client. nginx 1.22 copies only the first
+//     Set-Cookie of the auth answer (see Nginx); Caddy copies all. When
+//     the answer carries Usher-Visitor (a gated path), the client's answer
+//     gets Cache-Control: private (unless the origin set one) and Vary:
+//     Cookie, Authorization, as usher proxy does.
+//   - nginx: a 401 makes nginx send the original request (method, headers,
+//     body) to usher's /_usher/auth/wait, with X-Original-URI and
+//     X-Original-Method, whose answer (the waiting page or JSON, 429, 303,
+//     428...) goes to the client unchanged; auth_request accepts only 2xx,
+//     401 and 403 (403 is answered by nginx itself), and any other status
+//     or an unreachable usher is a 503 with Retry-After. Caddy: any non-2xx
+//     answer goes to the client whole (status, headers, body).
+//   - Requests under /_usher/ go straight to usher, except /_usher/auth
+//     and what is under it, which the edge answers 404 (only the edge asks
+//     them).
+//   - An origin answer with Usher-Release: 1 (nginx also takes "true") is
+//     hidden from the client, which gets the pass cookie cleared instead of
+//     renewed, and the edge sends one UDP datagram to Config.Release after
+//     the answer: ParseRelease reads it.
+package edgeconf
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/template"
+)
+
+// Config is what both renderings need.
+type Config struct {
+	// Listen is where the edge serves visitors, plain HTTP: host:port, or
+	// :port for every interface. The host is an IP address.
+	Listen string
+	// Origin is the site: host:port (HTTP), http://host:port or
+	// https://host:port, without a path.
+	Origin string
+	// Usher is `usher auth`'s listener: host:port or http://host:port.
+	Usher string
+	// Release is the host:port of usher's UDP listener for Usher-Release
+	// events (see ParseRelease); "" sends none: the header is then only
+	// hidden from the client and the slot is left to expire.
+	Release string
+	// Dir is an absolute directory the edge owns: nginx's pid file, access
+	// log and temporary files, Caddy's storage. Required for nginx.
+	Dir string
+	// User is nginx's `user` directive (the workers' user when nginx starts
+	// as root); "" leaves nginx's default (nobody). Ignored by Caddy.
+	User string
+	// Hosts are the site's public host names. When set, a request for any
+	// other Host is answered 421 and the origin gets X-Forwarded-Host;
+	// otherwise every Host is served and the origin gets no
+	// X-Forwarded-Host (the client chose it), as usher proxy's PublicHosts.
+	Hosts []string
+	// InsecureCookies drops the Secure attribute of the cookie that clears
+	// the pass on a release (plain HTTP on localhost), as usher's
+	// --insecure-cookies.
+	InsecureCookies bool
+}
+
+// PassCookie is the cookie that carries a pass (wire.PassCookie).
+const PassCookie = "usher_pass"
+
+// OriginStripped are the client's request headers that the origin never
+// receives as sent: override headers some origins route by, headers that
+// name the client or the public URL (the edge sets the ones it knows), and
+// the usher headers a client could send. usher proxy strips every Usher-*
+// header; Caddy does too (a wildcard), but nginx cannot match header names
+// by prefix, so it strips these by name and overwrites Usher-Visitor and
+// Usher-Room.
+var OriginStripped = []string{
+	"X-Original-URL", "X-Rewrite-URL", "X-Original-URI", "X-Original-Method", "X-Override-URL",
+	"X-Forwarded-Uri", "X-Forwarded-Method",
+	"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override",
+	"X-Real-IP", "True-Client-IP", "X-Client-IP", "CF-Connecting-IP", "Fastly-Client-IP",
+	"X-Cluster-Client-IP", "X-ProxyUser-IP", "Forwarded", "X-Forwarded-For",
+	"X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Prefix", "X-Forwarded-Port",
+	"X-Forwarded-Scheme", "X-Forwarded-Server", "X-Forwarded-Ssl", "X-Url-Scheme", "Front-End-Https",
+	"Usher-Pass", "Usher-Release", "Usher-Challenge", "Usher-CSRF",
+}
+
+// Release is one Usher-Release event an edge reported.
+type Release struct {
+	// Edge is "nginx" or "caddy".
+	Edge string
+	// Pass is the value of the usher_pass cookie the released request
+	// carried, Authorization its Authorization header ("" when absent):
+	// usher verifies the pass in one of them before it ends the slot, since
+	// anyone who can reach the UDP port can send a datagram.
+	Pass, Authorization string
+	// Visitor and Room are what usher's auth answer said (nginx only): an
+	// unauthenticated hint.
+	Visitor, Room string
+	// Method, URI and Host are the released request's; Status the
+	// origin's.
+	Method, URI, Host string
+	Status            int
+}
+
+// ParseRelease reads one datagram that a rendered configuration sends on a
+// release: from nginx an RFC 3164 syslog line `<190>Mmm dd hh:mm:ss
+// usher_release: {JSON}`, from Caddy one JSON access-log entry whose
+// user_id is `pass=<cookie> authorization=<header>`.
+func ParseRelease(b []byte) (Release, error) {
+	const tag = "usher_release: "
+	if i := bytes.Index(b, []byte(tag)); i >= 0 && len(b) > 0 && b[0] == '<' {
+		var m struct {
+			Pass          string `json:"pass"`
+			Authorization string `json:"authorization"`
+			Visitor       string `json:"visitor"`
+			Room          string `json:"room"`
+			Method        string `json:"method"`
+			URI           string `json:"uri"`
+			Host          string `json:"host"`
+			Status        string `json:"status"`
+		}
+		if err := json.Unmarshal(bytes.TrimSpace(b[i+len(tag):]), &m); err != nil {
+			return Release{}, fmt.Errorf("nginx release line: %w", err)
+		}
+		status, _ := strconv.Atoi(m.Status)
+		return Release{Edge: "nginx", Pass: m.Pass, Authorization: m.Authorization, Visitor: m.Visitor,
+			Room: m.Room, Method: m.Method, URI: m.URI, Host: m.Host, Status: status}, nil
+	}
+	var m struct {
+		Logger  string `json:"logger"`
+		Request struct {
+			Method string `json:"method"`
+			URI    string `json:"uri"`
+			Host   string `json:"host"`
+		} `json:"request"`
+		UserID string `json:"user_id"`
+		Status int    `json:"status"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(b), &m); err != nil {
+		return Release{}, fmt.Errorf("release datagram is neither nginx's syslog line nor Caddy's JSON: %w", err)
+	}
+	rest, ok := strings.CutPrefix(m.UserID, "pass=")
+	if !ok {
+		return Release{}, fmt.Errorf("caddy release entry: user_id %q is not the release's", m.UserID)
+	}
+	pass, auth, ok := strings.Cut(rest, " authorization=")
+	if !ok {
+		return Release{}, fmt.Errorf("caddy release entry: user_id %q is not the release's", m.UserID)
+	}
+	return Release{Edge: "caddy", Pass: pass, Authorization: auth, Method: m.Request.Method,
+		URI: m.Request.URI, Host: m.Request.Host, Status: m.Status}, nil
+}
+
+// view is what the templates see: Config checked and taken apart.
+type view struct {
+	Listen         string // host:port or :port as given
+	ListenHost     string // "" for every interface
+	ListenPort     string
+	Origin         string // scheme://host:port
+	OriginTLS      bool
+	OriginHostPort string // host[:port], the Host header the origin gets
+	OriginHost     string // host, for TLS server name
+	OriginAddr     string // host:port to connect to
+	Usher          string // host:port
+	Release        string
+	Dir            string
+	User           string
+	Hosts          []string
+	ClearCookie    string
+	Stripped       []string
+}
+
+var (
+	dnsName  = regexp.MustCompile(`^(\*\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
+	safePath = regexp.MustCompile(`^/[A-Za-z0-9._/+-]*$`)
+	userName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,31}$`)
+)
+
+// hostPort checks a host:port whose host is an IP address or a DNS name
+// (or, with emptyHost, nothing).
+func hostPort(what, s string, emptyHost, ipOnly bool) (host, port string, err error) {
+	host, port, err = net.SplitHostPort(s)
+	if err != nil {
+		return "", "", fmt.Errorf("%s %q: want host:port: %v", what, s, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p > 65535 || strconv.Itoa(p) != port {
+		return "", "", fmt.Errorf("%s %q: port %q is not a number from 1 to 65535", what, s, port)
+	}
+	switch {
+	case host == "":
+		if !emptyHost {
+			return "", "", fmt.Errorf("%s %q: a host is required", what, s)
+		}
+	case net.ParseIP(host) != nil:
+		if strings.Contains(host, "%") {
+			return "", "", fmt.Errorf("%s %q: zoned addresses are not supported", what, s)
+		}
+	case ipOnly:
+		return "", "", fmt.Errorf("%s %q: the host must be an IP address", what, s)
+	case !dnsName.MatchString(host) || strings.HasPrefix(host, "*."):
+		return "", "", fmt.Errorf("%s %q: host %q is not an IP address or a DNS name", what, s, host)
+	}
+	return host, port, nil
+}
+
+// serviceURL checks host:port or scheme://host:port with one of schemes.
+func serviceURL(what, s string, schemes ...string) (scheme, host, port string, err error) {
+	scheme = "http"
+	hp := s
+	if strings.Contains(s, "://") {
+		u, err := url.Parse(s)
+		if err != nil {
+			return "", "", "", fmt.Errorf("%s %q: %v", what, s, err)
+		}
+		if u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+			return "", "", "", fmt.Errorf("%s %q: want scheme://host:port only (no path, query or user)", what, s)
+		}
+		scheme, hp = u.Scheme, u.Host
+		ok := false
+		for _, sc := range schemes {
+			ok = ok || scheme == sc
+		}
+		if !ok {
+			return "", "", "", fmt.Errorf("%s %q: scheme %q is not one of %s", what, s, scheme, strings.Join(schemes, ", "))
+		}
+		if u.Port() == "" {
+			hp = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[scheme])
+		}
+	}
+	host, port, err = hostPort(what, hp, false, false)
+	return scheme, host, port, err
+}
+
+func (c Config) view(needDir bool) (*view, error) {
+	var errs []error
+	v := &view{User: c.User, Release: c.Release, Stripped: OriginStripped}
+	if strings.ContainsAny(c.Listen+c.Origin+c.Usher+c.Release+c.Dir+c.User+strings.Join(c.Hosts, ""), "\x00\r\n\t ;{}\"'\\$#`") {
+		// Belt and braces: every field below is checked against a strict
+		// form too; none of these may reach a configuration file.
+		errs = append(errs, errors.New("a field contains whitespace, a quote or one of ;{}$#\\`"))
+	}
+	if h, p, err := hostPort("listen", c.Listen, true, true); err != nil {
+		errs = append(errs, err)
+	} else {
+		v.Listen, v.ListenHost, v.ListenPort = c.Listen, h, p
+	}
+	if scheme, h, p, err := serviceURL("origin", c.Origin, "http", "https"); err != nil {
+		errs = append(errs, err)
+	} else {
+		v.OriginTLS = scheme == "https"
+		v.OriginAddr = net.JoinHostPort(h, p)
+		v.OriginHost = h
+		v.OriginHostPort = v.OriginAddr
+		if (scheme == "http" && p == "80") || (scheme == "https" && p == "443") {
+			v.OriginHostPort = h
+			if strings.Contains(h, ":") {
+				v.OriginHostPort = "[" + h + "]"
+			}
+		}
+		v.Origin = scheme + "://" + v.OriginAddr
+	}
+	if _, h, p, err := serviceURL("usher", c.Usher, "http"); err != nil {
+		errs = append(errs, err)
+	} else {
+		v.Usher = net.JoinHostPort(h, p)
+	}
+	if c.Release != "" {
+		if h, p, err := hostPort("release", c.Release, false, false); err != nil {
+			errs = append(errs, err)
+		} else {
+			v.Release = net.JoinHostPort(h, p)
+		}
+	}
+	switch {
+	case c.Dir == "" && needDir:
+		errs = append(errs, errors.New("dir is required: nginx keeps its pid file, logs and temporary files there"))
+	case c.Dir != "" && (!safePath.MatchString(c.Dir) || filepath.Clean(c.Dir) != c.Dir):
+		errs = append(errs, fmt.Errorf("dir %q: want a clean absolute path of letters, digits and ._/+-", c.Dir))
+	default:
+		v.Dir = c.Dir
+	}
+	if c.User != "" && !userName.MatchString(c.User) {
+		errs = append(errs, fmt.Errorf("user %q is not a user name", c.User))
+	}
+	for _, h := range c.Hosts {
+		if !dnsName.MatchString(h) && net.ParseIP(h) == nil {
+			errs = append(errs, fmt.Errorf("host %q is not a DNS name or an IP address", h))
+			continue
+		}
+		v.Hosts = append(v.Hosts, strings.ToLower(h))
+	}
+	v.ClearCookie = PassCookie + "=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax"
+	if !c.InsecureCookies {
+		v.ClearCookie += "; Secure"
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("edge config: %w", err)
+	}
+	return v, nil
+}
+
+func render(t *template.Template, v *view) (string, error) {
+	var b strings.Builder
+	if err := t.Execute(&b, v); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// Nginx renders a whole nginx.conf for nginx 1.22 or later with the stock
+// auth_request module (Debian's nginx has it), runnable as
+// `nginx -p DIR -c FILE` without touching /etc or /var.
+//
+// Limits of nginx 1.22: $upstream_http_set_cookie holds only the first
+// Set-Cookie of the auth answer, so usher's passing answer must carry the
+// pass cookie first (or alone); Usher-* request headers are stripped by
+// name (OriginStripped), not by prefix.
+func Nginx(c Config) (string, error) {
+	v, err := c.view(true)
+	if err != nil {
+		return "", err
+	}
+	return render(nginxTemplate, v)
+}
+
+// Caddy renders a whole Caddyfile for Caddy 2.6.2 or later, runnable as
+// `caddy run --adapter caddyfile --config FILE` with no admin endpoint and
+// no automatic HTTPS.
+//
+// Limits: with Release set, the site's access log is the release feed
+// (only released requests are logged, and to usher); an operator who
+// wants an access log too adds a logger of its own. Caddy honours only
+// `Usher-Release: 1` (a response matcher compares exactly).
+func Caddy(c Config) (string, error) {
+	v, err := c.view(false)
+	if err != nil {
+		return "", err
+	}
+	return render(caddyTemplate, v)
+}
+
+var funcs = template.FuncMap{
+	"join": strings.Join,
+	// hostport joins a host (maybe empty) and a port for nginx's listen.
+	"listen": func(host, port string) string {
+		if host == "" {
+			return port
+		}
+		return net.JoinHostPort(host, port)
+	},
+}
+
+var nginxTemplate = template.Must(template.New("nginx").Funcs(funcs).Parse(`# nginx in front of {{.Origin}}, gated by usher auth at {{.Usher}}.
+# Rendered by usher (internal/edgeconf) for nginx 1.22+ with the stock
+# auth_request module. Run: nginx -p {{.Dir}} -c THIS_FILE
+{{- if .User}}
+
+# The workers' user when nginx starts as root.
+user {{.User}};
+{{- end}}
+
+# Stay in the foreground (systemd, containers, tests).
+daemon off;
+worker_processes auto;
+# Every file nginx writes is under {{.Dir}}: nothing in /etc, /var or /run.
+pid {{.Dir}}/nginx.pid;
+error_log stderr warn;
+
+events {
+	worker_connections 1024;
+}
+
+http {
+	access_log {{.Dir}}/access.log combined;
+	client_body_temp_path {{.Dir}}/client_body;
+	proxy_temp_path {{.Dir}}/proxy;
+	fastcgi_temp_path {{.Dir}}/fastcgi;
+	uwsgi_temp_path {{.Dir}}/uwsgi;
+	scgi_temp_path {{.Dir}}/scgi;
+	# Like usher proxy, no limit on request bodies: set one for the origin
+	# here if it wants one.
+	client_max_body_size 0;
+
+	# Forward the websocket upgrade only: any other Upgrade (h2c above all,
+	# which would let a client speak HTTP/2 to the origin past the gate) is
+	# dropped.
+	map $http_upgrade $usher_upgrade {
+		~*^websocket$ websocket;
+		default "";
+	}
+	map $usher_upgrade $usher_connection {
+		websocket upgrade;
+		default "";
+	}
+
+	# Usher-Release: 1 (or true) on the origin's answer ends the visitor's
+	# slot. The auth check ran before the origin answered, so the answer
+	# clears the pass cookie instead of renewing it{{if .Release}}, and the
+	# usher_release access log below tells usher{{end}}.
+	map $upstream_http_usher_release $usher_released {
+		~*^(1|true)$ 1;
+		default "";
+	}
+	map $usher_released $usher_set_cookie {
+		1 "{{.ClearCookie}}";
+		default $usher_cookie;
+	}
+	map $usher_released $usher_set_pass {
+		1 "";
+		default $usher_pass;
+	}
+	# A gated answer (the auth answer named a visitor) is for this visitor
+	# only: Cache-Control: private unless the origin chose, Vary: Cookie,
+	# Authorization, so that no shared cache serves it to someone else.
+	map "$usher_visitor|$upstream_http_cache_control" $usher_cache_control {
+		~^[^|]+\|$ private;
+		default "";
+	}
+	map $usher_visitor $usher_vary {
+		"" "";
+		default "Cookie, Authorization";
+	}
+{{- if .Release}}
+
+	# The release event: one JSON object per released request, sent as a
+	# syslog datagram (tag usher_release) to usher's UDP listener. usher
+	# verifies the pass (cookie or Authorization) before ending the slot.
+	log_format usher_release escape=json '{"pass":"$cookie_usher_pass","authorization":"$http_authorization","visitor":"$usher_visitor","room":"$usher_room","method":"$request_method","uri":"$request_uri","host":"$host","status":"$status"}';
+{{- end}}
+
+	upstream usher {
+		server {{.Usher}};
+		keepalive 16;
+	}
+	upstream usher_origin {
+		server {{.OriginAddr}};
+		keepalive 16;
+	}
+{{- if .Hosts}}
+
+	# Only the site's own host names are served: any other Host is 421.
+	server {
+		listen {{listen .ListenHost .ListenPort}} default_server;
+		return 421;
+	}
+{{- end}}
+
+	server {
+		listen {{listen .ListenHost .ListenPort}};
+{{- if .Hosts}}
+		server_name {{join .Hosts " "}};
+{{- end}}
+
+		# Only nginx asks usher's auth routes: a client that does is
+		# answered 404.
+		location = /_usher/auth {
+			return 404;
+		}
+		location /_usher/auth/ {
+			return 404;
+		}
+
+		# The check: every request outside /_usher/ first asks usher,
+		# without its body. X-Original-URI is the raw request target
+		# ($request_uri): nginx matches locations on a normalised path, but
+		# the origin receives the raw one, and usher judges what the origin
+		# sees.
+		location = /_usher/auth/check {
+			internal;
+			proxy_pass http://usher;
+			proxy_pass_request_body off;
+			proxy_set_header Content-Length "";
+			proxy_set_header X-Original-URI $request_uri;
+			proxy_set_header X-Original-Method $request_method;
+{{- template "usher_headers" .}}
+			proxy_connect_timeout 5s;
+			proxy_read_timeout 30s;
+		}
+
+		# Not admitted (the check answered 401): the original request
+		# (method, headers, body) goes to usher's /_usher/auth/wait, whose answer
+		# the client gets as is: the waiting page or JSON (429 with
+		# Retry-After and the ticket cookies), or a 303 back to the URL once
+		# admitted. A named location cannot carry a URI in proxy_pass:
+		# rewrite sets it (the trailing ? drops the query, which
+		# X-Original-URI carries).
+		location @usher_wait {
+			rewrite ^ /_usher/auth/wait? break;
+			proxy_pass http://usher;
+			proxy_set_header X-Original-URI $request_uri;
+			proxy_set_header X-Original-Method $request_method;
+{{- template "usher_headers" .}}
+			proxy_connect_timeout 5s;
+			proxy_read_timeout 30s;
+		}
+
+		# usher unreachable, or a check answer auth_request does not take
+		# (anything but 2xx, 401, 403): nginx makes it a 500, answered so.
+		location @usher_unavailable {
+			add_header Retry-After 5 always;
+			return 503 "usher is unavailable\n";
+		}
+
+		# usher's own routes (API, waiting page worker, console) go straight
+		# to usher.
+		location /_usher/ {
+			proxy_pass http://usher;
+			proxy_set_header X-Original-URI "";
+			proxy_set_header X-Original-Method "";
+{{- template "usher_headers" .}}
+		}
+
+		location / {
+			auth_request /_usher/auth/check;
+			auth_request_set $usher_cookie $upstream_http_set_cookie;
+			auth_request_set $usher_pass $upstream_http_usher_pass;
+			auth_request_set $usher_visitor $upstream_http_usher_visitor;
+			auth_request_set $usher_room $upstream_http_usher_room;
+			error_page 401 = @usher_wait;
+			error_page 500 = @usher_unavailable;
+
+			# The renewed pass to the client (the cookie cleared instead on
+			# a release); "always" adds them to error answers too.
+			add_header Set-Cookie $usher_set_cookie always;
+			add_header Usher-Pass $usher_set_pass always;
+			add_header Cache-Control $usher_cache_control always;
+			add_header Vary $usher_vary always;
+
+			proxy_pass {{if .OriginTLS}}https{{else}}http{{end}}://usher_origin;
+			proxy_http_version 1.1;
+			proxy_set_header Host {{.OriginHostPort}};
+{{- if .OriginTLS}}
+			proxy_ssl_server_name on;
+			proxy_ssl_name {{.OriginHost}};
+{{- end}}
+			proxy_set_header Upgrade $usher_upgrade;
+			proxy_set_header Connection $usher_connection;
+			proxy_set_header HTTP2-Settings "";
+			# What the client may not say to the origin (a header set to ""
+			# is not sent), then what the edge knows.
+{{- range .Stripped}}
+			proxy_set_header {{.}} "";
+{{- end}}
+			proxy_set_header X-Forwarded-For $remote_addr;
+			proxy_set_header X-Real-IP $remote_addr;
+			proxy_set_header X-Forwarded-Proto $scheme;
+{{- if .Hosts}}
+			proxy_set_header X-Forwarded-Host $host;
+{{- end}}
+			# Who the visitor is, from the check's answer (never from the
+			# client: these replace any it sent).
+			proxy_set_header Usher-Visitor $usher_visitor;
+			proxy_set_header Usher-Room $usher_room;
+			proxy_hide_header Usher-Release;
+
+			access_log {{.Dir}}/access.log combined;
+{{- if .Release}}
+			access_log syslog:server={{.Release}},tag=usher_release,nohostname usher_release if=$usher_released;
+{{- end}}
+		}
+	}
+}
+{{- define "usher_headers"}}
+			proxy_http_version 1.1;
+			proxy_set_header Connection "";
+			proxy_set_header Upgrade "";
+			proxy_set_header HTTP2-Settings "";
+			# usher reads the client from X-Forwarded-For (trust this edge's
+			# address in usher); the rest of what names the client or the
+			# public URL is the edge's to say.
+			proxy_set_header X-Forwarded-For $remote_addr;
+			proxy_set_header X-Real-IP $remote_addr;
+			proxy_set_header X-Forwarded-Proto $scheme;
+			proxy_set_header X-Forwarded-Host $host;
+			proxy_set_header Forwarded "";
+			proxy_set_header True-Client-IP "";
+			proxy_set_header X-Client-IP "";
+			proxy_set_header CF-Connecting-IP "";
+			proxy_set_header Fastly-Client-IP "";
+			proxy_set_header X-Cluster-Client-IP "";
+			proxy_set_header X-Forwarded-Prefix "";
+			proxy_set_header X-Forwarded-Port "";
+{{- end}}
+`))
+
+var caddyTemplate = template.Must(template.New("caddy").Funcs(funcs).Parse(`# Caddy in front of {{.Origin}}, gated by usher auth at {{.Usher}}.
+# Rendered by usher (internal/edgeconf) for Caddy 2.6.2+.
+# Run: caddy run --adapter caddyfile --config THIS_FILE
+{
+	# No admin endpoint (the configuration is this file) and plain HTTP:
+	# put TLS in front, or give the site an https:// address.
+	admin off
+	auto_https off
+{{- if .Dir}}
+	storage file_system {{.Dir}}/caddy
+{{- end}}
+}
+
+http://:{{.ListenPort}} {
+{{- if .ListenHost}}
+	bind {{.ListenHost}}
+{{- end}}
+{{- if .Release}}
+
+	# The release feed: Caddy can make no call after the origin answered,
+	# but it logs then. Every request skips the log (skip_log) except a
+	# released one, whose entry, without headers, goes as one UDP datagram
+	# to usher, its user_id carrying the pass (cookie and Authorization,
+	# which Caddy's log would redact).
+	log {
+		output net udp/{{.Release}}
+		format filter {
+			wrap json
+			fields {
+				request>headers delete
+				resp_headers delete
+			}
+		}
+	}
+{{- end}}
+
+	# A route runs its directives in the order written.
+	route {
+{{- if .Release}}
+		skip_log
+{{- end}}
+		# What the client may not say to usher or the origin. Caddy sets
+		# X-Forwarded-For, -Proto and -Host itself, ignoring the client's.
+{{- range .Stripped}}
+		request_header -{{.}}
+{{- end}}
+		request_header -Usher-*
+		# Forward the websocket upgrade only (never h2c), and let no
+		# client-listed Connection header drop the edge's own headers.
+		@upgrade_other {
+			header Upgrade *
+			not header_regexp Upgrade (?i)^websocket$
+		}
+		request_header @upgrade_other -Upgrade
+		request_header -HTTP2-Settings
+		request_header -Connection
+		@websocket header_regexp Upgrade (?i)^websocket$
+		request_header @websocket Connection Upgrade
+{{- if .Hosts}}
+
+		# Only the site's own host names are served.
+		@other_host not host {{join .Hosts " "}}
+		respond @other_host 421
+{{- end}}
+
+		# Only the edge asks these.
+		@usher_internal path /_usher/auth /_usher/auth/*
+		respond @usher_internal 404
+
+		# usher's own routes (API, waiting page worker, console).
+		handle /_usher/* {
+			reverse_proxy {{.Usher}}
+		}
+
+		handle {
+			# The check (forward_auth, written out): a GET to usher's
+			# /_usher/auth without the body (the trailing ? drops the
+			# query) with the raw request target ({uri}) and method.
+			reverse_proxy {{.Usher}} {
+				method GET
+				rewrite /_usher/auth?
+				header_up X-Forwarded-Method {method}
+				header_up X-Forwarded-Uri {uri}
+				header_up -Upgrade
+				header_up -Connection
+
+				# Passed, gated: the visitor to the origin; every Set-Cookie
+				# and Usher-Pass of the answer to the client; the answer is
+				# for this visitor only. Then the route goes on to the
+				# origin. Any non-2xx answer (the waiting page, 429 with
+				# Retry-After and cookies) goes to the client whole.
+				@gated {
+					status 2xx
+					header Usher-Visitor *
+				}
+				handle_response @gated {
+					request_header Usher-Visitor {rp.header.Usher-Visitor}
+					request_header Usher-Room {rp.header.Usher-Room}
+					copy_response_headers {
+						include Set-Cookie Usher-Pass
+					}
+					header ?Cache-Control private
+					header +Vary Cookie
+					header +Vary Authorization
+				}
+				# Passed, open path.
+				@passed status 2xx
+				handle_response @passed {
+					copy_response_headers {
+						include Set-Cookie Usher-Pass
+					}
+				}
+			}
+
+			reverse_proxy {{.Origin}} {
+				header_up Host {upstream_hostport}
+{{- if not .Hosts}}
+				header_up -X-Forwarded-Host
+{{- end}}
+				header_down -Usher-Release
+				# Usher-Release: 1 ends the slot: the pass cookie cleared
+				# instead of renewed{{if .Release}}, and this request logged to usher{{end}}.
+				@release header Usher-Release 1
+				handle_response @release {
+{{- if .Release}}
+					vars skip_log false
+					map {http.request.cookie.usher_pass} {http.auth.user.id} {
+						default "pass={http.request.cookie.usher_pass} authorization={http.request.header.Authorization}"
+					}
+{{- end}}
+					header Set-Cookie "{{.ClearCookie}}"
+					header -Usher-Pass
+					copy_response
+				}
+			}
+		}
+	}
+}
+`))

@@ -92,12 +92,7 @@ poll_store() {
 }
 enter_run() {
   wrk -t2 -c"$conns" -d"$dur" --latency -s "$tmp/enter.lua" "http://127.0.0.1:${port[$1]}/api/v1/rooms/crowd/entries" |
-    awk '/^ +99%/ { v = $2; u = 1
-                    if (v ~ /us$/) u = 0.001; else if (v ~ /ms$/) u = 1; else if (v ~ /s$/) u = 1000
-                    sub(/[a-z]+$/, "", v); p99 = v * u }
-         /Non-2xx/ { bad = $NF }
-         /Requests\/sec/ { rate = $2 }
-         END { printf "%s %.2f %d\n", rate, p99, bad }'
+    awk -f scripts/wrkstats.awk
 }
 # open_run STORE: "p50_ms p99_ms failed" of enters arriving at $rate/s.
 open_run() {

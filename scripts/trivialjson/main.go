@@ -17,10 +17,12 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:18090", "listen address")
 	flag.Parse()
-	http.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+	status := func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(wire.Entry{Room: "sale", State: "waiting", RoomState: "open", Position: 1500, Ahead: 1499, ETASeconds: 36, PollAfterMS: 3600})
-	})
+	}
+	http.HandleFunc("GET /status", status)
+	http.HandleFunc("GET /in/status", status) // scripts/bench-edge.sh's admitted visitor
 	// The same server settings as usher serve, so that only the handlers differ.
 	srv := &http.Server{
 		Addr:              *addr,

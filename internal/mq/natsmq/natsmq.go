@@ -365,11 +365,29 @@ func (b *Broker) publish(ctx context.Context, r booking.Reservation, data []byte
 		return b.unavailable("submit "+r.ID+": record", err)
 	}
 	msg := &nats.Msg{Subject: b.subject + strconv.FormatInt(r.ScheduleID, 10), Data: data}
-	if _, err := b.js.PublishMsg(ctx, msg, jetstream.WithMsgID(key), jetstream.WithExpectStream(b.stream)); err != nil {
-		return b.unavailable("submit "+r.ID+": publish", err)
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		_, err := b.js.PublishMsg(ctx, msg, jetstream.WithMsgID(key), jetstream.WithExpectStream(b.stream))
+		var apiErr *jetstream.APIError
+		if !errors.As(err, &apiErr) || apiErr.ErrorCode != errDuplicateInProcess {
+			if err != nil {
+				return b.unavailable("submit "+r.ID+": publish", err)
+			}
+			return nil
+		}
+		// A concurrent publication of the same message is being replicated
+		// (a cluster): the stream will either keep it, and this one is then
+		// a duplicate, or refuse it, and this one goes in. Ask again.
+		select {
+		case <-ctx.Done():
+			return b.unavailable("submit "+r.ID+": publish", err)
+		case <-time.After(wait):
+		}
 	}
-	return nil
 }
+
+// errDuplicateInProcess is JetStream's answer to a publication whose
+// Nats-Msg-Id another publication is still proposing to the stream's peers.
+const errDuplicateInProcess jetstream.ErrorCode = 10158
 
 // Lookup implements mq.Broker.
 func (b *Broker) Lookup(ctx context.Context, visitor, key string) (booking.Reservation, error) {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"usher/internal/edgeconf"
 	"usher/internal/testenv"
 )
 
@@ -234,4 +235,48 @@ func testAuthBehind(t *testing.T, edge string) {
 	if st, _ := get(t, a, base+"/"); st != http.StatusTooManyRequests {
 		t.Errorf("released visitor: %d, want 429 (the slot is taken)", st)
 	}
+
+	// The pass slides through the edge: with active_ttl raised from 5 to
+	// 60 minutes, the second visitor's next request uses more than half of
+	// its pass's life, so the edge hands on a renewed pass cookie, which
+	// then passes in its turn.
+	if st, _, body := c.do("PUT", "/_usher/api/v1/rooms/sale", proxyAdminKey, `{"active_ttl_seconds":3600}`); st != 200 {
+		t.Fatalf("raising active_ttl: %d %v", st, body)
+	}
+	old := passCookie(b, u)
+	res, err = b.Get(base + "/shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	var renewed *http.Cookie
+	for _, ck := range res.Cookies() {
+		if ck.Name == edgeconf.PassCookie {
+			renewed = ck
+		}
+	}
+	switch {
+	case res.StatusCode != 200:
+		t.Errorf("admitted visitor after active_ttl was raised: %d", res.StatusCode)
+	case renewed == nil || renewed.Value == old || res.Header.Get("Usher-Pass") != renewed.Value:
+		t.Errorf("no renewed pass through %s: Set-Cookie %v, Usher-Pass %q", edge, res.Header["Set-Cookie"], res.Header.Get("Usher-Pass"))
+	case time.Until(renewed.Expires) < 30*time.Minute:
+		t.Errorf("renewed pass cookie expires %v, want about an hour from now", renewed.Expires)
+	}
+	if passCookie(b, u) == old {
+		t.Error("the client kept its old pass")
+	}
+	if st, body := get(t, b, base+"/shop"); st != 200 || body != "origin /shop" {
+		t.Errorf("with the renewed pass: %d %q", st, body)
+	}
+}
+
+// passCookie returns the pass cookie c holds for u.
+func passCookie(c *http.Client, u *url.URL) string {
+	for _, ck := range c.Jar.Cookies(u) {
+		if ck.Name == edgeconf.PassCookie {
+			return ck.Value
+		}
+	}
+	return ""
 }

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"usher/internal/apierror"
 	"usher/internal/canon"
@@ -16,7 +15,6 @@ import (
 	"usher/internal/gate"
 	"usher/internal/pow"
 	"usher/internal/queue"
-	"usher/internal/token"
 	"usher/internal/wire"
 )
 
@@ -144,14 +142,13 @@ func (p *core) wait(w http.ResponseWriter, r *http.Request, v verdict) verdict {
 	place.Ticket = ticket
 	v.visitor = visitor
 	if e.Status == queue.Active {
-		exp := e.ExpiresAt.Truncate(time.Second).UTC() // a pass's exp is whole seconds
-		pass, err := p.c.Keys.SignPass(token.Pass{Room: v.room, Visitor: visitor, ExpiresAt: exp})
+		pass, exp, cookie, err := gate.IssuePass(p.c.Keys, v.room, visitor, e.ExpiresAt, p.secure)
 		if err != nil {
 			v.kind, v.err = refused, err
 			return v
 		}
 		place.Pass, place.PassExpiresAt = pass, exp
-		v.kind, v.newPass, v.cookie = admitted, pass, gate.PassCookieFor(pass, exp, p.secure)
+		v.kind, v.newPass, v.cookie = admitted, pass, cookie
 	} else {
 		v.kind, v.ticket = waiting, ticket
 	}

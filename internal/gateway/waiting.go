@@ -138,14 +138,11 @@ func (p *core) place(ctx context.Context, w http.ResponseWriter, r *http.Request
 	return visitor, p.issueTicket(w, room, visitor, e), e, nil
 }
 
-// issueTicket signs a ticket for the visitor's place (gate.TicketFor, with
-// its forecast) and sets the room's ticket cookie.
+// issueTicket signs a ticket for the visitor's place and sets the room's
+// ticket cookie.
 func (p *core) issueTicket(w http.ResponseWriter, room, visitor string, e queue.Entry) string {
-	ticket := p.c.Keys.SignTicket(gate.TicketFor(p.c.Queue, room, visitor, e))
-	http.SetCookie(w, &http.Cookie{
-		Name: wire.RoomTicketCookie(room), Value: ticket, Path: "/",
-		MaxAge: int(token.TicketTTL.Seconds()), HttpOnly: true, Secure: p.secure, SameSite: http.SameSiteLaxMode,
-	})
+	ticket, c := gate.IssueTicket(p.c.Queue, p.c.Keys, room, visitor, e, wire.RoomTicketCookie(room), "/", p.secure)
+	http.SetCookie(w, c)
 	return ticket
 }
 

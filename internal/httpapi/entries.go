@@ -63,14 +63,11 @@ func (s *server) enter() http.Handler {
 	})
 }
 
-// issueTicket signs a ticket for the visitor's place e (with its wait
-// forecast, gate.TicketFor) and sets its cookie.
+// issueTicket signs a ticket for the visitor's place e and sets its
+// cookie, scoped to the room's API paths.
 func (s *server) issueTicket(w http.ResponseWriter, room, visitor string, e queue.Entry) string {
-	ticket := s.Keys.SignTicket(gate.TicketFor(s.Queue, room, visitor, e))
-	http.SetCookie(w, &http.Cookie{
-		Name: wire.TicketCookie, Value: ticket, Path: "/api/v1/rooms/" + room + "/",
-		MaxAge: int(token.TicketTTL.Seconds()), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode,
-	})
+	ticket, c := gate.IssueTicket(s.Queue, s.Keys, room, visitor, e, wire.TicketCookie, "/api/v1/rooms/"+room+"/", s.secure)
+	http.SetCookie(w, c)
 	return ticket
 }
 
@@ -143,14 +140,13 @@ func (s *server) respond(w http.ResponseWriter, r *http.Request, status int, roo
 	p := s.Queue.ViewOrDefault(room).Place(s.Queue.Now(), room, e)
 	p.Ticket = ticket
 	if e.Status == queue.Active {
-		exp := e.ExpiresAt.Truncate(time.Second).UTC() // a pass's exp is whole seconds
-		pass, err := s.Keys.SignPass(token.Pass{Room: room, Visitor: e.Visitor, ExpiresAt: exp})
+		pass, exp, c, err := gate.IssuePass(s.Keys, room, e.Visitor, e.ExpiresAt, s.secure)
 		if err != nil {
 			s.errs.Write(w, r, err)
 			return
 		}
 		p.Pass, p.PassExpiresAt = pass, exp
-		http.SetCookie(w, gate.PassCookieFor(pass, exp, s.secure))
+		http.SetCookie(w, c)
 	}
 	resp := wire.EntryFor(p)
 	w.Header()["Content-Type"] = jsonContentType

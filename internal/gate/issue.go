@@ -1,0 +1,55 @@
+package gate
+
+import (
+	"net/http"
+	"time"
+
+	"usher/internal/queue"
+	"usher/internal/token"
+)
+
+// IssueTicket signs the ticket for visitor's entry e in room (TicketFor)
+// and returns it with the cookie that carries it, named name and scoped to
+// path: the API and the proxy each name and scope it their own way.
+func IssueTicket(q *queue.Queue, keys *token.Keyring, room, visitor string, e queue.Entry, name, path string, secure bool) (string, *http.Cookie) {
+	ticket := keys.SignTicket(TicketFor(q, room, visitor, e))
+	return ticket, &http.Cookie{
+		Name: name, Value: ticket, Path: path,
+		MaxAge: int(token.TicketTTL.Seconds()), HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode,
+	}
+}
+
+// IssuePass signs a pass for visitor's slot in room, which ends at expires,
+// and returns it with its expiry (whole seconds, as a pass's exp is) and
+// the cookie that carries it.
+func IssuePass(keys *token.Keyring, room, visitor string, expires time.Time, secure bool) (pass string, exp time.Time, cookie *http.Cookie, err error) {
+	exp = expires.Truncate(time.Second).UTC()
+	pass, err = keys.SignPass(token.Pass{Room: room, Visitor: visitor, ExpiresAt: exp})
+	if err != nil {
+		return "", time.Time{}, nil, err
+	}
+	return pass, exp, PassCookieFor(pass, exp, secure), nil
+}
+
+// TicketFor is the ticket for visitor's entry e in room, issued at the
+// queue's clock. A place in line carries the wait forecast for its
+// position from this instance's view, so that when the visitor is found
+// admitted the forecast can be measured against the wait (ObserveWait);
+// the API and the proxy issue tickets through it.
+func TicketFor(q *queue.Queue, room, visitor string, e queue.Entry) token.Ticket {
+	t := token.Ticket{Room: room, Visitor: visitor, Seq: queue.TicketSeq(e), IssuedAt: q.Now()}
+	if e.Status == queue.Waiting && e.Position > 0 {
+		if v, ok := q.View(room); ok {
+			f := v.Forecast(e.Position)
+			t.Wait, t.WaitLow, t.WaitHigh = f.ETA, f.Low, f.High
+		}
+	}
+	return t
+}
+
+// ObserveWait records, for the ticket of a visitor a poll just found
+// admitted, how its forecast compared with the wait (queue.Queue.Admitted).
+// A ticket without a forecast records nothing.
+func ObserveWait(q *queue.Queue, t token.Ticket) {
+	q.Admitted(t.Room, t.Visitor, t.Seq, t.IssuedAt, queue.Forecast{ETA: t.Wait, Low: t.WaitLow, High: t.WaitHigh})
+}

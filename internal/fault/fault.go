@@ -142,13 +142,17 @@ type Delayed interface {
 	FaultRetryAfter() time.Duration
 }
 
-// Missed returns err as unavailable (wrapping both) when the call failed
-// because ctx's deadline passed, whatever the backend returned; otherwise
-// err. The store wrappers that set per-call deadlines (queue.WithTimeout,
-// hold.WithTimeout) share it, so a hung store is an outage on every one.
-func Missed(ctx context.Context, err, unavailable error, op string) error {
+// Bounded runs f under a deadline of d and returns its result; an error
+// from a call that missed the deadline is unavailable (wrapping both),
+// whatever the backend returned. The store wrappers that set per-call
+// deadlines (queue.WithTimeout, hold.WithTimeout) call it, so a hung store
+// is an outage on every one.
+func Bounded[T any](ctx context.Context, d time.Duration, unavailable error, op string, f func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	v, err := f(ctx)
 	if err != nil && !errors.Is(err, unavailable) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("%s: %w: %w", op, unavailable, err)
+		err = fmt.Errorf("%s: %w: %w", op, unavailable, err)
 	}
-	return err
+	return v, err
 }

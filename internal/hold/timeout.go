@@ -28,10 +28,7 @@ var _ Store = (*timeoutStore)(nil)
 // call runs f under the deadline; a missed deadline is ErrUnavailable,
 // whatever the backend returned.
 func call[T any](t *timeoutStore, ctx context.Context, op string, f func(context.Context) (T, error)) (T, error) {
-	ctx, cancel := context.WithTimeout(ctx, t.d)
-	defer cancel()
-	v, err := f(ctx)
-	return v, fault.Missed(ctx, err, ErrUnavailable, "hold: "+op)
+	return fault.Bounded(ctx, t.d, ErrUnavailable, "hold: "+op, f)
 }
 
 // none adapts a call that returns only an error.

@@ -29,10 +29,7 @@ var _ Store = (*timeoutStore)(nil)
 
 // call runs f under the deadline.
 func call[T any](t *timeoutStore, ctx context.Context, op string, f func(context.Context) (T, error)) (T, error) {
-	ctx, cancel := context.WithTimeout(ctx, t.d)
-	defer cancel()
-	v, err := f(ctx)
-	return v, fault.Missed(ctx, err, ErrUnavailable, "queue: "+op)
+	return fault.Bounded(ctx, t.d, ErrUnavailable, "queue: "+op, f)
 }
 
 func (t *timeoutStore) PutRoom(ctx context.Context, room string, s Settings) error {

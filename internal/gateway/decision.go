@@ -152,7 +152,7 @@ func (p *core) wait(w http.ResponseWriter, r *http.Request, v verdict) verdict {
 	} else {
 		v.kind, v.ticket = waiting, ticket
 	}
-	v.entry = wire.EntryFor(place)
+	v.entry = gate.Entry(place)
 	return v
 }
 

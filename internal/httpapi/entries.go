@@ -148,7 +148,7 @@ func (s *server) respond(w http.ResponseWriter, r *http.Request, status int, roo
 		p.Pass, p.PassExpiresAt = pass, exp
 		http.SetCookie(w, c)
 	}
-	resp := wire.EntryFor(p)
+	resp := gate.Entry(p)
 	w.Header()["Content-Type"] = jsonContentType
 	w.Header()["Cache-Control"] = noStore
 	w.WriteHeader(status)

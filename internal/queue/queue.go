@@ -56,6 +56,9 @@ const (
 	// SoldOut rooms behave as closed ones; visitors are told the sale sold
 	// out rather than that it closed.
 	SoldOut RoomState = "sold_out"
+	// InPreQueue is no setting but what visitors are told of an open or
+	// paused room before its opening draw (View.RoomState).
+	InPreQueue RoomState = "pre_queue"
 )
 
 // Refuses reports whether the room refuses new entries (closed or sold out).

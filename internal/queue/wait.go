@@ -4,8 +4,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
-
-	"usher/internal/wire"
 )
 
 // ViewOrDefault returns this instance's view of room, or, before the first
@@ -42,26 +40,46 @@ func (v View) FastZone() int64 {
 
 // RoomState is the room's state as visitors are told it at now: its
 // EffectiveState (sold_out while its inventory is 0), or
-// wire.RoomPreQueue before the opening of a room that is open or paused.
+// InPreQueue before the opening of a room that is open or paused.
 func (v View) RoomState(now time.Time) string {
 	state := v.EffectiveState()
 	if !state.Refuses() && v.PreQueue(now) {
-		return wire.RoomPreQueue
+		return string(InPreQueue)
 	}
 	return string(state)
 }
 
+// Place is what a visitor is told about its entry; the edges answer it as
+// a wire.Entry (wire.EntryFor(wire.Place(p)): the two types are the same
+// fields, pinned by gate's tests).
+type Place struct {
+	Room   string
+	Ticket string
+	// RoomState is View.RoomState's.
+	RoomState string
+	// Status is the Entry's.
+	Status string
+	// Position (1 at the head), ETA and PollAfter count when waiting;
+	// ETALow and ETAHigh are the ETA's range (both zero: none).
+	Position                        int64
+	ETA, ETALow, ETAHigh, PollAfter time.Duration
+	// Pass and PassExpiresAt count when active; the edge sets them.
+	Pass          string
+	PassExpiresAt time.Time
+	// OpensAt counts in the pre-queue: ETA is the time left until it.
+	OpensAt time.Time
+}
+
 // Place is what a visitor is told, at now, about entry e in room by view
-// v, for wire.EntryFor: the room's state as visitors see it, the position
-// with its ETA and poll pacing, or in the pre-queue (a waiting entry at
-// position 0) the countdown to the opening. The API and the proxy both
-// answer through it; the caller adds the ticket and, for an active entry,
-// the pass.
-func (v View) Place(now time.Time, room string, e Entry) wire.Place {
-	p := wire.Place{Room: room, RoomState: v.RoomState(now), Status: string(e.Status), Position: e.Position}
+// v: the room's state as visitors see it, the position with its ETA and
+// poll pacing, or in the pre-queue (a waiting entry at position 0) the
+// countdown to the opening. The API and the proxy both answer through it;
+// the caller adds the ticket and, for an active entry, the pass.
+func (v View) Place(now time.Time, room string, e Entry) Place {
+	p := Place{Room: room, RoomState: v.RoomState(now), Status: string(e.Status), Position: e.Position}
 	switch {
 	case e.Status == Waiting && e.Position == 0:
-		p.RoomState, p.OpensAt = wire.RoomPreQueue, v.Settings.OpensAt
+		p.RoomState, p.OpensAt = string(InPreQueue), v.Settings.OpensAt
 		p.ETA, p.PollAfter = v.PreQueueWait(now)
 	case e.Status == Waiting:
 		var f Forecast

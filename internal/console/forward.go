@@ -11,10 +11,12 @@ import (
 // asks /console/api/v1/rooms and the API handler answers /api/v1/rooms.
 const apiPrefix = "/console/api/"
 
-// forwarded are the API routes the console uses, and only they: the rooms
-// (list, read, settings: PUT validates them, as for any client), the event
+// forwarded are the API routes the console uses, and only they: the
+// settings table (the form is built from it), the rooms (list, read,
+// settings: PUT validates them, as for any client), the event
 // timeline, the schedules and their sales.
 var forwarded = []string{
+	"GET /api/v1/settings",
 	"GET /api/v1/rooms",
 	"GET /api/v1/rooms/{room}",
 	"PUT /api/v1/rooms/{room}",

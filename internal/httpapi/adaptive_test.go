@@ -26,8 +26,9 @@ func TestAdaptiveSettings(t *testing.T) {
 	if err := json.Unmarshal(r.body, &got); err != nil {
 		t.Fatal(err)
 	}
-	if *got.Admission != "adaptive" || *got.TargetP95MS != 120 || *got.MinAdmitRate != 2 || *got.MaxAdmitRate != 40 ||
-		*got.ControlPeriodMS != 3000 || got.Stats.AdmitRateCurrent != 10 {
+	if setting[string](got.Settings, "admission") != "adaptive" || setting[int64](got.Settings, "target_p95_ms") != 120 ||
+		setting[float64](got.Settings, "min_admit_rate") != 2 || setting[float64](got.Settings, "max_admit_rate") != 40 ||
+		setting[int64](got.Settings, "control_period_ms") != 3000 || got.Stats.AdmitRateCurrent != 10 {
 		t.Errorf("GET room = %s, want the adaptive settings and admit_rate_current 10", r.body)
 	}
 	for _, tc := range []struct{ body, names string }{

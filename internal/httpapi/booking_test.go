@@ -379,7 +379,7 @@ func TestScheduleRoomOpensAtStart(t *testing.T) {
 	sch := e.newSchedule(t, "Winter concert", fmt.Sprintf(`{"starts_at":%q}`, starts.Format(time.RFC3339)))
 	r := e.do(nil, "GET", "/api/v1/rooms/"+sch.Room, adminKey, "")
 	room := decodeInto[wire.Room](t, r)
-	if r.status != 200 || room.OpensAt == nil || *room.OpensAt != starts.Format(time.RFC3339Nano) {
+	if r.status != 200 || setting[string](room.Settings, "opens_at") != starts.Format(time.RFC3339Nano) {
 		t.Fatalf("room of a schedule starting at %v: %d %s, want opens_at", starts, r.status, r.body)
 	}
 	if r := e.do(e.client(), "POST", "/api/v1/rooms/"+sch.Room+"/entries", "", ""); r.status != 201 || r.entry(t).RoomState != "pre_queue" {

@@ -29,7 +29,7 @@ func TestOpeningDraw(t *testing.T) {
 
 	r := e.do(nil, "PUT", "/api/v1/rooms/sale", adminKey, `{"opens_at":"2026-12-24T19:00:00.000+09:00","max_active":100}`)
 	var room wire.Room
-	if err := json.Unmarshal(r.body, &room); r.status != 201 || err != nil || room.OpensAt == nil || *room.OpensAt != "2026-12-24T10:00:00Z" {
+	if err := json.Unmarshal(r.body, &room); r.status != 201 || err != nil || setting[string](room.Settings, "opens_at") != "2026-12-24T10:00:00Z" {
 		t.Fatalf("PUT with opens_at: %d %s", r.status, r.body)
 	}
 	draw := func() wire.Draw {

@@ -153,7 +153,7 @@ func TestEventsPublished(t *testing.T) {
 	switch {
 	case created.Who != "admin" || created.Old != nil || created.New == nil:
 		t.Errorf("a new room's settings_changed = %+v: want who admin, no old, the new settings", created)
-	case changed.Who != "admin" || *before.AdmitRate != 50 || *after.AdmitRate != 7 || *after.MaxActive != 1:
+	case changed.Who != "admin" || setting[float64](before, "admit_rate") != 50 || setting[float64](after, "admit_rate") != 7 || setting[int64](after, "max_active") != 1:
 		t.Errorf("settings_changed = %s → %s, want admit_rate 50 → 7", changed.Old, changed.New)
 	case entered.ETAMS <= 0:
 		t.Errorf("bob's entered event has no ETA: %+v", entered)

@@ -29,7 +29,7 @@ func TestQueueFull(t *testing.T) {
 	}
 	r = e.do(nil, "GET", "/api/v1/rooms/sale", adminKey, "")
 	var room wire.Room
-	if err := json.Unmarshal(r.body, &room); err != nil || room.Stats.Waiting != 1 || *room.MaxWaiting != 1 {
+	if err := json.Unmarshal(r.body, &room); err != nil || room.Stats.Waiting != 1 || setting[int64](room.Settings, "max_waiting") != 1 {
 		t.Errorf("room after a refused entry: %s, want 1 waiting", r.body)
 	}
 }
@@ -46,7 +46,7 @@ func TestAdmissionSettingsBadInput(t *testing.T) {
 	}
 	r := e.do(nil, "PUT", "/api/v1/rooms/r", adminKey, `{"presence_timeout_seconds":0,"max_waiting":0}`)
 	var room wire.Room
-	if err := json.Unmarshal(r.body, &room); r.status != 200 || err != nil || *room.PresenceTimeoutSeconds != 0 {
+	if err := json.Unmarshal(r.body, &room); r.status != 200 || err != nil || setting[float64](room.Settings, "presence_timeout_seconds") != 0 {
 		t.Errorf("PUT presence off: %d %s", r.status, r.body)
 	}
 }

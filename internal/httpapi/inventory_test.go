@@ -136,8 +136,8 @@ func testInventoryAwareAdmission(t *testing.T, qs queue.Store, holds hold.Store)
 	}
 	waitFor("every seat held: sold out", "sold_out", 0)
 	r := e.do(nil, "GET", roomPath, adminKey, "")
-	if got := decodeInto[wire.Room](t, r); *got.State != "open" {
-		t.Errorf("the room's state setting = %s, want open: the sold out is the inventory's", *got.State)
+	if got := setting[string](decodeInto[wire.Room](t, r).Settings, "state"); got != "open" {
+		t.Errorf("the room's state setting = %s, want open: the sold out is the inventory's", got)
 	}
 	testenv.Eventually(t, 10*time.Second, "the waiting visitor is told sold_out", func() bool {
 		en := e.do(nil, "GET", roomPath+"/entries/me", waiting.Ticket, "").entry(t)

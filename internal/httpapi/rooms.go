@@ -13,133 +13,64 @@ import (
 	"usher/internal/wire"
 )
 
-// applySettings returns s with the fields rs sets.
+// applySettings sets on s each setting rs names, through the settings
+// table; a name the table does not know is refused.
 func applySettings(rs wire.RoomSettings, s queue.Settings) (queue.Settings, error) {
-	if rs.State != nil {
-		s.State = queue.RoomState(*rs.State)
-	}
-	if rs.MaxActive != nil {
-		s.MaxActive = *rs.MaxActive
-	}
-	if rs.AdmitRate != nil {
-		s.AdmitRate = *rs.AdmitRate
-	}
-	if rs.IntervalMS != nil {
-		s.Interval = millis(*rs.IntervalMS)
-	}
-	if rs.ActiveTTLSeconds != nil {
-		s.ActiveTTL = seconds(*rs.ActiveTTLSeconds)
-	}
-	if rs.ClaimWindowSeconds != nil {
-		s.ClaimWindow = seconds(*rs.ClaimWindowSeconds)
-	}
-	if rs.ClientEntersPerMinute != nil {
-		s.ClientEntersPerMinute = *rs.ClientEntersPerMinute
-	}
-	if rs.PowBits != nil {
-		s.PowBits = *rs.PowBits
-	}
-	if rs.RequireIdentity != nil {
-		s.RequireIdentity = *rs.RequireIdentity
-	}
-	if rs.RequireInvite != nil {
-		s.RequireInvite = *rs.RequireInvite
-	}
-	if rs.MaxWaiting != nil {
-		s.MaxWaiting = *rs.MaxWaiting
-	}
-	if rs.PresenceTimeoutSeconds != nil {
-		s.PresenceTimeout = seconds(*rs.PresenceTimeoutSeconds)
-	}
-	if rs.VisitorsPerUnit != nil {
-		s.VisitorsPerUnit = *rs.VisitorsPerUnit
-	}
-	if rs.Admission != nil {
-		s.Admission = queue.Admission(*rs.Admission)
-	}
-	if rs.TargetP95MS != nil {
-		s.TargetP95 = millis(*rs.TargetP95MS)
-	}
-	if rs.MinAdmitRate != nil {
-		s.MinAdmitRate = *rs.MinAdmitRate
-	}
-	if rs.MaxAdmitRate != nil {
-		s.MaxAdmitRate = *rs.MaxAdmitRate
-	}
-	if rs.ControlPeriodMS != nil {
-		s.ControlPeriod = millis(*rs.ControlPeriodMS)
-	}
-	if rs.Shards != nil {
-		s.Shards = *rs.Shards
-	}
-	if rs.ShardStrategy != nil {
-		s.ShardStrategy = queue.ShardStrategy(*rs.ShardStrategy)
-	}
-	if rs.OpensAt != nil {
-		s.OpensAt = time.Time{}
-		if *rs.OpensAt != "" {
-			t, err := time.Parse(time.RFC3339Nano, *rs.OpensAt)
-			if err != nil {
-				return s, queue.ErrInvalid.Detail("opens_at: want an RFC 3339 time such as 2026-12-24T10:00:00+09:00, or \"\" for none")
-			}
-			s.OpensAt = t.UTC().Truncate(time.Millisecond)
+	for _, set := range rs {
+		f, ok := queue.LookupField(set.Name)
+		if !ok {
+			return s, queue.ErrInvalid.Detail("%s: no such setting", set.Name)
+		}
+		if err := f.Set(&s, set.Value); err != nil {
+			return s, err
 		}
 	}
 	return s, nil
 }
 
-// millis converts, saturating instead of overflowing (Validate rejects it):
-// 18446744073720 ms must not wrap to a valid interval.
-func millis(n int64) time.Duration {
-	if n > 1e12 || n < -1e12 {
-		return time.Duration(1 << 62)
+// settingsOf lists s by the settings table, as answers show them.
+func settingsOf(s queue.Settings) wire.RoomSettings {
+	out := make(wire.RoomSettings, 0, len(queue.SettingFields()))
+	for _, f := range queue.SettingFields() {
+		if v, omit := f.Get(s); !omit {
+			raw, _ := json.Marshal(v) // numbers, strings and booleans
+			out = append(out, wire.Setting{Name: f.JSON, Value: raw})
+		}
 	}
-	return time.Duration(n) * time.Millisecond
+	return out
 }
 
-// seconds converts, saturating instead of overflowing (Validate rejects it).
-func seconds(f float64) time.Duration {
-	if f > 1e9 || f < -1e9 {
-		return time.Duration(1 << 62)
+// settings answers the settings table: public, since it says only what a
+// room may be set to, and the same for every room.
+func (s *server) settings() http.Handler {
+	out := wire.SettingList{}
+	for _, f := range queue.SettingFields() {
+		info := wire.SettingInfo{Name: f.JSON, Type: f.Type, Format: f.Format, Enum: f.Enum, Unit: f.Unit, Help: f.Help, Fixed: f.Fixed}
+		if f.HasRange {
+			info.Minimum, info.Maximum = &f.Min, &f.Max
+		}
+		out.Settings = append(out.Settings, info)
 	}
-	return time.Duration(f * float64(time.Second))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		encode(w, http.StatusOK, out)
+	})
 }
 
+// roomResponse is the answer that shows room: its settings and stats.
 func roomResponse(room string, v queue.View) wire.Room {
 	s := v.Settings
-	state := string(s.State)
-	interval := s.Interval.Milliseconds()
-	ttl, claim, presence := s.ActiveTTL.Seconds(), s.ClaimWindow.Seconds(), s.PresenceTimeout.Seconds()
 	var inventory *int64 // omitted while unknown
 	if v.Inventory.Known {
 		inventory = &v.Inventory.Units
 	}
-	var opens *string
-	if !s.OpensAt.IsZero() {
-		o := s.OpensAt.UTC().Format(time.RFC3339Nano)
-		opens = &o
-	}
-	admission, strategy := string(s.Admission), string(s.ShardStrategy)
-	target, period := s.TargetP95.Milliseconds(), s.ControlPeriod.Milliseconds()
 	stats := wire.RoomStats{Waiting: v.Waiting, Active: v.Active, AdmittedTotal: v.AdmittedTotal, AdmitRateMeasured: v.Rate,
 		AdmitRateCurrent: s.CurrentRate(v.Control), EffectiveState: string(v.EffectiveState()), Inventory: inventory}
 	if s.Admission == queue.Adaptive && v.Control.P95 > 0 {
 		p95, goal := msFloat(v.Control.P95), msFloat(s.Target(v.Control))
 		stats.OriginP95MS, stats.TargetP95MS = &p95, &goal
 	}
-	return wire.Room{
-		Room: room,
-		RoomSettings: wire.RoomSettings{
-			State: &state, MaxActive: &s.MaxActive, AdmitRate: &s.AdmitRate, IntervalMS: &interval,
-			ActiveTTLSeconds: &ttl, ClaimWindowSeconds: &claim,
-			ClientEntersPerMinute: &s.ClientEntersPerMinute, PowBits: &s.PowBits, RequireIdentity: &s.RequireIdentity,
-			RequireInvite: &s.RequireInvite, OpensAt: opens, MaxWaiting: &s.MaxWaiting, PresenceTimeoutSeconds: &presence,
-			VisitorsPerUnit: &s.VisitorsPerUnit,
-			Admission:       &admission, TargetP95MS: &target, MinAdmitRate: &s.MinAdmitRate, MaxAdmitRate: &s.MaxAdmitRate,
-			ControlPeriodMS: &period, Shards: &s.Shards, ShardStrategy: &strategy,
-		},
-		Stats: stats,
-	}
+	return wire.Room{Room: room, Settings: settingsOf(s), Stats: stats}
 }
 
 // msFloat is d in milliseconds, to the microsecond.
@@ -180,7 +111,7 @@ func (s *server) putRoom() http.Handler {
 			return
 		}
 		resp := roomResponse(room, v)
-		s.settingsChanged(room, before, resp.RoomSettings)
+		s.settingsChanged(room, before, resp.Settings)
 		encode(w, status, resp)
 	})
 }
@@ -195,7 +126,7 @@ func (s *server) settingsChanged(room string, before *queue.View, after wire.Roo
 	d := event.Data{Who: "admin"}
 	d.New, _ = json.Marshal(after)
 	if before != nil {
-		d.Old, _ = json.Marshal(roomResponse(room, *before).RoomSettings)
+		d.Old, _ = json.Marshal(settingsOf(before.Settings))
 	}
 	s.Events.Emit(event.New(event.SettingsChanged, room, "", s.Queue.Now(), d))
 }

@@ -58,7 +58,7 @@ func testShardedRoom(t *testing.T, qs queue.Store) {
 
 	r := e.do(nil, "PUT", "/api/v1/rooms/hot", adminKey, `{`+sharded+`,"state":"paused","max_active":2,"admit_rate":20,"interval_ms":100}`)
 	var room wire.Room
-	if err := json.Unmarshal(r.body, &room); r.status != 201 || err != nil || room.Shards == nil || *room.Shards != 4 || room.ShardStrategy == nil || *room.ShardStrategy != "timestamp" {
+	if err := json.Unmarshal(r.body, &room); r.status != 201 || err != nil || setting[int64](room.Settings, "shards") != 4 || setting[string](room.Settings, "shard_strategy") != "timestamp" {
 		t.Fatalf("PUT a sharded room: %d %s, want 201 with 4 shards, timestamp", r.status, r.body)
 	}
 	for _, body := range []string{`{"shards":8}`, `{"shard_strategy":"counter"}`} {
@@ -108,7 +108,7 @@ func testShardedRoom(t *testing.T, qs queue.Store) {
 		}
 	}
 	r = e.do(nil, "GET", "/api/v1/rooms/hot", adminKey, "")
-	if err := json.Unmarshal(r.body, &room); err != nil || room.Stats.Waiting != 1 || room.Stats.Active != 2 || room.Stats.AdmittedTotal != 2 || room.Shards == nil || *room.Shards != 4 {
+	if err := json.Unmarshal(r.body, &room); err != nil || room.Stats.Waiting != 1 || room.Stats.Active != 2 || room.Stats.AdmittedTotal != 2 || setting[int64](room.Settings, "shards") != 4 {
 		t.Errorf("GET the room: %s, want 4 shards, 1 waiting, 2 active, 2 admitted", r.body)
 	}
 }

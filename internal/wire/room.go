@@ -14,54 +14,6 @@ type EnterRequest struct {
 	Invite string `json:"invite"`
 }
 
-// RoomSettings is the JSON form of a room's settings. In a PUT
-// /api/v1/rooms/{room}, omitted fields keep their current value (or the
-// default, for a new room); answers set every field.
-type RoomSettings struct {
-	State              *string  `json:"state,omitempty"`
-	MaxActive          *int64   `json:"max_active,omitempty"`
-	AdmitRate          *float64 `json:"admit_rate,omitempty"`
-	IntervalMS         *int64   `json:"interval_ms,omitempty"`
-	ActiveTTLSeconds   *float64 `json:"active_ttl_seconds,omitempty"`
-	ClaimWindowSeconds *float64 `json:"claim_window_seconds,omitempty"`
-	// ClientEntersPerMinute bounds the new places one client takes (0: off).
-	ClientEntersPerMinute *int64 `json:"client_enters_per_minute,omitempty"`
-	// PowBits is the proof of work an anonymous API entry brings (0: off).
-	PowBits *int64 `json:"pow_bits,omitempty"`
-	// RequireIdentity admits only entries with a signed identity assertion.
-	RequireIdentity *bool `json:"require_identity,omitempty"`
-	// RequireInvite admits only entries with an invite code of the room.
-	RequireInvite *bool `json:"require_invite,omitempty"`
-	// OpensAt is the opening of a sale with a pre-queue and a fair draw
-	// (RFC 3339, whole milliseconds; "" in a PUT: none). Answers omit it
-	// when the room has none.
-	OpensAt *string `json:"opens_at,omitempty"`
-	// MaxWaiting caps the waiting line (0: no cap); a longer one is 429.
-	MaxWaiting *int64 `json:"max_waiting,omitempty"`
-	// PresenceTimeoutSeconds: waiting visitors near the front not seen for
-	// this long are passed over by admission (0: off).
-	PresenceTimeoutSeconds *float64 `json:"presence_timeout_seconds,omitempty"`
-	// VisitorsPerUnit caps the admitted visitors at this many per unit of
-	// the sale's inventory left (0: off).
-	VisitorsPerUnit *float64 `json:"visitors_per_unit,omitempty"`
-	// Admission is static (admit_rate) or adaptive (a controller sets the
-	// rate from the origin's latency).
-	Admission *string `json:"admission,omitempty"`
-	// TargetP95MS is the origin p95 latency an adaptive room holds (0: 1.5 ×
-	// the unloaded p95 the controller learns).
-	TargetP95MS *int64 `json:"target_p95_ms,omitempty"`
-	// MinAdmitRate and MaxAdmitRate bound the adaptive rate.
-	MinAdmitRate *float64 `json:"min_admit_rate,omitempty"`
-	MaxAdmitRate *float64 `json:"max_admit_rate,omitempty"`
-	// ControlPeriodMS is how often the adaptive controller steps.
-	ControlPeriodMS *int64 `json:"control_period_ms,omitempty"`
-	// Shards spreads the room's line over this many Redis shards (1 to
-	// 64); ShardStrategy orders it across them (counter, timestamp,
-	// estimate). Both are fixed once the room exists.
-	Shards        *int64  `json:"shards,omitempty"`
-	ShardStrategy *string `json:"shard_strategy,omitempty"`
-}
-
 // Draw is the answer of GET /api/v1/rooms/{room}/draw: a room's opening
 // draw, with its seed once it took place.
 type Draw struct {
@@ -134,14 +86,6 @@ type SignalsAccepted struct {
 	// Pooled is false when the room is not adaptive: the report was
 	// dropped.
 	Pooled bool `json:"pooled"`
-}
-
-// Room is a room's settings and stats: the answer of GET and PUT
-// /api/v1/rooms/{room}.
-type Room struct {
-	Room string `json:"room"`
-	RoomSettings
-	Stats RoomStats `json:"stats"`
 }
 
 // RoomList is the answer of GET /api/v1/rooms.

@@ -163,26 +163,21 @@ function drawRooms() {
 }
 
 // --- a room ------------------------------------------------------------
-const FIELDS = [
-  ["max_active", "int", "Max active", "slots held at once"],
-  ["admit_rate", "num", "Admit rate", "visitors/s"],
-  ["interval_ms", "int", "Interval", "ms between admission steps"],
-  ["active_ttl_seconds", "num", "Active TTL", "s a slot lasts without activity"],
-  ["claim_window_seconds", "num", "Claim window", "s to claim a pass once admitted"],
-  ["max_waiting", "int", "Max waiting", "0: no cap (429 queue_full past it)"],
-  ["presence_timeout_seconds", "num", "Presence timeout", "s unseen before parked; 0: off"],
-  ["client_enters_per_minute", "int", "Entries per client a minute", "0: no limit"],
-  ["pow_bits", "int", "Proof of work", "bits; 0: off"],
-  ["visitors_per_unit", "num", "Visitors per unit left", "0: no cap"],
-  ["require_identity", "bool", "Require identity", "one place per account"],
-  ["require_invite", "bool", "Require invite", "presale by invite codes"],
-  ["opens_at", "text", "Opens at", "RFC 3339 (draw at the opening); empty: none"],
-  ["admission", "select", "Admission", "static or adaptive", ["static", "adaptive"]],
-  ["target_p95_ms", "int", "Target p95", "ms (adaptive)"],
-  ["min_admit_rate", "num", "Min admit rate", "visitors/s (adaptive)"],
-  ["max_admit_rate", "num", "Max admit rate", "visitors/s (adaptive)"],
-  ["control_period_ms", "int", "Control period", "ms (adaptive)"],
-];
+// FIELDS is the settings form, built from the server's settings table
+// (GET api/v1/settings) once: [name, kind, label, help, options, fixed].
+// The room's state has its own buttons.
+let FIELDS = null;
+async function loadFields() {
+  if (FIELDS) return true;
+  const r = await call("GET", "api/v1/settings");
+  if (!r.ok) { $("settings-error").textContent = message(r); return false; }
+  FIELDS = r.data.settings.filter((f) => f.name !== "state").map((f) => {
+    const kind = f.type === "integer" ? "int" : f.type === "number" ? "num" : f.type === "boolean" ? "bool" : f.enum ? "select" : "text";
+    const label = f.name.replace(/_(ms|seconds)$/, "").replace(/_/g, " ").replace(/\b(ttl|p95)\b/g, (w) => w.toUpperCase());
+    return [f.name, kind, label[0].toUpperCase() + label.slice(1), f.help + (f.unit ? " (" + f.unit + ")" : ""), f.enum, !!f.fixed];
+  });
+  return true;
+}
 
 async function openRoom(room) {
   const changed = state.room !== room;
@@ -198,9 +193,9 @@ async function openRoom(room) {
     $("settings-status").textContent = "";
   }
   drawRoomLive();
-  const [s, h] = await Promise.all([call("GET", "api/v1/rooms/" + room), call("GET", "rooms/" + room + "/history")]);
+  const [s, h, fields] = await Promise.all([call("GET", "api/v1/rooms/" + room), call("GET", "rooms/" + room + "/history"), loadFields()]);
   if (state.room !== room) return;
-  if (s.ok) { state.settings = s.data; drawSettings(); } else { $("settings-error").textContent = message(s); }
+  if (s.ok) { state.settings = s.data; if (fields) drawSettings(); } else { $("settings-error").textContent = message(s); }
   if (h.ok) { state.history = h.data; drawCharts(); }
   loadEvents(true);
 }
@@ -344,7 +339,7 @@ async function putRoom(body) {
   if (!r.ok) { $("settings-error").textContent = message(r); return false; }
   $("settings-error").textContent = "";
   $("settings-status").textContent = "Saved at " + clock(new Date());
-  if (state.room === room) { state.settings = r.data; drawSettings(); }
+  if (state.room === room) { state.settings = r.data; if (FIELDS) drawSettings(); }
   return true;
 }
 
@@ -367,7 +362,7 @@ document.addEventListener("keydown", (ev) => { if (ev.key === "Escape" && !$("co
 function drawSettings() {
   const f = $("settings"), s = state.settings;
   f.replaceChildren();
-  for (const [name, kind, label, help, options] of FIELDS) {
+  for (const [name, kind, label, help, options, fixed] of FIELDS) {
     let input;
     const v = s[name];
     if (kind === "bool") {
@@ -380,6 +375,7 @@ function drawSettings() {
       input = el("input", { name, type: kind === "text" ? "text" : "number", step: kind === "int" ? "1" : "any", value: v === undefined || v === null ? "" : v });
       if (kind === "text") input.placeholder = "2026-12-24T20:00:00+09:00";
     }
+    if (fixed) { input.disabled = true; input.title = "fixed when the room was made"; }
     input.addEventListener("input", () => { markChanged(); updateWhatIf(); });
     input.addEventListener("change", () => { markChanged(); updateWhatIf(); });
     f.append(el("label", { "data-field": name }, label, el("small", {}, help), input));
@@ -397,7 +393,8 @@ function formValue(name, kind) {
 function changes() {
   const out = {}, s = state.settings;
   if (!s) return out;
-  for (const [name, kind] of FIELDS) {
+  for (const [name, kind, , , , fixed] of FIELDS || []) {
+    if (fixed) continue;
     const v = formValue(name, kind), old = kind === "text" ? (s[name] || "") : s[name];
     if (v !== old && !(Number.isNaN(v) && old === undefined)) out[name] = v;
   }

@@ -116,6 +116,7 @@ type Plan struct {
 	// Room is the configuration for usher, whose step admits at most
 	// ceil(admit_rate × interval) visitors (its batch); RoomBatch is that.
 	Room      wire.RoomSettings `json:"room"`
+	room      queue.Settings    // Room, as the queue's settings
 	RoomBatch int64             `json:"room_batch"`
 	Steps     []Step            `json:"steps"`
 	// Notes warn about clamped values.
@@ -209,9 +210,9 @@ func Make(in Input) (Plan, error) {
 
 	// 5. The room: usher admits at most ceil(admit_rate × interval) per step
 	// from a token bucket refilled at admit_rate.
-	state, maxActive := wire.RoomOpen, p.MaxActive
-	ttl, claim := in.TTL.Seconds(), min(queue.DefaultSettings().ClaimWindow, in.TTL).Seconds()
-	p.Room = wire.RoomSettings{State: &state, MaxActive: &maxActive, ActiveTTLSeconds: &ttl, ClaimWindowSeconds: &claim}
+	p.room = queue.DefaultSettings()
+	p.room.State, p.room.MaxActive = queue.Open, p.MaxActive
+	p.room.ActiveTTL, p.room.ClaimWindow = in.TTL, min(p.room.ClaimWindow, in.TTL)
 	var interval time.Duration
 	rate := p.AdmitRate
 	switch {
@@ -255,8 +256,9 @@ func Make(in Input) (Plan, error) {
 	if rate > queue.MaxAdmitRate {
 		rate = queue.MaxAdmitRate
 	}
-	admitRate, intervalMS := roundTo(rate, 3), interval.Milliseconds()
-	p.Room.AdmitRate, p.Room.IntervalMS = &admitRate, &intervalMS
+	admitRate := roundTo(rate, 3)
+	p.room.AdmitRate, p.room.Interval = admitRate, interval.Truncate(time.Millisecond)
+	p.Room = roomJSON(p.room)
 	p.RoomBatch = usherBatch(admitRate, interval)
 	if p.RoomBatch > p.Batch {
 		p.Notes = append(p.Notes, fmt.Sprintf("usher's shortest interval (%v) admits up to %d per step, above the batch %d", queue.MinInterval, p.RoomBatch, p.Batch))
@@ -317,4 +319,18 @@ func CeilRound(d time.Duration) time.Duration {
 func roundTo(x float64, digits int) float64 {
 	p := math.Pow(10, float64(digits))
 	return math.Round(x*p) / p
+}
+
+// roomSettings are the settings a plan configures, by the queue's names.
+var roomSettings = []string{"state", "max_active", "admit_rate", "interval_ms", "active_ttl_seconds", "claim_window_seconds"}
+
+// roomJSON is s's roomSettings as the API takes them.
+func roomJSON(s queue.Settings) wire.RoomSettings {
+	var out wire.RoomSettings
+	for _, name := range roomSettings {
+		f, _ := queue.LookupField(name)
+		v, _ := f.Get(s)
+		out = out.With(name, v)
+	}
+	return out
 }

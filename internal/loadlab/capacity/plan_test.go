@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -69,8 +70,8 @@ func TestSeed002RoundedInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Seed 002's final settings: 35 every 500 ms, which is 70 visitors/s.
-	if *p.Room.IntervalMS != 500 || *p.Room.AdmitRate != 70 || p.RoomBatch != 35 {
-		t.Errorf("room interval %d ms, rate %v, batch %d, want 500 ms, 70/s, 35", *p.Room.IntervalMS, *p.Room.AdmitRate, p.RoomBatch)
+	if p.room.Interval.Milliseconds() != 500 || p.room.AdmitRate != 70 || p.RoomBatch != 35 {
+		t.Errorf("room interval %d ms, rate %v, batch %d, want 500 ms, 70/s, 35", p.room.Interval.Milliseconds(), p.room.AdmitRate, p.RoomBatch)
 	}
 	if p.MaxActive != 16_200 {
 		t.Errorf("MaxActive = %d, want 16200 (from the TPS)", p.MaxActive)
@@ -95,12 +96,12 @@ func TestRoomBatchNeverExceedsPreferred(t *testing.T) {
 		if p.RoomBatch > int64(tc.batch) && len(p.Notes) == 0 {
 			t.Errorf("%+v: room batch %d above the preferred %d without a note", tc, p.RoomBatch, tc.batch)
 		}
-		longer := time.Duration(*p.Room.IntervalMS+1) * time.Millisecond
-		if p.RoomBatch < int64(tc.batch) && *p.Room.IntervalMS < 60_000 && usherBatch(*p.Room.AdmitRate, longer) <= int64(tc.batch) {
-			t.Errorf("%+v: room batch %d below the preferred %d: the interval %d ms could be longer", tc, p.RoomBatch, tc.batch, *p.Room.IntervalMS)
+		longer := time.Duration(p.room.Interval.Milliseconds()+1) * time.Millisecond
+		if p.RoomBatch < int64(tc.batch) && p.room.Interval.Milliseconds() < 60_000 && usherBatch(p.room.AdmitRate, longer) <= int64(tc.batch) {
+			t.Errorf("%+v: room batch %d below the preferred %d: the interval %d ms could be longer", tc, p.RoomBatch, tc.batch, p.room.Interval.Milliseconds())
 		}
-		if *p.Room.AdmitRate != p.AdmitRate {
-			t.Errorf("%+v: room rate %v, want the planned %v", tc, *p.Room.AdmitRate, p.AdmitRate)
+		if p.room.AdmitRate != p.AdmitRate {
+			t.Errorf("%+v: room rate %v, want the planned %v", tc, p.room.AdmitRate, p.AdmitRate)
 		}
 	}
 }
@@ -130,8 +131,8 @@ func TestIntervalGiven(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Batch != 45 || p.RoomBatch != 45 || *p.Room.IntervalMS != 500 || *p.Room.AdmitRate != 90 {
-		t.Errorf("batch %d, room batch %d, interval %d, rate %v; want 45, 45, 500, 90", p.Batch, p.RoomBatch, *p.Room.IntervalMS, *p.Room.AdmitRate)
+	if p.Batch != 45 || p.RoomBatch != 45 || p.room.Interval.Milliseconds() != 500 || p.room.AdmitRate != 90 {
+		t.Errorf("batch %d, room batch %d, interval %d, rate %v; want 45, 45, 500, 90", p.Batch, p.RoomBatch, p.room.Interval.Milliseconds(), p.room.AdmitRate)
 	}
 }
 
@@ -253,5 +254,12 @@ type room struct {
 }
 
 func plain(rs wire.RoomSettings) room {
-	return room{*rs.State, *rs.MaxActive, *rs.IntervalMS, *rs.AdmitRate, *rs.ActiveTTLSeconds, *rs.ClaimWindowSeconds}
+	var r room
+	for name, v := range map[string]any{"state": &r.State, "max_active": &r.MaxActive, "interval_ms": &r.IntervalMS,
+		"admit_rate": &r.AdmitRate, "active_ttl_seconds": &r.ActiveTTLSeconds, "claim_window_seconds": &r.ClaimWindowSeconds} {
+		if ok, err := rs.Get(name, v); !ok || err != nil {
+			panic(fmt.Sprintf("plan room: %s missing or not decoded: %v", name, err))
+		}
+	}
+	return r
 }

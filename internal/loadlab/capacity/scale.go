@@ -108,26 +108,7 @@ const viewRefreshes = 10
 
 // RoomSettings are the queue settings of the plan's room: the defaults
 // with the plan's state, cap, rate, interval, TTL and claim window.
-func (p Plan) RoomSettings() queue.Settings {
-	s := queue.DefaultSettings()
-	r := p.Room
-	if r.MaxActive != nil {
-		s.MaxActive = *r.MaxActive
-	}
-	if r.AdmitRate != nil {
-		s.AdmitRate = *r.AdmitRate
-	}
-	if r.IntervalMS != nil {
-		s.Interval = time.Duration(*r.IntervalMS) * time.Millisecond
-	}
-	if r.ActiveTTLSeconds != nil {
-		s.ActiveTTL = time.Duration(*r.ActiveTTLSeconds * float64(time.Second))
-	}
-	if r.ClaimWindowSeconds != nil {
-		s.ClaimWindow = time.Duration(*r.ClaimWindowSeconds * float64(time.Second))
-	}
-	return s
-}
+func (p Plan) RoomSettings() queue.Settings { return p.room }
 
 // LineView is the view an instance has of a room with these settings and
 // waiting visitors in line, admitting at the configured rate: the view the

@@ -25,7 +25,7 @@ func (p Plan) WriteText(w io.Writer, base, room string) error {
 	for i, s := range p.Steps {
 		fmt.Fprintf(&b, "  %d. %-*s  %s\n", i+1, width, s.Title, s.Detail)
 	}
-	roomInterval := time.Duration(*p.Room.IntervalMS) * time.Millisecond
+	roomInterval := p.room.Interval
 	fmt.Fprintf(&b, "\nTPS %s req/s · max active %s · batch %d · interval %s in the room",
 		fmtNum(p.TPS), fmtInt(p.MaxActive), p.Batch, fmtDuration(roomInterval))
 	if p.RawInterval != 0 && p.RawInterval != roomInterval {
@@ -39,7 +39,7 @@ func (p Plan) WriteText(w io.Writer, base, room string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(&b, "\nRoom configuration (usher admits up to %d per step, %s/s on average):\n%s\n\n", p.RoomBatch, fmtNum(*p.Room.AdmitRate), body)
+	fmt.Fprintf(&b, "\nRoom configuration (usher admits up to %d per step, %s/s on average):\n%s\n\n", p.RoomBatch, fmtNum(p.room.AdmitRate), body)
 	// The same commands as the README's walk-through: the admin key from
 	// the file usher serve generates.
 	b.WriteString("  ADMIN=$(cat data/admin.key)   # the key usher serve generated in --data-dir, or your --admin-key\n")

@@ -70,7 +70,11 @@ func roomResponse(room string, v queue.View) wire.Room {
 		p95, goal := msFloat(v.Control.P95), msFloat(s.Target(v.Control))
 		stats.OriginP95MS, stats.TargetP95MS = &p95, &goal
 	}
-	return wire.Room{Room: room, Settings: settingsOf(s), Stats: stats}
+	out := wire.Room{Room: room, Settings: settingsOf(s), Stats: stats}
+	if s.Sharded() {
+		out.OffForShards = queue.OffForShards
+	}
+	return out
 }
 
 // msFloat is d in milliseconds, to the microsecond.

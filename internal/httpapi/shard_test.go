@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,9 +39,8 @@ func testShardedRoom(t *testing.T, qs queue.Store) {
 	e := newEnvOn(t, qs, false)
 	const sharded = `"shards":4,"shard_strategy":"timestamp","presence_timeout_seconds":0,"visitors_per_unit":0,"claim_window_seconds":300`
 	for _, bad := range []struct{ body, names string }{
-		{`{"shards":4}`, "presence_timeout"}, // the defaults a sharded room lacks
-		{`{"shards":4,"presence_timeout_seconds":0}`, "visitors_per_unit"},
-		{`{"shards":4,"presence_timeout_seconds":0,"visitors_per_unit":0}`, "claim_window"},
+		{`{"shards":4,"presence_timeout_seconds":20}`, "presence_timeout"}, // what a sharded room lacks, set
+		{`{"shards":4,"visitors_per_unit":3}`, "visitors_per_unit"},
 		{`{` + sharded + `,"max_waiting":10}`, "max_waiting"},
 		{`{` + sharded + `,"admission":"adaptive"}`, "admission"},
 		{`{` + sharded + `,"opens_at":"2030-01-01T10:00:00Z"}`, "opens_at"},
@@ -56,7 +56,18 @@ func testShardedRoom(t *testing.T, qs queue.Store) {
 		t.Fatalf("GET the room after refused PUTs: %d %s, want 404 (nothing written)", r.status, r.body)
 	}
 
-	r := e.do(nil, "PUT", "/api/v1/rooms/hot", adminKey, `{`+sharded+`,"state":"paused","max_active":2,"admit_rate":20,"interval_ms":100}`)
+	// A sharded room accepts every default: what its line lacks is off,
+	// and its answer says so.
+	r := e.do(nil, "PUT", "/api/v1/rooms/defaults", adminKey, `{"shards":3}`)
+	var defaults wire.Room
+	if err := json.Unmarshal(r.body, &defaults); r.status != 201 || err != nil ||
+		!slices.Equal(defaults.OffForShards, queue.OffForShards) ||
+		setting[float64](defaults.Settings, "presence_timeout_seconds") != 0 || setting[float64](defaults.Settings, "visitors_per_unit") != 0 ||
+		setting[float64](defaults.Settings, "claim_window_seconds") != setting[float64](defaults.Settings, "active_ttl_seconds") {
+		t.Errorf("PUT {\"shards\":3}: %d %s, want 201 with presence, the inventory cap and the claim window off, and off_for_shards", r.status, r.body)
+	}
+
+	r = e.do(nil, "PUT", "/api/v1/rooms/hot", adminKey, `{`+sharded+`,"state":"paused","max_active":2,"admit_rate":20,"interval_ms":100}`)
 	var room wire.Room
 	if err := json.Unmarshal(r.body, &room); r.status != 201 || err != nil || setting[int64](room.Settings, "shards") != 4 || setting[string](room.Settings, "shard_strategy") != "timestamp" {
 		t.Fatalf("PUT a sharded room: %d %s, want 201 with 4 shards, timestamp", r.status, r.body)

@@ -129,6 +129,7 @@ func (q *Queue) PutRoom(ctx context.Context, room string, s Settings) error {
 	if err := checkRoom(room); err != nil {
 		return err
 	}
+	s = s.ForShards()
 	if err := s.Validate(); err != nil {
 		return err
 	}
@@ -144,6 +145,7 @@ func (q *Queue) EnsureRoom(ctx context.Context, room string, s Settings) (create
 	if err := checkRoom(room); err != nil {
 		return false, err
 	}
+	s = s.ForShards()
 	if err := s.Validate(); err != nil {
 		return false, err
 	}

@@ -50,6 +50,32 @@ var ErrShardsFixed = ErrInvalid.Detail("shards, shard_strategy: fixed when the r
 // Sharded reports whether the room's line is spread over several shards.
 func (s Settings) Sharded() bool { return s.Shards > 1 }
 
+// ForShards is s for a room of several shards (s itself for one): what its
+// line does not have yet is turned off where s leaves it at its default
+// (presence parking, the inventory cap), and its claim window is its
+// active_ttl (a sharded room holds a slot for active_ttl from admission).
+// Queue.PutRoom and EnsureRoom apply it before Validate, so that a sharded
+// room accepts every default; a value set otherwise is refused, naming the
+// setting. OffForShards lists what is off.
+func (s Settings) ForShards() Settings {
+	if !s.Sharded() {
+		return s
+	}
+	d := DefaultSettings()
+	if s.PresenceTimeout == d.PresenceTimeout {
+		s.PresenceTimeout = 0
+	}
+	if s.VisitorsPerUnit == d.VisitorsPerUnit {
+		s.VisitorsPerUnit = 0
+	}
+	s.ClaimWindow = s.ActiveTTL
+	return s
+}
+
+// OffForShards are the settings (by JSON name) that a room of several
+// shards has off: its answer lists them.
+var OffForShards = []string{"presence_timeout_seconds", "claim_window_seconds", "visitors_per_unit", "max_waiting", "admission", "opens_at"}
+
 // checkShards is the shards setting's check after its range: for a
 // sharded room, the settings its line does not support yet.
 func checkShards(s Settings) error {

@@ -116,11 +116,15 @@ func members(b []byte, skip func(name string, value json.RawMessage) (bool, erro
 }
 
 // Room is a room's settings and stats: the answer of GET and PUT
-// /api/v1/rooms/{room}, one object {"room", the settings…, "stats"}.
+// /api/v1/rooms/{room}, one object {"room", the settings…,
+// "off_for_shards", "stats"}.
 type Room struct {
 	Room     string
 	Settings RoomSettings
-	Stats    RoomStats
+	// OffForShards names the settings that are off because the room's
+	// line is spread over several shards (omitted when it is not).
+	OffForShards []string
+	Stats        RoomStats
 }
 
 // MarshalJSON writes r as one object: room, the settings in order, stats.
@@ -132,6 +136,10 @@ func (r Room) MarshalJSON() ([]byte, error) {
 	}
 	b := append([]byte(`{"room":`), name...)
 	b = r.Settings.appendMembers(b, false)
+	if len(r.OffForShards) > 0 {
+		off, _ := json.Marshal(r.OffForShards)
+		b = append(append(b, `,"off_for_shards":`...), off...)
+	}
 	b = append(append(b, `,"stats":`...), stats...)
 	return append(b, '}'), nil
 }
@@ -145,6 +153,8 @@ func (r *Room) UnmarshalJSON(b []byte) error {
 			return true, json.Unmarshal(v, &room.Room)
 		case "stats":
 			return true, json.Unmarshal(v, &room.Stats)
+		case "off_for_shards":
+			return true, json.Unmarshal(v, &room.OffForShards)
 		}
 		return false, nil
 	})

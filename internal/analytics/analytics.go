@@ -1,34 +1,21 @@
 // Package analytics counts usher's events (package event) into per-room,
 // per-minute rows in SQL, and keeps each room's recent events for the
-// console's timeline. The collector (package collector) feeds it from the
-// event stream; the API reads it (GET /api/v1/rooms/{room}/analytics and
-// …/events).
+// console's timeline. The collector feeds it from the event stream; the API
+// reads it (GET /api/v1/rooms/{room}/analytics and …/events). Backends
+// (sqliteanalytics, pganalytics) only store; the arithmetic lives here, once.
 //
-// The contract:
-//   - Apply is idempotent per event ID: a batch is one transaction that
-//     records the IDs of its events together with the counters they change,
-//     and an event whose ID is recorded already changes nothing. A batch that
-//     fails changes nothing either; the caller applies it again.
-//   - A minute row is keyed by room and the minute (UTC) of the event's At.
-//     Time in queue is an admitted event's At less the same visitor's entered
-//     At, counted in the admitted event's minute; the ETA error is that wait
-//     less the entry's forecast (eta_ms; an entry without one has none).
-//   - To pair them, the store keeps one row per waiting visitor (room,
-//     visitor, entered At, forecast) from entered until admitted or left
-//     from waiting, and one per admission whose entry has not arrived yet
-//     (a redelivery reorders the stream: the pair is counted whichever
-//     comes first). Visitors who vanish without an event (a skip's Removed
-//     counts them, not who they are) stay until Prune drops rows older
-//     than Options.MaxWait. An admission whose entry is unknown (entered
-//     before the collector's history, or pruned) is counted as an admission
-//     but never in the time in queue (Waited < Admissions).
-//   - Event IDs are kept for Options.Dedupe after the event's At; Apply
-//     ignores events older than that (it could not tell a redelivery from a
-//     first delivery), counting them in Result.TooOld.
-//   - Each room keeps its Options.Recent newest events for the timeline.
+// Contract: Apply is idempotent per event ID (a batch is one transaction that
+// records its events' IDs with the counters they change), and a batch that
+// fails changes nothing. Rows are keyed by room and the UTC minute of the
+// event's At. Time in queue is an admission's At less the same visitor's
+// entry's, counted in the admission's minute in whichever order the two
+// events arrive.
 //
-// Backends (sqliteanalytics, pganalytics) only store; the arithmetic lives
-// here, once.
+// Limits: events older than Options.Dedupe are ignored (Result.TooOld), since
+// their ID is forgotten; an admission whose entry is unknown (before the
+// collector's history, or pruned after Options.MaxWait) counts as an
+// admission but not in the time in queue. Pairing, quantiles, retention:
+// docs/architecture.md#the-collector-and-analytics.
 package analytics
 
 import (

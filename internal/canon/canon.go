@@ -1,29 +1,18 @@
 // Package canon turns the path of a request as a stranger wrote it into the
-// one canonical path that usher matches its rules against and forwards to
-// the origin, and turns a "send me back here" target into a same-origin
-// path.
+// one canonical path that usher matches its rules against and forwards to the
+// origin, and turns a "send me back here" target into a same-origin path.
 //
 // The contract is the one a gate needs: if Path accepts a request target,
 // every common origin (one that percent-decodes once, resolves dot segments,
 // collapses slashes, and may treat `\` as `/` or drop trailing dots and
-// spaces) sees the same resource as the canonical path names, so the rule
-// that matched is the rule of what the origin serves. What could be read two
-// ways is refused rather than guessed:
-//
-//   - encoded `/`, `\`, `.` and `%` (%2F, %5C, %2E, %25: the double-decoding
-//     and encoded-traversal tricks), a raw `\`, control characters, NUL,
-//     invalid percent escapes (including IIS's %uXXXX) and invalid UTF-8
-//     after decoding;
-//   - `;` path parameters (Tomcat and Jetty strip them before routing, so
-//     `/shop;x/` is `/shop/` there);
-//   - a segment that ends in a dot or a space other than the dot segments
-//     (Windows origins drop them: `/shop./` is `/shop/` on IIS), or that
-//     names an NTFS stream (`/shop::$DATA`);
-//   - `..` that climbs above the root.
-//
-// Dot segments and repeated slashes are resolved; Path reports that the
-// target was not canonical so that the caller can redirect to the canonical
-// form. Case is kept: deciding how case is matched belongs to the rules.
+// spaces) sees the resource the canonical path names. What could be read two
+// ways is refused rather than guessed: encoded `/`, `\`, `.` and `%`, a raw
+// `\`, `;` parameters, segments ending in a dot or a space, NTFS streams,
+// `..` above the root, control characters, invalid escapes or UTF-8. Dot
+// segments and repeated slashes are resolved, and Path reports that the
+// target was not canonical so that the caller can redirect. Case is kept:
+// matching case belongs to the rules. Every case:
+// docs/security.md#canonical-paths-internalcanon-usher-proxy.
 package canon
 
 import (

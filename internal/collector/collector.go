@@ -1,31 +1,19 @@
 // Package collector counts the event stream into analytics: a durable
-// JetStream pull consumer on the deployment's event stream
-// (event.StreamName, filter event.SubjectFilter) whose batches
-// analytics.Apply counts in one SQL transaction each, acknowledged only
-// after that transaction committed.
+// JetStream pull consumer on the deployment's event stream (event.StreamName,
+// filter event.SubjectFilter) whose batches analytics.Apply counts in one SQL
+// transaction each, acknowledged only after that transaction committed. Every
+// event counts once, redeliveries and re-publications included; a failed
+// batch comes back after RetryAfter.
 //
-// Exactly once, from at-least-once: JetStream delivers a message again
-// when its acknowledgement did not arrive (the collector died between the
-// commit and the ack, an ack was lost, AckWait passed); the relay may
-// publish an event again after the broker's duplicate window. Either way
-// the event ID is recorded already, in the transaction that counted it, and
-// the second delivery changes nothing. A batch that fails (the database is
-// down) is handed back with a delay and counted again later.
-//
-// The collector does not create the stream: the producers do (the outbox
-// relay and the instances publish into it). Until it exists, Run logs
-// "event stream not found" and tries again every RetryAfter;
-// it binds to the stream whoever created it. (The first miss is logged at
-// warn, the next ones at debug.) It creates or updates its own
-// durable consumer (Options.Durable, default "collector"), so a restarted
-// collector resumes where the acknowledged part of the stream ends, and
-// several collectors with the same name share the work. Malformed messages
-// (not an event's JSON, or missing an ID, room, type or time) are
-// terminated and logged, never retried.
+// The producers create the stream; until it exists Run logs and retries, and
+// then binds to it whoever made it. A restarted collector resumes after the
+// acknowledged part of the stream, and collectors with the same
+// Options.Durable share the work. Malformed messages are terminated and
+// logged, never retried.
 //
 // Limits: one fetch loop; a batch is at most Options.Batch events and one
-// transaction. A batch whose transaction outlasts AckWait is delivered
-// again meanwhile (harmless: the second application finds the IDs).
+// transaction; a batch whose transaction outlasts AckWait is delivered again
+// meanwhile (harmless). See docs/architecture.md#the-collector-and-analytics.
 package collector
 
 import (

@@ -1,35 +1,21 @@
 // Package console is usher's operator console: an embedded single-page
-// application (HTML, CSS and JavaScript in web/, no build step, no external
-// assets) at /console/ on `usher serve`, and at /_usher/console/ on
-// `usher proxy`, with the few server routes it needs.
+// application (web/: no build step, no external assets) at /console/ on
+// `usher serve` and /_usher/console/ on `usher proxy`, with the few server
+// routes it needs.
 //
-// Contract:
-//   - Sign-in takes the admin key (the key the API's admin routes check) and
-//     answers an HttpOnly, SameSite=Strict session cookie (Secure unless
-//     InsecureCookies) that lasts SessionTTL (12 h). The cookie is signed
-//     with a key derived from the admin key: every instance sharing that key
-//     accepts it, a new admin key ends every session. Sign-out is remembered
-//     by the instance that signed out (see sessions). Attempts are counted per
-//     client and over all clients (SignInPerClient, SignInTotal); a wrong key
-//     is 401, an attempt over the limits 429.
-//   - Every request other than GET and HEAD must carry the session's CSRF
-//     token in the X-Usher-CSRF header, and must not come from another site
-//     by its Origin or Sec-Fetch-Site headers: otherwise 403 csrf_refused.
-//     The sign-in itself, which has no token yet, must be JSON and
-//     same-origin.
-//   - The console's reads and writes of rooms, events and schedules go to
-//     the JSON API handler in process (Config.API) with the admin key, on an
-//     allow-list of routes under /console/api/ (forward.go): the API
-//     validates settings once, for the console as for any client.
-//   - Live numbers come over server-sent events, one tick a second from this
-//     instance's room views (queue.Queue.View: counters, never visitors),
-//     at most StreamsPerSession streams per session and StreamsTotal in all.
-//   - The charts' history is a ring of one sample a second per room for the
-//     last hour, kept by Run on this instance only: it starts empty after a
-//     restart, and two instances behind a load balancer each show their own
-//     (history.go). At most MaxHistoryRooms rooms are kept.
+// Contract: sign-in takes the admin key and answers an HttpOnly,
+// SameSite=Strict session cookie signed with a key derived from it, so every
+// instance sharing the key accepts it and a new key ends every session;
+// attempts are limited per client and in all. Every request but GET and HEAD
+// must carry the session's CSRF token and come from the same origin, else 403
+// csrf_refused. Reads and writes of rooms, events and schedules go to the
+// JSON API in process, on an allow-list (forward.go). Every error answers
+// JSON through package apierror.
 //
-// Every error answers JSON through package apierror, like the API.
+// Limits: sign-out is remembered only by the instance that signed out; live
+// streams are capped per session and in all; the charts' history is the last
+// hour kept by this instance alone, empty after a restart (history.go). See
+// docs/console.md.
 package console
 
 import (

@@ -1,39 +1,18 @@
 // Package edgeconf renders the configuration of a front proxy that gates a
 // site with `usher auth` (forward auth) instead of `usher proxy`: a whole
-// nginx.conf for nginx's auth_request (Nginx) and a whole Caddyfile for
-// Caddy's reverse_proxy (Caddy). Each rendered file explains its
-// directives in comments; both were established against nginx 1.22 and
-// Caddy 2.6.2 (edgeconf_test.go runs them).
+// nginx.conf for nginx's auth_request (Nginx) and a whole Caddyfile for Caddy
+// (Caddy), each explaining its directives in comments. ParseRelease reads the
+// datagram either sends when the origin releases a slot.
 //
-// The protocol the files speak to usher:
-//   - Every request outside /_usher/ is first checked by a GET to usher's
-//     /_usher/auth/check (nginx) or /_usher/auth (Caddy) without the body, carrying the client's Cookie,
-//     Authorization and Accept headers and the original request: nginx
-//     sends X-Original-URI (the raw request target, $request_uri) and
-//     X-Original-Method; Caddy sends X-Forwarded-Uri (the raw target,
-//     {uri}), X-Forwarded-Method, X-Forwarded-Host and X-Forwarded-Proto.
-//     Both send X-Forwarded-For with the client's address only.
-//   - A 2xx answer lets the request through to the origin. The answer's
-//     Usher-Visitor and Usher-Room go to the origin; its Set-Cookie and
-//     Usher-Pass go to the client. nginx 1.22 copies only the first
-//     Set-Cookie of the auth answer (see Nginx); Caddy copies all. When
-//     the answer carries Usher-Visitor (a gated path), the client's answer
-//     gets Cache-Control: private (unless the origin set one) and Vary:
-//     Cookie, Authorization, as usher proxy does.
-//   - nginx: a 401 makes nginx send the original request (method, headers,
-//     body) to usher's /_usher/auth/wait, with X-Original-URI and
-//     X-Original-Method, whose answer (the waiting page or JSON, 429, 303,
-//     428...) goes to the client unchanged; auth_request accepts only 2xx,
-//     401 and 403 (403 is answered by nginx itself), and any other status
-//     or an unreachable usher is a 503 with Retry-After. Caddy: any non-2xx
-//     answer goes to the client whole (status, headers, body).
-//   - Requests under /_usher/ go straight to usher, except /_usher/auth
-//     and what is under it, which the edge answers 404 (only the edge asks
-//     them).
-//   - An origin answer with Usher-Release: 1 (nginx also takes "true") is
-//     hidden from the client, which gets the pass cookie cleared instead of
-//     renewed, and the edge sends one UDP datagram to Config.Release after
-//     the answer: ParseRelease reads it.
+// A rendered file asks usher about every request outside /_usher/, lets
+// through what usher passes, hands the origin the visitor and room usher
+// names, and otherwise gives the client usher's answer. Both were established
+// against nginx 1.22 and Caddy 2.6.2 (edgeconf_test.go runs them).
+//
+// Limits: nginx 1.22 copies only the first Set-Cookie of an auth answer; a
+// release datagram lost on the way leaves the slot to lapse by itself. The
+// protocol: docs/edge.md#the-protocol and
+// docs/architecture.md#forward-auth-at-the-edge.
 package edgeconf
 
 import (

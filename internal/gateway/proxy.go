@@ -3,34 +3,17 @@
 // path maps to, and answers everyone else with the queue: a waiting page for
 // browsers, the queue state as JSON for clients that ask for JSON.
 //
-// Contract:
-//   - Requests under Prefix (/_usher/) go to usher's own API, never to the
-//     origin; WorkerPath (/_usher/pow.js) is the waiting page's worker.
-//   - Open paths (Rules) are proxied without a pass. Gated paths are proxied
-//     when gate.Gate.Admit passes them (pass in the Authorization header or
-//     the usher_pass cookie, active slot in the store); the slot's expiry
-//     slides and a renewed pass comes back in the Usher-Pass header (and the
-//     cookie, if the pass came in one).
-//   - Without a pass the request enters the queue (the first time) or reads
-//     its place (the usher_ticket_<room> cookie or an `Authorization: Bearer`
-//     ticket). Waiting answers are 429 with Retry-After, never 2xx, so that
-//     no cache or client mistakes them for the origin's answer. A browser that
-//     finds itself admitted gets the pass cookie and a 303 to the URL it
-//     asked for; a JSON client's request is proxied at once, with the pass in
-//     Usher-Pass.
-//   - A newcomer to a room with pow_bits (no ticket, no visitor cookie, no
-//     invite or identity) must solve a proof of work first: 428 with the
-//     challenge (as JSON, or the waiting page's challenge state, whose worker
-//     solves it), and no visitor, place or cookie until a request brings the
-//     solution in the Usher-Challenge header (package flood).
-//   - An origin response carrying `Usher-Release: 1` ends the visitor's slot
-//     (queue.Leave); the header is stripped.
-//   - Origin failures answer 502, origin timeouts (no response headers within
-//     Config.OriginTimeout, or no connection) 504, with a plain page.
+// Contract: requests under Prefix (/_usher/) go to usher's own API, never to
+// the origin. Open paths (Rules) are proxied without a pass, gated paths when
+// gate.Gate.Admit passes them, with a renewed pass in Usher-Pass. Without a
+// pass a request enters the queue or reads its place; waiting answers are 429
+// with Retry-After, never 2xx, so no cache or client mistakes them for the
+// origin's. A newcomer to a room with pow_bits first solves a proof of work
+// (428, package flood). An origin answer with `Usher-Release: 1` ends the
+// visitor's slot. Origin failures answer 502, origin timeouts 504.
 //
-// Limits: the proxy forwards the Authorization header unchanged, so an origin
-// that uses Authorization for its own logins should let browsers carry the
-// pass in the cookie. The usher_* cookies are forwarded to the origin too.
+// Limits: the Authorization header and the usher_* cookies are forwarded to
+// the origin unchanged. See docs/proxy.md.
 package gateway
 
 import (

@@ -1,32 +1,20 @@
-// Package pgbooking is the booking.Store on PostgreSQL (pgx v5, pgxpool):
-// the backend for several usher instances sharing one catalog.
+// Package pgbooking is the booking.Store on PostgreSQL (pgx v5, pgxpool): the
+// backend for several usher instances sharing one catalog.
 //
-// The pool is bounded by the poolSize given to Open, and that bound is what
-// keeps the database safe under a ticket rush: the mq consumer runs at most
-// poolSize Decide calls at once, each on one connection, and any further
-// caller waits for a free connection (or its context) in this process
-// instead of opening another backend in the server.
+// Decide sells every seat with the contract's conditional UPDATE (status IN
+// ('AVAILABLE','HELD')), one transaction per call, never by reading a status
+// and writing it back: two instances, or a hold layer that was wrong, never
+// sell a seat twice. The pool is bounded by the poolSize given to Open, and
+// callers beyond it wait in this process rather than open more server
+// connections. Open applies the embedded migrations once, under an advisory
+// lock, in the URL's search_path (schema_migrations records them). A failure
+// to reach the server, or the caller's context ending while it waits for a
+// connection, wraps booking.ErrUnavailable.
 //
-// Decide is one transaction per call and few round trips per batch (see
-// decide.go): every seat is sold with the contract's conditional UPDATE
-// (status IN ('AVAILABLE','HELD')), never by reading a status and writing
-// it back, so two instances, or a hold layer that was wrong, can never sell
-// a seat twice. Under READ COMMITTED the UPDATE re-checks its condition on
-// the row version it finally locks, which is what makes it safe.
-//
-// Schema: migrations/*.sql, embedded and applied at Open in one transaction
-// under a transaction-scoped advisory lock, so instances starting together
-// apply each migration once; versions are recorded in schema_migrations.
-// Tables are created in the connection's search_path (set search_path in
-// the URL, e.g. ...?search_path=usher, to keep them in their own schema).
-// Times are stored as timestamptz: they come back in UTC with microsecond
-// resolution.
-//
-// Errors: a failure to reach the server (refused or dropped connection,
-// connect timeout, server shutting down, too many connections, the
-// caller's context ending while waiting) wraps booking.ErrUnavailable; the
-// original error stays in the chain. Without connect_timeout in the URL
-// the store waits at most defaultConnectTimeout for a connection to open.
+// Limits: times come back in UTC with microsecond resolution. Without
+// connect_timeout in the URL a connection waits at most defaultConnectTimeout
+// to open. How Decide batches and locks:
+// docs/architecture.md#three-lines-of-defence.
 package pgbooking
 
 import (

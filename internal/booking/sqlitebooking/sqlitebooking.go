@@ -1,29 +1,20 @@
-// Package sqlitebooking is the booking.Store in one SQLite file: the
-// embedded default, for a single usher instance. It is pure Go
-// (modernc.org/sqlite), so the binary needs no C toolchain or server.
+// Package sqlitebooking is the booking.Store in one SQLite file: the embedded
+// default, for a single usher instance. It is pure Go (modernc.org/sqlite),
+// so the binary needs no C toolchain or server.
 //
-// The database is one file that the caller names (Open(ctx,
-// "<data-dir>/usher.db")), in WAL mode with foreign keys on and a busy
-// timeout. SQLite serialises writers whatever the client does, so the store
-// keeps exactly one writer connection: every write (catalog changes and
-// Decide) queues for it in process instead of spinning on SQLITE_BUSY, and
-// each Decide call is one BEGIN IMMEDIATE transaction. Reads (Schedule,
-// Seats, Reservation) use a separate small pool of read-only connections
-// and, thanks to WAL, never wait for the writer. Another process may open
-// the same file; it then contends through the busy timeout, and a write
-// that cannot get the lock in time fails with booking.ErrUnavailable.
+// The file (Open(ctx, "<data-dir>/usher.db")) is in WAL mode with exactly one
+// writer connection: every write queues for it in process, and each Decide
+// call is one BEGIN IMMEDIATE transaction that sells seats with the
+// contract's conditional UPDATE, a SAVEPOINT per reservation, and one fsync
+// (synchronous=FULL: a confirmed sale survives power loss). Reads use a small
+// pool of read-only connections and never wait for the writer. Migrations are
+// embedded and applied at Open (schema_migrations).
 //
-// Decide sells seats with exactly the contract's conditional UPDATE, one
-// statement per seat, inside a SAVEPOINT per reservation: a reservation
-// whose update touches no row is rolled back to its savepoint and rejected.
-// A batch is one transaction and one fsync (synchronous=FULL: a confirmed
-// sale survives power loss), which is what makes batching pay.
-//
-// Schema: migrations/*.sql, embedded and applied at Open in one
-// transaction, recorded in schema_migrations. Times are stored as unix
-// microseconds in UTC, so they come back in UTC with microsecond
-// resolution. The file cannot be ":memory:" (the reader pool would see
-// another database).
+// Limits: another process may open the file, but contends through the busy
+// timeout, and a write that cannot get the lock in time fails with
+// booking.ErrUnavailable. Times come back in UTC with microsecond resolution.
+// The file cannot be ":memory:" (the readers would see another database). See
+// docs/architecture.md#three-lines-of-defence.
 package sqlitebooking
 
 import (

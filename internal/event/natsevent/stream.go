@@ -1,27 +1,16 @@
 // Package natsevent carries usher's events (package event) over NATS
-// JetStream: the event stream itself (EnsureStream), the Publisher that
-// the queue, the holds and the settings hand their events to, and the
-// Relay that publishes the booking outbox. The collector reads the same
-// stream.
+// JetStream: the event stream (EnsureStream), the Publisher that the queue,
+// the holds and the settings hand their events to, and the Relay that
+// publishes the booking outbox. Every message is one event's JSON on
+// event.Subject, with Nats-Msg-Id set to its ID.
 //
-// Two paths, two promises:
-//
-//   - The Publisher is best effort. Emit puts the event in a bounded
-//     buffer and returns at once, whatever NATS does; Run drains the buffer
-//     in batches of asynchronous publications. An event is dropped, and
-//     counted in usher_events_dropped_total, when the buffer is full, when
-//     the connection is down, or when the server does not acknowledge it
-//     within the timeout. Nothing on a request path ever waits for NATS.
-//   - The Relay is at least once. It reads the outbox (events the database
-//     wrote in the transaction of the decision), publishes them, and marks
-//     them sent only after the stream acknowledged each one. A relay that
-//     dies between the publication and the mark publishes the same events
-//     again when it restarts; they carry the same Nats-Msg-Id, so the
-//     stream drops them within its duplicate window, and the collector,
-//     which de-duplicates on the event ID, counts them once after it.
-//
-// Every message is one event's JSON on event.Subject, with Nats-Msg-Id set
-// to its ID, in the stream event.StreamName over event.SubjectFilter.
+// The Publisher is best effort: Emit never blocks, and an event is dropped
+// (counted in usher_events_dropped_total) when the buffer is full, the
+// connection is down, or the stream does not acknowledge it in time. The
+// Relay is at least once: it marks outbox events sent only after the stream
+// acknowledged them, so a relay that dies in between publishes them again,
+// and the stream's duplicate window and the collector drop the copies. See
+// docs/architecture.md#events.
 package natsevent
 
 import (

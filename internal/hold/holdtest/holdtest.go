@@ -1,38 +1,17 @@
 // Package holdtest is the conformance suite that every hold.Store backend
-// runs: Run for semantics, Bench for speed. It pins what booking relies on:
-// a seat hold takes all of its seats or none, a seat is under at most one
-// live hold at any moment (also under 64 concurrent callers), holds end
-// exactly at their expiry by the caller's clock (the suite moves the clock,
-// it never sleeps), per-holder limits count only live holds, stock is an
-// atomic check-and-decrement that never oversells, and the errors a backend
-// returns.
+// runs: Run for semantics, Bench for speed. It pins what booking relies on: a
+// seat hold takes all of its seats or none, a seat is under at most one live
+// hold at any moment (also under 64 concurrent callers), holds end exactly at
+// their expiry by the caller's clock (the suite moves the clock, it never
+// sleeps), per-holder limits count only live holds, stock is an atomic
+// check-and-decrement that never oversells, and the errors a backend returns.
 //
-// Where hold.Store's contract is silent, the suite pins these choices, which
-// every backend must share:
-//
-//   - A request that names a seat more than once fails with a *TakenError
-//     listing that seat (the hold would hold it twice, which the contract
-//     forbids for the same holder); the caller should reject such requests
-//     before they reach the store.
-//   - TakenError.Seats lists each offending seat once, in order of its first
-//     appearance in the request.
-//   - The state of the goods is checked before the holder's limit: a request
-//     that is both taken and over the limit fails with *TakenError, one that
-//     is both sold out and over the limit with ErrSoldOut.
-//   - limit caps the total after the request: holding exactly limit seats
-//     (or units) succeeds; limit 0 lets the holder hold nothing.
-//   - A stock hold does not count towards the holder's seat limit, nor a
-//     seat hold towards the stock limit.
-//   - SetStock sets the units available besides the holds that have not
-//     ended: when such a hold is released or expires, its units come back
-//     on top of the new total. A scope that never had SetStock has 0 units.
-//   - A hold's id is unique in its scope; Get, Release and Consume with the
-//     id of another scope's hold answer ErrNotFound.
-//   - Hold.Seats is nil for a stock hold and the caller's slice is copied:
-//     changing it after HoldSeats changes nothing in the store.
-//
-// Not pinned (the caller validates): empty seat lists, n or ttl of zero or
-// less, negative stock or limits, ids that break hold.Store's rules.
+// Where hold.Store's contract is silent it pins choices every backend must
+// share (a seat named twice is taken, the goods are checked before the limit,
+// the limit is inclusive, ids are per scope, and more), listed in
+// docs/architecture.md#the-hold-store. Not pinned, because the caller
+// validates them: empty seat lists, n or ttl of zero or less, negative stock
+// or limits, ids that break hold.Store's rules.
 package holdtest
 
 import (

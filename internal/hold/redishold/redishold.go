@@ -1,48 +1,21 @@
-// Package redishold is the hold.Store on Redis: the backend for several
-// usher instances sharing holds. It follows seed 003 §4: a seat is held with
-// SET seat-key hold-id PX, only when no live hold has it, and stock is a Lua
-// check-and-decrement.
+// Package redishold is the hold.Store on Redis: the backend for several usher
+// instances sharing holds. A scope's keys share one hash tag, so a scope
+// lives in one Redis Cluster slot, and each method is one Lua script
+// (lua/*.lua): atomic however many instances share the server. A call that
+// fails with hold.ErrUnavailable (a timeout, a broken connection) may still
+// have run.
 //
-// All keys of one scope share its hash tag, so that a scope lives on one
-// Redis Cluster slot and a script may touch all of them:
+// A hold is live while its expiry, by the caller's clock, is after now;
+// Redis's own key expiry only collects garbage, GCMargin after a hold ends.
 //
-//	<prefix>{<scope>}:stock        string: units available plus units under holds not yet ended
-//	<prefix>{<scope>}:holds        sorted set: hold id → expiry (unix ms, the caller's clock)
-//	<prefix>{<scope>}:hold         hash: hold id → "holder quantity expiry_ms seat…"
-//	<prefix>{<scope>}:held         hash: s:<holder> → seats, u:<holder> → units, units → all units held
-//	<prefix>{<scope>}:seat:<seat>  string: the id of the hold that has the seat
-//	<prefix>{<scope>}:lapsed       list: "id record" of holds reclaimed on expiry, for Lapsed (at most 10,000)
-//	<prefix>{<scope>}:guard        never written; every script declares it (Store.keys)
-//
-// Every method is one Lua script (lua/*.lua, run with EVALSHA), atomic
-// however many instances share the server: a call either ran whole or not at
-// all. A call that fails with hold.ErrUnavailable (timeout, broken
-// connection) may still have run. Scripts that end holds derive the seat
-// keys from the hold's record instead of declaring them: they share the
-// scope's hash tag and so the slot of the declared keys, which Redis Cluster
-// accepts (the guard key keeps such a script from running while the slot
-// migrates, when a seat key may already be on the other node), but a proxy
-// that demands every key in KEYS would not.
-//
-// Two clocks. Liveness follows the caller's now alone: a hold is live while
-// its expiry in the holds set is after now, and every script (but SetStock,
-// which takes no now) first reclaims the holds whose expiry is at or before
-// now, returning their units and freeing their seats. A seat key is taken
-// only if it names a hold that is still in the holds set. Redis's own expiry
-// (PX, Redis's clock) is garbage collection only: seat keys live the hold's
-// ttl plus a margin of ten minutes, and the holds, hold and held keys are
-// kept alive as long as their longest hold's seat keys. A scope nobody calls
-// any more thus shrinks to its stock key (which never expires), and because
-// that key counts the held units, vanished holds give their units back. If the callers' clocks run
-// more than the margin behind Redis's, a seat key can vanish before its hold
-// ends and the seat can be held twice; SQL still sells it once (hold
-// package comment).
-//
-// Times have millisecond resolution: now and ttl are truncated to whole
-// milliseconds. Reclaiming is amortised O(1) per hold, but a call right
-// after many holds of a scope expired at once reclaims them all in one
-// script. Tested on Redis 7.0; the scripts use nothing newer than Redis 2.6.12
-// (SET … PX).
+// Limits: if the callers' clocks run more than GCMargin behind Redis's, a
+// seat key can vanish before its hold ends and the seat be held twice (SQL
+// still sells it once). A call right after many of a scope's holds expired
+// reclaims them all in one script. Scripts that end holds touch seat keys
+// they do not declare: Redis Cluster accepts that, a proxy that demands every
+// key in KEYS would not. Times have millisecond resolution. Tested on Redis
+// 7.0; the scripts need nothing newer than 2.6.12 (SET … PX). Keys and
+// clocks: docs/architecture.md#the-hold-store.
 package redishold
 
 import (

@@ -57,7 +57,7 @@ func BenchmarkStore(b *testing.B) {
 	holdtest.Bench(b, newStoreFunc(openClient(b)))
 }
 
-// TestKeys pins the key layout that the package comment documents: one hash
+// TestKeys pins the key layout that docs/architecture.md#the-hold-store documents: one hash
 // tag per scope, a key per held seat, Redis expiry as garbage collection
 // only (the hold's ttl plus GCMargin), nothing left of ended holds.
 func TestKeys(t *testing.T) {

@@ -1,25 +1,18 @@
-// Package loadgen is usher's load generator: it plays seed 000's experiment
-// (users calling a site directly, or through the waiting room) and reports
-// what k6 or Locust would, plus what only a waiting room has: time in queue,
-// ETA error, admission-order inversions.
-//
-// Scenarios: Direct users call the origin endpoint in a loop; Queued users
-// enter the room (POST …/entries), poll as told (poll_after_ms), and once
-// admitted call the origin endpoint with the pass as a Bearer token, then
-// leave. Models: closed (a fixed number of users, each starting its next
-// iteration when the last ends) and open (iterations start on a ramping
-// schedule whatever the system does, latency measured from the scheduled
-// time: no coordinated omission).
+// Package loadgen is usher's load generator: users call a site directly, or
+// enter a waiting room, poll as told and call the site once admitted. It
+// reports what k6 or Locust would, plus what only a waiting room has: time in
+// queue, ETA error, admission-order inversions.
 //
 // Every latency is measured from the time the call was due, on the
-// generator's clock; only successful calls enter the latency histograms.
-// Calls still in flight when the run and its grace period end are cancelled
-// and counted apart (interrupted), so requests = successes + errors holds.
+// generator's clock (no coordinated omission), and only successful calls
+// enter the latency histograms. Calls still in flight when the run and its
+// grace period end are cancelled and counted apart (interrupted): requests
+// equal successes plus errors.
 //
-// The generator shares the machine with what it measures, so its round trips
-// avoid net/http's Transport (see conns); docs/loadlab.md records its rate
-// against wrk's on the same endpoint. HTTP/1.1 only, no redirects, cookies
-// or compression.
+// Limits: the generator shares the machine with what it measures, so its
+// round trips avoid net/http's Transport (see conns); HTTP/1.1 only, no
+// redirects, cookies or compression. Scenarios, models, the report and the
+// generator's own rate: docs/loadlab.md#usher-loadtest.
 package loadgen
 
 import (

@@ -1,24 +1,16 @@
-// Package simorigin is a simulated origin site, built like seed 000's server:
-// a pool of workers (Tomcat's 200 threads) in front of a pool of database
-// connections (HikariCP's 10), each request holding a connection for a
-// service time drawn from a distribution. Requests beyond the pools wait in
-// FIFO order, so under overload the latency is dominated by waiting, not by
-// work: the no-queue collapse that the waiting room exists to prevent.
+// Package simorigin is a simulated origin site: a pool of workers (Tomcat's
+// 200 threads) in front of a pool of database connections (HikariCP's 10),
+// each request holding a connection for a service time drawn from a
+// distribution. Requests beyond the pools wait in FIFO order, so under
+// overload the latency is waiting, not work: the no-queue collapse that the
+// waiting room exists to prevent. Phases (Config.Phases) change the pools,
+// the service time and the timeout during a run.
 //
-// Endpoints: GET /seats (a seat lookup), POST /reservations (reserve one
-// seat: 201, 404 for an unknown seat, 409 for a taken one), both bound by the
-// pools; GET /healthz and GET /stats (pool gauges, utilisation, wait and
-// service-time histograms), which are not.
-//
-// Phases (Config.Phases) change the pools, the service time and the
-// timeout during the run, so that a load test meets an origin whose
-// capacity changes.
-//
-// Limits, honestly: the "work" is a timer, not CPU or I/O, so the origin
-// models a pool-bound site, not a CPU-bound one; the worker queue is
-// unbounded (Tomcat's accept queue and the kernel backlog are not modelled);
-// a Timeout bounds only the wait for a worker and a connection (HikariCP's
-// connectionTimeout), answered 503.
+// Limits: the "work" is a timer, not CPU or I/O, so the origin models a
+// pool-bound site, not a CPU-bound one; the worker queue is unbounded
+// (Tomcat's accept queue and the kernel backlog are not modelled); a Timeout
+// bounds only the wait for a worker and a connection, answered 503. Endpoints
+// and phases: docs/loadlab.md#usher-origin-a-faithful-simulated-origin.
 package simorigin
 
 import (

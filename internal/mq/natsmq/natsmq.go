@@ -1,78 +1,22 @@
 // Package natsmq is the mq.Broker on NATS JetStream, embedded in-process
 // (StartEmbedded, ConnectEmbedded) or external (any nats.Conn to a server
-// with JetStream).
+// with JetStream): a work-queue stream holds the reservations the database
+// has not taken yet, a key-value bucket every reservation's latest state.
 //
-// Layout, for a broker named N (Options.Name, default "usher"):
+// Submit records one reservation per visitor and idempotency key. A Submit
+// that fails may have recorded it: the caller must retry with the same key,
+// or it stays pending. Consume delivers at least once (a dead consumer's
+// batch comes back after AckWait, a failed one after RetryAfter) and relies
+// on the handler being idempotent, as booking.Store.Decide is. With
+// Options.Replicas > 1 every read goes to the stream leader: a reservation is
+// found right after Submit, and a decided one never reads back pending.
 //
-//   - stream N_RESERVATIONS (upper-cased), subjects "N.reservations.>",
-//     one message per submitted reservation on "N.reservations.<schedule>",
-//     file storage, work-queue retention: a message is deleted once a
-//     consumer acknowledges it, so the stream holds exactly the backlog the
-//     database has not taken yet. It is a buffer, not a log; the bucket
-//     below keeps every reservation's state. Nats-Msg-Id is the
-//     reservation's key (below) and the duplicate window (Options.Duplicates,
-//     default 10 min) drops re-publications of it.
-//   - durable pull consumer "deciders" on that stream, created or updated by
-//     Consume: explicit ack, AckWait (Options.AckWait, default 30 s),
-//     MaxAckPending = Workers×MaxBatch, unlimited deliveries.
-//   - key-value bucket N_reservations, history 1, file storage: key
-//     "res.<id>" (or "res64.<base64url(id)>" for an id that is not made of
-//     letters, digits, '-' and '_') holds the reservation's latest state as
-//     JSON; key "idem.<hex sha256 of visitor and idempotency key>" holds the
-//     pending reservation that the first Submit with that pair recorded.
-//
-// With Options.Replicas > 1 (a cluster), the stream, its consumer and the
-// bucket are replicated (Raft: a write is acknowledged once a majority of
-// the replicas has it), and the bucket's direct gets are turned off: every
-// read goes to the stream leader, never to a replica that has not applied
-// the latest write (read your writes: a reservation is found right after
-// Submit, and a decided one is never read back pending). A Watch's
-// consumer may still run on such a replica; when it has no value yet,
-// Watch asks the leader. Without a majority of the nodes the stream has
-// no leader, and every operation fails with mq.ErrUnavailable after at
-// most Options.Timeout.
-//
-// Submit creates the idempotency key (the first writer wins, atomically in
-// the server), then creates the state key, then publishes and waits for the
-// stream's acknowledgement. If it fails after the idempotency key was
-// written, it returns an error wrapping mq.ErrUnavailable and the
-// reservation may be recorded as pending but not yet published: a retry of
-// Submit with the same visitor and key finds the recorded reservation and
-// publishes it again (de-duplicated by the stream if the first publication
-// did land), and returns it with created=false. A caller that gets an error
-// must therefore retry with the same key, or the reservation stays pending.
-// A Submit that loses to a concurrent one with the same visitor and key
-// never writes its own reservation: only the winner's id exists.
-//
-// Consume runs Workers loops; each fetches up to MaxBatch messages, calls the
-// handler, writes every decision to the bucket and then acknowledges the
-// message. While the handler runs, the loop tells the server the batch is in
-// progress every AckWait/3, so a slow database never causes a redelivery; a
-// consumer that dies or whose ctx ends stops doing so and its unacknowledged
-// batch is delivered again AckWait later. A handler error (or panic) naks the
-// batch with delay RetryAfter. Every delivery goes to the handler, even one
-// whose state is already decided: booking.Store.Decide is idempotent and
-// returns the stored decision, and reading the bucket first would cost a
-// round trip per reservation for a case that only happens after a crash.
-// Malformed messages are terminated and logged. Deliveries are unlimited: a
-// database that is down for an hour leaves the reservations in the stream.
-//
-// A reservation the handler returns still pending (neither confirmed nor
-// rejected) is not recorded; it is redelivered after RetryAfter.
-//
-// Limits: the ack-pending cap is per consumer, not per process; several
-// Consume calls (in one process or many) share it, and the last one to start
-// sets it. A decided state is written with a plain put: two consumers that
-// decide the same reservation write the same decision because Decide is
-// idempotent. Reservation ids must be unique: a second reservation with a
-// used id (under another idempotency key) is reported created but keeps the
-// first one's state and message. States and idempotency keys are kept for
-// Options.KeepFor (zero: forever); once an idempotency key expires, the same
-// visitor and key make a new reservation. Each Watch is one ephemeral
-// consumer on the server, gone when the watch ends: fine for the visitors
-// waiting on a decision, but not free by the ten thousand. Every operation
-// fails at once with mq.ErrUnavailable while the connection is not
-// connected: the Broker never queues a write for later.
+// Limits: while the connection is down every operation fails at once with
+// mq.ErrUnavailable (nothing is queued for later). Every Consume on the
+// stream shares one ack-pending cap, set by the last to start. Reservation
+// ids must be unique. States and idempotency keys live for Options.KeepFor.
+// Each Watch is one ephemeral consumer on the server. Layout and steps:
+// docs/architecture.md#the-broker-on-jetstream.
 package natsmq
 
 import (

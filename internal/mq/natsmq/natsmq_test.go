@@ -285,7 +285,7 @@ func TestRepublishDeduplicated(t *testing.T) {
 	}
 }
 
-// TestLayout pins the settings that the package comment, operators and the
+// TestLayout pins the settings that docs/architecture.md, operators and the
 // failure semantics rely on.
 func TestLayout(t *testing.T) {
 	ctx := context.Background()

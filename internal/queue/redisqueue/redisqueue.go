@@ -1,63 +1,19 @@
 // Package redisqueue is the queue.Store on Redis: the backend for several
 // usher instances sharing rooms, and for rooms that outlive a restart.
 //
-// One room is eight keys under one hash tag, so that it lives on one Redis
-// Cluster slot and a Lua script may touch all of them:
+// A room is a few keys under one hash tag, so it lives in one Redis Cluster
+// slot, and every method on a room is one Lua script (lua/*.lua): atomic
+// however many instances share the server. A call that fails with
+// queue.ErrUnavailable (a timeout, a broken connection) may still have run.
+// PutRoom and DeleteRoom also write the room index, the set <prefix>rooms, in
+// a second command: a failure between leaves a room unlisted, or an id listed
+// without a room, until the call is retried. A room of more than one shard
+// keeps its line in package redisshard (sharded.go).
 //
-//	<prefix>{<room>}:meta    hash: settings, batch, seq, admitted_total, tokens, refilled_ms, the draw's fields, inventory (lua/set_inventory.lua)
-//	<prefix>{<room>}:wait    sorted set: visitor id → arrival sequence number
-//	<prefix>{<room>}:active  sorted set: visitor id → expiry (unix milliseconds)
-//	<prefix>{<room>}:pre     sorted set: the opening draw's pre-queue (lua/draw.lua)
-//	<prefix>{<room>}:seen    sorted set: watched visitors → last seen (lua/admit.lua, presence)
-//	<prefix>{<room>}:parked  sorted set: absent visitors out of the line → seq (lua/presence.lua)
-//	<prefix>{<room>}:back    sorted set: parked visitors who came back → seq, admitted first
-//	<prefix>{<room>}:signals hash: the adaptive controller's pool of origin signals (lua/signals.lua)
-//	<prefix>{<room>}:guard   never written; every script declares it (Store.guardKey)
-//
-// On Redis Cluster a room is thus one slot: its scripts run on the slot's
-// primary, and while the slot migrates they are refused (TRYAGAIN) and
-// retried within the caller's deadline rather than run half on each node
-// (docs/operations.md#redis-high-availability).
-// The adaptive controller's state (queue.ControlFields, admit_rate_current
-// among them) lives in the meta hash by name, next to the settings.
-//
-// Lua cannot compute HMAC-SHA256, so the store computes a visitor's draw
-// key (queue.DrawKey) in Go, with the room's seed, which it caches: a
-// script that needs the key and is given none, or one made with another
-// seed (it checks the seed's commitment), answers "need the key", and the
-// store reads the seed and runs it again.
-//
-// The settings are hash fields named as in queue.SettingFields and encoded
-// by it (durations in nanoseconds); put_room.lua takes them as name/value
-// pairs and stats.lua returns the hash by name, so a new setting needs no
-// change here. A setting missing from an older room's hash reads as its
-// default.
-//
-// One more key, the set <prefix>rooms, lists the room ids for Rooms. It lives
-// outside every room's slot (on a cluster: on one primary for all rooms), so PutRoom writes it in a second command after
-// the room's script: if that command fails, PutRoom returns ErrUnavailable
-// and the room exists but is not listed until PutRoom is retried. DeleteRoom
-// likewise removes the room's keys in its script (lua/delete_room.lua) and
-// its member of the set in a second command; a failure between leaves an
-// id listed without a room (Stats answers ErrRoomNotFound), which a retry
-// of DeleteRoom removes.
-//
-// Every other method is one Lua script (lua/*.lua, run with EVALSHA), so each
-// is atomic however many instances share the server: a call either ran whole
-// or not at all. A call that fails with queue.ErrUnavailable (timeout, broken
-// connection) may still have run. Admission state, the token bucket included,
-// lives in the room's hash; no visitor has a key of its own, so a waiting
-// visitor costs one sorted-set member (about 126 bytes of Redis memory with
-// 22-character ids at a million waiting; docs/benchmarks-redis.md). Times
-// have millisecond resolution: durations are truncated to whole milliseconds
-// when added to now.
-//
-// A room of more than one shard (queue.Settings.Shards) keeps its line in
-// package redisshard, over several hash tags: sharded.go.
-//
-// Tested on Redis 7.0; the scripts use no command newer than ZPOPMIN (Redis
-// 5.0). Durability is whatever the server is configured for: without AOF or
-// replication a Redis restart loses the queue.
+// Limits: times have millisecond resolution; durability is whatever the
+// server is configured for (without AOF or replication a Redis restart loses
+// the queue). Tested on Redis 7.0; the scripts need Redis 5.0 (ZPOPMIN). Keys
+// and scripts: docs/architecture.md#redisqueue.
 package redisqueue
 
 import (

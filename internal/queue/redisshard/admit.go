@@ -45,7 +45,7 @@ type take struct {
 	max string
 }
 
-// Admit runs one admission step (see the package comment): reserve on the
+// Admit runs one admission step (docs/architecture.md#redis-hot-room-sharding): reserve on the
 // home shard, peek and pop on the line shards, commit on the home shard,
 // acknowledge on the line shards. Several schedulers may run it at once
 // for the same room: the cap and the rate hold for the room as a whole.

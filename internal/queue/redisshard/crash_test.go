@@ -14,7 +14,7 @@ import (
 
 // TestCrashedStep plays an admission step that stops after its pop, and
 // one that stops after its commit, by running their first calls by hand,
-// then checks what the package comment promises: the reservation holds
+// then checks what docs/architecture.md#redis-hot-room-sharding promises: the reservation holds
 // its slots until its lease ends; then the taken visitors are back in line
 // in their places, and those already committed are dropped, never
 // admitted twice or beyond the cap.

@@ -10,7 +10,7 @@ import (
 )
 
 // Strategy says how a sharded room orders its visitors across shards (seed
-// 003 §7; the package comment compares them).
+// 003 §7; docs/architecture.md#redis-hot-room-sharding compares them).
 type Strategy string
 
 const (

@@ -323,7 +323,7 @@ func TestEnterAfterDuplicateDropped(t *testing.T) {
 // record, without asking the home shard's active set.
 //
 // (When the slot lapses and a step runs again, it reclaims v and admits
-// it a second time, from its old place: the package comment's limit.)
+// it a second time, from its old place: a documented limit.)
 func TestActiveWhileAckLost(t *testing.T) {
 	for _, tc := range []struct {
 		name  string

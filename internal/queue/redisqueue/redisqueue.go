@@ -326,7 +326,12 @@ func (s *Store) putRoom(ctx context.Context, op, room string, set queue.Settings
 		args = append(args, f.Name, f.Encode(set))
 	}
 	if set.Sharded() {
-		args = append(args, redisshard.SettingPairs(shardSettings(set))...)
+		ss := shardSettings(set)
+		var err error
+		if ss.Tags, err = s.shard.TagsFor(ctx, room, ss.Shards); err != nil {
+			return false, fmt.Errorf("redisqueue: %s %s: %w", op, room, err)
+		}
+		args = append(args, redisshard.SettingPairs(ss)...)
 	}
 	created, err := s.exec(ctx, s.putRoomScript, room, s.keys(room)[:1], args).AsInt64()
 	switch {
@@ -519,7 +524,7 @@ func (s *Store) Stats(ctx context.Context, room string, now time.Time) (queue.St
 		s.cacheSeed(room, hex.EncodeToString(st.Draw.Seed))
 	}
 	if st.Settings.Sharded() {
-		return s.statsSharded(ctx, room, st, field(arr, "state_v"))
+		return s.statsSharded(ctx, room, st, field(arr, "state_v"), fieldOr(arr, "shard_tags", ""))
 	}
 	if s.isSharded(room) { // lost and made again unsharded, by another instance
 		s.sharded.Delete(room)
@@ -582,7 +587,10 @@ func (s *Store) SetControl(ctx context.Context, room string, next queue.Control,
 
 // field is the value of name in a reply of name/value pairs ("0" when
 // missing).
-func field(arr []rueidis.RedisMessage, name string) string {
+func field(arr []rueidis.RedisMessage, name string) string { return fieldOr(arr, name, "0") }
+
+// fieldOr is field with def for a missing one.
+func fieldOr(arr []rueidis.RedisMessage, name, def string) string {
 	for i := 0; i+1 < len(arr); i += 2 {
 		if n, err := arr[i].ToString(); err == nil && n == name {
 			if v, err := str(arr[i+1]); err == nil {
@@ -590,7 +598,7 @@ func field(arr []rueidis.RedisMessage, name string) string {
 			}
 		}
 	}
-	return "0"
+	return def
 }
 
 // parseStats decodes stats.lua's reply: name/value pairs. Settings are read

@@ -73,8 +73,8 @@ func shardSettings(set queue.Settings) redisshard.Settings {
 // copies cross, the copies keep the later state (line_state.lua).
 func (s *Store) putSharded(ctx context.Context, op, room string, set queue.Settings) error {
 	s.sharded.Store(room, true)
-	v, err := s.c.Do(ctx, s.c.B().Hmget().Key(s.keys(room)[0]).Field("state", "state_v").Build()).ToArray()
-	if err != nil || len(v) < 2 {
+	v, err := s.c.Do(ctx, s.c.B().Hmget().Key(s.keys(room)[0]).Field("state", "state_v", "shard_tags").Build()).ToArray()
+	if err != nil || len(v) < 3 {
 		return unavailable(op, room, fmt.Errorf("reply %v: %v", v, err))
 	}
 	state, err1 := v[0].ToString()
@@ -82,7 +82,8 @@ func (s *Store) putSharded(ctx context.Context, op, room string, set queue.Setti
 	if err1 != nil || err2 != nil { // the room went meanwhile
 		return notFound(op, room)
 	}
-	if err := s.shard.SetLineState(ctx, room, int(set.Shards), redisshard.Strategy(set.ShardStrategy), state, version); err != nil {
+	tags, _ := v[2].ToString() // none: the shard numbers
+	if err := s.shard.SetLineState(ctx, room, int(set.Shards), redisshard.Strategy(set.ShardStrategy), tags, state, version); err != nil {
 		return fmt.Errorf("redisqueue: %s %s: %w", op, room, err)
 	}
 	return nil
@@ -135,10 +136,10 @@ func (s *Store) leaveSharded(ctx context.Context, room, visitor string) error {
 // version (redisshard.SyncLines), so that a copy a PUT left behind (it
 // stopped between its two calls) or a shard lost is repaired at the next
 // refresh.
-func (s *Store) statsSharded(ctx context.Context, room string, st queue.Stats, stateVersion string) (queue.Stats, error) {
+func (s *Store) statsSharded(ctx context.Context, room string, st queue.Stats, stateVersion, tags string) (queue.Stats, error) {
 	s.sharded.Store(room, true)
 	n, err := s.shard.SyncLines(ctx, room, int(st.Settings.Shards), redisshard.Strategy(st.Settings.ShardStrategy),
-		string(st.Settings.State), stateVersion)
+		tags, string(st.Settings.State), stateVersion)
 	if err != nil {
 		return queue.Stats{}, fmt.Errorf("redisqueue: stats %s: %w", room, err)
 	}

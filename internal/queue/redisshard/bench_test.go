@@ -43,8 +43,8 @@ import (
 //     steps of 1,000 on a simulated clock: admitted/s, and the order error
 //     |admission rank − arrival rank| over every visitor (max and p99).
 //
-// The shards' hash tags are placed by CRC16: the room's name is chosen so
-// that its shards spread over the primaries as evenly as they can.
+// The room's name is chosen so that its shards spread over the primaries
+// as evenly as they can, as they were before PutRoom chose the tags.
 func BenchmarkLine(b *testing.B) {
 	if os.Getenv("USHER_BENCH_SHARD_URL") == "" {
 		b.Skip("set USHER_BENCH_SHARD_URL (scripts/bench-shard.sh does)")

@@ -21,14 +21,14 @@ func (s *Store) CrashStep(ctx context.Context, room string, l Settings, id strin
 	if err != nil {
 		return 0, nil, err
 	}
-	plan, err := s.plan(ctx, room, s.remember(room, l.Shards, l.Strategy), r[0], int(r[1]), now)
+	plan, err := s.plan(ctx, room, s.remember(room, l.Shards, l.Strategy, l.Tags), r[0], int(r[1]), now)
 	if err != nil {
 		return r[0], nil, err
 	}
 	var taken []string
 	end := strconv.FormatInt(now.Add(5*time.Second).UnixMilli(), 10)
 	for i := range l.Shards {
-		keys := s.shardKeys(room, i)
+		keys := s.lineKeys(room, i)
 		arr, err := s.exec(ctx, s.pop, pick(keys, kWait, kMeta, kLeases, kTaken, kGuard),
 			[]string{ms(now), id, end, strconv.FormatInt(plan[i].n, 10), plan[i].max}).AsStrSlice()
 		if err != nil {
@@ -54,9 +54,9 @@ func (s *Store) ActiveKey(room string) string { return s.homeKeys(room)[1] }
 func (s *Store) HomeMetaKey(room string) string { return s.homeKeys(room)[0] }
 
 // WaitKey and ShardMetaKey are line shard i's sorted set and meta hash.
-func (s *Store) WaitKey(room string, i int) string { return s.shardKeys(room, i)[kWait] }
+func (s *Store) WaitKey(room string, i int) string { return s.lineKeys(room, i)[kWait] }
 
-func (s *Store) ShardMetaKey(room string, i int) string { return s.shardKeys(room, i)[kMeta] }
+func (s *Store) ShardMetaKey(room string, i int) string { return s.lineKeys(room, i)[kMeta] }
 
 // Step is an admission step run phase by phase (Admit's take, commitStep
 // and ackStep), so that a test can put a call between two phases.
@@ -112,7 +112,7 @@ func (p *Step) Finish(ctx context.Context) (AdmitResult, error) {
 func (s *Store) Waiting(ctx context.Context, room string, shards int) (int64, error) {
 	cmds := make(rueidis.Commands, 0, shards)
 	for i := range shards {
-		cmds = append(cmds, s.c.B().Zcard().Key(s.shardKeys(room, i)[0]).Build())
+		cmds = append(cmds, s.c.B().Zcard().Key(s.lineKeys(room, i)[0]).Build())
 	}
 	var n int64
 	for _, r := range s.c.DoMulti(ctx, cmds...) {

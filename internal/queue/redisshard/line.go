@@ -251,8 +251,8 @@ func (s *Store) Leave(ctx context.Context, room, visitor string) error {
 //
 // shards and strategy are the room's, as its home hash holds them now:
 // the store takes them as the room's layout (see SyncLines).
-func (s *Store) SetLineState(ctx context.Context, room string, shards int, strategy Strategy, state, version string) error {
-	_, err := s.SyncLines(ctx, room, shards, strategy, state, version)
+func (s *Store) SetLineState(ctx context.Context, room string, shards int, strategy Strategy, tags, state, version string) error {
+	_, err := s.SyncLines(ctx, room, shards, strategy, tags, state, version)
 	if err != nil {
 		return fmt.Errorf("redisshard: set line state %s: %w", room, err)
 	}
@@ -265,13 +265,13 @@ func (s *Store) SetLineState(ctx context.Context, room string, shards int, strat
 // a shard's primary that failed over to an empty replica) is repaired at
 // the next refresh.
 //
-// It also takes shards and strategy, read from the room's home hash with
+// It also takes shards, strategy and tags, read from the room's home hash with
 // state and version, as the room's layout, in place of what the store
 // remembers: a room Redis lost and that was made again with another
 // layout (through this instance or another) is then found where it is
 // from the next refresh on, each scheduler step on every instance.
-func (s *Store) SyncLines(ctx context.Context, room string, shards int, strategy Strategy, state, version string) (int64, error) {
-	l := s.remember(room, shards, strategy)
+func (s *Store) SyncLines(ctx context.Context, room string, shards int, strategy Strategy, tags, state, version string) (int64, error) {
+	l := s.remember(room, shards, strategy, tags)
 	counts := make([]int64, shards)
 	errs := make([]error, shards)
 	each(shards, func(i int) {

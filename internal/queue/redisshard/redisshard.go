@@ -15,8 +15,9 @@
 // Limits: a step that dies between its calls makes the room admit less until
 // its lease ends; a visitor whose step's acknowledgement is lost, and whose
 // slot lapses before a later step reclaims it, is admitted twice; a visitor
-// who leaves during a step may still get a slot. Hash tags are placed by
-// CRC16, not by primary. Keys, step phases and what a crash leaves behind:
+// who leaves during a step may still get a slot. The shards' hash tags are
+// chosen at creation to land on distinct primaries (PlaceTags); a later
+// resharding may bring them together. Keys, step phases and crashes:
 // docs/architecture.md#redis-hot-room-sharding.
 package redisshard
 
@@ -27,6 +28,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -118,23 +120,41 @@ func New(c rueidis.Client, prefix string, lease time.Duration) *Store {
 type layout struct {
 	shards   int
 	strategy Strategy
+	tags     string
 	keys     [][]string
 }
 
-// remember is the layout of room with shards and strategy, the one s
-// holds if it is that, else a new one that s holds from now on.
-func (s *Store) remember(room string, shards int, strategy Strategy) layout {
+// remember is the layout of room with shards, strategy and tags
+// (Settings.Tags), the one s holds if it is that, else a new one that s
+// holds from now on.
+func (s *Store) remember(room string, shards int, strategy Strategy, tags string) layout {
 	if v, ok := s.rooms.Load(room); ok {
-		if l := v.(layout); l.shards == shards && l.strategy == strategy {
+		if l := v.(layout); l.shards == shards && l.strategy == strategy && l.tags == tags {
 			return l
 		}
 	}
-	l := layout{shards: shards, strategy: strategy, keys: make([][]string, shards)}
+	l := layout{shards: shards, strategy: strategy, tags: tags, keys: make([][]string, shards)}
+	names := tagNames(tags, shards)
 	for i := range l.keys {
-		l.keys[i] = s.shardKeys(room, i)
+		l.keys[i] = s.shardKeys(room, names[i])
 	}
 	s.rooms.Store(room, l)
 	return l
+}
+
+// tagNames are the names of a room's shards in their hash tags: "" for the
+// home shard, then tags' names (Settings.Tags), or the shard numbers
+// where tags has none.
+func tagNames(tags string, shards int) []string {
+	given := strings.Split(tags, ",")
+	names := make([]string, shards)
+	for i := 1; i < shards; i++ {
+		names[i] = strconv.Itoa(i)
+		if tags != "" && i-1 < len(given) {
+			names[i] = given[i-1]
+		}
+	}
+	return names
 }
 
 // ShardOf is the shard of k that holds visitor: FNV-1a of the id, mod k.
@@ -145,14 +165,15 @@ func ShardOf(visitor string, k int) int {
 }
 
 // homeTag and shardTag are the hash tags: the home shard's is the room's,
-// as in redisqueue, and line shard 0 shares it.
+// as in redisqueue, and line shard 0 shares it (name ""); line shard i's
+// is {<room>#<name>}, its name from tagNames.
 func (s *Store) homeTag(room string) string { return s.prefix + "{" + room + "}:" }
 
-func (s *Store) shardTag(room string, i int) string {
-	if i == 0 {
+func (s *Store) shardTag(room, name string) string {
+	if name == "" {
 		return s.homeTag(room)
 	}
-	return s.prefix + "{" + room + "#" + strconv.Itoa(i) + "}:"
+	return s.prefix + "{" + room + "#" + name + "}:"
 }
 
 // homeKeys are meta, active, resv and the guard.
@@ -161,11 +182,12 @@ func (s *Store) homeKeys(room string) []string {
 	return []string{t + "meta", t + "active", t + "resv", t + "guard"}
 }
 
-// shardKeys are wait, meta, leases, admitted, taken and the guard of
-// shard i. Shard 0's meta is the home meta hash (the same tag): its fields
-// (last, seq, t:<step>) do not collide with the home's.
-func (s *Store) shardKeys(room string, i int) []string {
-	t := s.shardTag(room, i)
+// shardKeys are wait, meta, leases, admitted, taken and the guard of the
+// shard named name (tagNames). Shard 0's meta is the home meta hash (the
+// same tag): its fields (last, seq, t:<step>) do not collide with the
+// home's.
+func (s *Store) shardKeys(room, name string) []string {
+	t := s.shardTag(room, name)
 	return []string{t + "wait", t + "meta", t + "leases", t + "admitted", t + "taken", t + "guard"}
 }
 
@@ -188,12 +210,26 @@ func pick(keys []string, idx ...int) []string {
 	return out
 }
 
-// Keys lists every key the room may have, home first (for tests and
+// lineKeys are line shard i's keys in the layout s holds for room, or
+// with the shard number as its tag's name.
+func (s *Store) lineKeys(room string, i int) []string {
+	if v, ok := s.rooms.Load(room); ok && i < v.(layout).shards {
+		return v.(layout).keys[i]
+	}
+	return s.shardKeys(room, tagNames("", i+1)[i])
+}
+
+// Keys lists every key the room may have, home first, in the layout s
+// holds for it, or with the shard numbers as tags (for tests and
 // operators).
 func (s *Store) Keys(room string, shards int) []string {
+	tags := ""
+	if v, ok := s.rooms.Load(room); ok && v.(layout).shards == shards {
+		tags = v.(layout).tags
+	}
 	keys := s.homeKeys(room)
-	for i := range shards {
-		keys = append(keys, s.shardKeys(room, i)...)
+	for _, name := range tagNames(tags, shards) {
+		keys = append(keys, s.shardKeys(room, name)...)
 	}
 	return keys
 }
@@ -235,6 +271,13 @@ func (s *Store) PutRoom(ctx context.Context, room string, set Settings) error {
 	if err := set.Validate(); err != nil {
 		return fmt.Errorf("redisshard: put room %s: %w", room, err)
 	}
+	if set.Tags == "" {
+		tags, err := s.TagsFor(ctx, room, set.Shards)
+		if err != nil {
+			return err
+		}
+		set.Tags = tags
+	}
 	args := append([]string{"0"}, settingPairs(set)...)
 	keys := s.homeKeys(room)
 	r, err := s.exec(ctx, s.putRoomScript, []string{keys[0], keys[3]}, args).ToArray()
@@ -254,7 +297,7 @@ func (s *Store) PutRoom(ctx context.Context, room string, set Settings) error {
 	if err := errors.Join(err1, err2); err != nil {
 		return unavailable("put room", room, err)
 	}
-	return s.SetLineState(ctx, room, set.Shards, set.Strategy, state, version)
+	return s.SetLineState(ctx, room, set.Shards, set.Strategy, set.Tags, state, version)
 }
 
 // Settings reads the room's settings from its home shard.
@@ -285,5 +328,5 @@ func (s *Store) layoutOf(ctx context.Context, op, room string) (layout, error) {
 		}
 		return layout{}, err
 	}
-	return s.remember(room, set.Shards, set.Strategy), nil
+	return s.remember(room, set.Shards, set.Strategy, set.Tags), nil
 }

@@ -83,17 +83,19 @@ func TestPutRoom(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, err := s.Settings(ctx, "hot")
+		set.Tags = got.Tags // chosen at creation: a cluster's, none on one server
 		if err != nil || got != set {
 			t.Errorf("Settings = %+v, %v; want %+v", got, err, set)
 		}
 		for _, change := range []func(*redisshard.Settings){
 			func(s *redisshard.Settings) { s.Shards = 5 },
 			func(s *redisshard.Settings) { s.Strategy = redisshard.Counter },
+			func(s *redisshard.Settings) { s.Tags = "9,8,7" },
 		} {
 			bad := set
 			change(&bad)
 			if err := s.PutRoom(ctx, "hot", bad); !errors.Is(err, queue.ErrInvalid) {
-				t.Errorf("PutRoom changing the layout to %d %s = %v, want queue.ErrInvalid", bad.Shards, bad.Strategy, err)
+				t.Errorf("PutRoom changing the layout to %d %s %q = %v, want queue.ErrInvalid", bad.Shards, bad.Strategy, bad.Tags, err)
 			}
 		}
 		if _, _, err := s.Enter(ctx, "missing", "a", time.Now()); !errors.Is(err, queue.ErrRoomNotFound) {

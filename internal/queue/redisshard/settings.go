@@ -52,6 +52,11 @@ type Settings struct {
 	// Strategy orders the visitors across shards; fixed when the room is
 	// created.
 	Strategy Strategy
+	// Tags names the hash tags of line shards 1 to Shards-1, comma
+	// separated ("" for the shard numbers): chosen when the room is
+	// created (Store.TagsFor) so that a Redis Cluster puts the shards on
+	// distinct primaries, and fixed from then on.
+	Tags string
 	// MaxActive caps the room's admitted visitors at any moment, over all
 	// shards and all schedulers.
 	MaxActive int64
@@ -115,6 +120,8 @@ type settingField struct {
 	name   string
 	encode func(Settings) string
 	decode func(*Settings, string) error
+	// optional settings may be missing from a hash written before them.
+	optional bool
 }
 
 // settingFields lists each setting once: its hash field, its encoding and
@@ -123,21 +130,23 @@ type settingField struct {
 // name.
 var settingFields = []settingField{
 	{"shards", func(s Settings) string { return strconv.Itoa(s.Shards) },
-		func(s *Settings, v string) (err error) { s.Shards, err = strconv.Atoi(v); return err }},
+		func(s *Settings, v string) (err error) { s.Shards, err = strconv.Atoi(v); return err }, false},
 	{"shard_strategy", func(s Settings) string { return string(s.Strategy) },
-		func(s *Settings, v string) error { s.Strategy = Strategy(v); return nil }},
+		func(s *Settings, v string) error { s.Strategy = Strategy(v); return nil }, false},
+	{"shard_tags", func(s Settings) string { return s.Tags },
+		func(s *Settings, v string) error { s.Tags = v; return nil }, true},
 	{"max_active", func(s Settings) string { return strconv.FormatInt(s.MaxActive, 10) },
-		func(s *Settings, v string) (err error) { s.MaxActive, err = strconv.ParseInt(v, 10, 64); return err }},
+		func(s *Settings, v string) (err error) { s.MaxActive, err = strconv.ParseInt(v, 10, 64); return err }, false},
 	{"admit_rate", func(s Settings) string { return strconv.FormatFloat(s.AdmitRate, 'g', -1, 64) },
-		func(s *Settings, v string) (err error) { s.AdmitRate, err = strconv.ParseFloat(v, 64); return err }},
+		func(s *Settings, v string) (err error) { s.AdmitRate, err = strconv.ParseFloat(v, 64); return err }, false},
 	{"interval_ms", func(s Settings) string { return strconv.FormatInt(s.Interval.Milliseconds(), 10) },
-		func(s *Settings, v string) error { return decodeMillis(&s.Interval, v) }},
+		func(s *Settings, v string) error { return decodeMillis(&s.Interval, v) }, false},
 	{"batch", func(s Settings) string { return strconv.FormatInt(s.Batch(), 10) },
-		func(*Settings, string) error { return nil }}, // derived
+		func(*Settings, string) error { return nil }, false}, // derived
 	{"active_ttl_ms", func(s Settings) string { return strconv.FormatInt(s.ActiveTTL.Milliseconds(), 10) },
-		func(s *Settings, v string) error { return decodeMillis(&s.ActiveTTL, v) }},
+		func(s *Settings, v string) error { return decodeMillis(&s.ActiveTTL, v) }, false},
 	{"claim_window_ms", func(s Settings) string { return strconv.FormatInt(s.ClaimWindow.Milliseconds(), 10) },
-		func(s *Settings, v string) error { return decodeMillis(&s.ClaimWindow, v) }},
+		func(s *Settings, v string) error { return decodeMillis(&s.ClaimWindow, v) }, false},
 }
 
 func decodeMillis(d *time.Duration, v string) error {
@@ -165,6 +174,9 @@ func decodeSettings(named map[string]string) (Settings, error) {
 	var s Settings
 	for _, f := range settingFields {
 		v, ok := named[f.name]
+		if !ok && f.optional {
+			continue
+		}
 		if !ok {
 			return Settings{}, fmt.Errorf("setting %s missing", f.name)
 		}

@@ -248,14 +248,18 @@ func TestLineStateVersions(t *testing.T) {
 		if err := s.PutRoom(ctx, stepRoom, set); err != nil {
 			t.Fatal(err)
 		}
+		made, err := s.Settings(ctx, stepRoom) // with the tags PutRoom chose
+		if err != nil {
+			t.Fatal(err)
+		}
 		var v string // a visitor of shard 1
 		for n := 0; redisshard.ShardOf(v, 2) != 1; n++ {
 			v = fmt.Sprintf("x%d", n)
 		}
-		if err := s.SetLineState(ctx, stepRoom, 2, set.Strategy, "closed", "1900000000000002"); err != nil {
+		if err := s.SetLineState(ctx, stepRoom, 2, set.Strategy, made.Tags, "closed", "1900000000000002"); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.SetLineState(ctx, stepRoom, 2, set.Strategy, "open", "1900000000000001"); err != nil {
+		if err := s.SetLineState(ctx, stepRoom, 2, set.Strategy, made.Tags, "open", "1900000000000001"); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := s.Enter(ctx, stepRoom, v, t0); !errors.Is(err, queue.ErrRoomClosed) {
@@ -267,7 +271,7 @@ func TestLineStateVersions(t *testing.T) {
 		if _, _, err := s.Enter(ctx, stepRoom, v, t0); !errors.Is(err, queue.ErrRoomNotFound) {
 			t.Errorf("Enter on a shard without its copy: %v; want not found", err)
 		}
-		if n, err := s.SyncLines(ctx, stepRoom, 2, set.Strategy, "open", "1900000000000003"); err != nil || n != 0 {
+		if n, err := s.SyncLines(ctx, stepRoom, 2, set.Strategy, made.Tags, "open", "1900000000000003"); err != nil || n != 0 {
 			t.Fatalf("SyncLines = %d, %v; want 0 waiting", n, err)
 		}
 		if e, created, err := s.Enter(ctx, stepRoom, v, t0); err != nil || !created || e.Status != queue.Waiting {

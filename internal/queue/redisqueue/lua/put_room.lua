@@ -10,7 +10,8 @@
 -- good (draw.lua). A room draws once: after its draw, settings whose
 -- opens_at differs are refused (-1) and nothing is written. shards and
 -- shard_strategy are fixed once the room exists (a visitor's shard
--- depends on them): settings that change either are refused (-2) and
+-- depends on them), and so are shard_tags (where its shards live, chosen
+-- at creation): settings that change one are refused (-2) and
 -- nothing is written; a room written before they existed has one shard,
 -- and a room of one shard takes any strategy (it has no line shards).
 -- Returns 1 when the room was created, else 0.
@@ -39,11 +40,12 @@ if existed and redis.call('HGET', meta, 'drawn') == '1' then
   end
 end
 if existed then
-  local shards, strategy = unpack(redis.call('HMGET', meta, 'shards', 'shard_strategy'))
+  local shards, strategy, tags = unpack(redis.call('HMGET', meta, 'shards', 'shard_strategy', 'shard_tags'))
   shards = shards or '1'
   for i = 5, #ARGV, 2 do
     if (ARGV[i] == 'shards' and ARGV[i + 1] ~= shards) or
-        (ARGV[i] == 'shard_strategy' and shards ~= '1' and strategy and ARGV[i + 1] ~= strategy) then
+        (ARGV[i] == 'shard_strategy' and shards ~= '1' and strategy and ARGV[i + 1] ~= strategy) or
+        (ARGV[i] == 'shard_tags' and shards ~= '1' and ARGV[i + 1] ~= (tags or '')) then
       return -2
     end
   end

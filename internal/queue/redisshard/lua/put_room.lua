@@ -4,8 +4,8 @@
 -- ARGV    only_create ("1": leave an existing room as it is), then
 --         setting name/value pairs (settings.go, settingFields)
 -- Returns {code, state, state_v}: code 1 created, 0 updated (or left as
--- it was), -1 when the update would change shards or shard_strategy,
--- which are fixed at creation; the room's state (open unless set) and its
+-- it was), -1 when the update would change shards, shard_strategy or
+-- shard_tags, which are fixed at creation; the room's state (open unless set) and its
 -- version, for the line shards' copies (line_state.lua).
 --
 -- A hash without settings (no state, no max_active: counters an older
@@ -22,8 +22,8 @@ for i = 2, #ARGV, 2 do
   set[ARGV[i]] = ARGV[i + 1]
 end
 if exists then
-  local shards, strategy = unpack(redis.call('HMGET', meta, 'shards', 'shard_strategy'))
-  if shards ~= set['shards'] or strategy ~= set['shard_strategy'] then
+  local shards, strategy, tags = unpack(redis.call('HMGET', meta, 'shards', 'shard_strategy', 'shard_tags'))
+  if shards ~= set['shards'] or strategy ~= set['shard_strategy'] or (tags or '') ~= (set['shard_tags'] or '') then
     return {-1, '', '0'}
   end
   redis.call('HINCRBY', meta, 'state_v', 1)

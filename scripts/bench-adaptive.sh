@@ -56,6 +56,7 @@ for mode in static adaptive; do
     --room sale --setup-room "$room" --admin-key "$admin" --origin-stats "http://127.0.0.1:$o/stats" \
     --users "$users" --spawn-rate 100 --duration "${secs}s" --calls "$calls" --max-error-rate 1 \
     --out "$out/$mode.json" --progress=false >"$out/$mode.txt"
+  no_refusals "$out/$mode.json"
   kill "${pids[-1]}" "${pids[-2]}" 2>/dev/null || true
   wait "${pids[-1]}" "${pids[-2]}" 2>/dev/null || true
   sleep 1

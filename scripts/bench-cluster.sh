@@ -10,13 +10,16 @@
 #     Status (10,000 waiting) and Admit (100 per step) in one room, which
 #     is on one primary.
 #
-# Usage: scripts/bench-cluster.sh            (N=40000 enters per run, ROUNDS=3)
+# Usage: scripts/bench-cluster.sh            (N=40000 enters per run, ROUNDS=3, BENCHTIME=2s for 2.)
 #        N=10000 ROUNDS=1 scripts/bench-cluster.sh
+#
+# It fails if a benchmark fails or prints no result.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 n=${N:-40000}
 rounds=${ROUNDS:-3}
+benchtime=${BENCHTIME:-2s}
 export USHER_TEST_REDIS=${USHER_TEST_REDIS:-redis://127.0.0.1:6379/0}
 scripts/cluster.sh start >/dev/null
 USHER_TEST_REDIS_CLUSTER=$(scripts/cluster.sh url)
@@ -28,11 +31,18 @@ echo "building the test binary (outside the timed runs)…"
 go test -c -o "$tmp/redisqueue.test" ./internal/queue/redisqueue/
 echo "host: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(redis-server --version | cut -d' ' -f3)"
 
-bench() { "$tmp/redisqueue.test" -test.run '^$' -test.bench "$1" -test.benchtime "$2" | grep '^Benchmark'; }
+bench() { # bench PATTERN BENCHTIME: the result lines; the whole output on failure
+	local out
+	if ! out=$("$tmp/redisqueue.test" -test.run '^$' -test.bench "$1" -test.benchtime "$2" 2>&1) ||
+		! grep '^Benchmark.*/op' <<<"$out"; then
+		echo "$out" >&2
+		exit 1
+	fi
+}
 for round in $(seq 1 "$rounds"); do
 	echo "round $round"
 	bench '^BenchmarkEnterRooms$/^single$' "${n}x"
 	bench '^BenchmarkEnterRooms$/^cluster$' "${n}x"
-	bench '^BenchmarkStore$/^(Enter|Status|Admit)$' 2s
-	bench '^BenchmarkStoreCluster$/^(Enter|Status|Admit)$' 2s
+	bench '^BenchmarkStore$/^(Enter|Status|Admit)$' "$benchtime"
+	bench '^BenchmarkStoreCluster$/^(Enter|Status|Admit)$' "$benchtime"
 done

@@ -77,7 +77,7 @@ for e in auth proxy; do
     -d '{"max_active":1000}' >/dev/null
 done
 
-# run EDGE COOKIE [PATH]: "requests/s p99_ms non-2xx" of wrk against the edge.
+# run EDGE COOKIE [PATH]: "requests/s p99_ms non-2xx requests" of wrk against the edge.
 run() {
   local h=()
   [ -z "$2" ] || h=(-H "Cookie: $2")
@@ -109,7 +109,7 @@ for e in auth proxy; do
 done
 
 order() { local n=${#edges[@]} i; for i in $(seq 0 $((n - 1))); do printf '%s ' "${edges[$(((i + $1) % n))]}"; done; }
-for e in "${edges[@]}"; do dur=1s run "$e" "" >/dev/null; done # warm-up
+for e in "${edges[@]}"; do out=$(dur=1s run "$e" ""); done # warm-up
 declare -A sum
 kinds=(enters polls passed)
 for kind in "${kinds[@]}"; do
@@ -118,7 +118,17 @@ for kind in "${kinds[@]}"; do
       c="" path=/status
       [ "$kind" != passed ] || path=/in/status
       if [ "$kind" != enters ] && [ "$e" != alone ]; then c=$(cookie "$e" "$path"); fi
-      read -r rate p99 bad < <(run "$e" "$c" "$path")
+      out=$(run "$e" "$c" "$path")
+      read -r rate p99 bad total <<<"$out"
+      figures "$kind at $e" "$rate" "$p99" "$bad" "$total"
+      # Every answer of the kind expected: a gated edge's enters and polls
+      # are all 429 (a place), everything else 200.
+      want=0
+      [ "$kind" = passed ] || [ "$e" = alone ] || want=$total
+      if [ "$bad" != "$want" ]; then
+        echo "bench: $kind at $e: $bad of $total answers were 400 or more, not $want" >&2
+        exit 1
+      fi
       printf '%-6s round %d  %-5s %10s req/s  p99 %7s ms  non-2xx %s\n' "$kind" "$r" "$e" "$rate" "$p99" "$bad"
       sum[$kind.$e]=$(echo "${sum[$kind.$e]:-0} + $rate" | bc)
     done

@@ -13,7 +13,8 @@
 #
 #   [CHANGE_AT=20] [CHANGE_FOR=20] scripts/bench-eta.sh [duration=60s] [users=2000] [calls=10] [rounds=1]
 #
-# Needs git, jq and curl.
+# Needs git, jq and curl. USHER_BIN=path uses a prebuilt usher, OLD_BIN=path
+# a prebuilt old one (instead of $OLD_REF).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dur=${1:-60s} users=${2:-2000} calls=${3:-10} rounds=${4:-1}
@@ -21,16 +22,20 @@ change_at=${CHANGE_AT:-20} change_for=${CHANGE_FOR:-20}
 out=${RESULTS:-artifacts/eta}
 mkdir -p "$out"
 . scripts/benchlib.sh
-old_ref=${OLD_REF:-main}
-mkdir "$tmp/old"
-git archive "$old_ref" | tar -x -C "$tmp/old"
-(cd "$tmp/old" && go build -o "$tmp/usher-old" ./cmd/usher)
+old_ref=${OLD_REF:-main} old=${OLD_BIN:-}
+if [ -z "$old" ]; then
+  mkdir "$tmp/old"
+  git archive "$old_ref" | tar -x -C "$tmp/old"
+  (cd "$tmp/old" && go build -o "$tmp/usher-old" ./cmd/usher)
+  old=$tmp/usher-old
+fi
 
 start origin "$usher" origin --addr 127.0.0.1:18191 --workers 200 --conns 10 --service lognormal:50ms:0.25
 wait_healthy localhost:18191/healthz
 origin=http://127.0.0.1:18191
 "$usher" plan --pool 10 --measure "$origin/seats" --measure-requests 300 --json >"$out/measure.json"
-avg=$(jq -r '.measurement.latency.avg_ms' "$out/measure.json")
+avg=$(jq -er '.measurement.latency.avg_ms' "$out/measure.json")
+figures "usher plan --measure" "$avg"
 "$usher" plan --pool 10 --requests-per-visitor "$calls" --ttl 10s --json --service-time "${avg}ms" \
   --margin 0.9 --round=false >"$out/plan.json"
 # Every user enters from 127.0.0.1: the per-client limit on new places
@@ -53,11 +58,13 @@ run() { # run NAME BINARY SCENARIO(steady|change)
     (sleep "$change_at" && curl -sf -X PUT -H "Authorization: Bearer $admin" "localhost:$port/api/v1/rooms/sale" -d "$half" >/dev/null &&
       sleep "$change_for" && curl -sf -X PUT -H "Authorization: Bearer $admin" "localhost:$port/api/v1/rooms/sale" -d "$room" >/dev/null) &
     changer=$!
+    pids+=("$changer")
   fi
   "$usher" loadtest --scenario queued --target "$origin/seats" --usher http://127.0.0.1:$port --admin-key "$admin" \
     --room sale --setup-room "$room" --users "$users" --spawn-rate 100 --duration "$dur" --calls "$calls" \
     --max-error-rate 1 --progress=false --out "$out/$name.json" >"$out/$name.txt"
-  [ -n "$changer" ] && wait "$changer"
+  if [ -n "$changer" ]; then wait "$changer"; fi
+  no_refusals "$out/$name.json"
   kill "$pid"
   wait "$pid" 2>/dev/null || true
 }
@@ -67,7 +74,7 @@ for r in $(seq "$rounds"); do
   for scenario in steady change; do
     for which in old new; do
       bin=$usher
-      [ "$which" = old ] && bin=$tmp/usher-old
+      [ "$which" = old ] && bin=$old
       name="$scenario-$which-$r"
       echo "run $name" >&2
       run "$name" "$bin" "$scenario"

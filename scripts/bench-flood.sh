@@ -38,14 +38,16 @@ for limit in 0 600 60; do
     --usher $base --target http://127.0.0.1:18191/seats --users "$users" --duration "$dur" --calls 1 \
     --forwarded-for --max-error-rate 1 --progress=false --out "$out/honest-$limit.json" >/dev/null
   wait "$fpid"
-  stats=$(curl -s -H "Authorization: Bearer $admin" "$base/api/v1/rooms/$room")
-  admitted_total=$(echo "$stats" | jq .stats.admitted_total)
-  waiting=$(echo "$stats" | jq .stats.waiting)
-  flood_places=$(jq '(.statuses["201"] // 0) + (.statuses["200"] // 0)' "$out/flood-$limit.json")
-  flood_req=$(jq .requests "$out/flood-$limit.json")
-  flood_429=$(jq '.statuses["429"] // 0' "$out/flood-$limit.json")
-  honest=$(jq -r '.[0] | "\(.visits.admitted) \(.elapsed_s) \(.visits.started) \(.time_in_queue.p50_ms // 0) \(.time_in_queue.p90_ms // 0)"' "$out/honest-$limit.json")
+  stats=$(curl -sf -H "Authorization: Bearer $admin" "$base/api/v1/rooms/$room")
+  admitted_total=$(echo "$stats" | jq -e .stats.admitted_total)
+  waiting=$(echo "$stats" | jq -e .stats.waiting)
+  flood_places=$(jq -e '(.statuses["201"] // 0) + (.statuses["200"] // 0)' "$out/flood-$limit.json")
+  flood_req=$(jq -e .requests "$out/flood-$limit.json")
+  flood_429=$(jq -e '.statuses["429"] // 0' "$out/flood-$limit.json")
+  honest=$(jq -er '.[0] | "\(.visits.admitted) \(.elapsed_s) \(.visits.started) \(.time_in_queue.p50_ms // 0) \(.time_in_queue.p90_ms // 0)"' "$out/honest-$limit.json")
   read -r h_adm h_el h_started h_p50 h_p90 <<<"$honest"
+  figures "limit $limit" "$admitted_total" "$waiting" "$flood_places" "$flood_req" "$flood_429" \
+    "$h_adm" "$h_el" "$h_started" "$h_p50" "$h_p90"
   rate=$(awk -v a="$h_adm" -v e="$h_el" 'BEGIN{printf "%.1f", a/e}')
   share=$(awk -v a="$h_adm" -v e="$h_el" 'BEGIN{printf "%.0f", 100*a/e/50}')
   rows+="| $limit | $flood_req | $flood_places | $flood_429 | $h_started | $h_adm | $rate/s ($share %) | $(awk -v p="$h_p50" 'BEGIN{printf "%.1f", p/1000}') / $(awk -v p="$h_p90" 'BEGIN{printf "%.1f", p/1000}') s | $admitted_total | $waiting |"$'\n'

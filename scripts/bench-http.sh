@@ -25,51 +25,36 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dur=${1:-10s} conns=${2:-64} redis=${3:-redis://127.0.0.1:6379/0} rounds=${4:-4} rate=${5:-2000}
-tmp=$(mktemp -d)
+. scripts/benchlib.sh
 prefix="bench-http-$$:"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  if [ "$redis" != none ]; then
-    redis-cli -u "$redis" --scan --pattern "$prefix*" | xargs -r -n 1000 redis-cli -u "$redis" del >/dev/null || true
-  fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-usher=${USHER_BIN:-}
-if [ -z "$usher" ]; then
-  go build -o "$tmp/usher" ./cmd/usher
-  usher=$tmp/usher
+if [ "$redis" != none ]; then
+  at_exit 'redis-cli -u "$redis" --scan --pattern "$prefix*" 2>/dev/null | xargs -r -n 1000 redis-cli -u "$redis" del >/dev/null'
 fi
 go build -o "$tmp/trivialjson" ./scripts/trivialjson
 
 # Servers: memory on :18089, Redis on :18091, the trivial handler on :18090.
 declare -A port=([memory]=18089 [redis]=18091)
 stores=(memory)
-"$usher" serve --addr 127.0.0.1:18089 --data-dir "$tmp/memory" --store memory >"$tmp/memory.log" 2>&1 &
-pids+=($!)
+start memory "$usher" serve --addr 127.0.0.1:18089 --data-dir "$tmp/memory" --store memory
 if [ "$redis" != none ]; then
   stores+=(redis)
-  "$usher" serve --addr 127.0.0.1:18091 --data-dir "$tmp/redis" --store "$redis" \
-    --redis-prefix "$prefix" >"$tmp/redis.log" 2>&1 &
-  pids+=($!)
+  start redis "$usher" serve --addr 127.0.0.1:18091 --data-dir "$tmp/redis" --store "$redis" --redis-prefix "$prefix"
 fi
-"$tmp/trivialjson" --addr 127.0.0.1:18090 &
-pids+=($!)
-for s in "${stores[@]}"; do
-  for _ in $(seq 100); do curl -sf "localhost:${port[$s]}/healthz" >/dev/null && break; sleep 0.1; done
-done
-for _ in $(seq 50); do curl -sf localhost:18090/status >/dev/null && break; sleep 0.1; done
+start trivialjson "$tmp/trivialjson" --addr 127.0.0.1:18090
+for s in "${stores[@]}"; do wait_healthy "localhost:${port[$s]}/healthz"; done
+wait_healthy localhost:18090/status
 
 # Per store: a paused room "sale" with 2,000 waiting visitors, the last one's
-# ticket (polled far back), and a paused room "crowd" for the enters.
+# ticket (polled far back), and a paused room "crowd" for the enters. Every
+# enter comes from 127.0.0.1: the per-client limit on new places
+# (client_enters_per_minute, 600 by default) would refuse most of them.
 declare -A ticket
 for s in "${stores[@]}"; do
   base=localhost:${port[$s]}/api/v1/rooms
   admin=$(cat "$tmp/$s/admin.key")
   for room in sale crowd; do
-    curl -sf -XPUT -H "Authorization: Bearer $admin" "$base/$room" -d '{"state":"paused","admit_rate":50}' >/dev/null
+    curl -sf -XPUT -H "Authorization: Bearer $admin" "$base/$room" \
+      -d '{"state":"paused","admit_rate":50,"client_enters_per_minute":0}' >/dev/null
   done
   for i in $(seq 2000); do # one curl for all 2,000 (a process each is slow)
     [ "$i" = 1 ] || echo next
@@ -78,17 +63,22 @@ for s in "${stores[@]}"; do
   done >"$tmp/fill.conf"
   curl -sf --no-progress-meter --parallel --parallel-max 8 -K "$tmp/fill.conf"
   ticket[$s]=$(curl -sf -XPOST -H "Authorization: Bearer $admin" "$base/sale/entries" \
-    -d '{"visitor_id":"bench-last"}' | sed 's/.*"ticket":"\([^"]*\)".*/\1/')
+    -d '{"visitor_id":"bench-last"}' | jq -er .ticket)
+  waiting=$(curl -sf -H "Authorization: Bearer $admin" "$base/sale" | jq -er .stats.waiting)
+  if [ "$waiting" != 2001 ]; then echo "$s: $waiting waiting in sale, not 2001" >&2; exit 1; fi
 done
 printf 'wrk.method = "POST"\n' >"$tmp/enter.lua"
 
-# poll_rate URL: requests/s; enter_run URL: "requests/s p99_ms".
+# Each runs wrk and prints "requests/s p99_ms non-2xx requests"
+# (scripts/wrkstats.awk): poll_rate URL: a far-back poll as the memory
+# store's last visitor; poll_store STORE: the same at the store's server;
+# enter_run STORE: enters.
 poll_rate() {
-  wrk -t2 -c"$conns" -d"$dur" -H "Authorization: Bearer ${ticket[memory]}" "$1" | awk '/Requests\/sec/ {print $2}'
+  wrk -t2 -c"$conns" -d"$dur" --latency -H "Authorization: Bearer ${ticket[memory]}" "$1" | awk -f scripts/wrkstats.awk
 }
 poll_store() {
-  wrk -t2 -c"$conns" -d"$dur" -H "Authorization: Bearer ${ticket[$1]}" \
-    "http://127.0.0.1:${port[$1]}/api/v1/rooms/sale/entries/me" | awk '/Requests\/sec/ {print $2}'
+  wrk -t2 -c"$conns" -d"$dur" --latency -H "Authorization: Bearer ${ticket[$1]}" \
+    "http://127.0.0.1:${port[$1]}/api/v1/rooms/sale/entries/me" | awk -f scripts/wrkstats.awk
 }
 enter_run() {
   wrk -t2 -c"$conns" -d"$dur" --latency -s "$tmp/enter.lua" "http://127.0.0.1:${port[$1]}/api/v1/rooms/crowd/entries" |
@@ -98,7 +88,17 @@ enter_run() {
 open_run() {
   "$usher" loadtest --scenario direct --method POST --target "http://127.0.0.1:${port[$1]}/api/v1/rooms/crowd/entries" \
     --start-rate "$rate" --stages "$dur:$rate" --origin-stats none --progress=false --json |
-    jq -r '.[0].origin | "\(.latency.p50_ms) \(.latency.p99_ms) \(.requests - .successes)"'
+    jq -er '.[0].origin | "\(.latency.p50_ms) \(.latency.p99_ms) \(.requests - .successes)"'
+}
+# measure WHAT COMMAND...: COMMAND's figures into got, each a number, the
+# third (the requests that failed) 0.
+measure() {
+  local what=$1 out
+  shift
+  out=$("$@")
+  read -r -a got <<<"$out"
+  figures "$what" "${got[@]}"
+  if [ "${#got[@]}" -lt 3 ] || [ "${got[2]}" != 0 ]; then echo "$what: ${got[2]:-?} requests failed" >&2; exit 1; fi
 }
 
 # Enters first, so that the polls run with the crowd room full (on the
@@ -107,24 +107,26 @@ open_run() {
 order() { if (($1 % 2)); then echo "${stores[@]}"; else printf '%s ' "${stores[@]}" | awk '{ for (i = NF; i > 0; i--) printf "%s ", $i }'; fi; }
 declare -A polls enters p99s op50s op99s
 for s in "${stores[@]}"; do
-  dur=1s enter_run "$s" >/dev/null
-  dur=1s poll_store "$s" >/dev/null
+  dur=1s measure "$s: enters (warm-up)" enter_run "$s"
+  dur=1s measure "$s: polls (warm-up)" poll_store "$s"
 done
 for r in $(seq "$rounds"); do
   for s in $(order "$r"); do
-    read -r got p99 bad < <(enter_run "$s")
-    if [ "$bad" != 0 ]; then echo "$s: $bad enters failed" >&2; exit 1; fi
-    enters[$s]+="$got " p99s[$s]+="$p99 "
+    measure "$s: enters" enter_run "$s"
+    enters[$s]+="${got[0]} " p99s[$s]+="${got[1]} "
   done
   for s in $(order "$r"); do
-    read -r p50 p99 bad < <(open_run "$s")
-    if [ "$bad" != 0 ]; then echo "$s: $bad enters failed at $rate/s" >&2; exit 1; fi
-    op50s[$s]+="$p50 " op99s[$s]+="$p99 "
+    measure "$s: enters at $rate/s" open_run "$s"
+    op50s[$s]+="${got[0]} " op99s[$s]+="${got[1]} "
   done
 done
 for r in $(seq "$rounds"); do
-  for s in $(order "$r"); do polls[$s]+="$(poll_store "$s") "; done
-  polls[trivial]+="$(poll_rate http://127.0.0.1:18090/status) "
+  for s in $(order "$r"); do
+    measure "$s: polls" poll_store "$s"
+    polls[$s]+="${got[0]} "
+  done
+  measure "trivial: polls" poll_rate http://127.0.0.1:18090/status
+  polls[trivial]+="${got[0]} "
 done
 
 sum() { awk '{ s = 0; for (i = 1; i <= NF; i++) s += $i; print s }' <<<"$1"; }
@@ -136,11 +138,11 @@ for s in "${stores[@]}"; do
 done
 echo "enter, paused room (req/s; p99 ms) per round:"
 for s in "${stores[@]}"; do
-  waiting=$(curl -sf -H "Authorization: Bearer $(cat "$tmp/$s/admin.key")" "localhost:${port[$s]}/api/v1/rooms/crowd" | sed 's/.*"waiting":\([0-9]*\).*/\1/')
+  waiting=$(curl -sf -H "Authorization: Bearer $(cat "$tmp/$s/admin.key")" "localhost:${port[$s]}/api/v1/rooms/crowd" | jq -er .stats.waiting)
   printf '  %-8s %s;  p99 %s;  at %s/s: p50 %s p99 %s (%s waiting at the end)\n' \
     "$s" "${enters[$s]}" "${p99s[$s]}" "$rate" "${op50s[$s]}" "${op99s[$s]}" "$waiting"
 done
-curl -sf localhost:18089/metrics | awk '/^usher_status_polls_total/ {print "  memory " $0}'
+curl -sf -H "Authorization: Bearer $(cat "$tmp/memory/admin.key")" localhost:18089/metrics | awk '/^usher_status_polls_total/ {print "  memory " $0}'
 if [ "$redis" != none ]; then
   # ratios a/b of the sums, and per round (the median of the rounds too).
   ratios() {

@@ -30,14 +30,16 @@ for every in 0 1s; do
   base=http://127.0.0.1:$port
   wait_healthy $base/healthz
   admin=$(cat "$data/admin.key")
-  for _ in $(seq 100); do # the room of schedule 1, provisioned at start
+  for i in $(seq 100); do # the room of schedule 1, provisioned at start
     [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $admin" $base/api/v1/rooms/schedule-1)" = 200 ] && break
+    [ "$i" != 100 ] || { echo "bench: no room schedule-1 after 20 s" >&2; exit 1; }
     sleep 0.2
   done
   "$usher" loadtest --scenario queued --buy 1 --room schedule-1 --setup-room "$settings" --admin-key "$admin" \
     --usher $base --users "$visitors" --spawn-rate "$spawn" --iterations 1 --duration "${duration}s" \
     --max-error-rate 1 --progress=false --out "$out/run-$every.json" >"$out/run-$every.txt"
-  room=$(curl -s -H "Authorization: Bearer $admin" $base/api/v1/rooms/schedule-1)
+  no_refusals "$out/run-$every.json"
+  room=$(curl -sf -H "Authorization: Bearer $admin" $base/api/v1/rooms/schedule-1)
   kill "${pids[-1]}"
   wait "${pids[-1]}" 2>/dev/null || true
   port=$((port + 1))

@@ -12,31 +12,34 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dur=${1:-10s} conns=${2:-64}
-tmp=$(mktemp -d)
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"' EXIT
-
-usher=${USHER_BIN:-}
-if [ -z "$usher" ]; then
-  go build -o "$tmp/usher" ./cmd/usher
-  usher=$tmp/usher
-fi
+. scripts/benchlib.sh
 go build -o "$tmp/trivialjson" ./scripts/trivialjson
-"$tmp/trivialjson" --addr 127.0.0.1:18090 &
-pids+=($!)
-for _ in $(seq 50); do curl -sf localhost:18090/status >/dev/null && break; sleep 0.1; done
+start trivialjson "$tmp/trivialjson" --addr 127.0.0.1:18090
+wait_healthy localhost:18090/status
 url=http://127.0.0.1:18090/status
 
-wrk_rate() { wrk -t2 -c"$conns" -d"$dur" "$url" | awk '/Requests\/sec/ {print $2}'; }
+# wrk_rate: requests/s; gen_rate: "requests/s successes requests p99_ms".
+wrk_rate() {
+  local out
+  out=$(wrk -t2 -c"$conns" -d"$dur" --latency "$url" | awk -f scripts/wrkstats.awk)
+  read -r rate _ bad _ <<<"$out"
+  figures "wrk" "$rate" "$bad"
+  if [ "$bad" != 0 ]; then echo "wrk: $bad answers not 2xx" >&2; exit 1; fi
+  echo "$rate"
+}
 gen_rate() {
   "$usher" loadtest --scenario direct --target "$url" --users "$conns" --duration "$dur" \
     --origin-stats none --progress=false --json > "$tmp/gen.json"
-  jq -r '.[0] | "\(.origin.requests / .elapsed_s) \(.origin.successes) \(.origin.requests) \(.origin.latency.p99_ms)"' "$tmp/gen.json"
+  jq -er '.[0] | "\(.origin.requests / .elapsed_s) \(.origin.successes) \(.origin.requests) \(.origin.latency.p99_ms)"' "$tmp/gen.json"
 }
-read -r g1 ok1 req1 p1 < <(gen_rate)
+out=$(gen_rate)
+read -r g1 ok1 req1 p1 <<<"$out"
 w1=$(wrk_rate)
-read -r g2 ok2 req2 p2 < <(gen_rate)
+out=$(gen_rate)
+read -r g2 ok2 req2 p2 <<<"$out"
 w2=$(wrk_rate)
+figures "usher loadtest" "$g1" "$ok1" "$req1" "$p1" "$g2" "$ok2" "$req2" "$p2"
+if [ "$ok1" != "$req1" ] || [ "$ok2" != "$req2" ]; then echo "usher loadtest: requests failed" >&2; exit 1; fi
 printf 'usher loadtest (req/s): %.0f %.0f   (successes/requests: %s/%s, %s/%s; p99 %.1f ms, %.1f ms)\n' \
   "$g1" "$g2" "$ok1" "$req1" "$ok2" "$req2" "$p1" "$p2"
 printf 'wrk -t2 -c%s (req/s): %.0f %.0f\n' "$conns" "$w1" "$w2"

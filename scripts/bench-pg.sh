@@ -81,23 +81,29 @@ for round in $(seq 1 "$rounds"); do
 		      SELECT 1, 'S', ((g - 1) / 100 + 1)::text, (g - 1) % 100 + 1, 50000 FROM generate_series(1, $seats) g;"
 	} | psql "$url" -v ON_ERROR_STOP=1 -q >/dev/null
 	checkpoint
+	status=0
 	out=$(PGOPTIONS="-c search_path=$schema" pgbench -n -M prepared -c "$conns" -j 2 -T "$secs" \
-		-D sched=1 -D seats="$seats" -f "$tmp/sell.sql" "$url" 2>&1)
+		-D sched=1 -D seats="$seats" -f "$tmp/sell.sql" "$url" 2>&1) || status=$?
 	tps=$(awk '/^tps = / { print $3 }' <<<"$out")
 	txns=$(awk -F': ' '/number of transactions actually processed/ { print $2 }' <<<"$out" | cut -d/ -f1)
 	sold=$(psql "$url" -Atc "SELECT count(*) FROM $schema.seat WHERE status = 'SOLD'")
 	psql "$url" -qc "SET client_min_messages = warning; DROP SCHEMA $schema CASCADE" >/dev/null
 	schema=
-	if [[ -z $tps || -z $txns ]]; then
+	if [[ $status != 0 || -z $tps || -z $txns ]]; then
 		echo "$out" >&2
+		exit 1
+	fi
+	if [[ $sold == 0 ]]; then # the UPDATE matched no seat: the schema changed under it
+		echo "bench-pg: pgbench's $txns transactions sold no seat; $tmp/sell.sql needs the current schema" >&2
 		exit 1
 	fi
 	pgconf=$(awk -v t="$tps" -v n="$txns" -v s="$sold" 'BEGIN { printf "%.0f", t * s / n }')
 	checkpoint
 
-	out=$("$tmp/pgbooking.test" -test.run '^$' -test.bench "^$bench\$" -test.benchtime="${gon}x")
+	status=0
+	out=$("$tmp/pgbooking.test" -test.run '^$' -test.bench "^$bench\$" -test.benchtime="${gon}x" 2>&1) || status=$?
 	gos=$(awk '{ for (i = 2; i <= NF; i++) if ($i == "confirmations/s") print $(i-1) }' <<<"$out" | tail -1)
-	if [[ -z $gos ]]; then
+	if [[ $status != 0 || -z $gos ]]; then
 		echo "$out" >&2
 		exit 1
 	fi

@@ -24,7 +24,7 @@ admin=$(cat "$tmp/data/admin.key")
 rate=10
 
 metric() { # metric NAME ROOM ACTION: a counter of /metrics, 0 when absent
-  curl -s -H "Authorization: Bearer $admin" $base/metrics |
+  curl -sf -H "Authorization: Bearer $admin" $base/metrics |
     awk -v n="$1" -v r="room=\"$2\"" -v a="action=\"$3\"" '$1 ~ "^"n"{" && index($1, r) && index($1, a) {print $2; f=1} END {if (!f) print 0}'
 }
 
@@ -36,15 +36,18 @@ for presence in $timeouts; do
     --usher $base --target http://127.0.0.1:18291/seats --calls 1 --give-up 0.3 \
     --users $((arrive * 30)) --spawn-rate 30 --iterations 1 --duration "$((arrive + drain))s" --max-error-rate 1 --progress=false \
     --out "$out/run-$presence.json" >/dev/null
+  no_refusals "$out/run-$presence.json"
   # Present admissions per second over the ticks after the first 20 s in
   # which more than 100 present visitors waited (the generator's own count:
-  # those who gave up are not in it).
-  read -r present ticks gave started admitted <<<"$(jq -r '.[0] as $r |
+  # those who gave up are not in it); 0 over 0 ticks in a run too short for any.
+  got=$(jq -er '.[0] as $r |
     [$r.timeline[] | select(.t_s > 20 and .waiting > 100) | .admitted_ps] as $a |
-    "\(($a | add) / ($a | length)) \($a | length) \($r.visits.gave_up) \($r.visits.started) \($r.visits.admitted)"' "$out/run-$presence.json")"
+    "\(if ($a | length) > 0 then ($a | add) / ($a | length) else 0 end) \($a | length) \($r.visits.gave_up) \($r.visits.started) \($r.visits.admitted)"' "$out/run-$presence.json")
+  read -r present ticks gave started admitted <<<"$got"
   skipped=$(metric usher_absent_total "$room" skipped)
   removed=$(metric usher_absent_total "$room" removed)
-  total=$(curl -s -H "Authorization: Bearer $admin" "$base/api/v1/rooms/$room" | jq .stats.admitted_total)
+  total=$(curl -sf -H "Authorization: Bearer $admin" "$base/api/v1/rooms/$room" | jq -e .stats.admitted_total)
+  figures "presence $presence" "$present" "$ticks" "$gave" "$started" "$admitted" "$skipped" "$removed" "$total"
   rows+="| $presence | $started | $gave | $admitted | $total | $(awk -v p="$present" 'BEGIN{printf "%.2f", p}')/s ($(awk -v p="$present" -v r=$rate 'BEGIN{printf "%.0f", 100*p/r}') %, $ticks s) | $skipped | $removed |"$'\n'
 done
 cat <<TABLE

@@ -2,16 +2,23 @@
 # bench-redis.sh reproduces docs/benchmarks-redis.md:
 #
 #  1. Enters/s through redisqueue.Store (50 goroutines, one rueidis client)
-#     against redis-benchmark running the same EVALSHA of lua/enter.lua on the
-#     same key shape at -c 50, alternating ROUNDS times; prints each pair, the
-#     ratio and the median ratio.
+#     against redis-benchmark running the same EVALSHA of the Store's enter
+#     script on the same key shape at -c 50, alternating ROUNDS times;
+#     prints each pair, the ratio and the median ratio. The room
+#     redis-benchmark enters is made by usher serve (PUT {"state":"paused"},
+#     the Go benchmark's settings), which also runs the enter script once:
+#     the script fails if the text it loads (redisscript's refill.lua, then
+#     lua/bucket, inventory, draw, presence and enter.lua, as redisqueue.New
+#     builds it) is not the one usher ran, or if redis-benchmark's calls
+#     placed fewer than 99 % of its visitors (an error reply is a call too).
 #  2. Redis memory per waiting visitor at 1,000,000 waiting (skip with
 #     MEMORY=0).
 #
-# Needs redis-cli, redis-benchmark and go, and a Redis at REDIS_HOST:REDIS_PORT
-# (default 127.0.0.1:6379) that nothing else is loading: both numbers share
-# the server and the CPU, and used_memory is server-wide. Keys are written
-# under usher-test:<random>: and removed afterwards.
+# Needs redis-cli, redis-benchmark, sha1sum, curl and go, and a Redis at
+# REDIS_HOST:REDIS_PORT (default 127.0.0.1:6379) that nothing else is
+# loading: both numbers share the server and the CPU, and used_memory is
+# server-wide. Keys are written under usher-test:<random>: and removed
+# afterwards, on failure too. USHER_BIN=path uses a prebuilt usher.
 #
 # Usage: scripts/bench-redis.sh            (N=800000 enters per run, ROUNDS=3)
 #        N=200000 ROUNDS=1 MEMORY=0 scripts/bench-redis.sh
@@ -28,48 +35,85 @@ lua=internal/queue/redisqueue/lua
 cli() { redis-cli -h "$host" -p "$port" "$@"; }
 cli ping >/dev/null
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. scripts/benchlib.sh
+prefixes=()
+at_exit 'for p in "${prefixes[@]}"; do cli --scan --pattern "$p*" | xargs -r -n 1000 redis-cli -h "$host" -p "$port" UNLINK >/dev/null; done'
 echo "building the test binary (outside the timed runs)…"
 go test -c -o "$tmp/redisqueue.test" ./internal/queue/redisqueue/
 
-sha=$(cat "$lua/bucket.lua" "$lua/enter.lua" | cli -x SCRIPT LOAD) # as redisqueue loads it
-echo "enter.lua sha1 $sha; $n enters per run, concurrency 50, $rounds rounds"
+# The enter script as redisqueue.New builds it; its sha1 is what EVALSHA names.
+cat internal/redisscript/refill.lua "$lua/bucket.lua" "$lua/inventory.lua" "$lua/draw.lua" \
+	"$lua/presence.lua" "$lua/enter.lua" >"$tmp/enter.lua"
+sha=$(sha1sum "$tmp/enter.lua" | cut -d' ' -f1)
+echo "enter script sha1 $sha; $n enters per run, concurrency 50, $rounds rounds"
 echo "host: $(nproc) cores, $(cli INFO server | tr -d '\r' | grep '^redis_version:')"
+
+# room PREFIX: usher serve makes the paused room enter50 under PREFIX and
+# enters one visitor (so Redis runs usher's own enter script), then stops.
+room() {
+	local api=http://127.0.0.1:18489/api/v1/rooms/enter50 admin
+	start room "$usher" serve --addr 127.0.0.1:18489 --data-dir "$tmp/room" --store "redis://$host:$port" --redis-prefix "$1"
+	wait_healthy 127.0.0.1:18489/healthz
+	admin=$(cat "$tmp/room/admin.key")
+	curl -sf -XPUT -H "Authorization: Bearer $admin" "$api" -d '{"state":"paused"}' >/dev/null
+	curl -sf -XPOST -H "Authorization: Bearer $admin" "$api/entries" -d '{"visitor_id":"first"}' >/dev/null
+	kill "${pids[-1]}"
+	wait "${pids[-1]}" 2>/dev/null || true
+	unset 'pids[-1]'
+	rm -rf "$tmp/room"
+}
 
 ratios=()
 for round in $(seq 1 "$rounds"); do
-	# redis-benchmark: a paused room made by put_room.lua, as Store.PutRoom
-	# makes it, so that every enter waits; the same key shape as the Go
-	# benchmark (usher-test:<16 hex>:{enter50}:…).
+	# redis-benchmark: a paused room made by usher, so that every enter
+	# waits; the same key shape as the Go benchmark
+	# (usher-test:<16 hex>:{enter50}:…), the Store's keys and arguments
+	# (redisqueue's keys, then its guard key; visitor, now, no draw).
 	prefix="usher-test:$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n'):"
-	meta="$prefix{enter50}:meta" wait="$prefix{enter50}:wait" active="$prefix{enter50}:active"
-	cli EVAL "$(cat "$lua/put_room.lua")" 1 "$meta" \
-		paused 1000 50 1000000000 300000000000 30000000000 50 >/dev/null
+	prefixes+=("$prefix")
+	room "$prefix"
+	if [ "$(cli SCRIPT EXISTS "$sha")" != 1 ]; then
+		echo "bench-redis: usher did not run the script $tmp/enter.lua makes (sha1 $sha):" \
+			"redisqueue.New builds its enter script from other files; change this script to match" >&2
+		exit 1
+	fi
+	keys=()
+	for k in meta wait active pre seen parked back guard; do keys+=("$prefix{enter50}:$k"); done
 	rb=$(redis-benchmark -h "$host" -p "$port" -c 50 -n "$n" -r 1000000000 --csv \
-		EVALSHA "$sha" 3 "$meta" "$wait" "$active" v__rand_int__ "$(date +%s%3N)" |
+		EVALSHA "$sha" "${#keys[@]}" "${keys[@]}" v__rand_int__ "$(date +%s%3N)" "" "" |
 		tail -1 | cut -d, -f2 | tr -d '"')
-	cli UNLINK "$meta" "$wait" "$active" >/dev/null
+	figures "redis-benchmark" "$rb"
+	waiting=$(cli ZCARD "$prefix{enter50}:wait")
+	if [ "$waiting" -lt $((n * 99 / 100)) ]; then
+		echo "bench-redis: redis-benchmark's $n calls left $waiting waiting: the calls failed" \
+			"($(cli EVALSHA "$sha" "${#keys[@]}" "${keys[@]}" vcheck "$(date +%s%3N)" "" "" 2>&1 | head -3 | tr '\n' ' '))" >&2
+		exit 1
+	fi
+	cli --scan --pattern "$prefix*" | xargs -r -n 1000 redis-cli -h "$host" -p "$port" UNLINK >/dev/null
 
 	# The store: the same number of enters through Store.Enter.
+	status=0
 	out=$("$tmp/redisqueue.test" -test.run '^$' -test.bench '^BenchmarkEnterConcurrency50$' \
-		-test.benchtime="${n}x")
+		-test.benchtime="${n}x" 2>&1) || status=$?
 	gos=$(awk '{for (i = 2; i <= NF; i++) if ($i == "enters/s") print $(i-1)}' <<<"$out" | tail -1)
-	if [[ -z $gos ]]; then
+	if [[ $status != 0 || -z $gos ]]; then
 		echo "$out" >&2
 		exit 1
 	fi
 	ratio=$(awk -v a="$gos" -v b="$rb" 'BEGIN { printf "%.2f", a / b }')
 	ratios+=("$ratio")
-	printf 'round %d: redis-benchmark %.0f EVALSHA/s, redisqueue %.0f enters/s, ratio %s\n' \
-		"$round" "$rb" "$gos" "$ratio"
+	printf 'round %d: redis-benchmark %.0f EVALSHA/s (%d placed), redisqueue %.0f enters/s, ratio %s\n' \
+		"$round" "$rb" "$waiting" "$gos" "$ratio"
 done
 median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
 echo "median ratio redisqueue / redis-benchmark: $median (target ≥ 1.0)"
 
 if [[ ${MEMORY:-1} != 0 ]]; then
 	echo "memory: 1,000,000 waiting visitors with 22-character ids…"
-	USHER_BENCH_MEMORY=1 "$tmp/redisqueue.test" -test.run '^$' \
-		-test.bench '^BenchmarkMemoryPerWaitingVisitor$' -test.benchtime=1x |
-		grep -E 'bytes/visitor|FAIL|Error' || true
+	if ! out=$(USHER_BENCH_MEMORY=1 "$tmp/redisqueue.test" -test.run '^$' \
+		-test.bench '^BenchmarkMemoryPerWaitingVisitor$' -test.benchtime=1x 2>&1); then
+		echo "$out" >&2
+		exit 1
+	fi
+	grep 'bytes/visitor' <<<"$out"
 fi

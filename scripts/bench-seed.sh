@@ -30,16 +30,19 @@ origin=http://127.0.0.1:18091
 
 # 1. The origin's unloaded service time, below the pool (seed 002's first test).
 "$usher" plan --pool 10 --measure "$origin/seats" --measure-requests 300 --json >"$out/measure.json"
-avg=$(jq -r '.measurement.latency.avg_ms' "$out/measure.json")
-p95=$(jq -r '.measurement.latency.p95_ms' "$out/measure.json")
+avg=$(jq -er '.measurement.latency.avg_ms' "$out/measure.json")
+p95=$(jq -er '.measurement.latency.p95_ms' "$out/measure.json")
+figures "usher plan --measure" "$avg" "$p95"
 echo "origin unloaded: avg ${avg} ms, p95 ${p95} ms"
 
 # 2. Room settings from usher plan: each admitted visitor makes $calls calls.
 plan() { "$usher" plan --pool 10 --requests-per-visitor "$calls" --ttl 10s --json "$@"; }
 plan --service-time "${avg}ms" --margin 0.9 --round=false >"$out/plan.json"
 plan --service-time "${p95}ms" --margin 0.7 >"$out/plan-seed002.json"
-room=$(jq -c .plan.room "$out/plan.json")
-room002=$(jq -c .plan.room "$out/plan-seed002.json")
+# Every user enters from 127.0.0.1: the per-client limit on new places
+# (client_enters_per_minute, 600 by default) would refuse most of them.
+room=$(jq -c '.plan.room + {client_enters_per_minute: 0}' "$out/plan.json")
+room002=$(jq -c '.plan.room + {client_enters_per_minute: 0}' "$out/plan-seed002.json")
 echo "room: $room"
 echo "room (seed 002 margins): $room002"
 
@@ -50,25 +53,31 @@ common=(--target "$origin/seats" --usher http://127.0.0.1:18089 --admin-key "$ad
   --spawn-rate 100 --duration "$dur" --calls "$calls" --pause 5s --max-error-rate 1)
 "$usher" loadtest --scenario direct,queued --room sale --setup-room "$room" --out "$out/seed.json" "${common[@]}"
 "$usher" loadtest --scenario queued --room sale002 --setup-room "$room002" --out "$out/seed002.json" "${common[@]}"
+no_refusals "$out/seed.json" "$out/seed002.json"
 
 # 4. The table.
 row() { # name file index
   jq -r --arg name "$1" --argjson i "$3" '.[$i] as $r | $r.origin as $o |
     "| \($name) | \($o.requests) | \(if $o.requests > 0 then (10000 * $o.successes / $o.requests | round / 100) else 0 end) % | \($o.latency.avg_ms | round) | \($o.latency.p95_ms | round) | \($o.latency.p99_ms | round) | \($o.throughput * 10 | round / 10) | \(if $o.utilization then ($o.utilization * 100 | round) else "-" end) % | \(if $r.time_in_queue and $r.time_in_queue.count > 0 then "\($r.time_in_queue.p50_ms / 100 | round / 10) / \($r.time_in_queue.p90_ms / 100 | round / 10) s" else "-" end) |"' "$2" | sed -E ':a; s/(^|[^0-9.])([0-9]+)([0-9]{3})([^0-9]|$)/\1\2,\3\4/; ta'
 }
-direct_tp=$(jq '.[0].origin.throughput' "$out/seed.json")
-queued_tp=$(jq '.[1].origin.throughput' "$out/seed.json")
-queued_p95=$(jq '.[1].origin.latency.p95_ms' "$out/seed.json")
-q2_tp=$(jq '.[0].origin.throughput' "$out/seed002.json")
-q2_p95=$(jq '.[0].origin.latency.p95_ms' "$out/seed002.json")
+direct_tp=$(jq -e '.[0].origin.throughput' "$out/seed.json")
+queued_tp=$(jq -e '.[1].origin.throughput' "$out/seed.json")
+queued_p95=$(jq -e '.[1].origin.latency.p95_ms' "$out/seed.json")
+q2_tp=$(jq -e '.[0].origin.throughput' "$out/seed002.json")
+q2_p95=$(jq -e '.[0].origin.latency.p95_ms' "$out/seed002.json")
+figures "the reports" "$direct_tp" "$queued_tp" "$queued_p95" "$q2_tp" "$q2_p95"
+# The rows first: a failure inside the here-document would go unnoticed.
+row_direct=$(row "usher direct" "$out/seed.json" 0)
+row_queued=$(row "usher queued (plan: mean, × 0.9)" "$out/seed.json" 1)
+row_002=$(row "usher queued (plan: p95, × 0.7, seed 002)" "$out/seed002.json" 0)
 table=$(cat <<TABLE
 | Run | Requests | Success | Avg (ms) | p95 (ms) | p99 (ms) | Throughput (req/s) | Origin pool busy | Time in queue p50 / p90 |
 |---|---|---|---|---|---|---|---|---|
 | Seed 000, no queue (published) | 21,882 | 100 % | 8,695 | 10,000 | 11,000 | 182 | - | - |
 | Seed 000, with queue (published) | 18,587 | 100 % | 1,070 | 1,500 | 1,600 | 155 | - | - |
-$(row "usher direct" "$out/seed.json" 0)
-$(row "usher queued (plan: mean, × 0.9)" "$out/seed.json" 1)
-$(row "usher queued (plan: p95, × 0.7, seed 002)" "$out/seed002.json" 0)
+$row_direct
+$row_queued
+$row_002
 
 Origin unloaded (concurrency 5): avg $(printf %.1f "$avg") ms, p95 $(printf %.1f "$p95") ms. Rooms: \`$room\`; seed 002 margins: \`$room002\`.
 

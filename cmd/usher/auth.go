@@ -43,10 +43,28 @@ func auth(ctx context.Context, args []string, getenv func(string) string, stdout
 	if err != nil {
 		return err
 	}
+	if err := c.checkDirs(false); err != nil {
+		return err
+	}
 	var cl closers
 	defer cl.Close()
+	ln, metrics, err := c.listen(&cl)
+	if err != nil {
+		return err
+	}
+	var releases net.PacketConn
+	if *releaseAddr != "" {
+		if releases, err = net.ListenPacket("udp", *releaseAddr); err != nil {
+			return fmt.Errorf("%s: %w", f.setting("release-listen", *releaseAddr), netCause(err))
+		}
+		cl.add(func() { releases.Close() })
+	}
 	log := c.logs.logger(stderr)
-	k, err := openCore(ctx, c, log, eventsConfig{}, &cl) // no NATS: no events (docs/architecture.md#events)
+	o, err := c.open(ctx, log, &cl)
+	if err != nil {
+		return err
+	}
+	k, err := openCore(c, o, metrics, log, eventsConfig{}) // no NATS: no events (docs/architecture.md#events)
 	if err != nil {
 		return err
 	}
@@ -59,18 +77,10 @@ func auth(ctx context.Context, args []string, getenv func(string) string, stdout
 		return err
 	}
 	srv := edgeServer(c.logs.accessLog(log.With("component", "access"), a))
-	ln, err := g.listen(c, srv)
-	if err != nil {
-		return err
-	}
+	ln = g.limit(ln, c, srv)
 	var parts []func(context.Context) error
-	if *releaseAddr != "" {
-		pc, err := net.ListenPacket("udp", *releaseAddr)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("--release-listen: %w", err)
-		}
-		parts = append(parts, func(ctx context.Context) error { return a.ServeReleases(ctx, pc) })
+	if releases != nil {
+		parts = append(parts, func(ctx context.Context) error { return a.ServeReleases(ctx, releases) })
 	}
 	fmt.Fprintf(stdout, "usher auth serving on %s (store %s, rooms %s)\n",
 		baseURL(ln.Addr()), redactURL(*c.store), strings.Join(rules.Rooms(), ","))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -47,7 +46,7 @@ func checkStore(spec string) error {
 	if spec == "memory" || strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://") {
 		return nil
 	}
-	return fmt.Errorf("bad setting --store/USHER_STORE=%q: want memory, redis://…, rediss://…, redis://sentinel:port/db?addr=…&master_set=name (Sentinel) or redis://node:port?addr=node:port… (Cluster)", redactURL(spec))
+	return fmt.Errorf("%s: want memory, redis://…, rediss://…, redis://sentinel:port/db?addr=…&master_set=name (Sentinel) or redis://node:port?addr=node:port… (Cluster)", sharedSetting("store", spec))
 }
 
 func checkDB(spec string) error {
@@ -56,7 +55,7 @@ func checkDB(spec string) error {
 		strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
 		return nil
 	}
-	return fmt.Errorf("bad setting --db/USHER_DB=%q: want sqlite (in the data dir), sqlite:PATH or postgres://…", redactURL(spec))
+	return fmt.Errorf("%s: want sqlite (in the data dir), sqlite:PATH or postgres://…", sharedSetting("db", spec))
 }
 
 // checkBroker checks the broker and its replicas: 1, 3 or 5, and 1 on the
@@ -66,13 +65,13 @@ func checkDB(spec string) error {
 func checkBroker(spec string, replicas int) error {
 	embedded := spec == "embedded"
 	if !embedded && !natsURLs(spec) {
-		return fmt.Errorf("bad setting --nats/USHER_NATS=%q: want embedded, nats://… or a comma-separated list nats://…,nats://…", redactURL(spec))
+		return fmt.Errorf("%s: want embedded, nats://… or a comma-separated list nats://…,nats://…", sharedSetting("nats", spec))
 	}
 	switch {
 	case replicas != 1 && replicas != 3 && replicas != 5:
-		return fmt.Errorf("bad setting --nats-replicas/USHER_NATS_REPLICAS=%d: want 1, 3 or 5", replicas)
+		return fmt.Errorf("--nats-replicas/USHER_NATS_REPLICAS=%d: want 1, 3 or 5", replicas)
 	case embedded && replicas != 1:
-		return fmt.Errorf("bad setting --nats-replicas/USHER_NATS_REPLICAS=%d: the embedded NATS server is one node; want 1, or a clustered nats://…", replicas)
+		return fmt.Errorf("--nats-replicas/USHER_NATS_REPLICAS=%d: the embedded NATS server is one node; want 1, or a clustered nats://…", replicas)
 	}
 	return nil
 }
@@ -107,52 +106,71 @@ func openStores(ctx context.Context, spec, prefix, roomsFile string, cl *closers
 		if roomsFile == "" {
 			return memqueue.New(), memhold.New(), memlimit.New(), nil
 		}
-		if err := os.MkdirAll(filepath.Dir(roomsFile), 0o700); err != nil {
-			return nil, nil, nil, fmt.Errorf("data dir: %w", err)
+		dataDir := filepath.Dir(roomsFile)
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			return nil, nil, nil, fmt.Errorf("%s: %w", sharedSetting("data-dir", dataDir), err)
 		}
 		qs, err := memqueue.Open(roomsFile)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, fmt.Errorf("%s: %w", sharedSetting("data-dir", dataDir), err)
 		}
 		return qs, memhold.New(), memlimit.New(), nil
 	case strings.HasPrefix(spec, "redis://"), strings.HasPrefix(spec, "rediss://"):
 		c, err := redisqueue.Open(ctx, spec)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("store %s: %w", redactURL(spec), err)
+			return nil, nil, nil, fmt.Errorf("%s: %w", sharedSetting("store", spec), err)
 		}
 		cl.add(c.Close)
 		return redisqueue.New(c, prefix), redishold.New(c, prefix+"hold:"), redislimit.New(c, prefix), nil
 	default:
-		return nil, nil, nil, checkStore(spec)
+		return nil, nil, nil, fmt.Errorf("bad setting: %w", checkStore(spec))
 	}
+}
+
+// sqlitePath is the file of a SQLite --db setting ("" for the data
+// directory's), or ok false for PostgreSQL.
+func sqlitePath(spec string) (path string, ok bool) {
+	if spec != "sqlite" && !strings.HasPrefix(spec, "sqlite:") {
+		return "", false
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(spec, "sqlite"), ":"), true
+}
+
+// checkDBDir checks that the directory of a sqlite:PATH database can be
+// written (the data directory is checked with the others).
+func checkDBDir(spec string) error {
+	if path, _ := sqlitePath(spec); path != "" {
+		return checkWritable(sharedSetting("db", spec), filepath.Dir(path))
+	}
+	return nil
 }
 
 // openCatalog is the switch that picks the SQL database.
 func openCatalog(ctx context.Context, spec, dataDir string, pool int, cl *closers) (booking.Store, error) {
-	switch {
-	case spec == "sqlite" || strings.HasPrefix(spec, "sqlite:"):
-		path := strings.TrimPrefix(strings.TrimPrefix(spec, "sqlite"), ":")
+	if path, ok := sqlitePath(spec); ok {
 		if path == "" {
-			if err := os.MkdirAll(dataDir, 0o700); err != nil {
-				return nil, fmt.Errorf("data dir: %w", err)
-			}
 			path = filepath.Join(dataDir, "usher.db")
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("%s: %w", sharedSetting("db", spec), err)
 		}
 		s, err := sqlitebooking.Open(ctx, path)
 		if err != nil {
-			return nil, fmt.Errorf("db %s: %w", path, err)
+			return nil, fmt.Errorf("%s: %s: %w", sharedSetting("db", spec), path, err)
 		}
 		cl.add(func() { s.Close() })
 		return s, nil
+	}
+	switch {
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
 		s, err := pgbooking.Open(ctx, spec, pool)
 		if err != nil {
-			return nil, fmt.Errorf("db %s: %w", redactURL(spec), err)
+			return nil, fmt.Errorf("%s: %w", sharedSetting("db", spec), err)
 		}
 		cl.add(func() { s.Close() })
 		return s, nil
 	default:
-		return nil, checkDB(spec)
+		return nil, fmt.Errorf("bad setting: %w", checkDB(spec))
 	}
 }
 
@@ -165,24 +183,27 @@ func openBroker(ctx context.Context, spec string, o natsmq.Options, dataDir stri
 	case spec == "embedded":
 		srv, err := natsmq.StartEmbedded(filepath.Join(dataDir, "nats"), log)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("%s: %w", sharedSetting("data-dir", dataDir), err)
 		}
 		cl.add(func() { srv.Shutdown(); srv.WaitForShutdown() })
 		if nc, err = natsmq.ConnectEmbedded(srv); err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("%s: %w", sharedSetting("nats", spec), err)
 		}
 	case natsURLs(spec):
 		var err error
 		if nc, err = nats.Connect(spec, nats.Name("usher"), nats.MaxReconnects(-1)); err != nil {
-			return nil, nil, fmt.Errorf("broker %s: %w", redactURL(spec), errors.Join(mq.ErrUnavailable, err))
+			return nil, nil, fmt.Errorf("%s: %w: %w", sharedSetting("nats", spec), mq.ErrUnavailable, err)
 		}
 	default:
-		return nil, nil, checkBroker(spec, o.Replicas)
+		return nil, nil, fmt.Errorf("bad setting: %w", checkBroker(spec, o.Replicas))
 	}
 	cl.add(nc.Close)
 	o.Logger = log.With("component", "mq")
 	b, err := natsmq.Open(ctx, nc, o)
-	return b, nc, err
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", sharedSetting("nats", spec), err)
+	}
+	return b, nc, nil
 }
 
 // redactURL hides a password in a connection URL, or in each of a

@@ -91,7 +91,8 @@ func TestKeysHelp(t *testing.T) {
 }
 
 // sharedEnv are the variables several subcommands read, each with one
-// meaning; the README's table lists them (and every other variable).
+// meaning; docs/configuration.md's table lists them (and every other
+// variable).
 var sharedEnv = []string{
 	"USHER_ADDR", "USHER_STORE", "USHER_DATA_DIR", "USHER_KEYS_DIR", "USHER_ADMIN_KEY", "USHER_REDIS_PREFIX",
 	"USHER_FAIL_OPEN", "USHER_INSECURE_COOKIES", "USHER_DB", "USHER_LOG_FORMAT", "USHER_LOG_LEVEL", "USHER_ACCESS_LOG",
@@ -141,9 +142,10 @@ func helpSettings(t *testing.T, cmd ...string) []setting {
 // TestEnvironmentVariables reads every subcommand's help: a variable read
 // by two subcommands is a shared one, for the same flag with the same
 // default (USHER_ADDR no longer makes serve and origin fight for a port);
-// a subcommand's own variables carry its prefix; the README lists them all.
+// a subcommand's own variables carry its prefix; docs/configuration.md
+// lists them all.
 func TestEnvironmentVariables(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +164,7 @@ func TestEnvironmentVariables(t *testing.T) {
 	own := map[string]string{"proxy": "USHER_PROXY_", "auth": "USHER_AUTH_", "plan": "USHER_PLAN_", "origin": "USHER_ORIGIN_", "loadtest": "USHER_LOADTEST_", "invites": "USHER_INVITES_", "collect": "USHER_COLLECT_"}
 	for _, p := range own {
 		if !strings.Contains(string(readme), "`"+p+"`") {
-			t.Errorf("the README does not name the prefix %s", p)
+			t.Errorf("docs/configuration.md does not name the prefix %s", p)
 		}
 	}
 	for env, us := range uses {
@@ -170,7 +172,7 @@ func TestEnvironmentVariables(t *testing.T) {
 			p := own[u.cmd]
 			if p == "" || slices.Contains(sharedEnv, env) {
 				if !regexp.MustCompile("`" + env + "`").Match(readme) {
-					t.Errorf("%s (usher %s --%s) is not in the README", env, u.cmd, u.flag)
+					t.Errorf("%s (usher %s --%s) is not in docs/configuration.md", env, u.cmd, u.flag)
 				}
 			} else if want := p + strings.ToUpper(strings.ReplaceAll(u.flag, "-", "_")); env != want {
 				t.Errorf("usher %s --%s reads %s, want %s (its prefix and its name) or a shared variable", u.cmd, u.flag, env, want)

@@ -58,19 +58,47 @@ func collect(ctx context.Context, args []string, getenv func(string) string, std
 	if err := f.check(); err != nil {
 		return err
 	}
-	log := logs.logger(stderr)
+	if path, sqlite := sqlitePath(*db); sqlite && path == "" {
+		if err := checkWritable(f.setting("data-dir", *dataDir), *dataDir); err != nil {
+			return err
+		}
+	}
+	if err := checkDBDir(*db); err != nil {
+		return err
+	}
 	var cl closers
 	defer cl.Close()
+	var metrics net.Listener
+	if *metricsAddr != "" {
+		var err error
+		if metrics, err = listenTCP(f.setting("metrics-addr", *metricsAddr), *metricsAddr); err != nil {
+			return err
+		}
+		cl.add(func() { metrics.Close() })
+	}
+	log := logs.logger(stderr)
 	reg := prometheus.NewRegistry()
-	an, err := openAnalytics(ctx, *db, *dataDir, *pool, o.options(), &cl)
+	var (
+		an *analytics.Analytics
+		nc *nats.Conn
+	)
+	_, sqlite := sqlitePath(*db)
+	err := openInOrder(
+		step{open: func() (err error) {
+			if nc, err = nats.Connect(*broker, nats.Name("usher collect"), nats.MaxReconnects(-1)); err != nil {
+				return fmt.Errorf("%s: %w", f.setting("nats", *broker), err)
+			}
+			cl.add(nc.Close)
+			return nil
+		}},
+		step{local: sqlite, open: func() (err error) {
+			an, err = openAnalytics(ctx, *db, *dataDir, *pool, o.options(), &cl)
+			return err
+		}},
+	)
 	if err != nil {
 		return err
 	}
-	nc, err := nats.Connect(*broker, nats.Name("usher collect"), nats.MaxReconnects(-1))
-	if err != nil {
-		return fmt.Errorf("broker %s: %w", redactURL(*broker), err)
-	}
-	cl.add(nc.Close)
 	col, err := collector.New(nc, an, collector.Options{
 		Prefix: *natsName, Durable: *durable, Batch: *batch, Registerer: reg, Logger: log.With("component", "collector"),
 	})
@@ -80,8 +108,8 @@ func collect(ctx context.Context, args []string, getenv func(string) string, std
 	fmt.Fprintf(stdout, "usher collecting %s from %s into %s\n", natsName2stream(*natsName), redactURL(*broker), redactURL(*db))
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return col.Run(gctx) })
-	if *metricsAddr != "" {
-		g.Go(func() error { return serveRegistry(gctx, *metricsAddr, reg, log) })
+	if metrics != nil {
+		g.Go(func() error { return serveRegistry(gctx, metrics, reg, log) })
 	}
 	return stopped(log, g.Wait())
 }
@@ -136,23 +164,23 @@ func openAnalytics(ctx context.Context, spec, dataDir string, pool int, o analyt
 	case spec == "sqlite" || strings.HasPrefix(spec, "sqlite:"):
 		path := analyticsPath(spec, dataDir)
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, fmt.Errorf("data dir: %w", err)
+			return nil, fmt.Errorf("%s: %w", sharedSetting("db", spec), err)
 		}
 		s, err := sqliteanalytics.Open(ctx, path)
 		if err != nil {
-			return nil, fmt.Errorf("analytics db %s: %w", path, err)
+			return nil, fmt.Errorf("%s: analytics %s: %w", sharedSetting("db", spec), path, err)
 		}
 		cl.add(func() { s.Close() })
 		return analytics.New(s, o), nil
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
 		s, err := pganalytics.Open(ctx, spec, pool)
 		if err != nil {
-			return nil, fmt.Errorf("analytics db %s: %w", redactURL(spec), err)
+			return nil, fmt.Errorf("%s: analytics: %w", sharedSetting("db", spec), err)
 		}
 		cl.add(func() { s.Close() })
 		return analytics.New(s, o), nil
 	default:
-		return nil, checkDB(spec)
+		return nil, fmt.Errorf("bad setting: %w", checkDB(spec))
 	}
 }
 
@@ -167,30 +195,21 @@ func analyticsPath(spec, dataDir string) string {
 	return strings.TrimSuffix(path, filepath.Ext(path)) + "-analytics.db"
 }
 
-// serveAnalytics is serve's part: the analytics on its --db, which the API
-// reads, and the collector on its broker connection as a part to run (one
-// that returns at once when on is false).
-func serveAnalytics(ctx context.Context, on bool, db, dataDir string, pool int, nc *nats.Conn, natsName string, k *core, cl *closers) (*analytics.Analytics, func(context.Context) error, error) {
-	an, err := openAnalytics(ctx, db, dataDir, pool, analytics.Options{}, cl)
-	if err != nil {
-		return nil, nil, err
-	}
+// collectorPart is serve's collector on its broker connection, counting
+// into an, as a part to run (one that returns at once when on is false).
+func collectorPart(on bool, an *analytics.Analytics, nc *nats.Conn, natsName string, k *core) (func(context.Context) error, error) {
 	if !on {
-		return an, func(context.Context) error { return nil }, nil
+		return func(context.Context) error { return nil }, nil
 	}
 	col, err := collector.New(nc, an, collector.Options{Prefix: natsName, Registerer: k.reg, Logger: k.log.With("component", "collector")})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return an, col.Run, nil
+	return col.Run, nil
 }
 
-// serveRegistry serves reg's /metrics on addr until ctx ends.
-func serveRegistry(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("bad setting --metrics-addr/%sMETRICS_ADDR=%q: %w", sharedPrefix, addr, err)
-	}
+// serveRegistry serves reg's /metrics on ln until ctx ends.
+func serveRegistry(ctx context.Context, ln net.Listener, reg *prometheus.Registry, log *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}

@@ -66,7 +66,7 @@ func (f *flags) bool(name string, def bool, usage string) *bool {
 	if v := f.lookup(name); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			f.errs = append(f.errs, fmt.Sprintf("%s=%q: want true or false", f.envName(name), v))
+			f.errs = append(f.errs, f.setting(name, v)+": want true or false")
 		}
 		def = b
 	}
@@ -77,7 +77,7 @@ func (f *flags) int(name string, def int, usage string) *int {
 	if v := f.lookup(name); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			f.errs = append(f.errs, fmt.Sprintf("%s=%q: want a whole number", f.envName(name), v))
+			f.errs = append(f.errs, f.setting(name, v)+": want a whole number")
 		}
 		def = n
 	}
@@ -88,7 +88,7 @@ func (f *flags) duration(name string, def time.Duration, usage string) *time.Dur
 	if v := f.lookup(name); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
-			f.errs = append(f.errs, fmt.Sprintf("%s=%q: want a duration such as 500ms or 5m", f.envName(name), v))
+			f.errs = append(f.errs, f.setting(name, v)+": want a duration such as 500ms or 5m")
 		}
 		def = d
 	}
@@ -118,7 +118,20 @@ func (f *flags) parse(args []string) error {
 	return f.check()
 }
 
-// check reports bad settings collected so far.
+// setting names a setting in an error by its flag, its variable and its
+// value (a password hidden): --store/USHER_STORE="redis://…".
+func (f *flags) setting(name, value string) string {
+	return fmt.Sprintf("--%s/%s=%q", name, f.envName(name), redactURL(value))
+}
+
+// sharedSetting is setting for a flag under the shared prefix, for the
+// code that opens what the shared settings name.
+func sharedSetting(name, value string) string {
+	return fmt.Sprintf("--%s/%s%s=%q", name, sharedPrefix, strings.ToUpper(strings.ReplaceAll(name, "-", "_")), redactURL(value))
+}
+
+// check reports bad settings collected so far, each of which starts with
+// its flag: "bad setting: --store/USHER_STORE=…: want …".
 func (f *flags) check() error {
 	if len(f.errs) > 0 {
 		return fmt.Errorf("bad setting: %s", strings.Join(f.errs, "; "))

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"usher/internal/hold"
 	"usher/internal/httpapi"
 	"usher/internal/identity"
+	"usher/internal/limit"
 	"usher/internal/pow"
 	"usher/internal/queue"
 	"usher/internal/token"
@@ -88,26 +90,114 @@ func (c coreFlags) check(f *flags) {
 		f.errs = append(f.errs, err.Error())
 	}
 	if k := *c.adminKey; k != "" && len(k) < minAdminKey {
-		f.errs = append(f.errs, fmt.Sprintf("bad setting --admin-key/%sADMIN_KEY: %d characters, want at least %d (the generated key has 32)", sharedPrefix, len(k), minAdminKey))
+		f.errs = append(f.errs, fmt.Sprintf("--admin-key/%sADMIN_KEY: %d characters, want at least %d (the generated key has 32)", sharedPrefix, len(k), minAdminKey))
 	}
 	if n := len(*c.identitySecret); n > 0 && n < 32 {
-		f.errs = append(f.errs, fmt.Sprintf("bad setting --identity-secret/%sIDENTITY_SECRET: %d bytes, want at least 32", sharedPrefix, n))
+		f.errs = append(f.errs, fmt.Sprintf("--identity-secret/%sIDENTITY_SECRET: %d bytes, want at least 32", sharedPrefix, n))
 	}
 	if p := *c.identityKey; p != "" {
 		var err error
 		if c.parsed.identityPub, err = identity.LoadPublicKey(p); err != nil {
-			f.errs = append(f.errs, fmt.Sprintf("bad setting --identity-public-key/%sIDENTITY_PUBLIC_KEY: %v", sharedPrefix, err))
+			f.errs = append(f.errs, fmt.Sprintf("--identity-public-key/%sIDENTITY_PUBLIC_KEY: %v", sharedPrefix, err))
 		}
 	}
 	var err error
 	if c.parsed.trusted, err = clientip.ParseTrusted(*c.trustedProxies); err != nil {
-		f.errs = append(f.errs, fmt.Sprintf("bad setting --trusted-proxies/%sTRUSTED_PROXIES: %v", sharedPrefix, err))
+		f.errs = append(f.errs, fmt.Sprintf("--trusted-proxies/%sTRUSTED_PROXIES: %v", sharedPrefix, err))
 	}
 }
 
 // minAdminKey is the shortest admin key accepted: 24 characters of
 // base64url carry 144 bits; the generated key has 32 (192 bits).
 const minAdminKey = 24
+
+// checkDirs checks, writing nothing, that the directories the command
+// writes can be written: --data-dir when the core writes there (the memory
+// store's rooms, the first signing key, the generated admin key) or when
+// alsoDataDir says the command does (its SQLite files, its embedded NATS);
+// --keys-dir when it holds no key yet.
+func (c coreFlags) checkDirs(alsoDataDir bool) error {
+	if alsoDataDir || *c.store == "memory" ||
+		(*c.keysDir == "" && noKeys(keysDir("", *c.dataDir))) ||
+		(*c.adminKey == "" && missing(filepath.Join(*c.dataDir, "admin.key"))) {
+		if err := checkWritable(sharedSetting("data-dir", *c.dataDir), *c.dataDir); err != nil {
+			return err
+		}
+	}
+	if *c.keysDir != "" && noKeys(*c.keysDir) {
+		return checkWritable(sharedSetting("keys-dir", *c.keysDir), *c.keysDir)
+	}
+	return nil
+}
+
+// noKeys reports whether dir holds no signing key, so that token.LoadDir
+// will write one.
+func noKeys(dir string) bool {
+	names, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	return len(names) == 0
+}
+
+// missing reports whether path cannot be read as a file, so that
+// loadOrCreateAdminKey will write one.
+func missing(path string) bool {
+	_, err := os.Stat(path)
+	return err != nil
+}
+
+// listen binds --addr, and --metrics-addr when it is set (else metrics is
+// nil); cl closes them if the command stops before it serves.
+func (c coreFlags) listen(cl *closers) (ln, metrics net.Listener, err error) {
+	if ln, err = listenTCP(sharedSetting("addr", *c.addr), *c.addr); err != nil {
+		return nil, nil, err
+	}
+	cl.add(func() { ln.Close() })
+	if *c.metricsAddr != "" {
+		if metrics, err = listenTCP(sharedSetting("metrics-addr", *c.metricsAddr), *c.metricsAddr); err != nil {
+			return nil, nil, err
+		}
+		cl.add(func() { metrics.Close() })
+	}
+	return ln, metrics, nil
+}
+
+// opened is what openCore builds on: the fast store, the signing keys and
+// the admin key.
+type opened struct {
+	qs       queue.Store
+	hs       hold.Store
+	ls       limit.Store
+	keys     *token.Keyring
+	adminKey string
+}
+
+// open opens the fast store, then the command's own parts (more), then the
+// keys, in the order of openInOrder: what lives outside the process before
+// what the data directory holds.
+func (c coreFlags) open(ctx context.Context, log *slog.Logger, cl *closers, more ...step) (opened, error) {
+	o := opened{adminKey: *c.adminKey}
+	stores := step{local: *c.store == "memory", open: func() (err error) {
+		o.qs, o.hs, o.ls, err = openStores(ctx, *c.store, *c.redisPrefix, filepath.Join(*c.dataDir, c.roomsFile), cl)
+		return err
+	}}
+	keys := step{local: true, open: func() (err error) {
+		if o.adminKey == "" {
+			if o.adminKey, err = loadOrCreateAdminKey(*c.dataDir, log); err != nil {
+				return err
+			}
+		}
+		dir := keysDir(*c.keysDir, *c.dataDir)
+		if o.keys, err = token.LoadDir(dir, time.Now); err != nil {
+			name, value := "keys-dir", dir
+			if *c.keysDir == "" {
+				name, value = "data-dir", *c.dataDir
+			}
+			return fmt.Errorf("%s: signing keys: %w", sharedSetting(name, value), err)
+		}
+		return nil
+	}}
+	steps := append(append([]step{stores}, more...), keys)
+	return o, openInOrder(steps...)
+}
 
 // core is the waiting room that serve and proxy both run: the fast store,
 // the signing keys, the admin key, the metrics registry, the queue and its
@@ -122,8 +212,9 @@ type core struct {
 	sched    *admission.Scheduler
 	flood    *flood.Guard
 	identity *identity.Verifier
-	// metricsAddr is the listen address of the public /metrics, or "".
-	metricsAddr string
+	// metrics is the listener of the public /metrics (--metrics-addr), or
+	// nil.
+	metrics net.Listener
 	// console is the operator's console, once api mounted it (--console).
 	console *console.Console
 	// events publishes the queue's, holds' and settings' events (nil:
@@ -133,32 +224,22 @@ type core struct {
 	eventsConf   eventsConfig
 }
 
-// openCore builds the core, logging to log and publishing events as ec
-// says; cl releases what it opened.
-func openCore(ctx context.Context, c coreFlags, log *slog.Logger, ec eventsConfig, cl *closers) (*core, error) {
-	k := &core{log: log, adminKey: *c.adminKey, metricsAddr: *c.metricsAddr}
-	qs, hs, ls, err := openStores(ctx, *c.store, *c.redisPrefix, filepath.Join(*c.dataDir, c.roomsFile), cl)
-	if err != nil {
-		return nil, err
-	}
-	k.holds = hold.WithTimeout(hs, *c.storeTimeout)
-	if k.keys, err = token.LoadDir(keysDir(*c.keysDir, *c.dataDir), time.Now); err != nil {
-		return nil, fmt.Errorf("signing keys: %w", err)
-	}
-	if k.adminKey == "" {
-		if k.adminKey, err = loadOrCreateAdminKey(*c.dataDir, k.log); err != nil {
-			return nil, err
-		}
-	}
+// openCore builds the core on what open opened, logging to log, serving
+// the public /metrics on metrics (nil: none) and publishing events as ec
+// says.
+func openCore(c coreFlags, o opened, metrics net.Listener, log *slog.Logger, ec eventsConfig) (*core, error) {
+	k := &core{log: log, keys: o.keys, adminKey: o.adminKey, metrics: metrics}
+	k.holds = hold.WithTimeout(o.hs, *c.storeTimeout)
 	k.reg = prometheus.NewRegistry()
 	k.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if err := k.openEvents(ctx, ec); err != nil {
+	if err := k.openEvents(ec); err != nil {
 		return nil, err
 	}
-	k.q = queue.New(qs, queue.Options{Metrics: queue.NewMetrics(k.reg), Logger: k.log.With("component", "queue"), StoreTimeout: *c.storeTimeout,
+	k.q = queue.New(o.qs, queue.Options{Metrics: queue.NewMetrics(k.reg), Logger: k.log.With("component", "queue"), StoreTimeout: *c.storeTimeout,
 		Events: k.emitter()})
 	k.sched = admission.New(k.q, k.log.With("component", "admission"))
-	k.flood = flood.New(ls, pow.New(k.keys, ls, time.Now), c.parsed.trusted, time.Now)
+	k.flood = flood.New(o.ls, pow.New(k.keys, o.ls, time.Now), c.parsed.trusted, time.Now)
+	var err error
 	if k.identity, err = identity.New([]byte(*c.identitySecret), c.parsed.identityPub, time.Now); err != nil {
 		return nil, err
 	}
@@ -184,15 +265,6 @@ func (k *core) api(c coreFlags, cfg httpapi.Config, publicPath string) http.Hand
 	return k.console.Mount(api)
 }
 
-// listen opens the listen address.
-func listen(c coreFlags) (net.Listener, error) {
-	ln, err := net.Listen("tcp", *c.addr)
-	if err != nil {
-		return nil, fmt.Errorf("bad setting --addr/%sADDR=%q: %w", sharedPrefix, *c.addr, err)
-	}
-	return ln, nil
-}
-
 // run serves srv on ln and runs the room views' refresher, the admission
 // scheduler and parts until ctx ends; then it shuts the server down,
 // allowing requests 10 s to finish before it closes what is left open.
@@ -210,7 +282,7 @@ func (k *core) run(ctx context.Context, srv *http.Server, ln net.Listener, parts
 	for _, part := range parts {
 		g.Go(func() error { return part(gctx) })
 	}
-	if k.metricsAddr != "" {
+	if k.metrics != nil {
 		g.Go(func() error { return k.serveMetrics(gctx) })
 	}
 	g.Go(func() error {
@@ -234,10 +306,7 @@ func (k *core) run(ctx context.Context, srv *http.Server, ln net.Listener, parts
 // serveMetrics serves /metrics without the admin key on --metrics-addr
 // until ctx ends.
 func (k *core) serveMetrics(ctx context.Context) error {
-	ln, err := net.Listen("tcp", k.metricsAddr)
-	if err != nil {
-		return fmt.Errorf("bad setting --metrics-addr/%sMETRICS_ADDR=%q: %w", sharedPrefix, k.metricsAddr, err)
-	}
+	ln := k.metrics
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(k.reg, promhttp.HandlerOpts{}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}

@@ -32,7 +32,7 @@ func (p printFlags) write(c coreFlags, g gateFlags, release string, w io.Writer)
 	}
 	render := map[string]func(edgeconf.Config) (string, error){"nginx": edgeconf.Nginx, "caddy": edgeconf.Caddy}[*p.print]
 	if render == nil {
-		return fmt.Errorf("bad setting --print=%q: want nginx or caddy", *p.print)
+		return fmt.Errorf("bad setting: --print=%q: want nginx or caddy", *p.print)
 	}
 	conf, err := render(ec)
 	if err != nil {

@@ -21,21 +21,29 @@ type eventsConfig struct {
 	replicas int
 }
 
-// openEvents creates or updates the event stream and the core's publisher
-// (not started: core.run runs it).
-func (k *core) openEvents(ctx context.Context, ec eventsConfig) error {
-	if ec.nc == nil {
-		return nil
-	}
-	js, err := jetstream.New(ec.nc)
+// ensureEventStream creates or updates the event stream <prefix>_EVENTS on
+// nc; serve calls it with the broker's other checks, before it writes into
+// the data directory.
+func ensureEventStream(ctx context.Context, nc *nats.Conn, prefix string, replicas int) error {
+	js, err := jetstream.New(nc)
 	if err != nil {
 		return fmt.Errorf("events: %w", err)
 	}
-	if _, err := natsevent.EnsureStream(ctx, js, ec.prefix, ec.replicas); err != nil {
+	if _, err := natsevent.EnsureStream(ctx, js, prefix, replicas); err != nil {
 		return fmt.Errorf("events: %w", err)
+	}
+	return nil
+}
+
+// openEvents builds the core's publisher on the stream ensureEventStream
+// made (not started: core.run runs it).
+func (k *core) openEvents(ec eventsConfig) error {
+	if ec.nc == nil {
+		return nil
 	}
 	k.eventsConf = ec
 	k.eventMetrics = natsevent.NewMetrics(k.reg)
+	var err error
 	k.events, err = natsevent.NewPublisher(ec.nc, natsevent.PublisherOptions{
 		Prefix: ec.prefix, Metrics: k.eventMetrics, Logger: k.log.With("component", "events"),
 	})

@@ -53,7 +53,7 @@ func (g gateFlags) rules(f *flags) (gateway.Rules, error) {
 	for _, s := range *g.routes {
 		r, err := gateway.ParseRoute(s)
 		if err != nil {
-			return rules, fmt.Errorf("bad setting --route/%s: %w", f.envName("route"), err)
+			return rules, fmt.Errorf("bad setting: --route/%s: %w", f.envName("route"), err)
 		}
 		rules.Routes = append(rules.Routes, r)
 	}
@@ -81,16 +81,11 @@ func (g gateFlags) config(ctx context.Context, c coreFlags, k *core, rules gatew
 	}, nil
 }
 
-// listen opens the listen address under the connection caps, which it
-// hooks into srv.
-func (g gateFlags) listen(c coreFlags, srv *http.Server) (net.Listener, error) {
-	ln, err := listen(c)
-	if err != nil {
-		return nil, err
-	}
+// limit puts ln under the connection caps, which it hooks into srv.
+func (g gateFlags) limit(ln net.Listener, c coreFlags, srv *http.Server) net.Listener {
 	lim := newConnLimiter(ln, *g.conns.total, *g.conns.perClient, c.parsed.trusted)
 	srv.ConnState = lim.ConnState
-	return lim, nil
+	return lim
 }
 
 // edgeServer is the edge's HTTP server: no ReadTimeout or WriteTimeout, since

@@ -29,11 +29,11 @@ func invites(args []string, getenv func(string) string, stdout, stderr io.Writer
 	}
 	switch {
 	case !queue.ValidRoomID(*room):
-		return fmt.Errorf("bad setting --room/%s=%q: want a room id, [a-z0-9][a-z0-9-]{0,63}", f.envName("room"), *room)
+		return fmt.Errorf("bad setting: --room/%s=%q: want a room id, [a-z0-9][a-z0-9-]{0,63}", f.envName("room"), *room)
 	case *count < 1 || *count > httpapi.MaxInvites:
-		return fmt.Errorf("bad setting --count/%s=%d: want 1 to %d", f.envName("count"), *count, httpapi.MaxInvites)
+		return fmt.Errorf("bad setting: --count/%s=%d: want 1 to %d", f.envName("count"), *count, httpapi.MaxInvites)
 	case *validFor < time.Minute || *validFor > httpapi.MaxInviteTTL:
-		return fmt.Errorf("bad setting --valid-for/%s=%v: want 1m to %v", f.envName("valid-for"), *validFor, httpapi.MaxInviteTTL)
+		return fmt.Errorf("bad setting: --valid-for/%s=%v: want 1m to %v", f.envName("valid-for"), *validFor, httpapi.MaxInviteTTL)
 	}
 	dir := keysDir(*keysFlag, *dataDir)
 	if names, _ := filepath.Glob(filepath.Join(dir, "*.json")); len(names) == 0 {

@@ -40,7 +40,7 @@ func keys(args []string, getenv func(string) string, stdout, stderr io.Writer) e
 	dir := keysDir(*keysFlag, *dataDir)
 	if args[0] == "rotate" {
 		if *activateIn < 0 {
-			return fmt.Errorf("bad setting --activate-in=%v: want 0 or more", *activateIn)
+			return fmt.Errorf("bad setting: --activate-in=%v: want 0 or more", *activateIn)
 		}
 		at := time.Now().Add(*activateIn)
 		kid, err := token.Rotate(dir, at)

@@ -77,9 +77,9 @@ func origin(ctx context.Context, args []string, getenv func(string) string, stdo
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := listenTCP(f.setting("addr", *addr), *addr)
 	if err != nil {
-		return fmt.Errorf("bad setting --addr/%s=%q: %w", f.envName("addr"), *addr, err)
+		return err
 	}
 	phaseDesc := ""
 	if *phasesSpec != "" {

@@ -55,14 +55,18 @@ func plan(ctx context.Context, args []string, getenv func(string) string, stdout
 	in.Batch, in.Interval, in.BurstTarget = *batch, *interval, *burst
 	in.RequestsPerVisitor, in.Round, in.RoundInterval = *perVisitor, *round, *roundInterval
 	if in.Pool < 1 {
-		return fmt.Errorf("bad setting --pool/%s: want the site's concurrency limit (at least 1)", f.envName("pool"))
+		return fmt.Errorf("bad setting: --pool/%s: want the site's concurrency limit (at least 1)", f.envName("pool"))
+	}
+	switch {
+	case *measure != "" && *service != 0:
+		return fmt.Errorf("bad setting: --service-time/%s and --measure/%s: give one, not both", f.envName("service-time"), f.envName("measure"))
+	case *measure == "" && *service <= 0:
+		return fmt.Errorf("bad setting: --service-time/%s=%v: want the time one request takes without queueing, such as 76ms, or --measure URL to measure it",
+			f.envName("service-time"), *service)
 	}
 
 	var m *capacity.Measurement
 	if *measure != "" {
-		if *service != 0 {
-			return fmt.Errorf("give --service-time or --measure, not both")
-		}
 		conc := *mConc
 		if conc == 0 {
 			conc = max(1, in.Pool/2)
@@ -95,7 +99,7 @@ func plan(ctx context.Context, args []string, getenv func(string) string, stdout
 			InstancePolls: *instancePolls, InstanceEnters: *instanceEnters, PollAnswerBytes: *pollBytes}
 		got, err := capacity.MakeScale(p, capacity.ScaleInput{Visitors: int64(*visitors), ArriveOver: *arriveOver, Units: units})
 		if err != nil {
-			return fmt.Errorf("bad setting --visitors/--arrive-over or a per-unit figure: %w", err)
+			return fmt.Errorf("bad setting: --visitors/--arrive-over or a per-unit figure: %w", err)
 		}
 		sc = &got
 	}

@@ -71,19 +71,24 @@ func TestPlanMeasure(t *testing.T) {
 
 func TestPlanBadSettings(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{
-		{},
-		{"--pool", "10"},
-		{"--pool", "10", "--service-time", "76ms", "--margin", "2"},
-		{"--pool", "10", "--service-time", "76ms", "--batch", "3", "--interval", "1s"},
-		{"--pool", "10", "--service-time", "76ms", "--measure", "http://127.0.0.1:1/"},
-		{"--pool", "10", "--service-time", "76ms", "--visitors", "-5"},
-		{"--pool", "10", "--service-time", "76ms", "--visitors", "1000", "--arrive-over", "0s"},
-		{"--pool", "10", "--service-time", "76ms", "--visitors", "1000", "--primary-ops", "0"},
+	for _, tc := range []struct {
+		args []string
+		want string // in the error: the flag at fault, where plan names it
+	}{
+		{nil, "--pool"},
+		{[]string{"--pool", "10"}, "--service-time"},
+		{[]string{"--pool", "10", "--service-time", "-1s"}, "--service-time"},
+		{[]string{"--pool", "10", "--service-time", "76ms", "--margin", "2"}, "margin"},
+		{[]string{"--pool", "10", "--service-time", "76ms", "--batch", "3", "--interval", "1s"}, "interval"},
+		{[]string{"--pool", "10", "--service-time", "76ms", "--measure", "http://127.0.0.1:1/"}, "--measure"},
+		{[]string{"--pool", "10", "--service-time", "76ms", "--visitors", "-5"}, "--visitors"},
+		{[]string{"--pool", "10", "--service-time", "76ms", "--visitors", "1000", "--arrive-over", "0s"}, "--arrive-over"},
+		{[]string{"--pool", "10", "--service-time", "76ms", "--visitors", "1000", "--primary-ops", "0"}, "per-unit"},
 	} {
 		var stdout, stderr strings.Builder
-		if err := plan(context.Background(), args, func(string) string { return "" }, &stdout, &stderr); err == nil {
-			t.Errorf("plan %v: err = nil, want an error", args)
+		err := plan(context.Background(), tc.args, func(string) string { return "" }, &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("plan %v: err = %v, want one naming %s", tc.args, err, tc.want)
 		}
 	}
 	// Environment variables stand in for flags.

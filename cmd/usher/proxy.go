@@ -31,16 +31,27 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	origin, err := url.Parse(*originFlag)
 	if err != nil || (origin.Scheme != "http" && origin.Scheme != "https") || origin.Host == "" {
-		return fmt.Errorf("bad setting --origin/%s=%q: want http://host:port or https://…", f.envName("origin"), *originFlag)
+		return fmt.Errorf("bad setting: --origin/%s=%q: want http://host:port or https://…", f.envName("origin"), *originFlag)
 	}
 	rules, err := g.rules(f)
 	if err != nil {
 		return err
 	}
+	if err := c.checkDirs(false); err != nil {
+		return err
+	}
 	var cl closers
 	defer cl.Close()
+	ln, metrics, err := c.listen(&cl)
+	if err != nil {
+		return err
+	}
 	log := c.logs.logger(stderr)
-	k, err := openCore(ctx, c, log, eventsConfig{}, &cl) // no NATS: no events (docs/architecture.md#events)
+	o, err := c.open(ctx, log, &cl)
+	if err != nil {
+		return err
+	}
+	k, err := openCore(c, o, metrics, log, eventsConfig{}) // no NATS: no events (docs/architecture.md#events)
 	if err != nil {
 		return err
 	}
@@ -54,10 +65,7 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	srv := edgeServer(c.logs.accessLog(log.With("component", "access"), p))
-	ln, err := g.listen(c, srv)
-	if err != nil {
-		return err
-	}
+	ln = g.limit(ln, c, srv)
 	fmt.Fprintf(stdout, "usher proxy serving on %s for %s (store %s, rooms %s)\n",
 		baseURL(ln.Addr()), redactURL(origin.String()), redactURL(*c.store), strings.Join(rules.Rooms(), ","))
 	return stopped(log, k.run(ctx, srv, ln))

@@ -39,6 +39,14 @@ func seed(ctx context.Context, args []string, getenv func(string) string, stdout
 	if err := f.check(); err != nil {
 		return err // before the data dir or the database is touched
 	}
+	if path, sqlite := sqlitePath(*db); sqlite && path == "" {
+		if err := checkWritable(f.setting("data-dir", *dataDir), *dataDir); err != nil {
+			return err
+		}
+	}
+	if err := checkDBDir(*db); err != nil {
+		return err
+	}
 	var cl closers
 	defer cl.Close()
 	qs, _, _, err := openStores(ctx, *store, *redisPrefix, "", &cl)

@@ -14,8 +14,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
+	"usher/internal/analytics"
+	"usher/internal/booking"
 	"usher/internal/console"
 	"usher/internal/httpapi"
+	"usher/internal/mq"
 	"usher/internal/mq/natsmq"
 	"usher/internal/sale"
 )
@@ -64,10 +69,45 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err // before anything is written or opened
 	}
 
-	log := c.logs.logger(stderr)
+	if err := c.checkDirs(isEmbeddedOrSQLite(*broker, *db)); err != nil {
+		return err
+	}
+	if err := checkDBDir(*db); err != nil {
+		return err
+	}
 	var cl closers
 	defer cl.Close()
-	mqb, nc, err := openBroker(ctx, *broker, natsmq.Options{Name: *natsName, Replicas: *natsReplicas}, *c.dataDir, log, &cl)
+	ln, metrics, err := c.listen(&cl)
+	if err != nil {
+		return err
+	}
+	log := c.logs.logger(stderr)
+	var (
+		catalog booking.Store
+		an      *analytics.Analytics
+		mqb     mq.Broker
+		nc      *nats.Conn
+	)
+	_, sqlite := sqlitePath(*db)
+	o, err := c.open(ctx, log, &cl,
+		step{local: sqlite, open: func() (err error) {
+			catalog, err = openCatalog(ctx, *db, *c.dataDir, *dbPool, &cl)
+			return err
+		}},
+		step{local: sqlite, open: func() (err error) {
+			an, err = openAnalytics(ctx, *db, *c.dataDir, *dbPool, analytics.Options{}, &cl)
+			return err
+		}},
+		step{local: *broker == "embedded", open: func() (err error) {
+			mqb, nc, err = openBroker(ctx, *broker, natsmq.Options{Name: *natsName, Replicas: *natsReplicas}, *c.dataDir, log, &cl)
+			if err == nil && *events {
+				if err = ensureEventStream(ctx, nc, *natsName, *natsReplicas); err != nil {
+					err = fmt.Errorf("%s: %w", sharedSetting("nats", *broker), err)
+				}
+			}
+			return err
+		}},
+	)
 	if err != nil {
 		return err
 	}
@@ -75,11 +115,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if *events {
 		ec.nc = nc
 	}
-	k, err := openCore(ctx, c, log, ec, &cl)
-	if err != nil {
-		return err
-	}
-	catalog, err := openCatalog(ctx, *db, *c.dataDir, *dbPool, &cl)
+	k, err := openCore(c, o, metrics, log, ec)
 	if err != nil {
 		return err
 	}
@@ -97,7 +133,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := sales.RebuildStock(ctx); err != nil {
 		return err
 	}
-	an, counting, err := serveAnalytics(ctx, *collect, *db, *c.dataDir, *dbPool, nc, *natsName, k, &cl)
+	counting, err := collectorPart(*collect, an, nc, *natsName, k)
 	if err != nil {
 		return err
 	}
@@ -107,10 +143,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-	}
-	ln, err := listen(c)
-	if err != nil {
-		return err
 	}
 	lim := newConnLimiter(ln, *conns.total, *conns.perClient, c.parsed.trusted)
 	srv.ConnState, ln = lim.ConnState, lim
@@ -122,6 +154,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	return stopped(log, k.run(ctx, srv, ln, parts...))
 }
 
+// isEmbeddedOrSQLite reports whether serve's broker or database keeps
+// files in the data directory.
+func isEmbeddedOrSQLite(broker, db string) bool {
+	path, sqlite := sqlitePath(db)
+	return broker == "embedded" || sqlite && path == ""
+}
+
 // loadOrCreateAdminKey reads <dataDir>/admin.key, creating it with a random
 // key on first start, so that a newcomer's server is never left open.
 func loadOrCreateAdminKey(dataDir string, log *slog.Logger) (string, error) {
@@ -129,20 +168,21 @@ func loadOrCreateAdminKey(dataDir string, log *slog.Logger) (string, error) {
 	if b, err := os.ReadFile(path); err == nil {
 		key := strings.TrimSpace(string(b))
 		if len(key) < minAdminKey {
-			return "", fmt.Errorf("admin key file %s: %d characters, want at least %d (delete it to generate one)", path, len(key), minAdminKey)
+			return "", fmt.Errorf("%s: admin key file %s: %d characters, want at least %d (delete it to generate one, or give --admin-key)",
+				sharedSetting("data-dir", dataDir), path, len(key), minAdminKey)
 		}
 		return key, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("admin key: %w", err)
+		return "", fmt.Errorf("%s: admin key: %w", sharedSetting("data-dir", dataDir), err)
 	}
 	buf := make([]byte, 24)
 	rand.Read(buf)
 	key := base64.RawURLEncoding.EncodeToString(buf)
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return "", fmt.Errorf("admin key: %w", err)
+		return "", fmt.Errorf("%s: admin key: %w", sharedSetting("data-dir", dataDir), err)
 	}
 	if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("admin key: %w", err)
+		return "", fmt.Errorf("%s: admin key: %w", sharedSetting("data-dir", dataDir), err)
 	}
 	log.Info("generated an admin API key", "file", path)
 	return key, nil

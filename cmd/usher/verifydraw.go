@@ -36,10 +36,10 @@ func verifyDraw(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	if !queue.ValidRoomID(*room) {
-		f.errs = append(f.errs, fmt.Sprintf("bad setting --room/%s=%q: want a room id, [a-z0-9][a-z0-9-]{0,63}", f.envName("room"), *room))
+		f.errs = append(f.errs, fmt.Sprintf("--room/%s=%q: want a room id, [a-z0-9][a-z0-9-]{0,63}", f.envName("room"), *room))
 	}
 	if *recorded != "" && !isCommitment(*recorded) {
-		f.errs = append(f.errs, fmt.Sprintf("bad setting --commitment/%s: want 64 hex digits", f.envName("commitment")))
+		f.errs = append(f.errs, fmt.Sprintf("--commitment/%s: want 64 hex digits", f.envName("commitment")))
 	}
 	if err := f.check(); err != nil {
 		return err

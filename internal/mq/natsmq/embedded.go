@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -36,10 +37,19 @@ func StartEmbedded(dir string, log *slog.Logger) (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("natsmq: embedded: %w", err)
 	}
-	if log != nil {
-		s.SetLoggerV2(serverLogger{log.With("component", "nats-server")}, false, false, false)
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	s.Start() // returns once the server runs in its goroutines
+	sl := &serverLogger{log: log.With("component", "nats-server")}
+	s.SetLoggerV2(sl, false, false, false)
+	// Start returns once the server runs in its goroutines, or at once
+	// after a fatal error, such as a JetStream store it cannot write.
+	s.Start()
+	if msg := sl.fatal(); msg != "" {
+		s.Shutdown()
+		s.WaitForShutdown()
+		return nil, fmt.Errorf("natsmq: embedded: %s", msg)
+	}
 	if !s.ReadyForConnections(10 * time.Second) {
 		s.Shutdown()
 		s.WaitForShutdown()
@@ -66,12 +76,34 @@ func ConnectEmbedded(s *server.Server, opts ...nats.Option) (*nats.Conn, error) 
 // serverLogger sends the server's log lines to slog. Its notices (the
 // start-up banner: version, JetStream limits, store directory) go out at
 // debug, its warnings and errors as such; its debug and trace lines are
-// dropped (the server is started without them anyway).
-type serverLogger struct{ log *slog.Logger }
+// dropped (the server is started without them anyway). It keeps the first
+// fatal error, after which the server does not start.
+type serverLogger struct {
+	log *slog.Logger
 
-func (l serverLogger) Noticef(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
-func (l serverLogger) Warnf(format string, v ...any)   { l.log.Warn(fmt.Sprintf(format, v...)) }
-func (l serverLogger) Fatalf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
-func (l serverLogger) Errorf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
-func (l serverLogger) Debugf(string, ...any)           {}
-func (l serverLogger) Tracef(string, ...any)           {}
+	mu         sync.Mutex
+	firstFatal string
+}
+
+func (l *serverLogger) Noticef(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
+func (l *serverLogger) Warnf(format string, v ...any)   { l.log.Warn(fmt.Sprintf(format, v...)) }
+func (l *serverLogger) Errorf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l *serverLogger) Debugf(string, ...any)           {}
+func (l *serverLogger) Tracef(string, ...any)           {}
+
+func (l *serverLogger) Fatalf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	l.log.Error(msg)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.firstFatal == "" {
+		l.firstFatal = msg
+	}
+}
+
+// fatal is the first fatal error the server logged, or "".
+func (l *serverLogger) fatal() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.firstFatal
+}

@@ -24,6 +24,7 @@ import (
 	"usher/internal/queue"
 	"usher/internal/queue/memqueue"
 	"usher/internal/queue/redisqueue"
+	"usher/internal/queue/redisshard"
 )
 
 // closers releases what the wiring opened, in reverse order.
@@ -121,7 +122,7 @@ func openStores(ctx context.Context, spec, prefix, roomsFile string, cl *closers
 			return nil, nil, nil, fmt.Errorf("%s: %w", sharedSetting("store", spec), err)
 		}
 		cl.add(c.Close)
-		return redisqueue.New(c, prefix), redishold.New(c, prefix+"hold:"), redislimit.New(c, prefix), nil
+		return redisshard.NewRouter(c, prefix), redishold.New(c, prefix+"hold:"), redislimit.New(c, prefix), nil
 	default:
 		return nil, nil, nil, fmt.Errorf("bad setting: %w", checkStore(spec))
 	}

@@ -7,8 +7,9 @@
 // queue.ErrUnavailable (a timeout, a broken connection) may still have run.
 // PutRoom and DeleteRoom also write the room index, the set <prefix>rooms, in
 // a second command: a failure between leaves a room unlisted, or an id listed
-// without a room, until the call is retried. A room of more than one shard
-// keeps its line in package redisshard (sharded.go).
+// without a room, until the call is retried. It keeps one line per room,
+// whatever Settings.Shards says (redisshard.Router sends rooms of several
+// shards elsewhere).
 //
 // Limits: times have millisecond resolution; durability is whatever the
 // server is configured for (without AOF or replication a Redis restart loses
@@ -32,7 +33,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"usher/internal/queue"
-	"usher/internal/queue/redisshard"
 	"usher/internal/redisscript"
 )
 
@@ -94,10 +94,9 @@ type Store struct {
 	c      rueidis.Client
 	prefix string
 	seeds  sync.Map // room → drawSeed, read from the store
-	// sharded holds the rooms known to be sharded (sharded.go), whose
-	// lines shard keeps.
-	sharded sync.Map
-	shard   *redisshard.Store
+	// exclusive, when set, names another store's hash of a room's slot
+	// (SetExclusive).
+	exclusive func(room string) string
 
 	putRoomScript, enter, status, leave, admit, stats, setInventory *rueidis.Lua
 	signals, setControl, deleteRoom                                 *rueidis.Lua
@@ -110,7 +109,6 @@ func New(c rueidis.Client, prefix string) *Store {
 	return &Store{
 		c:             c,
 		prefix:        prefix,
-		shard:         redisshard.New(c, prefix, 0),
 		putRoomScript: rueidis.NewLuaScript(putRoomLua),
 		enter:         rueidis.NewLuaScript(redisscript.RefillLua + bucketLua + inventoryLua + drawLua + presenceLua + enterLua),
 		status:        rueidis.NewLuaScript(drawLua + presenceLua + statusLua),
@@ -123,6 +121,19 @@ func New(c rueidis.Client, prefix string) *Store {
 		deleteRoom:    rueidis.NewLuaScript(deleteRoomLua),
 	}
 }
+
+// SetExclusive names, for each room, another store's hash of the room's
+// slot: while it holds settings, that store holds the room's name, and
+// PutRoom and CreateRoom refuse it (queue.ErrShardsFixed), atomically.
+// Call it before the store is used.
+func (s *Store) SetExclusive(key func(room string) string) { s.exclusive = key }
+
+// MetaKey is the key of the room's hash (the key other stores check for
+// the room's name).
+func (s *Store) MetaKey(room string) string { return s.keys(room)[0] }
+
+// Prefix is the prefix of the store's keys.
+func (s *Store) Prefix() string { return s.prefix }
 
 // Open connects to the Redis server at rawURL (redis://[user:password@]host:port[/db]
 // or rediss:// for TLS; see rueidis.ParseURL for the options) and checks it
@@ -325,15 +336,11 @@ func (s *Store) putRoom(ctx context.Context, op, room string, set queue.Settings
 	for _, f := range fields {
 		args = append(args, f.Name, f.Encode(set))
 	}
-	if set.Sharded() {
-		ss := shardSettings(set)
-		var err error
-		if ss.Tags, err = s.shard.TagsFor(ctx, room, ss.Shards); err != nil {
-			return false, fmt.Errorf("redisqueue: %s %s: %w", op, room, err)
-		}
-		args = append(args, redisshard.SettingPairs(ss)...)
+	keys := s.keys(room)[:1]
+	if s.exclusive != nil {
+		keys = append(keys, s.exclusive(room))
 	}
-	created, err := s.exec(ctx, s.putRoomScript, room, s.keys(room)[:1], args).AsInt64()
+	created, err := s.exec(ctx, s.putRoomScript, room, keys, args).AsInt64()
 	switch {
 	case err != nil:
 		return false, unavailable(op, room, err)
@@ -341,11 +348,6 @@ func (s *Store) putRoom(ctx context.Context, op, room string, set queue.Settings
 		return false, fmt.Errorf("redisqueue: %s %s: %w", op, room, queue.ErrShardsFixed)
 	case created < 0:
 		return false, fmt.Errorf("redisqueue: %s %s: %w", op, room, queue.ErrDrawn)
-	}
-	if set.Sharded() && (created == 1 || onlyCreate == "0") {
-		if err := s.putSharded(ctx, op, room, set); err != nil {
-			return false, err
-		}
 	}
 	if err := s.c.Do(ctx, s.c.B().Sadd().Key(s.roomsKey()).Member(room).Build()).Error(); err != nil {
 		return false, unavailable(op, room, err)
@@ -365,9 +367,6 @@ func (s *Store) Rooms(ctx context.Context) ([]string, error) {
 
 // Enter implements queue.Store.
 func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) (queue.Entry, bool, error) {
-	if s.isSharded(room) {
-		return s.enterSharded(ctx, room, visitor, now)
-	}
 	r, err := s.withKey(ctx, "enter", room, visitor, func(key, commitment string) ([]int64, error) {
 		return s.runInts(ctx, "enter", s.enter, room, visitor, ms(now), key, commitment)
 	})
@@ -381,9 +380,6 @@ func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) 
 		return queue.Entry{}, false, fmt.Errorf("redisqueue: enter %s: %w", room, queue.ErrRoomClosed)
 	case kindFull:
 		return queue.Entry{}, false, fmt.Errorf("redisqueue: enter %s: %w", room, queue.ErrQueueFull)
-	case kindSharded:
-		s.sharded.Store(room, true)
-		return s.enterSharded(ctx, room, visitor, now)
 	}
 	e, err := entry(visitor, r)
 	if err != nil || len(r) < 5 {
@@ -408,9 +404,6 @@ func entry(visitor string, r []int64) (queue.Entry, error) {
 
 // Status implements queue.Store.
 func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time) (queue.Entry, error) {
-	if s.isSharded(room) {
-		return s.statusSharded(ctx, room, visitor, now)
-	}
 	r, err := s.withKey(ctx, "status", room, visitor, func(key, commitment string) ([]int64, error) {
 		return s.runInts(ctx, "status", s.status, room, visitor, ms(now), key, commitment)
 	})
@@ -420,9 +413,6 @@ func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time)
 	switch r[0] {
 	case kindNotFound:
 		return queue.Entry{}, notFound("status", room)
-	case kindSharded:
-		s.sharded.Store(room, true)
-		return s.statusSharded(ctx, room, visitor, now)
 	}
 	e, err := entry(visitor, r)
 	if err != nil {
@@ -433,9 +423,6 @@ func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time)
 
 // Leave implements queue.Store.
 func (s *Store) Leave(ctx context.Context, room, visitor string) error {
-	if s.isSharded(room) {
-		return s.leaveSharded(ctx, room, visitor)
-	}
 	r, err := s.withKey(ctx, "leave", room, visitor, func(key, commitment string) ([]int64, error) {
 		n, err := s.exec(ctx, s.leave, room, s.keys(room), []string{visitor, key, commitment}).AsInt64()
 		if err != nil {
@@ -449,28 +436,18 @@ func (s *Store) Leave(ctx context.Context, room, visitor string) error {
 	switch r[0] {
 	case 0:
 		return notFound("leave", room)
-	case kindSharded:
-		s.sharded.Store(room, true)
-		return s.leaveSharded(ctx, room, visitor)
 	}
 	return nil
 }
 
 // Admit implements queue.Store.
 func (s *Store) Admit(ctx context.Context, room string, now time.Time) (queue.AdmitResult, error) {
-	if s.isSharded(room) {
-		return s.admitSharded(ctx, room, now)
-	}
 	arr, err := s.run(ctx, "admit", s.admit, room, ms(now), defaultPresence)
 	if err != nil {
 		return queue.AdmitResult{}, err
 	}
 	if len(arr) == 0 {
 		return queue.AdmitResult{}, notFound("admit", room)
-	}
-	if len(arr) == 1 { // {kindSharded}
-		s.sharded.Store(room, true)
-		return s.admitSharded(ctx, room, now)
 	}
 	counts, err := ints(arr[:min(3, len(arr))])
 	if err != nil || len(counts) < 3 {
@@ -498,11 +475,8 @@ func (s *Store) SetInventory(ctx context.Context, room string, units int64) erro
 	if err != nil {
 		return unavailable("set inventory", room, err)
 	}
-	switch ok {
-	case 0:
+	if ok == 0 {
 		return notFound("set inventory", room)
-	case kindSharded:
-		return fmt.Errorf("redisqueue: set inventory %s: %w", room, errShardedInventory)
 	}
 	return nil
 }
@@ -522,13 +496,6 @@ func (s *Store) Stats(ctx context.Context, room string, now time.Time) (queue.St
 	}
 	if st.Draw.Seed != nil {
 		s.cacheSeed(room, hex.EncodeToString(st.Draw.Seed))
-	}
-	if st.Settings.Sharded() {
-		return s.statsSharded(ctx, room, st, field(arr, "state_v"), fieldOr(arr, "shard_tags", ""))
-	}
-	if s.isSharded(room) { // lost and made again unsharded, by another instance
-		s.sharded.Delete(room)
-		s.shard.Forget(room)
 	}
 	return st, nil
 }
@@ -587,10 +554,7 @@ func (s *Store) SetControl(ctx context.Context, room string, next queue.Control,
 
 // field is the value of name in a reply of name/value pairs ("0" when
 // missing).
-func field(arr []rueidis.RedisMessage, name string) string { return fieldOr(arr, name, "0") }
-
-// fieldOr is field with def for a missing one.
-func fieldOr(arr []rueidis.RedisMessage, name, def string) string {
+func field(arr []rueidis.RedisMessage, name string) string {
 	for i := 0; i+1 < len(arr); i += 2 {
 		if n, err := arr[i].ToString(); err == nil && n == name {
 			if v, err := str(arr[i+1]); err == nil {
@@ -598,7 +562,7 @@ func fieldOr(arr []rueidis.RedisMessage, name, def string) string {
 			}
 		}
 	}
-	return def
+	return "0"
 }
 
 // parseStats decodes stats.lua's reply: name/value pairs. Settings are read
@@ -694,11 +658,8 @@ func (s *Store) DeleteRoom(ctx context.Context, room string, force bool, now tim
 	if err != nil {
 		return unavailable("delete room", room, err)
 	}
-	switch r {
-	case 0:
+	if r == 0 {
 		return fmt.Errorf("redisqueue: delete room %s: %w", room, queue.ErrRoomInUse)
-	case kindSharded:
-		return fmt.Errorf("redisqueue: delete room %s: %w", room, errShardedDelete)
 	}
 	if err := s.c.Do(ctx, s.c.B().Srem().Key(s.roomsKey()).Member(room).Build()).Error(); err != nil {
 		return unavailable("delete room", room, err)

@@ -1,10 +1,10 @@
 // Package redisshard spreads one hot room's waiting line over several Redis
-// Cluster hash tags, so that its entries and polls reach several primaries;
-// redisqueue keeps the line of a room of more than one shard here
-// (redisqueue/sharded.go). It serves Enter, Status, Leave, the admission step
-// (Admit) and the room's state, not the whole queue.Store: no passthrough,
-// claim window, presence parking, opening draw, inventory cap, adaptive rate,
-// room deletion or listing.
+// Cluster hash tags, so that its entries and polls reach several primaries.
+// Store is the line; QueueStore is the queue.Store of rooms of several
+// shards over it; Router puts QueueStore beside redisqueue, room by room.
+// A sharded room has Enter, Status, Leave, the admission step (Admit) and
+// its state, not the rest: no passthrough, claim window, presence parking,
+// opening draw, inventory cap, adaptive rate or deletion.
 //
 // The cap (max_active) and the rate (admit_rate) hold for the room as a whole
 // whatever fails: only the home shard's scripts grant a slot, and they count
@@ -262,42 +262,64 @@ func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
 // PutRoom creates the room or updates its settings, then writes the
 // room's state (open unless set otherwise) to its line shards
-// (SetLineState). Shards and Strategy cannot change once the room exists
-// (queue.ErrInvalid).
+// (SetLineState). Shards, Strategy and Tags cannot change once the room
+// exists (queue.ErrInvalid).
 func (s *Store) PutRoom(ctx context.Context, room string, set Settings) error {
+	_, err := s.putRoom(ctx, room, set, putOptions{})
+	return err
+}
+
+// putOptions are what the queue's store adds to PutRoom: create only,
+// more name/value pairs for the home hash, and another store's hash of the
+// room's slot, which holds the room's name while it holds settings.
+type putOptions struct {
+	onlyCreate bool
+	extra      []string
+	taken      string
+}
+
+func (s *Store) putRoom(ctx context.Context, room string, set Settings, o putOptions) (created bool, err error) {
 	if !queue.ValidRoomID(room) {
-		return fmt.Errorf("redisshard: put room: %w", queue.ErrInvalid.Detail("room: want [a-z0-9][a-z0-9-]{0,63}"))
+		return false, fmt.Errorf("redisshard: put room: %w", queue.ErrInvalid.Detail("room: want [a-z0-9][a-z0-9-]{0,63}"))
 	}
 	if err := set.Validate(); err != nil {
-		return fmt.Errorf("redisshard: put room %s: %w", room, err)
+		return false, fmt.Errorf("redisshard: put room %s: %w", room, err)
 	}
 	if set.Tags == "" {
-		tags, err := s.TagsFor(ctx, room, set.Shards)
-		if err != nil {
-			return err
+		if set.Tags, err = s.TagsFor(ctx, room, set.Shards); err != nil {
+			return false, err
 		}
-		set.Tags = tags
 	}
-	args := append([]string{"0"}, settingPairs(set)...)
-	keys := s.homeKeys(room)
-	r, err := s.exec(ctx, s.putRoomScript, []string{keys[0], keys[3]}, args).ToArray()
+	only := "0"
+	if o.onlyCreate {
+		only = "1"
+	}
+	args := append(append([]string{only}, o.extra...), settingPairs(set)...)
+	home := s.homeKeys(room)
+	keys := []string{home[0], home[3]}
+	if o.taken != "" {
+		keys = []string{home[0], o.taken, home[3]}
+	}
+	r, err := s.exec(ctx, s.putRoomScript, keys, args).ToArray()
 	if err != nil || len(r) < 3 {
-		return unavailable("put room", room, fmt.Errorf("reply %v: %v", r, err))
+		return false, unavailable("put room", room, fmt.Errorf("reply %v: %v", r, err))
 	}
 	code, err := r[0].AsInt64()
-	if err != nil {
-		return unavailable("put room", room, err)
-	}
-	if code < 0 {
-		return fmt.Errorf("redisshard: put room %s: %w", room,
-			queue.ErrInvalid.Detail("shards, shard_strategy: fixed when the room was created"))
+	switch {
+	case err != nil:
+		return false, unavailable("put room", room, err)
+	case code < 0: // -1 the layout changed, -2 another store holds the name
+		return false, fmt.Errorf("redisshard: put room %s: %w", room, queue.ErrShardsFixed)
 	}
 	state, err1 := r[1].ToString()
 	version, err2 := r[2].ToString()
 	if err := errors.Join(err1, err2); err != nil {
-		return unavailable("put room", room, err)
+		return false, unavailable("put room", room, err)
 	}
-	return s.SetLineState(ctx, room, set.Shards, set.Strategy, set.Tags, state, version)
+	if code == 0 && o.onlyCreate {
+		return false, nil
+	}
+	return code == 1, s.SetLineState(ctx, room, set.Shards, set.Strategy, set.Tags, state, version)
 }
 
 // Settings reads the room's settings from its home shard.

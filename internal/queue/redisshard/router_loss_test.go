@@ -1,4 +1,4 @@
-package redisqueue_test
+package redisshard_test
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"usher/internal/queue"
-	"usher/internal/queue/redisqueue"
 	"usher/internal/queue/redisshard"
 	"usher/internal/testenv"
 )
@@ -39,11 +38,11 @@ func lostRoomSettings(t *testing.T) queue.Settings {
 // lostRoom makes room "hot" of lostRoomSettings (with strategy) through
 // a new store s, which learns its layout from an Enter, then loses every
 // key of the test's prefix (a flush, a failover to an empty replica).
-func lostRoom(t *testing.T, strategy queue.ShardStrategy) (rueidis.Client, string, *redisqueue.Store, queue.Settings, time.Time) {
+func lostRoom(t *testing.T, strategy queue.ShardStrategy) (rueidis.Client, string, *redisshard.Router, queue.Settings, time.Time) {
 	t.Helper()
 	c := testenv.Redis(t)
 	prefix := testenv.RedisPrefix(t, c)
-	s := redisqueue.New(c, prefix)
+	s := redisshard.NewRouter(c, prefix)
 	set := lostRoomSettings(t)
 	set.ShardStrategy = strategy
 	if err := s.PutRoom(context.Background(), "hot", set); err != nil {
@@ -73,7 +72,7 @@ func movedVisitor() string {
 // instance found a head sequence number of 10^15 and the visitor gone).
 func TestShardedRoomMadeAgainUnsharded(t *testing.T) {
 	c, prefix, stale, set, now := lostRoom(t, queue.ShardTimestamp)
-	fresh := redisqueue.New(c, prefix)
+	fresh := redisshard.NewRouter(c, prefix)
 	ctx := context.Background()
 	set.Shards = 1
 	if err := fresh.PutRoom(ctx, "hot", set); err != nil {
@@ -125,7 +124,7 @@ func TestShardedLostRoom(t *testing.T) {
 			if e, created, err := s.Enter(ctx, "hot", "b", now); err != nil || !created || e.Status != queue.Waiting {
 				t.Errorf("Enter into the room made again = %+v, %v, %v; want a new place", e, created, err)
 			}
-			if _, _, err := redisqueue.New(c, prefix).Enter(ctx, "hot", "c", now); err != nil {
+			if _, _, err := redisshard.NewRouter(c, prefix).Enter(ctx, "hot", "c", now); err != nil {
 				t.Errorf("a fresh instance's Enter: %v", err)
 			}
 			if st, err := s.Stats(ctx, "hot", now); err != nil || st.Waiting != 2 || st.Settings.Shards != 3 {
@@ -143,10 +142,10 @@ func TestShardedLeftoverHash(t *testing.T) {
 	c := testenv.Redis(t)
 	prefix := testenv.RedisPrefix(t, c)
 	ctx := context.Background()
-	s := redisqueue.New(c, prefix)
+	s := redisshard.NewRouter(c, prefix)
 	set := lostRoomSettings(t)
 	for _, room := range []string{"created", "put"} {
-		if err := c.Do(ctx, c.B().Hset().Key(prefix+"{"+room+"}:meta").FieldValue().
+		if err := c.Do(ctx, c.B().Hset().Key(prefix+"shard:{"+room+"}:meta").FieldValue().
 			FieldValue("seq", "7").FieldValue("last", "1900000000000000").Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +172,7 @@ func TestShardedStateRepaired(t *testing.T) {
 	c := testenv.Redis(t)
 	prefix := testenv.RedisPrefix(t, c)
 	ctx := context.Background()
-	s := redisqueue.New(c, prefix)
+	s := redisshard.NewRouter(c, prefix)
 	set := lostRoomSettings(t)
 	if err := s.PutRoom(ctx, "hot", set); err != nil {
 		t.Fatal(err)
@@ -223,7 +222,7 @@ func TestShardedRemadeWithAnotherLayout(t *testing.T) {
 	if _, _, err := s.Enter(ctx, "hot", v, now); err != nil {
 		t.Fatal(err)
 	}
-	s2 := redisqueue.New(c, prefix)
+	s2 := redisshard.NewRouter(c, prefix)
 	if e, err := s2.Status(ctx, "hot", v, now); err != nil || e.Status != queue.Waiting {
 		t.Errorf("Status(%s) from another instance = %+v, %v; want waiting in shard %d of 5 (not %d of 3)",
 			v, e, err, redisshard.ShardOf(v, 5), redisshard.ShardOf(v, 3))
@@ -254,7 +253,7 @@ func TestShardedRemadeWithAnotherLayout(t *testing.T) {
 // layout puts it, its shard of five.
 func TestShardedRemadeElsewhere(t *testing.T) {
 	c, prefix, s, set, now := lostRoom(t, queue.ShardTimestamp)
-	s2 := redisqueue.New(c, prefix)
+	s2 := redisshard.NewRouter(c, prefix)
 	ctx := context.Background()
 	set.Shards = 5
 	if err := s2.PutRoom(ctx, "hot", set); err != nil {

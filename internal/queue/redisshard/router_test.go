@@ -1,4 +1,4 @@
-package redisqueue_test
+package redisshard_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"usher/internal/queue"
 	"usher/internal/queue/queuetest"
-	"usher/internal/queue/redisqueue"
+	"usher/internal/queue/redisshard"
 	"usher/internal/testenv"
 )
 
@@ -20,7 +20,8 @@ import (
 func TestConformanceSharded(t *testing.T) {
 	for _, target := range []struct{ name, env string }{{"single", "USHER_TEST_REDIS"}, {"cluster", "USHER_TEST_REDIS_CLUSTER"}} {
 		t.Run(target.name, func(t *testing.T) {
-			newStore := newStoreFunc(testenv.RedisAt(t, target.env))
+			c := testenv.RedisAt(t, target.env)
+			newStore := func(tb testing.TB) queue.Store { return redisshard.NewRouter(c, testenv.RedisPrefix(tb, c)) }
 			for _, strategy := range queue.ShardStrategies {
 				t.Run(string(strategy), func(t *testing.T) { queuetest.RunSharded(t, newStore, strategy) })
 			}
@@ -51,12 +52,12 @@ func shardedRoom(t *testing.T, s queue.Store, room string, t0 time.Time) queue.S
 // script answers "sharded" and touches nothing), and then serves it as
 // the instance that made it.
 func TestShardedLearned(t *testing.T) {
-	c := openClient(t)
+	c := testenv.Redis(t)
 	ctx := context.Background()
 	prefix := testenv.RedisPrefix(t, c)
 	t0 := time.UnixMilli(1_900_000_000_000)
-	set := shardedRoom(t, redisqueue.New(c, prefix), "hot", t0)
-	fresh := func() *redisqueue.Store { return redisqueue.New(c, prefix) }
+	set := shardedRoom(t, redisshard.NewRouter(c, prefix), "hot", t0)
+	fresh := func() *redisshard.Router { return redisshard.NewRouter(c, prefix) }
 	now := t0.Add(time.Second)
 
 	if e, err := fresh().Status(ctx, "hot", "v3", now); err != nil || e.Status != queue.Waiting || e.Position != 3 {
@@ -85,13 +86,13 @@ func TestShardedLearned(t *testing.T) {
 // TestShardedRefusals: what a sharded room does not have yet is refused,
 // changing nothing: an inventory, deletion.
 func TestShardedRefusals(t *testing.T) {
-	c := openClient(t)
+	c := testenv.Redis(t)
 	ctx := context.Background()
 	prefix := testenv.RedisPrefix(t, c)
 	t0 := time.UnixMilli(1_900_000_000_000)
-	maker := redisqueue.New(c, prefix)
+	maker := redisshard.NewRouter(c, prefix)
 	shardedRoom(t, maker, "hot", t0)
-	for name, s := range map[string]*redisqueue.Store{"its maker": maker, "a fresh store": redisqueue.New(c, prefix)} {
+	for name, s := range map[string]*redisshard.Router{"its maker": maker, "a fresh store": redisshard.NewRouter(c, prefix)} {
 		if err := s.SetInventory(ctx, "hot", 5); !errors.Is(err, queue.ErrInvalid) {
 			t.Errorf("SetInventory through %s = %v, want ErrInvalid", name, err)
 		}
@@ -99,7 +100,7 @@ func TestShardedRefusals(t *testing.T) {
 			t.Errorf("DeleteRoom through %s = %v, want ErrInvalid", name, err)
 		}
 	}
-	st, err := redisqueue.New(c, prefix).Stats(ctx, "hot", t0)
+	st, err := redisshard.NewRouter(c, prefix).Stats(ctx, "hot", t0)
 	if err != nil || st.Inventory.Known || st.Waiting != 8 {
 		t.Errorf("Stats after the refusals = %+v, %v; want the room as it was (8 waiting, no inventory)", st, err)
 	}

@@ -6,8 +6,7 @@
 -- ARGV    now (unix ms), the default presence_timeout (ns), for rooms
 --         written before the setting existed
 -- Returns {} when the room does not exist, else {expired, skipped,
--- abandoned, admitted...} with the admitted visitors in the order taken;
--- {7} when the room is sharded (as enter.lua).
+-- abandoned, admitted...} with the admitted visitors in the order taken.
 local meta, wait, active, pre, seen, parked, back =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local now = tonumber(ARGV[1])
@@ -17,9 +16,6 @@ local state, max_active, claim_window, batch, admit_rate, tokens, refilled, pres
     'batch', 'admit_rate', 'tokens', 'refilled_ms', 'presence_timeout', 'active_ttl'))
 if not state then
   return {}
-end
-if (tonumber(redis.call('HGET', meta, 'shards')) or 1) > 1 then
-  return {7}
 end
 local expired = redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
 local phase, _, base, entrants, moved = draw_phase(meta, pre, now)

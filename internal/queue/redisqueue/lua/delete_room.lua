@@ -4,8 +4,7 @@
 --         pre-queue, KEYS[7] back
 -- ARGV    force ('1' deletes whoever waits or is active), now (unix ms)
 -- Returns -1 when the room does not exist, 0 when it is in use and not
--- forced (nothing changed), 7 when the room is sharded (its lines live on
--- other slots: not deleted yet, nothing changed), 1 when deleted. "In use": anyone waiting (the
+-- forced (nothing changed), 1 when deleted. "In use": anyone waiting (the
 -- pre-queue and the parked, who keep their places for a grace, included)
 -- or an active slot expiring after now.
 local meta, wait, active, pre, parked, back = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7]
@@ -13,9 +12,6 @@ local force, now = ARGV[1], ARGV[2]
 
 if redis.call('EXISTS', meta) == 0 then
   return -1
-end
-if (tonumber(redis.call('HGET', meta, 'shards')) or 1) > 1 then
-  return 7
 end
 if force ~= '1' then
   local waiting = redis.call('ZCARD', wait) + redis.call('ZCARD', pre) + redis.call('ZCARD', back) +

@@ -7,8 +7,7 @@
 -- Returns {kind, seq, position, expires_ms, created}; kind 0 = room not
 -- found, 1 = room closed, 2 = waiting, 3 = active, 5 = the room's draw
 -- needs the key (call again with the seed's), 6 = the line is full
--- (max_waiting), 7 = the room is sharded (Store.sharded: redisshard
--- keeps its line).
+-- (max_waiting).
 local meta, wait, active, pre, seen, parked, back =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local visitor, now, key, commitment = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
@@ -16,9 +15,6 @@ local visitor, now, key, commitment = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[
 local state = redis.call('HGET', meta, 'state')
 if not state then
   return {0}
-end
-if (tonumber(redis.call('HGET', meta, 'shards')) or 1) > 1 then
-  return {7}
 end
 local phase, drawn_with, base, entrants, moved = draw_phase(meta, pre, now)
 if phase and commitment ~= drawn_with then

@@ -4,16 +4,13 @@
 -- zsets (presence.lua)
 -- ARGV    visitor, draw key, draw commitment (as enter.lua)
 -- Returns 0 when the room does not exist, 5 when the room's pre-queue needs
--- the key, 7 when the room is sharded (as enter.lua), else 1.
+-- the key, else 1.
 local meta, wait, active, pre, seen, parked, back =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local visitor, key, commitment = ARGV[1], ARGV[2], ARGV[3]
 
 if redis.call('EXISTS', meta) == 0 then
   return 0
-end
-if (tonumber(redis.call('HGET', meta, 'shards')) or 1) > 1 then
-  return 7
 end
 if redis.call('EXISTS', pre) == 1 then
   if commitment ~= redis.call('HGET', meta, 'draw_commitment') then

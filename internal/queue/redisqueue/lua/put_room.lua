@@ -1,5 +1,8 @@
 -- put_room.lua: create a room or replace its settings (queue.Store.PutRoom).
--- KEYS[1] meta hash
+-- KEYS[1] meta hash; with three keys, KEYS[2] is another store's hash of
+--         the room's slot (redisshard's, for a room of several shards):
+--         when it holds settings, that store holds the room's name; the
+--         last key is the slot's guard
 -- ARGV    only_create ("1": leave an existing room unchanged), batch, a
 --         draw seed and its commitment (hex; "" when the settings have no
 --         opens_at), then the settings as name/value pairs
@@ -8,21 +11,16 @@
 -- existing room keeps its queue and counters, and its tokens are capped at
 -- the new bucket capacity, batch + 1. The first seed given is kept for
 -- good (draw.lua). A room draws once: after its draw, settings whose
--- opens_at differs are refused (-1) and nothing is written. shards and
--- shard_strategy are fixed once the room exists (a visitor's shard
--- depends on them), and so are shard_tags (where its shards live, chosen
--- at creation): settings that change one are refused (-2) and
--- nothing is written; a room written before they existed has one shard,
--- and a room of one shard takes any strategy (it has no line shards).
+-- opens_at differs are refused (-1) and nothing is written, and so is a
+-- room whose name another store holds (-2).
 -- Returns 1 when the room was created, else 0.
 --
--- A hash without settings (no state and no max_active: counters that an
--- older instance wrote into a sharded room Redis had lost) is no room: it
--- is replaced. state_v versions the state for the copies a sharded room
--- keeps on its line shards (redisshard's line_state.lua): it starts at the
--- creation time in µs (Redis' clock; the copies a lost room left are
--- older) and every write of the settings adds one.
+-- A hash without settings (no state and no max_active) is no room: it is
+-- replaced.
 local meta = KEYS[1]
+if #KEYS == 3 and redis.call('HEXISTS', KEYS[2], 'max_active') == 1 then
+  return -2
+end
 local only_create, batch, seed, commitment = ARGV[1] == '1', tonumber(ARGV[2]), ARGV[3], ARGV[4]
 
 local existed = redis.call('HEXISTS', meta, 'state') == 1 or redis.call('HEXISTS', meta, 'max_active') == 1
@@ -36,17 +34,6 @@ if existed and redis.call('HGET', meta, 'drawn') == '1' then
   for i = 5, #ARGV, 2 do
     if ARGV[i] == 'opens_at' and ARGV[i + 1] ~= redis.call('HGET', meta, 'opens_at') then
       return -1
-    end
-  end
-end
-if existed then
-  local shards, strategy, tags = unpack(redis.call('HMGET', meta, 'shards', 'shard_strategy', 'shard_tags'))
-  shards = shards or '1'
-  for i = 5, #ARGV, 2 do
-    if (ARGV[i] == 'shards' and ARGV[i + 1] ~= shards) or
-        (ARGV[i] == 'shard_strategy' and shards ~= '1' and strategy and ARGV[i + 1] ~= strategy) or
-        (ARGV[i] == 'shard_tags' and shards ~= '1' and ARGV[i + 1] ~= (tags or '')) then
-      return -2
     end
   end
 end
@@ -70,11 +57,8 @@ redis.call('HSET', meta, 'batch', batch, 'tokens', string.format('%.17g', tokens
 if seed ~= '' and redis.call('HSETNX', meta, 'draw_seed', seed) == 1 then
   redis.call('HSET', meta, 'draw_commitment', commitment)
 end
-if existed then
-  redis.call('HINCRBY', meta, 'state_v', 1)
-else
-  local t = redis.call('TIME')
-  redis.call('HSET', meta, 'seq', 0, 'admitted_total', 0, 'state_v', t[1] .. string.format('%06d', tonumber(t[2])))
+if not existed then
+  redis.call('HSET', meta, 'seq', 0, 'admitted_total', 0)
 end
 if reset then
   for _, f in ipairs(redis.call('HKEYS', meta)) do

@@ -3,16 +3,12 @@
 -- KEYS[1] meta hash
 -- ARGV    units, the default visitors_per_unit (written only when the
 --         room's hash lacks it: a room written before the setting existed)
--- Returns 0 when the room does not exist, 7 when it is sharded (no
--- inventory yet: nothing is written), else 1.
+-- Returns 0 when the room does not exist, else 1.
 local meta = KEYS[1]
 local units, default_per_unit = ARGV[1], ARGV[2]
 
 if redis.call('EXISTS', meta) == 0 then
   return 0
-end
-if (tonumber(redis.call('HGET', meta, 'shards')) or 1) > 1 then
-  return 7
 end
 redis.call('HSETNX', meta, 'visitors_per_unit', default_per_unit)
 redis.call('HSET', meta, 'inventory', units)

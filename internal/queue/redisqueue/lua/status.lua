@@ -4,8 +4,7 @@
 -- KEYS[7] back zsets (presence.lua)
 -- ARGV    visitor, now (unix ms), draw key, draw commitment (as enter.lua)
 -- Returns {kind, seq, position, expires_ms}; kind 0 = room not found,
--- 2 = waiting, 3 = active, 4 = gone, 5 = the room's draw needs the key,
--- 7 = the room is sharded (as enter.lua).
+-- 2 = waiting, 3 = active, 4 = gone, 5 = the room's draw needs the key.
 local meta, wait, active, pre, seen, parked, back =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local visitor, now, key, commitment = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
@@ -13,9 +12,6 @@ local visitor, now, key, commitment = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[
 local ttl = redis.call('HGET', meta, 'active_ttl')
 if not ttl then
   return {0}
-end
-if (tonumber(redis.call('HGET', meta, 'shards')) or 1) > 1 then
-  return {7}
 end
 local phase, drawn_with, base, entrants, moved = draw_phase(meta, pre, now)
 if phase and commitment ~= drawn_with then

@@ -1,11 +1,17 @@
 -- put_room.lua: create or update a sharded room's settings on its home
 -- shard (Store.PutRoom).
--- KEYS[1] home meta hash
+-- KEYS[1] home meta hash; with three keys, KEYS[2] is another store's hash
+--         of the room's slot (redisqueue's, for a room of one shard): when
+--         it holds settings, that store holds the room's name; the last key
+--         is the slot's guard
 -- ARGV    only_create ("1": leave an existing room as it is), then
---         setting name/value pairs (settings.go, settingFields)
+--         name/value pairs written to the hash as they are: the queue's
+--         settings, if any, then this package's (settings.go,
+--         settingFields)
 -- Returns {code, state, state_v}: code 1 created, 0 updated (or left as
 -- it was), -1 when the update would change shards, shard_strategy or
--- shard_tags, which are fixed at creation; the room's state (open unless set) and its
+-- shard_tags, which are fixed at creation, -2 when another store holds the
+-- name (nothing is written); the room's state (open unless set) and its
 -- version, for the line shards' copies (line_state.lua).
 --
 -- A hash without settings (no state, no max_active: counters an older
@@ -13,6 +19,9 @@
 -- state_v starts at the creation time in µs (Redis' clock), so that the
 -- copies a lost room left on other shards are older than the new room's.
 local meta = KEYS[1]
+if #KEYS == 3 and redis.call('HEXISTS', KEYS[2], 'max_active') == 1 then
+  return {-2, '', '0'}
+end
 local exists = redis.call('HEXISTS', meta, 'state') == 1 or redis.call('HEXISTS', meta, 'max_active') == 1
 if exists and ARGV[1] == '1' then
   return {0, redis.call('HGET', meta, 'state'), redis.call('HGET', meta, 'state_v')}

@@ -1,0 +1,183 @@
+package redisshard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"usher/internal/queue"
+	"usher/internal/queue/redisqueue"
+)
+
+// Router is the queue.Store of a Redis deployment: it sends each room to
+// redisqueue (one shard) or to the QueueStore (several), by the room's
+// settings when it is made and, for every other call, by where the room
+// is. A room's name is held by one of them at a time: each refuses to
+// make a room whose name the other holds, atomically (the two hashes share
+// the room's slot). The router remembers the rooms it found sharded; any
+// other room goes to redisqueue first, and to the QueueStore when
+// redisqueue does not know it, so a sharded room's first call on an
+// instance costs one more round trip, and a room Redis lost and that was
+// made again with another layout is found where it is.
+type Router struct {
+	plain   *redisqueue.Store
+	sharded *QueueStore
+	known   sync.Map // room → true: found sharded
+}
+
+var _ queue.Store = (*Router)(nil)
+
+// NewRouter returns the store of rooms under prefix on the server or
+// cluster behind c: rooms of one shard under prefix (redisqueue), rooms of
+// several under prefix + "shard:". The caller owns c.
+func NewRouter(c rueidis.Client, prefix string) *Router {
+	shards := New(c, prefix+"shard:", 0)
+	plain := redisqueue.New(c, prefix)
+	plain.SetExclusive(func(room string) string { return shards.homeKeys(room)[0] })
+	return &Router{
+		plain:   plain,
+		sharded: NewQueueStore(shards, func(room string) string { return plain.MetaKey(room) }),
+	}
+}
+
+// Plain is the store of rooms of one shard (for tests and tools).
+func (r *Router) Plain() *redisqueue.Store { return r.plain }
+
+// Sharded is the store of rooms of several shards.
+func (r *Router) Sharded() *QueueStore { return r.sharded }
+
+// route runs f on the store that holds room: the one it was last found
+// in, else redisqueue, then the QueueStore when the first does not know
+// the room.
+func route[T any](r *Router, room string, f func(queue.Store) (T, error)) (T, error) {
+	first, second := queue.Store(r.plain), queue.Store(r.sharded)
+	_, sharded := r.known.Load(room)
+	if sharded {
+		first, second = second, first
+	}
+	v, err := f(first)
+	if !errors.Is(err, queue.ErrRoomNotFound) {
+		return v, err
+	}
+	v, err = f(second)
+	switch {
+	case err == nil && !sharded:
+		r.known.Store(room, true)
+	case err == nil, errors.Is(err, queue.ErrRoomNotFound):
+		r.known.Delete(room)
+	}
+	return v, err
+}
+
+// PutRoom implements queue.Store: a room of several shards goes to the
+// QueueStore, any other to redisqueue; each refuses a name the other
+// holds (a room's shards are fixed once it exists).
+func (r *Router) PutRoom(ctx context.Context, room string, s queue.Settings) error {
+	_, err := r.put(ctx, room, s, false)
+	return err
+}
+
+// CreateRoom implements queue.Store.
+func (r *Router) CreateRoom(ctx context.Context, room string, s queue.Settings) (bool, error) {
+	return r.put(ctx, room, s, true)
+}
+
+func (r *Router) put(ctx context.Context, room string, s queue.Settings, onlyCreate bool) (bool, error) {
+	if s.Sharded() {
+		created, err := r.sharded.put(ctx, room, s, onlyCreate)
+		if err == nil {
+			r.known.Store(room, true)
+		}
+		return created, err
+	}
+	var created bool
+	var err error
+	if onlyCreate {
+		created, err = r.plain.CreateRoom(ctx, room, s)
+	} else {
+		err = r.plain.PutRoom(ctx, room, s)
+	}
+	if err == nil {
+		r.known.Delete(room)
+	}
+	return created, err
+}
+
+// Rooms implements queue.Store: both stores' rooms.
+func (r *Router) Rooms(ctx context.Context) ([]string, error) {
+	plain, err := r.plain.Rooms(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sharded, err := r.sharded.Rooms(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Compact(slices.Sorted(slices.Values(append(plain, sharded...)))), nil
+}
+
+// Enter implements queue.Store.
+func (r *Router) Enter(ctx context.Context, room, visitor string, now time.Time) (queue.Entry, bool, error) {
+	type entered struct {
+		e       queue.Entry
+		created bool
+	}
+	v, err := route(r, room, func(s queue.Store) (entered, error) {
+		e, created, err := s.Enter(ctx, room, visitor, now)
+		return entered{e, created}, err
+	})
+	return v.e, v.created, err
+}
+
+// Status implements queue.Store.
+func (r *Router) Status(ctx context.Context, room, visitor string, now time.Time) (queue.Entry, error) {
+	return route(r, room, func(s queue.Store) (queue.Entry, error) { return s.Status(ctx, room, visitor, now) })
+}
+
+// Leave implements queue.Store.
+func (r *Router) Leave(ctx context.Context, room, visitor string) error {
+	_, err := route(r, room, func(s queue.Store) (struct{}, error) { return struct{}{}, s.Leave(ctx, room, visitor) })
+	return err
+}
+
+// Admit implements queue.Store.
+func (r *Router) Admit(ctx context.Context, room string, now time.Time) (queue.AdmitResult, error) {
+	return route(r, room, func(s queue.Store) (queue.AdmitResult, error) { return s.Admit(ctx, room, now) })
+}
+
+// Stats implements queue.Store.
+func (r *Router) Stats(ctx context.Context, room string, now time.Time) (queue.Stats, error) {
+	return route(r, room, func(s queue.Store) (queue.Stats, error) { return s.Stats(ctx, room, now) })
+}
+
+// SetInventory implements queue.Store.
+func (r *Router) SetInventory(ctx context.Context, room string, units int64) error {
+	_, err := route(r, room, func(s queue.Store) (struct{}, error) { return struct{}{}, s.SetInventory(ctx, room, units) })
+	return err
+}
+
+// AddSignals implements queue.Store.
+func (r *Router) AddSignals(ctx context.Context, room string, add queue.Signals) (queue.Signals, error) {
+	return route(r, room, func(s queue.Store) (queue.Signals, error) { return s.AddSignals(ctx, room, add) })
+}
+
+// SetControl implements queue.Store.
+func (r *Router) SetControl(ctx context.Context, room string, next queue.Control, used queue.Signals) (bool, error) {
+	return route(r, room, func(s queue.Store) (bool, error) { return s.SetControl(ctx, room, next, used) })
+}
+
+// DeleteRoom implements queue.Store.
+func (r *Router) DeleteRoom(ctx context.Context, room string, force bool, now time.Time) error {
+	_, err := route(r, room, func(s queue.Store) (struct{}, error) { return struct{}{}, s.DeleteRoom(ctx, room, force, now) })
+	return err
+}
+
+// String names the store in logs.
+func (r *Router) String() string {
+	return fmt.Sprintf("redis (%s, sharded rooms %s)", r.plain.Prefix(), r.sharded.s.prefix)
+}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	events "usher/internal/event" // plant_test.go has a type event
+	events "usher/internal/event"
 	"usher/internal/queue"
 	"usher/internal/queue/memqueue"
 )

@@ -1,12 +1,10 @@
-package queue_test
+package control
 
 import (
 	"container/heap"
 	"math"
 	"math/rand/v2"
 	"time"
-
-	"usher/internal/queue"
 )
 
 // plant is a simulated origin behind a waiting room: a discrete-event
@@ -29,7 +27,7 @@ type plant struct {
 	busy    int
 	queue   []time.Duration // arrival times of waiting requests, FIFO
 	lefts   []int           // and what their visitors still have to call
-	sig     *queue.Signals  // where completed requests are recorded
+	sig     *Signals        // where completed requests are recorded
 	busyInt float64         // connection-seconds held, summed
 	capInt  float64         // connection-seconds offered, summed
 }
@@ -81,7 +79,7 @@ func (p *plant) admit(n int) {
 }
 
 // run advances the plant by d, recording completed requests into sig.
-func (p *plant) run(d time.Duration, sig *queue.Signals) {
+func (p *plant) run(d time.Duration, sig *Signals) {
 	p.sig = sig
 	end := p.now + d
 	for len(p.events) > 0 && p.events[0].at <= end {

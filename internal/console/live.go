@@ -86,7 +86,7 @@ func (k *Console) roomLive(room string, v queue.View, now time.Time) RoomLive {
 	l := RoomLive{
 		Room: room, State: string(s.State), EffectiveState: string(v.EffectiveState()),
 		Waiting: v.Waiting, Active: v.Active, MaxActive: s.MaxActive, MaxWaiting: s.MaxWaiting, AdmittedTotal: v.AdmittedTotal,
-		AdmitRate: s.AdmitRate, AdmitRateMeasured: v.Rate, AdmitRateCurrent: s.CurrentRate(v.Control),
+		AdmitRate: s.AdmitRate, AdmitRateMeasured: v.Admitted(), AdmitRateCurrent: s.CurrentRate(v.Control),
 		Admission: string(s.Admission), LeaveRate: v.Leave, AgeMS: max(0, now.Sub(v.At).Milliseconds()),
 	}
 	if s.Admission == queue.Adaptive && v.Control.P95 > 0 {

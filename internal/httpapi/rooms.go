@@ -64,7 +64,7 @@ func roomResponse(room string, v queue.View) wire.Room {
 	if v.Inventory.Known {
 		inventory = &v.Inventory.Units
 	}
-	stats := wire.RoomStats{Waiting: v.Waiting, Active: v.Active, AdmittedTotal: v.AdmittedTotal, AdmitRateMeasured: v.Rate,
+	stats := wire.RoomStats{Waiting: v.Waiting, Active: v.Active, AdmittedTotal: v.AdmittedTotal, AdmitRateMeasured: v.Admitted(),
 		AdmitRateCurrent: s.CurrentRate(v.Control), EffectiveState: string(v.EffectiveState()), Inventory: inventory}
 	if s.Admission == queue.Adaptive && v.Control.P95 > 0 {
 		p95, goal := msFloat(v.Control.P95), msFloat(s.Target(v.Control))

@@ -82,6 +82,8 @@ type View struct {
 	// At is when the stats were read.
 	At  time.Time
 	win window
+	// marks are the admissions counted at past refreshes (Admitted).
+	marks marks
 }
 
 // New returns a Queue over store. It starts nothing; call Run.
@@ -439,6 +441,7 @@ func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string) {
 		v := newView(st, now)
 		if prev, ok := old[room]; ok {
 			v.carry(prev)
+			v.marks = prev.marks
 			switch dt := now.Sub(prev.At).Seconds(); {
 			case dt > 0 && prev.Waiting > 0:
 				v.measure(prev, dt)
@@ -446,6 +449,7 @@ func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string) {
 				v.idle()
 			}
 		}
+		v.marks.add(now, st.AdmittedTotal)
 		next[room] = v
 		q.metrics.observed(room, st)
 	}

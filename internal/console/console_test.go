@@ -400,6 +400,12 @@ func TestWhatIf(t *testing.T) {
 	if w.PacedRate >= 3 || w.PacedRate <= 2.7 || !strings.Contains(strings.Join(w.Lines, " "), "The active set, not the rate, sets the pace") {
 		t.Errorf("small active set: paced %v, lines %q", w.PacedRate, w.Lines)
 	}
+	// A slow rate reads per minute or per hour, never as 0.00/s: one slot
+	// held 5 minutes sustains 0.2 visitors a minute.
+	w, _ = get("waiting=5&admit_rate=50&max_active=1&session_seconds=300")
+	if all := strings.Join(w.Lines, " "); strings.Contains(all, "0.00") || !strings.Contains(all, "At 0.20/min the last of the 5 waiting visitors waits about 25 min (5 ÷ 0.20/min)") {
+		t.Errorf("slow rate: %q", w.Lines)
+	}
 	w, _ = get("waiting=10&admit_rate=0&max_active=500&session_seconds=180")
 	if w.LastWaitSeconds != nil || !strings.Contains(w.Lines[0], "nobody is admitted") {
 		t.Errorf("rate 0: %+v", w)

@@ -91,24 +91,37 @@ func whatIf(waiting int64, rate float64, maxActive int64, session time.Duration)
 		out.LastWaitSeconds = &zero
 		out.Lines = append(out.Lines, "Nobody is waiting now.")
 	case out.PacedRate <= 0:
-		out.Lines = append(out.Lines, fmt.Sprintf("At %s/s nobody is admitted: the %s waiting visitors wait until the rate is raised.", num(rate), group(waiting)))
+		out.Lines = append(out.Lines, fmt.Sprintf("At %s nobody is admitted: the %s waiting visitors wait until the rate is raised.", perTime(rate), group(waiting)))
 	default:
 		last := float64(waiting) / out.PacedRate
 		out.LastWaitSeconds = &last
-		out.Lines = append(out.Lines, fmt.Sprintf("At %s/s the last of the %s waiting visitors waits about %s (%s ÷ %s/s), if nobody leaves and nobody new comes.",
-			num(out.PacedRate), group(waiting), human(last), group(waiting), num(out.PacedRate)))
+		out.Lines = append(out.Lines, fmt.Sprintf("At %s the last of the %s waiting visitors waits about %s (%s ÷ %s), if nobody leaves and nobody new comes.",
+			perTime(out.PacedRate), group(waiting), human(last), group(waiting), perTime(out.PacedRate)))
 	}
-	out.Lines = append(out.Lines, fmt.Sprintf("max_active %s with %s sessions sustains λ = L ÷ W = %s ÷ %s = %s visitors/s.",
-		group(maxActive), sess, group(maxActive), sess, num(out.SustainedRate)))
+	out.Lines = append(out.Lines, fmt.Sprintf("max_active %s with %s sessions sustains λ = L ÷ W = %s ÷ %s = %s visitors.",
+		group(maxActive), sess, group(maxActive), sess, perTime(out.SustainedRate)))
 	switch {
 	case rate > out.SustainedRate*(1+1e-9):
-		out.Lines = append(out.Lines, fmt.Sprintf("The active set, not the rate, sets the pace: %s/s needs max_active L = λ × W = %s × %s = %s.",
-			num(rate), num(rate), sess, group(out.NeededMaxActive)))
+		out.Lines = append(out.Lines, fmt.Sprintf("The active set, not the rate, sets the pace: %s needs max_active L = λ × W = %s × %s = %s.",
+			perTime(rate), perTime(rate), sess, group(out.NeededMaxActive)))
 	case rate > 0:
-		out.Lines = append(out.Lines, fmt.Sprintf("%s/s with %s sessions fills L = λ × W = %s of the %s slots.",
-			num(rate), sess, group(out.NeededMaxActive), group(maxActive)))
+		out.Lines = append(out.Lines, fmt.Sprintf("%s with %s sessions fills L = λ × W = %s of the %s slots.",
+			perTime(rate), sess, group(out.NeededMaxActive), group(maxActive)))
 	}
 	return out, nil
+}
+
+// perTime writes a rate of x a second with its unit: per second from
+// 0.1/s, else per minute, else per hour, so that no rate the what-if
+// works with reads as 0.00.
+func perTime(x float64) string {
+	switch {
+	case x == 0 || x >= 0.1:
+		return num(x) + "/s"
+	case x*60 >= 0.1:
+		return num(x*60) + "/min"
+	}
+	return num(x*3600) + "/h"
 }
 
 // num formats a rate: whole numbers plainly, others to 2 decimals.

@@ -10,8 +10,10 @@
 // (queue.Queue.ViewRooms), which queue.Queue.Run keeps in step with the
 // store. A room's loop starts when the room joins the view and stops when it
 // leaves it (the store lost the room); each step's delay is the room's
-// Interval read from the view, never from the store. The same loop runs
-// the room's adaptive controller (queue.Queue.Control) every ControlEvery.
+// Interval read from the view, never from the store; a step is skipped
+// while the view shows nobody waiting (queue.Queue.Resting). The same loop
+// runs the room's adaptive controller (queue.Queue.Control) every
+// ControlEvery.
 package admission
 
 import (
@@ -97,6 +99,10 @@ func (s *Scheduler) loop(ctx context.Context, room string) {
 			}
 			continue
 		case <-timer.C:
+		}
+		if s.q.Resting(room) { // nobody waits: the step would admit nobody
+			timer.Reset(s.q.ViewOrDefault(room).Settings.Interval)
+			continue
 		}
 		_, err := s.q.Admit(ctx, room)
 		switch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,6 +74,69 @@ func TestSchedulerAdmits(t *testing.T) {
 	for range 2 {
 		if err := <-done; err != nil {
 			t.Errorf("Run returned %v, want nil after cancel", err)
+		}
+	}
+}
+
+// admitCounter is a store that counts its Admit calls by room.
+type admitCounter struct {
+	queue.Store
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (s *admitCounter) Admit(ctx context.Context, room string, now time.Time) (queue.AdmitResult, error) {
+	s.mu.Lock()
+	s.n[room]++
+	s.mu.Unlock()
+	return s.Store.Admit(ctx, room, now)
+}
+
+func (s *admitCounter) count(room string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n[room]
+}
+
+// TestSchedulerRestsIdleRooms: rooms nobody waits in get no admission
+// step, however many intervals pass; a visitor who comes to wait in one
+// is admitted by the next step.
+func TestSchedulerRestsIdleRooms(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := &admitCounter{Store: memqueue.New(), n: map[string]int{}}
+	q := queue.New(store, queue.Options{Refresh: 5 * time.Millisecond})
+	s := queue.DefaultSettings()
+	s.MaxActive, s.Interval = 1, 10*time.Millisecond
+	for i := range 10 {
+		if err := q.PutRoom(ctx, fmt.Sprintf("r%d", i), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := q.Enter(ctx, "r0", "first"); err != nil { // passthrough: takes r0's one slot
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { admission.New(q, slog.New(slog.DiscardHandler)).Run(ctx) })
+	wg.Go(func() { q.Run(ctx) })
+	defer wg.Wait()
+	defer cancel()
+
+	// r0's slot is taken; "second" waits until "first" leaves.
+	if _, _, err := q.Enter(ctx, "r0", "second"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "r0 stepped while second waits", func() bool { return store.count("r0") >= 3 })
+	if err := q.Leave(ctx, "r0", "first"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "second admitted", func() bool {
+		e, _, err := q.Status(ctx, "r0", "second", 0, time.Time{})
+		return err == nil && e.Status == queue.Active
+	})
+	for i := 1; i < 10; i++ {
+		if n := store.count(fmt.Sprintf("r%d", i)); n != 0 {
+			t.Errorf("idle room r%d got %d admission steps, want 0", i, n)
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,8 +22,11 @@ var ErrNotAdmitted = fault.New(fault.NotAdmitted, "visitor not admitted")
 type Options struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// Refresh is how often Run re-reads every room's stats (default 100ms).
-	Refresh time.Duration
+	// Refresh is how often Run re-reads the stats of a room someone waits
+	// in (default 100ms); IdleRefresh how often it re-reads a room nobody
+	// waits in (default 5s), sooner when a visitor enters it through this
+	// instance (Enter) or its settings change here (PutRoom).
+	Refresh, IdleRefresh time.Duration
 	// Metrics records counters; nil records nothing.
 	Metrics *Metrics
 	Logger  *slog.Logger
@@ -47,6 +49,12 @@ type Options struct {
 // (docs/operations.md#store-deadlines).
 const DefaultStoreTimeout = 500 * time.Millisecond
 
+// DefaultIdleRefresh is Options.IdleRefresh's default: a room nobody waits
+// in costs an instance one stats read per 5 s, and another instance's view
+// of it (its state, its active count) lags by as much; the instance a
+// visitor enters through re-reads it at once.
+const DefaultIdleRefresh = 5 * time.Second
+
 // Queue wraps a Store with validation, the clock, metrics, and an in-memory
 // view of every room that Run refreshes, so that a status poll far from the
 // front of the queue costs no store round trip.
@@ -54,11 +62,15 @@ type Queue struct {
 	store   Store
 	now     func() time.Time
 	refresh time.Duration
-	metrics *Metrics
-	log     *slog.Logger
-	views   atomic.Pointer[map[string]View]
-	seen    seenSet    // places whose admission was observed (eta.go)
-	mu      sync.Mutex // serializes refreshes; guards changed
+	// idleRefresh is Options.IdleRefresh; woken holds the rooms to re-read
+	// at the next refresh however recently they were (Enter).
+	idleRefresh time.Duration
+	woken       sync.Map
+	metrics     *Metrics
+	log         *slog.Logger
+	views       atomic.Pointer[map[string]View]
+	seen        seenSet    // places whose admission was observed (eta.go)
+	mu          sync.Mutex // serializes refreshes; guards changed
 	// changed, once ViewRooms made it, is closed and cleared when the set
 	// of rooms in views changes.
 	changed chan struct{}
@@ -94,10 +106,14 @@ func New(store Store, o Options) *Queue {
 	if o.Refresh <= 0 {
 		o.Refresh = 100 * time.Millisecond
 	}
+	if o.IdleRefresh <= 0 {
+		o.IdleRefresh = DefaultIdleRefresh
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	q := &Queue{store: WithTimeout(store, o.StoreTimeout), now: o.Now, refresh: o.Refresh, metrics: o.Metrics, log: o.Logger,
+	q := &Queue{store: WithTimeout(store, o.StoreTimeout), now: o.Now, refresh: o.Refresh, idleRefresh: o.IdleRefresh,
+		metrics: o.Metrics, log: o.Logger,
 		local: make(map[string]*Signals), events: o.Events}
 	q.views.Store(&map[string]View{})
 	return q
@@ -192,6 +208,11 @@ func (q *Queue) Enter(ctx context.Context, room, visitor string) (Entry, bool, e
 	e, created, err := q.store.Enter(ctx, room, visitor, q.now())
 	switch {
 	case err == nil:
+		if e.Status == Waiting {
+			if v, ok := q.View(room); !ok || v.Waiting == 0 {
+				q.woken.Store(room, struct{}{}) // someone waits now: admission must see it
+			}
+		}
 		q.metrics.entered(room, e, created)
 		if created && q.events != nil {
 			q.emitEntered(room, e)
@@ -332,7 +353,11 @@ func (q *Queue) SetInventory(ctx context.Context, room string, units int64) erro
 	if units < 0 || units > MaxInventory {
 		return ErrInvalid.Detail("inventory %d: want 0 to %d", units, MaxInventory)
 	}
-	return q.store.SetInventory(ctx, room, units)
+	if err := q.store.SetInventory(ctx, room, units); err != nil {
+		return err
+	}
+	q.woken.Store(room, struct{}{}) // the view's sold-out state follows at the next refresh
+	return nil
 }
 
 // Admit runs one admission step for the room.
@@ -399,7 +424,12 @@ func (q *Queue) refreshAll(ctx context.Context) error {
 	stats := make(map[string]Stats, len(rooms))
 	var errs []error
 	now := q.now()
+	views := *q.views.Load()
 	for _, room := range rooms {
+		_, woken := q.woken.LoadAndDelete(room)
+		if v, ok := views[room]; ok && !woken && q.resting(v, now) {
+			continue
+		}
 		st, err := q.store.Stats(ctx, room, now)
 		if err != nil {
 			errs = append(errs, err)
@@ -409,6 +439,22 @@ func (q *Queue) refreshAll(ctx context.Context) error {
 	}
 	q.apply(now, stats, rooms)
 	return errors.Join(errs...)
+}
+
+// resting reports whether v, a view of a room nobody waits in, is recent
+// enough not to be read again (Options.IdleRefresh).
+func (q *Queue) resting(v View, now time.Time) bool {
+	return v.Waiting == 0 && now.Sub(v.At) < q.idleRefresh
+}
+
+// Resting reports whether nobody waits in room, as this instance's view
+// read it within the last IdleRefresh: an admission step would admit
+// nobody, and the admission scheduler skips it. A room this instance's
+// view does not know, or knows only from an older read (the store is
+// failing), is not resting.
+func (q *Queue) Resting(room string) bool {
+	v, ok := q.View(room)
+	return ok && q.resting(v, q.now())
 }
 
 // refreshRoom re-reads one room's stats (after its settings changed).
@@ -429,9 +475,16 @@ func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	old := *q.views.Load()
+	var keep map[string]bool // nil: keep every view
+	if listed != nil {
+		keep = make(map[string]bool, len(listed))
+		for _, room := range listed {
+			keep[room] = true
+		}
+	}
 	next := make(map[string]View, max(len(old), len(stats)))
 	for room, v := range old {
-		if listed == nil || slices.Contains(listed, room) {
+		if keep == nil || keep[room] {
 			next[room] = v
 		} else {
 			q.metrics.forget(room)

@@ -1,0 +1,84 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"usher/internal/queue"
+	"usher/internal/queue/memqueue"
+)
+
+// statsCounter is a store that counts its Stats calls.
+type statsCounter struct {
+	queue.Store
+	n atomic.Int64
+}
+
+func (s *statsCounter) Stats(ctx context.Context, room string, now time.Time) (queue.Stats, error) {
+	s.n.Add(1)
+	return s.Store.Stats(ctx, room, now)
+}
+
+// TestIdleRoomsRestBetweenReads: a refresh re-reads a room nobody waits in
+// once per IdleRefresh, not every Refresh; a visitor who comes to wait
+// through this instance wakes the room at the next refresh, and a room
+// someone waits in is read every time. Resting tells the scheduler which
+// rooms need no step.
+func TestIdleRoomsRestBetweenReads(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)}
+	store := &statsCounter{Store: memqueue.New()}
+	q := queue.New(store, queue.Options{Now: c.now, IdleRefresh: 5 * time.Second})
+	s := queue.DefaultSettings()
+	s.State = queue.Paused
+	const rooms = 100
+	for i := range rooms {
+		if err := q.PutRoom(ctx, fmt.Sprintf("r%d", i), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cycles := func(n int) int64 {
+		t.Helper()
+		before := store.n.Load()
+		for range n {
+			c.t = c.t.Add(100 * time.Millisecond)
+			if err := refresh(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return store.n.Load() - before
+	}
+	// 4 s of refreshes: every room was read when it was made (PutRoom).
+	if got := cycles(40); got != 0 {
+		t.Errorf("idle rooms read %d times in 4 s, want 0 (each read at its PUT)", got)
+	}
+	if !q.Resting("r0") {
+		t.Error("an idle room is not resting")
+	}
+	// Past IdleRefresh each is read once more.
+	if got := cycles(20); got != rooms {
+		t.Errorf("idle rooms read %d times in the next 2 s, want %d (once each)", got, rooms)
+	}
+	// A visitor comes to wait in r7: the next refresh reads it, and every
+	// refresh after that, while someone waits.
+	if _, _, err := q.Enter(ctx, "r7", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if got := cycles(1); got != 1 {
+		t.Errorf("refresh after an entry read %d rooms, want 1 (r7)", got)
+	}
+	if q.Resting("r7") {
+		t.Error("a room someone waits in is resting")
+	}
+	if got := cycles(10); got != 10 {
+		t.Errorf("10 refreshes with someone waiting in r7 read %d rooms, want 10", got)
+	}
+	// A view older than IdleRefresh (the store failing) is not resting.
+	c.t = c.t.Add(time.Minute)
+	if q.Resting("r0") {
+		t.Error("a room last read a minute ago is resting")
+	}
+}

@@ -75,6 +75,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 }
 
+// RestCheck bounds how long a room's loop sleeps while nobody waits in it
+// and its view does not change.
+const RestCheck = 5 * time.Second
+
 // ControlEvery is how often a room's loop hands this instance's origin
 // signals to the store and lets the room's adaptive controller step when
 // its period is due (queue.Queue.Control); rooms that are not adaptive
@@ -100,8 +104,22 @@ func (s *Scheduler) loop(ctx context.Context, room string) {
 			continue
 		case <-timer.C:
 		}
-		if s.q.Resting(room) { // nobody waits: the step would admit nobody
-			timer.Reset(s.q.ViewOrDefault(room).Settings.Interval)
+		// Nobody waits: a step would admit nobody. Sleep until the view
+		// shows someone waiting, or RestCheck passes (the view may have
+		// aged: the store is failing).
+		if busy := s.q.Busy(room); s.q.Resting(room) {
+			control.Stop()
+			rest := time.NewTimer(RestCheck)
+			select {
+			case <-ctx.Done():
+				rest.Stop()
+				return
+			case <-busy:
+			case <-rest.C:
+			}
+			rest.Stop()
+			control.Reset(ControlEvery)
+			timer.Reset(0)
 			continue
 		}
 		_, err := s.q.Admit(ctx, room)

@@ -66,6 +66,7 @@ type Queue struct {
 	// at the next refresh however recently they were (Enter).
 	idleRefresh time.Duration
 	woken       sync.Map
+	busy        sync.Map // room → chan struct{}, closed when its view shows someone waiting (Busy)
 	metrics     *Metrics
 	log         *slog.Logger
 	views       atomic.Pointer[map[string]View]
@@ -437,8 +438,28 @@ func (q *Queue) refreshAll(ctx context.Context) error {
 		}
 		stats[room] = st
 	}
-	q.apply(now, stats, rooms)
+	if len(stats) > 0 || !sameList(rooms, views) { // else nothing to change
+		q.apply(now, stats, rooms)
+	}
 	return errors.Join(errs...)
+}
+
+// sameList reports whether rooms are the rooms of views.
+func sameList(rooms []string, views map[string]View) bool {
+	for _, room := range rooms {
+		if _, ok := views[room]; !ok {
+			return false
+		}
+	}
+	return len(rooms) == len(views)
+}
+
+// Busy returns a channel that is closed when this instance's view of room
+// next shows someone waiting. Take it before asking Resting, so that a
+// refresh between the two is not missed.
+func (q *Queue) Busy(room string) <-chan struct{} {
+	ch, _ := q.busy.LoadOrStore(room, make(chan struct{}))
+	return ch.(chan struct{})
 }
 
 // resting reports whether v, a view of a room nobody waits in, is recent
@@ -507,6 +528,13 @@ func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string) {
 		q.metrics.observed(room, st)
 	}
 	q.views.Store(&next)
+	for room, st := range stats {
+		if st.Waiting > 0 {
+			if ch, ok := q.busy.LoadAndDelete(room); ok {
+				close(ch.(chan struct{}))
+			}
+		}
+	}
 	if q.changed != nil && !sameRooms(old, next) {
 		close(q.changed)
 		q.changed = nil

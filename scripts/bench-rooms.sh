@@ -6,14 +6,14 @@
 # process used (/proc utime + stime), for N in COUNTS, with usher built
 # from $OLD_REF (the reference) and from this tree, in the same run.
 #
-#   [OLD_REF=3b19884] scripts/bench-rooms.sh [counts="10 100 1000 10000"] [secs=10] [redis=redis://127.0.0.1:6379/0]
+#   [OLD_REF=3b19884] scripts/bench-rooms.sh [counts="10 100 1000 10000"] [secs=30] [redis=redis://127.0.0.1:6379/0]
 #
 # Needs curl, git and redis-cli. USHER_BIN=path uses a prebuilt usher,
 # OLD_BIN=path a prebuilt reference. Nothing else should use the Redis
 # meanwhile: its command count is the figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-counts=${1:-10 100 1000 10000} secs=${2:-10} redis=${3:-redis://127.0.0.1:6379/0}
+counts=${1:-10 100 1000 10000} secs=${2:-30} redis=${3:-redis://127.0.0.1:6379/0}
 . scripts/benchlib.sh
 old=${OLD_BIN:-}
 if [ -z "$old" ]; then

@@ -333,6 +333,15 @@ func (st Stats) EffectiveState() RoomState {
 	return st.Settings.State
 }
 
+// A Waker is a store shared by several instances that tells each of them
+// when a room's settings or inventory changed, so that a room nobody waits
+// in need not be read often (Options.IdleRefresh). Wakes calls wake with
+// each such room's name until ctx ends or the store's feed breaks (an
+// error: the caller subscribes again); a wake may be lost, never invented.
+type Waker interface {
+	Wakes(ctx context.Context, wake func(room string)) error
+}
+
 // Store keeps rooms. Every method is one atomic operation on the backend:
 // concurrent calls from any number of instances never leave half-written
 // state. Methods return ErrRoomNotFound for an unknown room and wrap backend

@@ -24,8 +24,9 @@ type Options struct {
 	Now func() time.Time
 	// Refresh is how often Run re-reads the stats of a room someone waits
 	// in (default 100ms); IdleRefresh how often it re-reads a room nobody
-	// waits in (default 5s), sooner when a visitor enters it through this
-	// instance (Enter) or its settings change here (PutRoom).
+	// waits in (DefaultIdleRefresh), sooner when a visitor comes to wait
+	// in it through this instance (Enter, Status), or its settings or
+	// inventory change (here, or anywhere with a Waker store).
 	Refresh, IdleRefresh time.Duration
 	// Metrics records counters; nil records nothing.
 	Metrics *Metrics
@@ -50,16 +51,18 @@ type Options struct {
 const DefaultStoreTimeout = 500 * time.Millisecond
 
 // DefaultIdleRefresh is Options.IdleRefresh's default: a room nobody waits
-// in costs an instance one stats read per 5 s, and another instance's view
-// of it (its state, its active count) lags by as much; the instance a
-// visitor enters through re-reads it at once.
-const DefaultIdleRefresh = 5 * time.Second
+// in costs an instance one stats read per 30 s. Its settings and state
+// reach every view at once (the store's wakes), the instance a visitor
+// comes to wait through re-reads it at its next refresh and admits, and
+// only its counts (active, admitted) lag in other instances' views.
+const DefaultIdleRefresh = 30 * time.Second
 
 // Queue wraps a Store with validation, the clock, metrics, and an in-memory
 // view of every room that Run refreshes, so that a status poll far from the
 // front of the queue costs no store round trip.
 type Queue struct {
 	store   Store
+	raw     Store // store without the deadlines (its optional interfaces)
 	now     func() time.Time
 	refresh time.Duration
 	// idleRefresh is Options.IdleRefresh; woken holds the rooms to re-read
@@ -113,7 +116,7 @@ func New(store Store, o Options) *Queue {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	q := &Queue{store: WithTimeout(store, o.StoreTimeout), now: o.Now, refresh: o.Refresh, idleRefresh: o.IdleRefresh,
+	q := &Queue{store: WithTimeout(store, o.StoreTimeout), raw: store, now: o.Now, refresh: o.Refresh, idleRefresh: o.IdleRefresh,
 		metrics: o.Metrics, log: o.Logger,
 		local: make(map[string]*Signals), events: o.Events}
 	q.views.Store(&map[string]View{})
@@ -209,11 +212,7 @@ func (q *Queue) Enter(ctx context.Context, room, visitor string) (Entry, bool, e
 	e, created, err := q.store.Enter(ctx, room, visitor, q.now())
 	switch {
 	case err == nil:
-		if e.Status == Waiting {
-			if v, ok := q.View(room); !ok || v.Waiting == 0 {
-				q.woken.Store(room, struct{}{}) // someone waits now: admission must see it
-			}
-		}
+		q.wakeIfWaiting(room, e)
 		q.metrics.entered(room, e, created)
 		if created && q.events != nil {
 			q.emitEntered(room, e)
@@ -279,9 +278,22 @@ func (q *Queue) Status(ctx context.Context, room, visitor string, seq int64, iss
 	}
 	e, err = q.store.Status(ctx, room, visitor, now)
 	if err == nil {
+		q.wakeIfWaiting(room, e) // a parked visitor who came back
 		q.metrics.polled(room, false)
 	}
 	return e, false, err
+}
+
+// wakeIfWaiting marks room for re-reading at the next refresh when e waits
+// in it and this instance's view shows nobody waiting: the admission step
+// must see it.
+func (q *Queue) wakeIfWaiting(room string, e Entry) {
+	if e.Status != Waiting {
+		return
+	}
+	if v, ok := q.View(room); !ok || v.Waiting == 0 {
+		q.woken.Store(room, struct{}{})
+	}
 }
 
 // staleAfter is the age at which a view is no longer used for estimates:
@@ -402,6 +414,14 @@ func PollBase(eta time.Duration, exact bool) time.Duration {
 func (q *Queue) Run(ctx context.Context) error {
 	t := time.NewTicker(q.refresh)
 	defer t.Stop()
+	if w, ok := q.raw.(Waker); ok {
+		done := make(chan struct{})
+		defer func() { <-done }()
+		go func() {
+			defer close(done)
+			q.listen(ctx, w)
+		}()
+	}
 	for {
 		if err := q.refreshAll(ctx); err != nil && ctx.Err() == nil {
 			q.log.Warn("refresh room views", "err", err)
@@ -410,6 +430,23 @@ func (q *Queue) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		}
+	}
+}
+
+// listen marks the rooms w wakes for re-reading until ctx ends, subscribing
+// again a second after the feed breaks.
+func (q *Queue) listen(ctx context.Context, w Waker) {
+	for {
+		err := w.Wakes(ctx, func(room string) { q.woken.Store(room, struct{}{}) })
+		if ctx.Err() != nil {
+			return
+		}
+		q.log.Warn("room wakes", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
 		}
 	}
 }

@@ -128,6 +128,26 @@ func New(c rueidis.Client, prefix string) *Store {
 // Call it before the store is used.
 func (s *Store) SetExclusive(key func(room string) string) { s.exclusive = key }
 
+// Wakes implements queue.Waker: it calls wake with the name of each room
+// whose settings or inventory a store changed (put_room.lua and
+// set_inventory.lua publish it on <prefix>wake), until ctx ends or the
+// subscription breaks. Redis Pub/Sub delivers at most once: a message
+// lost meanwhile is caught by the view's next idle read.
+func (s *Store) Wakes(ctx context.Context, wake func(room string)) error {
+	return Wakes(ctx, s.c, s.prefix+"wake", wake)
+}
+
+// Wakes subscribes to channel on c and calls wake with each message (a
+// room's name) until ctx ends or the subscription breaks; redisshard's
+// sharded rooms publish on a channel of their own.
+func Wakes(ctx context.Context, c rueidis.Client, channel string, wake func(room string)) error {
+	err := c.Receive(ctx, c.B().Subscribe().Channel(channel).Build(), func(m rueidis.PubSubMessage) { wake(m.Message) })
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("redisqueue: wakes: %w: %v", queue.ErrUnavailable, err)
+	}
+	return nil
+}
+
 // MetaKey is the key of the room's hash (the key other stores check for
 // the room's name).
 func (s *Store) MetaKey(room string) string { return s.keys(room)[0] }

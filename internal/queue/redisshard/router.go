@@ -45,6 +45,20 @@ func NewRouter(c rueidis.Client, prefix string) *Router {
 	}
 }
 
+// Wakes implements queue.Waker for both stores' rooms.
+func (r *Router) Wakes(ctx context.Context, wake func(room string)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 1)
+	go func() {
+		errs <- redisqueue.Wakes(ctx, r.sharded.s.c, r.sharded.s.prefix+"wake", wake)
+		cancel()
+	}()
+	err := r.plain.Wakes(ctx, wake)
+	cancel()
+	return errors.Join(err, <-errs)
+}
+
 // Plain is the store of rooms of one shard (for tests and tools).
 func (r *Router) Plain() *redisqueue.Store { return r.plain }
 

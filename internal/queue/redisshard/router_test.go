@@ -105,3 +105,53 @@ func TestShardedRefusals(t *testing.T) {
 		t.Errorf("Stats after the refusals = %+v, %v; want the room as it was (8 waiting, no inventory)", st, err)
 	}
 }
+
+// TestWakesReachOtherInstances: two instances share a Redis; the second
+// reads a room nobody waits in only once an hour (IdleRefresh), yet a
+// change of the room's settings through the first reaches its view at
+// once, for a room of one shard and for a sharded one, and so does an
+// inventory set through the first.
+func TestWakesReachOtherInstances(t *testing.T) {
+	c := testenv.Redis(t)
+	prefix := testenv.RedisPrefix(t, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := queue.New(redisshard.NewRouter(c, prefix), queue.Options{IdleRefresh: time.Hour})
+	b := queue.New(redisshard.NewRouter(c, prefix), queue.Options{IdleRefresh: time.Hour, Refresh: 10 * time.Millisecond})
+	plain, sharded := queue.DefaultSettings(), queue.DefaultSettings()
+	sharded.Shards = 3
+	for room, set := range map[string]queue.Settings{"plain": plain, "hot": sharded} {
+		set.State = queue.Paused
+		if err := a.PutRoom(ctx, room, set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	state := func(room string) queue.RoomState {
+		v, _ := b.View(room)
+		return v.Settings.State
+	}
+	testenv.Eventually(t, 30*time.Second, "the second instance sees both rooms", func() bool {
+		return state("plain") == queue.Paused && state("hot") == queue.Paused
+	})
+	// The subscription may start after the first PUT: PUT until it wakes.
+	for room, set := range map[string]queue.Settings{"plain": plain, "hot": sharded} {
+		set.State = queue.Open
+		testenv.Eventually(t, 30*time.Second, room+" opened in the second instance's view", func() bool {
+			if err := a.PutRoom(ctx, room, set); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(50 * time.Millisecond)
+			return state(room) == queue.Open
+		})
+	}
+	if err := a.SetInventory(ctx, "plain", 0); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the inventory in the second instance's view", func() bool {
+		v, _ := b.View("plain")
+		return v.Inventory.Known && v.EffectiveState() == queue.SoldOut
+	})
+}

@@ -13,7 +13,8 @@
 -- good (draw.lua). A room draws once: after its draw, settings whose
 -- opens_at differs are refused (-1) and nothing is written, and so is a
 -- room whose name another store holds (-2).
--- Returns 1 when the room was created, else 0.
+-- Returns 1 when the room was created, else 0; a write publishes the room's
+-- name on <prefix>wake.
 --
 -- A hash without settings (no state and no max_active) is no room: it is
 -- replaced.
@@ -68,4 +69,7 @@ if reset then
   end
   redis.call('HINCRBY', meta, 'ctl_version', 1)
 end
+-- Every instance's view re-reads the room (queue.Waker): <prefix>wake.
+local prefix, name = string.match(meta, '^(.*){(.*)}:meta$')
+redis.call('PUBLISH', prefix .. 'wake', name)
 return existed and 0 or 1

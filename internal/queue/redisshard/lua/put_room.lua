@@ -12,7 +12,8 @@
 -- it was), -1 when the update would change shards, shard_strategy or
 -- shard_tags, which are fixed at creation, -2 when another store holds the
 -- name (nothing is written); the room's state (open unless set) and its
--- version, for the line shards' copies (line_state.lua).
+-- version, for the line shards' copies (line_state.lua). A write
+-- publishes the room's name on <prefix>wake.
 --
 -- A hash without settings (no state, no max_active: counters an older
 -- instance wrote into a room Redis had lost) is no room: it is replaced.
@@ -45,4 +46,7 @@ for i = 2, #ARGV, 2 do
   redis.call('HSET', meta, ARGV[i], ARGV[i + 1])
 end
 redis.call('HSETNX', meta, 'state', 'open')
+-- Every instance's view re-reads the room (queue.Waker): <prefix>wake.
+local prefix, name = string.match(meta, '^(.*){(.*)}:meta$')
+redis.call('PUBLISH', prefix .. 'wake', name)
 return {exists and 0 or 1, redis.call('HGET', meta, 'state'), redis.call('HGET', meta, 'state_v')}

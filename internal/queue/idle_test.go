@@ -82,3 +82,46 @@ func TestIdleRoomsRestBetweenReads(t *testing.T) {
 		t.Error("a room last read a minute ago is resting")
 	}
 }
+
+// listGate is a store whose Rooms answers what the store held when it was
+// called, but only once released: a refresh's list, read before a room
+// was made.
+type listGate struct {
+	queue.Store
+	listed  chan []string
+	release chan struct{}
+}
+
+func (s *listGate) Rooms(ctx context.Context) ([]string, error) {
+	rooms, err := s.Store.Rooms(ctx)
+	s.listed <- rooms
+	<-s.release
+	return rooms, err
+}
+
+// TestRefreshKeepsRoomMadeMeanwhile: a room made (PutRoom) while a
+// refresh read the store's list, before the room was in it, stays in the
+// view: the refresh's list is older than the room's read. It used to drop
+// it, stopping its admission loop, until the next refresh.
+func TestRefreshKeepsRoomMadeMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)}
+	store := &listGate{Store: memqueue.New(), listed: make(chan []string, 1), release: make(chan struct{})}
+	q := queue.New(store, queue.Options{Now: c.now})
+	done := make(chan error, 1)
+	go func() { done <- refresh(ctx, q) }()
+	if rooms := <-store.listed; len(rooms) != 0 {
+		t.Fatalf("listed %v, want none", rooms)
+	}
+	c.t = c.t.Add(time.Millisecond)
+	if err := q.PutRoom(ctx, "new", queue.DefaultSettings()); err != nil {
+		t.Fatal(err)
+	}
+	close(store.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := q.View("new"); !ok {
+		t.Error("the refresh that listed the rooms before \"new\" was made dropped it from the view")
+	}
+}

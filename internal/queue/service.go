@@ -455,6 +455,7 @@ func (q *Queue) listen(ctx context.Context, w Waker) {
 // deadline, so a hung store leaves the views stale (and logged) instead of
 // stopping the loop.
 func (q *Queue) refreshAll(ctx context.Context) error {
+	listedAt := q.now()
 	rooms, err := q.store.Rooms(ctx)
 	if err != nil {
 		return err
@@ -476,7 +477,7 @@ func (q *Queue) refreshAll(ctx context.Context) error {
 		stats[room] = st
 	}
 	if len(stats) > 0 || !sameList(rooms, views) { // else nothing to change
-		q.apply(now, stats, rooms)
+		q.apply(now, stats, rooms, listedAt)
 	}
 	return errors.Join(errs...)
 }
@@ -522,14 +523,16 @@ func (q *Queue) refreshRoom(ctx context.Context, room string) error {
 	if err != nil {
 		return err
 	}
-	q.apply(now, map[string]Stats{room: st}, nil)
+	q.apply(now, map[string]Stats{room: st}, nil, time.Time{})
 	return nil
 }
 
 // apply installs new views for the rooms in stats, updating measured rates.
-// When listed is not nil it holds every room the store has: views of other
-// rooms are dropped. Other views are kept (they go stale if refreshes fail).
-func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string) {
+// When listed is not nil it holds every room the store had at listedAt:
+// views of other rooms are dropped, unless read after listedAt (a room made
+// meanwhile, PutRoom). Other views are kept (they go stale if refreshes
+// fail).
+func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string, listedAt time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	old := *q.views.Load()
@@ -542,7 +545,7 @@ func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string) {
 	}
 	next := make(map[string]View, max(len(old), len(stats)))
 	for room, v := range old {
-		if keep == nil || keep[room] {
+		if keep == nil || keep[room] || v.At.After(listedAt) {
 			next[room] = v
 		} else {
 			q.metrics.forget(room)

@@ -36,7 +36,7 @@ measure() { # measure NAME BINARY N: sets rc (commands/s) and ru (% of a core)
   local pid=$!
   pids+=("$pid")
   wait_healthy localhost:$port/healthz
-  seq 1 "$n" | xargs -P 8 -I{} curl -sf -o /dev/null -X PUT -H "Authorization: Bearer bench-rooms-admin-key-0123456789" \
+  seq 1 "$n" | xargs -P 8 -I{} curl -sf --retry 10 --retry-all-errors --retry-delay 1 -o /dev/null -X PUT -H "Authorization: Bearer bench-rooms-admin-key-0123456789" \
     "localhost:$port/api/v1/rooms/idle-{}" -d '{"state":"open"}'
   local got
   got=$(curl -sf -H "Authorization: Bearer bench-rooms-admin-key-0123456789" localhost:$port/api/v1/rooms | grep -o '"room":"idle-' | wc -l)

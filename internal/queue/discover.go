@@ -19,16 +19,3 @@ func (q *Queue) ViewRooms() (rooms []string, changed <-chan struct{}) {
 	}
 	return slices.Sorted(maps.Keys(*q.views.Load())), q.changed
 }
-
-// sameRooms reports whether a and b have the same rooms.
-func sameRooms(a, b map[string]View) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for room := range a {
-		if _, ok := b[room]; !ok {
-			return false
-		}
-	}
-	return true
-}

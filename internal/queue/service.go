@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -57,6 +58,10 @@ const DefaultStoreTimeout = 500 * time.Millisecond
 // only its counts (active, admitted) lag in other instances' views.
 const DefaultIdleRefresh = 30 * time.Second
 
+// viewSlot holds a room's current view: a refresh replaces the view in
+// its slot, so that it costs the rooms it read, not the rooms held.
+type viewSlot struct{ v atomic.Pointer[View] }
+
 // Queue wraps a Store with validation, the clock, metrics, and an in-memory
 // view of every room that Run refreshes, so that a status poll far from the
 // front of the queue costs no store round trip.
@@ -72,9 +77,9 @@ type Queue struct {
 	busy        sync.Map // room → chan struct{}, closed when its view shows someone waiting (Busy)
 	metrics     *Metrics
 	log         *slog.Logger
-	views       atomic.Pointer[map[string]View]
-	seen        seenSet    // places whose admission was observed (eta.go)
-	mu          sync.Mutex // serializes refreshes; guards changed
+	views       atomic.Pointer[map[string]*viewSlot] // replaced only when the set of rooms changes
+	seen        seenSet                              // places whose admission was observed (eta.go)
+	mu          sync.Mutex                           // serializes refreshes; guards changed
 	// changed, once ViewRooms made it, is closed and cleared when the set
 	// of rooms in views changes.
 	changed chan struct{}
@@ -119,7 +124,7 @@ func New(store Store, o Options) *Queue {
 	q := &Queue{store: WithTimeout(store, o.StoreTimeout), raw: store, now: o.Now, refresh: o.Refresh, idleRefresh: o.IdleRefresh,
 		metrics: o.Metrics, log: o.Logger,
 		local: make(map[string]*Signals), events: o.Events}
-	q.views.Store(&map[string]View{})
+	q.views.Store(&map[string]*viewSlot{})
 	return q
 }
 
@@ -200,8 +205,11 @@ func (q *Queue) Room(ctx context.Context, room string) (View, error) {
 
 // View returns this instance's latest view of the room, if it has one.
 func (q *Queue) View(room string) (View, bool) {
-	v, ok := (*q.views.Load())[room]
-	return v, ok
+	slot, ok := (*q.views.Load())[room]
+	if !ok {
+		return View{}, false
+	}
+	return *slot.v.Load(), true
 }
 
 // Enter puts the visitor in the room's queue (idempotent).
@@ -466,7 +474,7 @@ func (q *Queue) refreshAll(ctx context.Context) error {
 	views := *q.views.Load()
 	for _, room := range rooms {
 		_, woken := q.woken.LoadAndDelete(room)
-		if v, ok := views[room]; ok && !woken && q.resting(v, now) {
+		if slot, ok := views[room]; ok && !woken && q.resting(*slot.v.Load(), now) {
 			continue
 		}
 		st, err := q.store.Stats(ctx, room, now)
@@ -483,7 +491,7 @@ func (q *Queue) refreshAll(ctx context.Context) error {
 }
 
 // sameList reports whether rooms are the rooms of views.
-func sameList(rooms []string, views map[string]View) bool {
+func sameList(rooms []string, views map[string]*viewSlot) bool {
 	for _, room := range rooms {
 		if _, ok := views[room]; !ok {
 			return false
@@ -536,24 +544,30 @@ func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string, li
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	old := *q.views.Load()
-	var keep map[string]bool // nil: keep every view
+	next, cloned := old, false // cloned before the set of rooms changes
+	grow := func() {
+		if !cloned {
+			next, cloned = maps.Clone(old), true
+		}
+	}
 	if listed != nil {
-		keep = make(map[string]bool, len(listed))
+		keep := make(map[string]bool, len(listed))
 		for _, room := range listed {
 			keep[room] = true
 		}
-	}
-	next := make(map[string]View, max(len(old), len(stats)))
-	for room, v := range old {
-		if keep == nil || keep[room] || v.At.After(listedAt) {
-			next[room] = v
-		} else {
-			q.metrics.forget(room)
+		for room, slot := range old {
+			if !keep[room] && !slot.v.Load().At.After(listedAt) {
+				grow()
+				delete(next, room)
+				q.metrics.forget(room)
+			}
 		}
 	}
 	for room, st := range stats {
 		v := newView(st, now)
-		if prev, ok := old[room]; ok {
+		slot, ok := next[room]
+		if ok {
+			prev := *slot.v.Load()
 			v.carry(prev)
 			v.marks = prev.marks
 			switch dt := now.Sub(prev.At).Seconds(); {
@@ -562,12 +576,15 @@ func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string, li
 			case dt > 0:
 				v.idle()
 			}
+		} else {
+			grow()
+			slot = &viewSlot{}
+			next[room] = slot
 		}
 		v.marks.add(now, st.AdmittedTotal)
-		next[room] = v
+		slot.v.Store(&v)
 		q.metrics.observed(room, st)
 	}
-	q.views.Store(&next)
 	for room, st := range stats {
 		if st.Waiting > 0 {
 			if ch, ok := q.busy.LoadAndDelete(room); ok {
@@ -575,7 +592,11 @@ func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string, li
 			}
 		}
 	}
-	if q.changed != nil && !sameRooms(old, next) {
+	if !cloned {
+		return
+	}
+	q.views.Store(&next)
+	if q.changed != nil {
 		close(q.changed)
 		q.changed = nil
 	}

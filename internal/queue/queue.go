@@ -16,7 +16,6 @@ package queue
 import (
 	"context"
 	"math"
-	"regexp"
 	"time"
 
 	"usher/internal/fault"
@@ -239,10 +238,18 @@ func (s Settings) Batch() int64 {
 // step admits at most Batch + 1.
 func (s Settings) BucketCapacity() float64 { return float64(s.Batch() + 1) }
 
-var roomIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
-
 // ValidRoomID reports whether id is a room id: [a-z0-9][a-z0-9-]{0,63}.
-func ValidRoomID(id string) bool { return roomIDPattern.MatchString(id) }
+func ValidRoomID(id string) bool {
+	if len(id) == 0 || len(id) > 64 || id[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // MaxVisitorID is the longest visitor id in bytes.
 const MaxVisitorID = 128

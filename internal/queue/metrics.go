@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,10 @@ type Metrics struct {
 	targetP95  *prometheus.GaugeVec
 	inventory  *prometheus.GaugeVec
 	invCap     *prometheus.GaugeVec
+	// pollsOf caches each room's two polls counters (exact, estimated):
+	// a status poll is the hottest call, and WithLabelValues hashes its
+	// labels every time.
+	pollsOf sync.Map // room → *[2]prometheus.Counter
 }
 
 // NewMetrics registers the queue's metrics with reg.
@@ -114,11 +119,17 @@ func (m *Metrics) polled(room string, estimated bool) {
 	if m == nil {
 		return
 	}
-	answer := "exact"
-	if estimated {
-		answer = "estimated"
+	c, ok := m.pollsOf.Load(room)
+	if !ok {
+		c, _ = m.pollsOf.LoadOrStore(room, &[2]prometheus.Counter{
+			m.polls.WithLabelValues(room, "exact"), m.polls.WithLabelValues(room, "estimated"),
+		})
 	}
-	m.polls.WithLabelValues(room, answer).Inc()
+	i := 0
+	if estimated {
+		i = 1
+	}
+	c.(*[2]prometheus.Counter)[i].Inc()
 }
 
 func (m *Metrics) stepped(room string, res AdmitResult, d time.Duration, err error) {

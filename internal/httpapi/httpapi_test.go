@@ -443,8 +443,8 @@ func TestSoldOutRoom(t *testing.T) {
 	e.do(nil, "POST", "/api/v1/rooms/sale/entries", adminKey, `{"visitor_id":"first"}`) // takes the slot
 	w := e.do(nil, "POST", "/api/v1/rooms/sale/entries", adminKey, `{"visitor_id":"waiter"}`).entry(t)
 	e.putRoom("sale", `{"state":"sold_out"}`)
-	if r := e.do(nil, "POST", "/api/v1/rooms/sale/entries", adminKey, `{"visitor_id":"late"}`); r.status != 409 || r.errorCode(t) != "room_closed" {
-		t.Errorf("enter a sold-out room: %d %s, want 409 room_closed", r.status, r.body)
+	if r := e.do(nil, "POST", "/api/v1/rooms/sale/entries", adminKey, `{"visitor_id":"late"}`); r.status != 409 || r.errorCode(t) != "sold_out" {
+		t.Errorf("enter a sold-out room: %d %s, want 409 sold_out (the tickets are gone)", r.status, r.body)
 	}
 	if got := e.do(nil, "GET", "/api/v1/rooms/sale/entries/me", w.Ticket, "").entry(t); got.State != "sold_out" || got.RoomState != "sold_out" {
 		t.Errorf("waiting visitor in a sold-out room: %+v, want state sold_out", got)

@@ -45,7 +45,7 @@ func (c *saleClock) add(d time.Duration) {
 // booking API, on the memory and on the Redis hold store: admission keeps
 // to visitors_per_unit per seat left; when every seat is held or sold the
 // room turns sold out by itself (waiting visitors told at their next poll,
-// newcomers refused with 409 room_closed, nobody admitted) while its state
+// newcomers refused with 409 sold_out, nobody admitted) while its state
 // setting stays open; when a hold expires it opens again, still capped.
 func TestInventoryAwareAdmission(t *testing.T) {
 	t.Parallel()
@@ -144,8 +144,8 @@ func testInventoryAwareAdmission(t *testing.T, qs queue.Store, holds hold.Store)
 		return en.State == "sold_out" && en.RoomState == "sold_out"
 	})
 	r = e.do(nil, "POST", roomPath+"/entries", adminKey, `{"visitor_id":"f"}`)
-	if code := r.errorCode(t); r.status != 409 || code != "room_closed" {
-		t.Errorf("newcomer into a sold-out room: %d %s, want 409 room_closed, as the operator's sold_out", r.status, r.body)
+	if code := r.errorCode(t); r.status != 409 || code != "sold_out" {
+		t.Errorf("newcomer into a sold-out room: %d %s, want 409 sold_out, as the operator's sold_out", r.status, r.body)
 	}
 	if res, err := e.q.Admit(ctx, sch.Room); err != nil || len(res.Admitted) != 0 {
 		t.Errorf("admission step in a sold-out room = %+v, %v; want nobody", res, err)

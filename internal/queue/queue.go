@@ -26,6 +26,10 @@ import (
 var (
 	ErrRoomNotFound = fault.New(fault.RoomNotFound, "room not found")
 	ErrRoomClosed   = fault.New(fault.RoomClosed, "room closed")
+	// ErrSoldOut is ErrRoomClosed of a room whose sale sold out (its state
+	// sold_out, or no inventory left): Queue.Enter returns it wrapping
+	// ErrRoomClosed, so that a visitor is told the tickets are gone.
+	ErrSoldOut = fault.New(fault.SoldOut, "sold out")
 	// ErrQueueFull: the room's waiting line is at MaxWaiting.
 	ErrQueueFull = fault.New(fault.QueueFull, "the queue is full; try again later")
 	// ErrInvalid: input out of range; validators return ErrInvalid.Detail

@@ -228,8 +228,24 @@ func (q *Queue) Enter(ctx context.Context, room, visitor string) (Entry, bool, e
 	case errors.Is(err, ErrQueueFull):
 		q.metrics.refused(room)
 		err = fullError{err}
+	case errors.Is(err, ErrRoomClosed) && q.soldOut(ctx, room):
+		err = fmt.Errorf("%w: %w", ErrSoldOut, err)
 	}
 	return e, created, err
+}
+
+// soldOut reports whether room acts sold out, by this instance's view or,
+// without one, the store (an entry refused as closed costs one read more).
+func (q *Queue) soldOut(ctx context.Context, room string) bool {
+	v, ok := q.View(room)
+	if !ok {
+		st, err := q.store.Stats(ctx, room, q.now())
+		if err != nil {
+			return false
+		}
+		v.Stats = st
+	}
+	return v.EffectiveState() == SoldOut
 }
 
 // FullRetryAfter is the Retry-After of an entry refused because the line is

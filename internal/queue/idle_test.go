@@ -125,3 +125,57 @@ func TestRefreshKeepsRoomMadeMeanwhile(t *testing.T) {
 		t.Error("the refresh that listed the rooms before \"new\" was made dropped it from the view")
 	}
 }
+
+// roomsCounter is a store that counts its Rooms calls.
+type roomsCounter struct {
+	queue.Store
+	n atomic.Int64
+}
+
+func (s *roomsCounter) Rooms(ctx context.Context) ([]string, error) {
+	s.n.Add(1)
+	return s.Store.Rooms(ctx)
+}
+
+// TestRoomListGrowsApart: with more than a thousand rooms held, the store's
+// room list is read once per Refresh per thousand rooms, not at every
+// refresh; a room made elsewhere joins the view at the next list (or at
+// once when the store wakes it: TestWakesReachOtherInstances).
+func TestRoomListGrowsApart(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)}
+	raw := memqueue.New()
+	store := &roomsCounter{Store: raw}
+	q := queue.New(store, queue.Options{Now: c.now})
+	for i := range 2500 {
+		if err := raw.PutRoom(ctx, fmt.Sprintf("r%d", i), queue.DefaultSettings()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step := func() {
+		t.Helper()
+		c.t = c.t.Add(100 * time.Millisecond)
+		if err := refresh(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step() // lists and reads every room
+	if rooms, _ := q.ViewRooms(); len(rooms) != 2500 {
+		t.Fatalf("view holds %d rooms, want 2500", len(rooms))
+	}
+	before := store.n.Load()
+	for range 10 {
+		step()
+	}
+	if got := store.n.Load() - before; got != 5 {
+		t.Errorf("10 refreshes over 2,500 rooms listed them %d times, want 5 (every 200 ms)", got)
+	}
+	if err := raw.PutRoom(ctx, "elsewhere", queue.DefaultSettings()); err != nil {
+		t.Fatal(err)
+	}
+	step()
+	step()
+	if _, ok := q.View("elsewhere"); !ok {
+		t.Error("a room made in the store was not in the view two refreshes later")
+	}
+}

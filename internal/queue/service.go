@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,7 +75,8 @@ type Queue struct {
 	// at the next refresh however recently they were (Enter).
 	idleRefresh time.Duration
 	woken       sync.Map
-	busy        sync.Map // room → chan struct{}, closed when its view shows someone waiting (Busy)
+	lastList    time.Time // when refreshAll last read the store's room list (Run's goroutine only)
+	busy        sync.Map  // room → chan struct{}, closed when its view shows someone waiting (Busy)
 	metrics     *Metrics
 	log         *slog.Logger
 	views       atomic.Pointer[map[string]*viewSlot] // replaced only when the set of rooms changes
@@ -479,15 +481,28 @@ func (q *Queue) listen(ctx context.Context, w Waker) {
 // deadline, so a hung store leaves the views stale (and logged) instead of
 // stopping the loop.
 func (q *Queue) refreshAll(ctx context.Context) error {
+	views := *q.views.Load()
 	listedAt := q.now()
-	rooms, err := q.store.Rooms(ctx)
-	if err != nil {
-		return err
+	var rooms []string
+	listed := q.lastList.IsZero() || listedAt.Sub(q.lastList) >= q.refresh*time.Duration(len(views)/roomsPerList)
+	if listed {
+		var err error
+		if rooms, err = q.store.Rooms(ctx); err != nil {
+			return err
+		}
+		q.lastList = listedAt
+	} else {
+		rooms = slices.Collect(maps.Keys(views))
+		q.woken.Range(func(room, _ any) bool { // rooms made elsewhere, woken before the next list
+			if _, ok := views[room.(string)]; !ok {
+				rooms = append(rooms, room.(string))
+			}
+			return true
+		})
 	}
 	stats := make(map[string]Stats, len(rooms))
 	var errs []error
 	now := q.now()
-	views := *q.views.Load()
 	for _, room := range rooms {
 		_, woken := q.woken.LoadAndDelete(room)
 		if slot, ok := views[room]; ok && !woken && q.resting(*slot.v.Load(), now) {
@@ -500,11 +515,21 @@ func (q *Queue) refreshAll(ctx context.Context) error {
 		}
 		stats[room] = st
 	}
-	if len(stats) > 0 || !sameList(rooms, views) { // else nothing to change
+	if !listed {
+		rooms = nil // keep every view: only a list drops one
+	}
+	if len(stats) > 0 || listed && !sameList(rooms, views) { // else nothing to change
 		q.apply(now, stats, rooms, listedAt)
 	}
 	return errors.Join(errs...)
 }
+
+// roomsPerList: the store's room list is read at every refresh while the
+// view holds at most this many rooms, and every refresh per this many
+// beyond (every second with 10,000 rooms): a room made elsewhere wakes
+// this instance's view meanwhile (Waker), and one the store lost leaves it
+// at the next list.
+const roomsPerList = 1000
 
 // sameList reports whether rooms are the rooms of views.
 func sameList(rooms []string, views map[string]*viewSlot) bool {

@@ -7,19 +7,32 @@ const AdmittedWindow = 10 * time.Second
 
 // marks are a room's admissions counted (AdmittedTotal) at past
 // refreshes, one a second at most, oldest first, spanning AdmittedWindow
-// and no more than a second beyond it: a value, copied with each view.
+// and no more than a second beyond it. Views share them by pointer and
+// never change them: with makes a new one.
 type marks struct {
 	at    [12]time.Time
 	total [12]int64
 	n     int
 }
 
-// add records total at at, a second or more after the last mark (the
-// first always), and drops the marks that the window no longer needs.
-func (m *marks) add(at time.Time, total int64) {
-	if m.n > 0 && at.Sub(m.at[m.n-1]) < time.Second {
-		return
+// with is m with total recorded at at, when that is a second or more after
+// m's last mark (the first always): a new marks without those the window
+// no longer needs; else m itself. m may be nil.
+func (m *marks) with(at time.Time, total int64) *marks {
+	if m == nil {
+		m = &marks{}
+	} else if m.n > 0 && at.Sub(m.at[m.n-1]) < time.Second {
+		return m
+	} else {
+		c := *m
+		m = &c
 	}
+	m.add(at, total)
+	return m
+}
+
+// add records total at at and drops the marks the window no longer needs.
+func (m *marks) add(at time.Time, total int64) {
 	drop := 0
 	for drop < m.n-1 && !m.at[drop+1].After(at.Add(-AdmittedWindow)) {
 		drop++
@@ -41,7 +54,7 @@ func (m *marks) add(at time.Time, total int64) {
 // Rate, the ETA's estimate, it starts from nothing and follows no setting:
 // it is what happened.
 func (v View) Admitted() float64 {
-	if v.marks.n == 0 || v.AdmittedTotal <= v.marks.total[0] { // nothing yet, or counters lost
+	if v.marks == nil || v.AdmittedTotal <= v.marks.total[0] { // nothing yet, or counters lost
 		return 0
 	}
 	span := max(v.At.Sub(v.marks.at[0]), AdmittedWindow).Seconds()

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,7 +105,7 @@ type View struct {
 	At  time.Time
 	win window
 	// marks are the admissions counted at past refreshes (Admitted).
-	marks marks
+	marks *marks
 }
 
 // New returns a Queue over store. It starts nothing; call Run.
@@ -207,11 +206,19 @@ func (q *Queue) Room(ctx context.Context, room string) (View, error) {
 
 // View returns this instance's latest view of the room, if it has one.
 func (q *Queue) View(room string) (View, bool) {
-	slot, ok := (*q.views.Load())[room]
-	if !ok {
-		return View{}, false
+	if v := q.view(room); v != nil {
+		return *v, true
 	}
-	return *slot.v.Load(), true
+	return View{}, false
+}
+
+// view is View without the copy, for the callers that read a field or
+// two: nil without a view. The View it points to never changes.
+func (q *Queue) view(room string) *View {
+	if slot, ok := (*q.views.Load())[room]; ok {
+		return slot.v.Load()
+	}
+	return nil
 }
 
 // Enter puts the visitor in the room's queue (idempotent).
@@ -239,15 +246,11 @@ func (q *Queue) Enter(ctx context.Context, room, visitor string) (Entry, bool, e
 // soldOut reports whether room acts sold out, by this instance's view or,
 // without one, the store (an entry refused as closed costs one read more).
 func (q *Queue) soldOut(ctx context.Context, room string) bool {
-	v, ok := q.View(room)
-	if !ok {
-		st, err := q.store.Stats(ctx, room, q.now())
-		if err != nil {
-			return false
-		}
-		v.Stats = st
+	if v := q.view(room); v != nil {
+		return v.EffectiveState() == SoldOut
 	}
-	return v.EffectiveState() == SoldOut
+	st, err := q.store.Stats(ctx, room, q.now())
+	return err == nil && st.EffectiveState() == SoldOut
 }
 
 // FullRetryAfter is the Retry-After of an entry refused because the line is
@@ -317,7 +320,7 @@ func (q *Queue) wakeIfWaiting(room string, e Entry) {
 	if e.Status != Waiting {
 		return
 	}
-	if v, ok := q.View(room); !ok || v.Waiting == 0 {
+	if v := q.view(room); v == nil || v.Waiting == 0 {
 		q.woken.Store(room, struct{}{})
 	}
 }
@@ -483,7 +486,7 @@ func (q *Queue) listen(ctx context.Context, w Waker) {
 func (q *Queue) refreshAll(ctx context.Context) error {
 	views := *q.views.Load()
 	listedAt := q.now()
-	var rooms []string
+	var rooms []string // the store's list, when this refresh reads it
 	listed := q.lastList.IsZero() || listedAt.Sub(q.lastList) >= q.refresh*time.Duration(len(views)/roomsPerList)
 	if listed {
 		var err error
@@ -491,32 +494,34 @@ func (q *Queue) refreshAll(ctx context.Context) error {
 			return err
 		}
 		q.lastList = listedAt
-	} else {
-		rooms = slices.Collect(maps.Keys(views))
-		q.woken.Range(func(room, _ any) bool { // rooms made elsewhere, woken before the next list
-			if _, ok := views[room.(string)]; !ok {
-				rooms = append(rooms, room.(string))
-			}
-			return true
-		})
 	}
-	stats := make(map[string]Stats, len(rooms))
+	stats := make(map[string]Stats)
 	var errs []error
 	now := q.now()
-	for _, room := range rooms {
+	read := func(room string) {
 		_, woken := q.woken.LoadAndDelete(room)
-		if slot, ok := views[room]; ok && !woken && q.resting(*slot.v.Load(), now) {
-			continue
+		if slot, ok := views[room]; ok && !woken && q.resting(slot.v.Load(), now) {
+			return
 		}
 		st, err := q.store.Stats(ctx, room, now)
 		if err != nil {
 			errs = append(errs, err)
-			continue
+			return
 		}
 		stats[room] = st
 	}
-	if !listed {
-		rooms = nil // keep every view: only a list drops one
+	if listed {
+		for _, room := range rooms {
+			read(room)
+		}
+	} else {
+		for room := range views {
+			read(room)
+		}
+		q.woken.Range(func(room, _ any) bool { // rooms made elsewhere, woken before the next list
+			read(room.(string))
+			return true
+		})
 	}
 	if len(stats) > 0 || listed && !sameList(rooms, views) { // else nothing to change
 		q.apply(now, stats, rooms, listedAt)
@@ -545,13 +550,16 @@ func sameList(rooms []string, views map[string]*viewSlot) bool {
 // next shows someone waiting. Take it before asking Resting, so that a
 // refresh between the two is not missed.
 func (q *Queue) Busy(room string) <-chan struct{} {
-	ch, _ := q.busy.LoadOrStore(room, make(chan struct{}))
+	ch, ok := q.busy.Load(room)
+	if !ok {
+		ch, _ = q.busy.LoadOrStore(room, make(chan struct{}))
+	}
 	return ch.(chan struct{})
 }
 
 // resting reports whether v, a view of a room nobody waits in, is recent
 // enough not to be read again (Options.IdleRefresh).
-func (q *Queue) resting(v View, now time.Time) bool {
+func (q *Queue) resting(v *View, now time.Time) bool {
 	return v.Waiting == 0 && now.Sub(v.At) < q.idleRefresh
 }
 
@@ -561,8 +569,8 @@ func (q *Queue) resting(v View, now time.Time) bool {
 // view does not know, or knows only from an older read (the store is
 // failing), is not resting.
 func (q *Queue) Resting(room string) bool {
-	v, ok := q.View(room)
-	return ok && q.resting(v, q.now())
+	v := q.view(room)
+	return v != nil && q.resting(v, q.now())
 }
 
 // refreshRoom re-reads one room's stats (after its settings changed).
@@ -622,7 +630,7 @@ func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string, li
 			slot = &viewSlot{}
 			next[room] = slot
 		}
-		v.marks.add(now, st.AdmittedTotal)
+		v.marks = v.marks.with(now, st.AdmittedTotal)
 		slot.v.Store(&v)
 		q.metrics.observed(room, st)
 	}

@@ -1,6 +1,7 @@
 // Package redisscript runs usher's Lua scripts on Redis, alone or in a
 // Redis Cluster, for the stores that keep their state there (redisqueue,
-// redisshard, redishold), and holds the Lua they share (refill.lua).
+// redisshard, redishold), holds the Lua they share (refill.lua), and reads
+// a cluster's slot map (SlotOwners).
 package redisscript
 
 import (

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"usher/internal/queue/redisqueue"
+	"usher/internal/redisscript"
 )
 
 // Cluster is a Redis Cluster of a test's own on loopback: primaries only,
@@ -164,29 +165,16 @@ func (cl *Cluster) Owner(slot int) (string, error) {
 // SlotOwner returns the address of the primary that the cluster node c
 // talks to says serves slot (CLUSTER SLOTS).
 func SlotOwner(ctx context.Context, c rueidis.Client, slot int) (string, error) {
-	ranges, err := c.Do(ctx, c.B().ClusterSlots().Build()).ToArray()
-	if err != nil {
+	owners, err := redisscript.SlotOwners(ctx, c)
+	switch {
+	case err != nil:
 		return "", err
+	case owners == nil:
+		return "", fmt.Errorf("not a cluster")
+	case slot < 0 || slot >= len(owners) || owners[slot] == "":
+		return "", fmt.Errorf("no node serves slot %d", slot)
 	}
-	for _, r := range ranges {
-		f, err := r.ToArray()
-		if err != nil || len(f) < 3 {
-			return "", fmt.Errorf("bad CLUSTER SLOTS reply: %v", err)
-		}
-		lo, _ := f[0].AsInt64()
-		hi, _ := f[1].AsInt64()
-		if int64(slot) < lo || int64(slot) > hi {
-			continue
-		}
-		node, err := f[2].ToArray()
-		if err != nil || len(node) < 2 {
-			return "", fmt.Errorf("bad CLUSTER SLOTS node: %v", err)
-		}
-		h, _ := node[0].ToString()
-		p, _ := node[1].AsInt64()
-		return net.JoinHostPort(h, strconv.FormatInt(p, 10)), nil
-	}
-	return "", fmt.Errorf("no node serves slot %d", slot)
+	return owners[slot], nil
 }
 
 // client returns a client of one node only.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"usher/internal/redisscript"
 )
 
 // TagsFor returns the tags (Settings.Tags) of room with the given shards:
@@ -34,7 +36,7 @@ func (s *Store) TagsFor(ctx context.Context, room string, shards int) (string, e
 // which has no slots, it returns "" (the shard numbers). A cluster
 // resharded later moves the slots, not the choice.
 func (s *Store) PlaceTags(ctx context.Context, room string, shards int) (string, error) {
-	owners, err := s.slotOwners(ctx)
+	owners, err := redisscript.SlotOwners(ctx, s.c)
 	if err != nil {
 		return "", unavailable("place tags", room, err)
 	}
@@ -73,37 +75,6 @@ func (s *Store) PlaceTags(ctx context.Context, room string, shards int) (string,
 // maxTagSearch bounds the names PlaceTags tries for a shard: each lands on
 // a given primary of P with chance about 1/P.
 const maxTagSearch = 4096
-
-// slotOwners maps each of the 16384 slots to its primary's address, from
-// CLUSTER SLOTS; nil on a server that is not a cluster.
-func (s *Store) slotOwners(ctx context.Context) ([]string, error) {
-	ranges, err := s.c.Do(ctx, s.c.B().ClusterSlots().Build()).ToArray()
-	if err != nil {
-		if strings.Contains(err.Error(), "cluster support disabled") {
-			return nil, nil
-		}
-		return nil, err
-	}
-	owners := make([]string, 1<<14)
-	for _, r := range ranges {
-		f, err := r.ToArray()
-		if err != nil || len(f) < 3 {
-			return nil, fmt.Errorf("cluster slots: %v (%v)", r, err)
-		}
-		lo, err1 := f[0].AsInt64()
-		hi, err2 := f[1].AsInt64()
-		node, err3 := f[2].ToArray()
-		if err1 != nil || err2 != nil || err3 != nil || len(node) < 2 || lo < 0 || hi >= 1<<14 || lo > hi {
-			return nil, fmt.Errorf("cluster slots: range %v", f)
-		}
-		host, _ := node[0].ToString()
-		port, _ := node[1].AsInt64()
-		for slot := lo; slot <= hi; slot++ {
-			owners[slot] = host + ":" + strconv.FormatInt(port, 10)
-		}
-	}
-	return owners, nil
-}
 
 // KeySlot is the Redis Cluster slot of key: CRC16 (XMODEM) of its hash
 // tag, the part between its first { and the next }, when that is not

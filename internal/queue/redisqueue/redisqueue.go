@@ -134,14 +134,14 @@ func (s *Store) SetExclusive(key func(room string) string) { s.exclusive = key }
 // subscription breaks. Redis Pub/Sub delivers at most once: a message
 // lost meanwhile is caught by the view's next idle read.
 func (s *Store) Wakes(ctx context.Context, wake func(room string)) error {
-	return Wakes(ctx, s.c, s.prefix+"wake", wake)
+	return Wakes(ctx, s.c, wake, s.prefix+"wake")
 }
 
-// Wakes subscribes to channel on c and calls wake with each message (a
+// Wakes subscribes to channels on c and calls wake with each message (a
 // room's name) until ctx ends or the subscription breaks; redisshard's
-// sharded rooms publish on a channel of their own.
-func Wakes(ctx context.Context, c rueidis.Client, channel string, wake func(room string)) error {
-	err := c.Receive(ctx, c.B().Subscribe().Channel(channel).Build(), func(m rueidis.PubSubMessage) { wake(m.Message) })
+// Router listens to its sharded rooms' channel too.
+func Wakes(ctx context.Context, c rueidis.Client, wake func(room string), channels ...string) error {
+	err := c.Receive(ctx, c.B().Subscribe().Channel(channels...).Build(), func(m rueidis.PubSubMessage) { wake(m.Message) })
 	if err != nil && ctx.Err() == nil {
 		return fmt.Errorf("redisqueue: wakes: %w: %v", queue.ErrUnavailable, err)
 	}
@@ -151,9 +151,6 @@ func Wakes(ctx context.Context, c rueidis.Client, channel string, wake func(room
 // MetaKey is the key of the room's hash (the key other stores check for
 // the room's name).
 func (s *Store) MetaKey(room string) string { return s.keys(room)[0] }
-
-// Prefix is the prefix of the store's keys.
-func (s *Store) Prefix() string { return s.prefix }
 
 // Open connects to the Redis server at rawURL (redis://[user:password@]host:port[/db]
 // or rediss:// for TLS; see rueidis.ParseURL for the options) and checks it

@@ -124,3 +124,12 @@ func (s *Store) Waiting(ctx context.Context, room string, shards int) (int64, er
 	}
 	return n, nil
 }
+
+// lineKeys are line shard i's keys in the layout s holds for room, or
+// with the shard number as its tag's name.
+func (s *Store) lineKeys(room string, i int) []string {
+	if v, ok := s.rooms.Load(room); ok && i < v.(layout).shards {
+		return v.(layout).keys[i]
+	}
+	return s.shardKeys(room, tagNames("", i+1)[i])
+}

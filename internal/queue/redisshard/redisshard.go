@@ -210,15 +210,6 @@ func pick(keys []string, idx ...int) []string {
 	return out
 }
 
-// lineKeys are line shard i's keys in the layout s holds for room, or
-// with the shard number as its tag's name.
-func (s *Store) lineKeys(room string, i int) []string {
-	if v, ok := s.rooms.Load(room); ok && i < v.(layout).shards {
-		return v.(layout).keys[i]
-	}
-	return s.shardKeys(room, tagNames("", i+1)[i])
-}
-
 // Keys lists every key the room may have, home first, in the layout s
 // holds for it, or with the shard numbers as tags (for tests and
 // operators).

@@ -3,7 +3,6 @@ package redisshard
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -28,6 +27,8 @@ type Router struct {
 	plain   *redisqueue.Store
 	sharded *QueueStore
 	known   sync.Map // room → true: found sharded
+	c       rueidis.Client
+	wakes   []string // both stores' wake channels
 }
 
 var _ queue.Store = (*Router)(nil)
@@ -41,29 +42,16 @@ func NewRouter(c rueidis.Client, prefix string) *Router {
 	plain.SetExclusive(func(room string) string { return shards.homeKeys(room)[0] })
 	return &Router{
 		plain:   plain,
-		sharded: NewQueueStore(shards, func(room string) string { return plain.MetaKey(room) }),
+		sharded: NewQueueStore(shards, plain.MetaKey),
+		c:       c,
+		wakes:   []string{prefix + "wake", shards.prefix + "wake"},
 	}
 }
 
 // Wakes implements queue.Waker for both stores' rooms.
 func (r *Router) Wakes(ctx context.Context, wake func(room string)) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make(chan error, 1)
-	go func() {
-		errs <- redisqueue.Wakes(ctx, r.sharded.s.c, r.sharded.s.prefix+"wake", wake)
-		cancel()
-	}()
-	err := r.plain.Wakes(ctx, wake)
-	cancel()
-	return errors.Join(err, <-errs)
+	return redisqueue.Wakes(ctx, r.c, wake, r.wakes...)
 }
-
-// Plain is the store of rooms of one shard (for tests and tools).
-func (r *Router) Plain() *redisqueue.Store { return r.plain }
-
-// Sharded is the store of rooms of several shards.
-func (r *Router) Sharded() *QueueStore { return r.sharded }
 
 // route runs f on the store that holds room: the one it was last found
 // in, else redisqueue, then the QueueStore when the first does not know
@@ -92,34 +80,35 @@ func route[T any](r *Router, room string, f func(queue.Store) (T, error)) (T, er
 // QueueStore, any other to redisqueue; each refuses a name the other
 // holds (a room's shards are fixed once it exists).
 func (r *Router) PutRoom(ctx context.Context, room string, s queue.Settings) error {
-	_, err := r.put(ctx, room, s, false)
+	err := r.storeFor(s).PutRoom(ctx, room, s)
+	r.placed(room, s, err)
 	return err
 }
 
 // CreateRoom implements queue.Store.
 func (r *Router) CreateRoom(ctx context.Context, room string, s queue.Settings) (bool, error) {
-	return r.put(ctx, room, s, true)
+	created, err := r.storeFor(s).CreateRoom(ctx, room, s)
+	r.placed(room, s, err)
+	return created, err
 }
 
-func (r *Router) put(ctx context.Context, room string, s queue.Settings, onlyCreate bool) (bool, error) {
+// storeFor is the store that keeps a room of settings s.
+func (r *Router) storeFor(s queue.Settings) queue.Store {
 	if s.Sharded() {
-		created, err := r.sharded.put(ctx, room, s, onlyCreate)
-		if err == nil {
-			r.known.Store(room, true)
-		}
-		return created, err
+		return r.sharded
 	}
-	var created bool
-	var err error
-	if onlyCreate {
-		created, err = r.plain.CreateRoom(ctx, room, s)
-	} else {
-		err = r.plain.PutRoom(ctx, room, s)
-	}
-	if err == nil {
+	return r.plain
+}
+
+// placed remembers where a PutRoom or CreateRoom that succeeded put room.
+func (r *Router) placed(room string, s queue.Settings, err error) {
+	switch {
+	case err != nil:
+	case s.Sharded():
+		r.known.Store(room, true)
+	default:
 		r.known.Delete(room)
 	}
-	return created, err
 }
 
 // Rooms implements queue.Store: both stores' rooms.
@@ -189,9 +178,4 @@ func (r *Router) SetControl(ctx context.Context, room string, next queue.Control
 func (r *Router) DeleteRoom(ctx context.Context, room string, force bool, now time.Time) error {
 	_, err := route(r, room, func(s queue.Store) (struct{}, error) { return struct{}{}, s.DeleteRoom(ctx, room, force, now) })
 	return err
-}
-
-// String names the store in logs.
-func (r *Router) String() string {
-	return fmt.Sprintf("redis (%s, sharded rooms %s)", r.plain.Prefix(), r.sharded.s.prefix)
 }

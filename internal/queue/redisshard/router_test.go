@@ -48,9 +48,9 @@ func shardedRoom(t *testing.T, s queue.Store, room string, t0 time.Time) queue.S
 }
 
 // TestShardedLearned: an instance that has not seen a room yet learns
-// that it is sharded from whichever call reaches it first (the room's
-// script answers "sharded" and touches nothing), and then serves it as
-// the instance that made it.
+// that it is sharded from whichever call reaches it first (redisqueue
+// does not know the room and writes nothing; the Router then asks the
+// sharded store), and then serves it as the instance that made it.
 func TestShardedLearned(t *testing.T) {
 	c := testenv.Redis(t)
 	ctx := context.Background()

@@ -155,11 +155,6 @@ func decodeMillis(d *time.Duration, v string) error {
 	return err
 }
 
-// SettingPairs encodes s as the name/value pairs the home meta hash
-// holds (put_room.lua writes them; redisqueue adds them to a sharded
-// room's hash, which is this package's home meta hash).
-func SettingPairs(s Settings) []string { return settingPairs(s) }
-
 // settingPairs encodes s as name/value pairs for put_room.lua.
 func settingPairs(s Settings) []string {
 	out := make([]string, 0, 2*len(settingFields))

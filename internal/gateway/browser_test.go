@@ -43,17 +43,25 @@ func shopOrigin(w http.ResponseWriter, r *http.Request) {
 func browserEnv(t *testing.T, mod ...func(*Config)) *env {
 	t.Helper()
 	e := newEnv(t, newOrigin(t, shopOrigin), Rules{}, mod...)
+	runPausedSale(t, e.q)
+	return e
+}
+
+// runPausedSale makes q's room "sale" paused, admitting one visitor at a
+// time, and runs q's view refresher and admission scheduler until the
+// test ends.
+func runPausedSale(t *testing.T, q *queue.Queue) {
+	t.Helper()
 	s := queue.DefaultSettings()
 	s.State, s.MaxActive, s.Interval = queue.Paused, 1, 100*time.Millisecond
-	if err := e.q.PutRoom(context.Background(), "sale", s); err != nil {
+	if err := q.PutRoom(context.Background(), "sale", s); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { e.q.Run(ctx) })
-	wg.Go(func() { admission.New(e.q, slog.New(slog.DiscardHandler)).Run(ctx) })
+	wg.Go(func() { q.Run(ctx) })
+	wg.Go(func() { admission.New(q, slog.New(slog.DiscardHandler)).Run(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	return e
 }
 
 // newBrowser starts chromium with a fresh profile and returns the context

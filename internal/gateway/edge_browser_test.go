@@ -1,14 +1,9 @@
 package gateway
 
 import (
-	"context"
-	"log/slog"
 	"net/url"
-	"sync"
 	"testing"
-	"time"
 
-	"usher/internal/admission"
 	"usher/internal/edgeconf"
 	"usher/internal/queue"
 	"usher/internal/testenv"
@@ -22,16 +17,7 @@ import (
 func TestBrowserThroughNginx(t *testing.T) {
 	testenv.NginxBin(t)
 	e := newAuthEnv(t, Rules{})
-	s := queue.DefaultSettings()
-	s.State, s.MaxActive, s.Interval = queue.Paused, 1, 100*time.Millisecond
-	if err := e.q.PutRoom(context.Background(), "sale", s); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { e.q.Run(ctx) })
-	wg.Go(func() { admission.New(e.q, slog.New(slog.DiscardHandler)).Run(ctx) })
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	runPausedSale(t, e.q)
 
 	origin, err := url.Parse(newOrigin(t, shopOrigin))
 	if err != nil {

@@ -46,7 +46,7 @@ func (s *server) settings() http.Handler {
 	out := wire.SettingList{}
 	for _, f := range queue.SettingFields() {
 		info := wire.SettingInfo{Name: f.JSON, Type: f.Type, Format: f.Format, Enum: f.Enum, Unit: f.Unit, Help: f.Help, Fixed: f.Fixed}
-		if f.HasRange {
+		if f.Ranged() {
 			info.Minimum, info.Maximum = &f.Min, &f.Max
 		}
 		out.Settings = append(out.Settings, info)

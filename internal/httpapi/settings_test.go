@@ -54,7 +54,7 @@ func TestSettingsTableIsTheSchema(t *testing.T) {
 			if s.Format != f.Format && !(f.Type == "integer" && s.Format == "int64") {
 				t.Errorf("%s.%s: format %q, want %q", name, f.JSON, s.Format, f.Format)
 			}
-			if f.HasRange && (s.Min == nil || *s.Min != f.Min || s.Max == nil || *s.Max != f.Max) {
+			if f.Ranged() && (s.Min == nil || *s.Min != f.Min || s.Max == nil || *s.Max != f.Max) {
 				t.Errorf("%s.%s: range %v to %v, want %v to %v", name, f.JSON, deref(s.Min), deref(s.Max), f.Min, f.Max)
 			}
 		}

@@ -67,10 +67,9 @@ type Field struct {
 	// (date-time).
 	Type, Format string
 	Enum         []string
-	// Min and Max are the widest range the API accepts, in JSON units, when
-	// HasRange; Check may narrow it by another setting.
+	// Min and Max are the widest range the API accepts, in JSON units, for
+	// a number (Ranged); Check may narrow it by another setting.
 	Min, Max float64
-	HasRange bool
 	// Fixed settings are chosen when the room is made.
 	Fixed  bool
 	Encode func(Settings) string
@@ -82,6 +81,9 @@ type Field struct {
 	Get func(Settings) (v any, omit bool)
 	Set func(s *Settings, raw json.RawMessage) error
 }
+
+// Ranged reports whether f is a number, with a range (Min, Max).
+func (f Field) Ranged() bool { return f.Type == "integer" || f.Type == "number" }
 
 // SettingFields lists every field of Settings, in the order Validate checks
 // them and the API lists them. Stores that keep settings as named values
@@ -258,7 +260,7 @@ func setJSON[T any](name, want string, set func(*Settings, T)) func(*Settings, j
 
 func intField(name, help string, field func(*Settings) *int64, lo, hi int64) Field {
 	return Field{
-		Name: name, JSON: name, Help: help, Type: "integer", Min: float64(lo), Max: float64(hi), HasRange: true,
+		Name: name, JSON: name, Help: help, Type: "integer", Min: float64(lo), Max: float64(hi),
 		Encode: func(s Settings) string { return strconv.FormatInt(*field(&s), 10) },
 		Decode: func(s *Settings, v string) (err error) {
 			*field(s), err = strconv.ParseInt(v, 10, 64)
@@ -325,7 +327,7 @@ func numberField(name, help, unit string, field func(*Settings) *float64, lo fun
 		top += " per second"
 	}
 	return Field{
-		Name: name, JSON: name, Help: help, Type: "number", Unit: unit, Min: lo(Settings{}), Max: hi, HasRange: true,
+		Name: name, JSON: name, Help: help, Type: "number", Unit: unit, Min: lo(Settings{}), Max: hi,
 		Encode: func(s Settings) string { return strconv.FormatFloat(*field(&s), 'g', -1, 64) },
 		Decode: func(s *Settings, v string) (err error) {
 			*field(s), err = strconv.ParseFloat(v, 64)
@@ -387,7 +389,7 @@ func enumField(name, help string, field func(*Settings) *string, values ...strin
 func durationField(name string, unit time.Duration, help string, field func(*Settings) *time.Duration,
 	lo, hi time.Duration, upTo func(Settings) (time.Duration, string)) Field {
 	f := Field{
-		Name: name, Help: help, HasRange: true,
+		Name: name, Help: help,
 		Encode: func(s Settings) string { return strconv.FormatInt(int64(*field(&s)), 10) },
 		Decode: func(s *Settings, v string) error {
 			n, err := strconv.ParseInt(v, 10, 64)

@@ -197,11 +197,14 @@ func TestOpenModelHasNoCoordinatedOmission(t *testing.T) {
 // starts once gather visitors have entered, so that the order among them
 // is the room's choice whatever the machine's load.
 type fakeRoom struct {
-	mu       sync.Mutex
-	gather   int64
-	start    time.Time
-	rate     float64
-	lifo     bool
+	mu     sync.Mutex
+	gather int64
+	start  time.Time
+	rate   float64
+	lifo   bool
+	// jumpy puts every other waiting answer 5 places further back.
+	jumpy    bool
+	answers  int64
 	next     int64
 	waiting  map[int64]bool
 	admitted map[int64]bool
@@ -233,6 +236,9 @@ func (f *fakeRoom) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					e.Position++
 				}
 			}
+			if f.answers++; f.jumpy && f.answers%2 == 0 {
+				e.Position += 5
+			}
 			e.ETASeconds = int64(float64(e.Position) / f.rate)
 			e.ETARangeSeconds = [2]int64{0, 3600}
 		}
@@ -260,7 +266,12 @@ func runQueued(t *testing.T, lifo bool) (*Report, *simorigin.Origin) {
 
 func runQueuedGiveUp(t *testing.T, lifo bool, giveUp float64) (*Report, *simorigin.Origin) {
 	t.Helper()
-	room := &fakeRoom{gather: 30, rate: 40, lifo: lifo, waiting: map[int64]bool{}, admitted: map[int64]bool{}}
+	return runQueuedRoom(t, &fakeRoom{gather: 30, rate: 40, lifo: lifo}, giveUp)
+}
+
+func runQueuedRoom(t *testing.T, room *fakeRoom, giveUp float64) (*Report, *simorigin.Origin) {
+	t.Helper()
+	room.waiting, room.admitted = map[int64]bool{}, map[int64]bool{}
 	usher := httptest.NewServer(room)
 	t.Cleanup(usher.Close)
 	o := simorigin.New(simorigin.Config{Conns: 2, Service: simorigin.Constant(2 * time.Millisecond)})
@@ -314,15 +325,18 @@ func TestQueued(t *testing.T) {
 		t.Errorf("origin utilisation %v, want read from /stats", rep.Origin.Utilization)
 	}
 	// Queue calls: 30 entries + polls + 30 leaves.
-	if rep.Queue.Requests < 60+30 {
-		t.Errorf("%d queue calls, want entries, polls and leaves", rep.Queue.Requests)
+	if rep.Queue.Requests < 60+30 || v.Polls != rep.Queue.Requests-60 || v.PollsPerAdmitted != float64(v.Polls)/30 {
+		t.Errorf("%d queue calls, %d polls (%v per admitted visitor), want entries, polls and leaves", rep.Queue.Requests, v.Polls, v.PollsPerAdmitted)
+	}
+	if v.Rises != 0 || v.RoseVisitors != 0 {
+		t.Errorf("%d position rises in %d visitors from a FIFO room, want 0", v.Rises, v.RoseVisitors)
 	}
 
 	var text, svg, js bytes.Buffer
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Scenario queued", "origin", "queue calls", "time in queue", "admission-order inversions: 0", "origin utilisation"} {
+	for _, want := range []string{"Scenario queued", "origin", "queue calls", "time in queue", "admission-order inversions: 0", "origin utilisation", "per admitted visitor); position rises: 0 in 0 visitors"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.String())
 		}
@@ -346,6 +360,13 @@ func TestQueuedDetectsInversions(t *testing.T) {
 	rep, _ := runQueued(t, true)
 	if *rep.Inversions == 0 {
 		t.Error("a LIFO room: 0 admission-order inversions found, want some")
+	}
+}
+
+func TestQueuedCountsRises(t *testing.T) {
+	rep, _ := runQueuedRoom(t, &fakeRoom{gather: 30, rate: 40, jumpy: true}, 0)
+	if rep.Visits.Rises == 0 || rep.Visits.RoseVisitors == 0 || rep.Visits.RoseVisitors > rep.Visits.Rises {
+		t.Errorf("a room that moves visitors back: %d position rises in %d visitors, want some", rep.Visits.Rises, rep.Visits.RoseVisitors)
 	}
 }
 

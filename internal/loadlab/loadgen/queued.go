@@ -24,6 +24,9 @@ type visit struct {
 	// without one).
 	etaRange      [2]int64
 	waitedAtEntry bool
+	// rose is whether a poll ever answered a place further back than the
+	// one before.
+	rose bool
 }
 
 // visit runs one visitor: enter, poll until admitted, call the origin, leave.
@@ -77,9 +80,17 @@ func (r *runner) visit(due time.Time) bool {
 		}
 		send = time.Now()
 		var next wire.Entry
+		r.polls.Add(1)
 		res, next = r.queueCall(http.MethodGet, r.meURL, ticket, "", nil, due)
 		switch {
 		case res.ok:
+			if e.Position > 0 && next.State == wire.StateWaiting && next.Position > e.Position {
+				r.rises.Add(1) // moved back
+				if !v.rose {
+					v.rose = true
+					r.roseVisitors.Add(1)
+				}
+			}
 			e = next
 		case res.retry || !res.counted:
 			// usher unavailable (or the run ended): try again, as a browser would.

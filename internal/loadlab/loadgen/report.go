@@ -95,6 +95,15 @@ type Visits struct {
 	// to hold (Config.Buy): admitted for nothing.
 	Bought       int64 `json:"bought,omitempty"`
 	FoundNothing int64 `json:"found_nothing,omitempty"`
+	// Polls are the status polls the visitors sent, PollsPerAdmitted
+	// them ÷ Admitted (0 with none admitted): what an admission costs in
+	// polls.
+	Polls            int64   `json:"polls"`
+	PollsPerAdmitted float64 `json:"polls_per_admitted"`
+	// Rises are the answers that put a waiting visitor further back than
+	// the one before (goal 0), in RoseVisitors visitors.
+	Rises        int64 `json:"position_rises"`
+	RoseVisitors int64 `json:"rose_visitors"`
 }
 
 // ErrorRate is the share of the run's counted calls (origin and queue)
@@ -150,6 +159,10 @@ func (r *runner) report(elapsed time.Duration, tl *timeline) *Report {
 			CalledOrigin: r.calledOrigin.Load(), Completed: r.completed.Load(), CutOff: r.cutOff.Load(),
 			Abandoned: r.abandoned.Load(), GaveUp: r.gaveUp.Load(), Failed: failed,
 			Bought: r.bought.Load(), FoundNothing: r.foundNothing.Load(),
+			Polls: r.polls.Load(), Rises: r.rises.Load(), RoseVisitors: r.roseVisitors.Load(),
+		}
+		if v := rep.Visits; v.Admitted > 0 {
+			v.PollsPerAdmitted = float64(v.Polls) / float64(v.Admitted)
 		}
 		s := r.inQueue.Snapshot().Summary()
 		rep.TimeInQueue = &s
@@ -221,6 +234,8 @@ func (rep *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, ", failed: %s", kinds(v.Failed))
 		}
 		b.WriteString("\n")
+		fmt.Fprintf(&b, "  polls: %s (%s per admitted visitor); position rises: %s in %s visitors\n",
+			num(float64(v.Polls)), num(v.PollsPerAdmitted), num(float64(v.Rises)), num(float64(v.RoseVisitors)))
 	}
 	if q := rep.TimeInQueue; q != nil && q.Count > 0 {
 		fmt.Fprintf(&b, "  time in queue: p50 %s s, p90 %s s, max %s s\n", num(q.P50/1000), num(q.P90/1000), num(q.Max/1000))

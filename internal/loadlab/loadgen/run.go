@@ -58,7 +58,10 @@ type runner struct {
 	gaveUp       atomic.Int64
 	// bought reserved a seat; foundNothing found none to hold (Config.Buy).
 	bought, foundNothing atomic.Int64
-	failed               counter
+	// polls are the status polls sent; rises the answers that put a
+	// visitor further back than the one before, in roseVisitors visitors.
+	polls, rises, roseVisitors atomic.Int64
+	failed                     counter
 	// waiting and active are gauges: visitors waiting, admitted and calling.
 	waiting atomic.Int64
 	active  atomic.Int64

@@ -132,12 +132,12 @@ func TestPlanScale(t *testing.T) {
 		} `json:"scale"`
 	}
 	js := runPlan(t, "--pool", "100", "--service-time", "70ms", "--visitors", "10000000", "--arrive-over", "10m",
-		"--instance-polls", "1000000", "--instance-enters", "1000000", "--poll-answer-bytes", "100", "--json")
+		"--instance-polls", "100000", "--instance-enters", "1000000", "--poll-answer-bytes", "100", "--json")
 	if err := json.Unmarshal([]byte(js), &got); err != nil {
 		t.Fatal(err)
 	}
 	sc := got.Scale
-	if sc.PeakWaiting != 9_400_000 || sc.Input.ArriveOver != 600 || sc.Input.Units.InstancePolls != 1e6 || sc.Instances != 2 || sc.Bandwidth != 100*sc.Polls {
-		t.Errorf("scale %+v: want 9,400,000 waiting, 600 s, the given units, 2 instances (1.2 M polls/s at 1 M each), 100 B × polls", sc)
+	if sc.PeakWaiting != 9_400_000 || sc.Input.ArriveOver != 600 || sc.Input.Units.InstancePolls != 1e5 || sc.Instances != 2 || sc.Bandwidth != 100*sc.Polls {
+		t.Errorf("scale %+v: want 9,400,000 waiting, 600 s, the given units, 2 instances (124 k polls/s at 100 k each), 100 B × polls", sc)
 	}
 }

@@ -139,7 +139,7 @@ func (p *core) wait(w http.ResponseWriter, r *http.Request, v verdict) verdict {
 		return v
 	}
 	place := p.c.Queue.ViewOrDefault(v.room).Place(p.c.Queue.Now(), v.room, e)
-	place.Ticket = ticket
+	place.Issued(ticket)
 	v.visitor = visitor
 	if e.Status == queue.Active {
 		pass, exp, cookie, err := gate.IssuePass(p.c.Keys, v.room, visitor, e.ExpiresAt, p.secure)

@@ -13,12 +13,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"usher/internal/queue"
+	"usher/internal/queue/forecast"
 	"usher/internal/queue/memqueue"
 )
 
 func TestForecast(t *testing.T) {
 	s := queue.DefaultSettings() // 50/s configured, 1 s steps
-	v := queue.View{Stats: queue.Stats{Settings: s, Waiting: 2000}, Rate: 100}
+	v := queue.View{Stats: queue.Stats{Settings: s, Waiting: 2000}, Rates: forecast.Rates{Rate: 100}}
 	// 1,000 places at 100/s: 10 s, plus half a poll interval; the range is
 	// half a step earlier, and half a step and a poll interval later.
 	want := queue.Forecast{ETA: 10750 * time.Millisecond, Low: 9500 * time.Millisecond, High: 12300 * time.Millisecond}
@@ -33,7 +34,7 @@ func TestForecast(t *testing.T) {
 
 	// 10 visitors a second leave a line of 1,000 (1 % each per second):
 	// the 1,000 ahead are gone after ln(1 + 0.01 × 1000 ÷ 10) ÷ 0.01 s.
-	v = queue.View{Stats: queue.Stats{Settings: s, Waiting: 1000}, Rate: 10, Leave: 10}
+	v = queue.View{Stats: queue.Stats{Settings: s, Waiting: 1000}, Rates: forecast.Rates{Rate: 10, Leave: 10}}
 	wantT := math.Log(2) / 0.01
 	if got := v.Forecast(1000).ETA.Seconds(); math.Abs(got-wantT-0.75) > 1e-6 {
 		t.Errorf("ETA with 1 %%/s leaving = %.3f s, want %.3f s (100.75 s without leaving)", got, wantT+0.75)
@@ -41,7 +42,7 @@ func TestForecast(t *testing.T) {
 
 	// Variance widens the range, more for a short wait than a long one
 	// relative to the wait (the mean rate over a longer wait varies less).
-	v = queue.View{Stats: queue.Stats{Settings: s, Waiting: 5000}, Rate: 10}
+	v = queue.View{Stats: queue.Stats{Settings: s, Waiting: 5000}, Rates: forecast.Rates{Rate: 10}}
 	narrow := v.Forecast(1000)
 	v.RateVar = 4 // sd 2/s over 1 s windows
 	wide := v.Forecast(1000)

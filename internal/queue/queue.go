@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"usher/internal/fault"
+	"usher/internal/queue/forecast"
 )
 
 // Errors that every Store returns (wrapped with operation context). The HTTP
@@ -204,29 +205,11 @@ func InventoryCap(s Settings, inv Inventory) int64 {
 	return min(s.MaxActive, int64(math.Ceil(s.VisitorsPerUnit*float64(inv.Units))))
 }
 
-// FastPolls is how many visitors from the head poll every 1.5 s (PollAfter):
-// two batches, five seconds of admissions at AdmitRate, and at least 50.
-func FastPolls(s Settings) int64 {
-	return max(50, 2*s.Batch(), int64(math.Ceil(5*s.AdmitRate)))
-}
-
-// PresenceMargin is the longest a present waiting visitor goes without a
-// poll: the longest poll interval, 8 s + 20 % jitter, rounded up.
-const PresenceMargin = 10 * time.Second
-
-// Watched is how many visitors from the head a store watches for presence
-// (PresenceTimeout): PresenceTimeout + PresenceMargin of admissions at
-// AdmitRate, and at least FastPolls; FastPolls when presence is off. Polls
-// from these places reach the store (ExactWithin), so a present visitor
-// there is seen at least every PresenceMargin; and a visitor takes at
-// least PresenceTimeout + PresenceMargin to cross them, so one who left
-// before coming near is absent by the time it reaches the head.
-func Watched(s Settings) int64 {
-	if s.PresenceTimeout <= 0 {
-		return FastPolls(s)
-	}
-	return max(FastPolls(s), int64(math.Ceil((s.PresenceTimeout+PresenceMargin).Seconds()*s.AdmitRate)))
-}
+// Near is the near zone of a room with settings s (forecast.Near): the
+// places from the head that a store watches for presence. Their polls
+// reach the store (View.Near covers them), so a present visitor there is
+// seen at least every forecast.PresenceMargin.
+func (s Settings) Near() int64 { return forecast.Near(s.AdmitRate, s.Batch(), s.PresenceTimeout) }
 
 // Batch is AdmitRate × Interval rounded up, at least 1: what a step admits
 // when it runs every Interval. A new room's token bucket starts with Batch

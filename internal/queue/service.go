@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"usher/internal/event"
 	"usher/internal/fault"
+	"usher/internal/queue/forecast"
 )
 
 // ErrNotAdmitted is returned by Renew for a visitor without an active slot.
@@ -93,17 +92,13 @@ type Queue struct {
 // admission rate.
 type View struct {
 	Stats
-	// Rate is the room's measured admission rate in visitors per second: an
-	// EWMA (time constant 10 s) over refreshes during which someone waited,
-	// starting from the rate in force (0 in a room that admits nobody), and
-	// set anew when that rate changes (follow). Leave is the rate at which
-	// waiting visitors leave the line (measured the same way, from 0).
-	// RateVar and LeaveVar are their variances over windows of at least a
-	// second (eta.go).
-	Rate, RateVar, Leave, LeaveVar float64
+	// Rates are the room's measured rates over refreshes during which
+	// someone waited: Rate starts from the rate in force (0 in a room that
+	// admits nobody) and is set anew when that rate changes (follow);
+	// Leave starts from 0.
+	forecast.Rates
 	// At is when the stats were read.
-	At  time.Time
-	win window
+	At time.Time
 	// marks are the admissions counted at past refreshes (Admitted).
 	marks *marks
 }
@@ -266,7 +261,7 @@ func (fullError) FaultRetryAfter() time.Duration { return FullRetryAfter }
 
 // Status returns the visitor's entry. seq is the sequence number from the
 // visitor's ticket. When this instance's view of the room is fresh and seq is
-// further than ExactWithin from the head, the answer is an estimate made
+// behind the near zone (View.Near), the answer is an estimate made
 // without a store call (estimated = true): Position = seq − HeadSeq + 1.
 //
 // Error bound: for the visitor's current ticket the estimate is never better
@@ -300,7 +295,7 @@ func (q *Queue) Status(ctx context.Context, room, visitor string, seq int64, iss
 			q.metrics.polled(room, true)
 			return Entry{Visitor: visitor, Status: Waiting}, true, nil
 		}
-		if pos := seq - v.HeadSeq + 1; seq >= v.HeadSeq && seq <= v.LastSeq && pos > ExactWithin(v) {
+		if pos := seq - v.HeadSeq + 1; seq >= v.HeadSeq && seq <= v.LastSeq && pos > v.Near() {
 			q.metrics.polled(room, true)
 			return Entry{Visitor: visitor, Status: Waiting, Seq: seq, Position: pos}, true, nil
 		}
@@ -328,19 +323,6 @@ func (q *Queue) wakeIfWaiting(room string, e Entry) {
 // staleAfter is the age at which a view is no longer used for estimates:
 // when refreshes fail (store down), polls go to the store and fail honestly.
 const staleAfter = 2 * time.Second
-
-// ExactWithin is how many places from the head a poll gets an exact answer
-// from the store: the places the store watches for presence (Watched) and
-// the admissions a view may have missed (staleAfter at AdmitRate), since an
-// estimate overstates the place by them; or five seconds of admissions at
-// the measured rate when that is more.
-func ExactWithin(v View) int64 {
-	// Watched grows with the rate: take it at the higher of the configured
-	// rate (the store's watched zone, static) and the one in force.
-	s := v.Settings
-	s.AdmitRate = max(s.AdmitRate, s.CurrentRate(v.Control))
-	return max(Watched(s)+int64(math.Ceil(staleAfter.Seconds()*s.AdmitRate)), int64(math.Ceil(5*v.Rate)))
-}
 
 // PreQueueSeq is the sequence number in the ticket of a pre-queue entry,
 // which has none yet: it tells Status that the poll may be answered from
@@ -411,28 +393,6 @@ func (q *Queue) Admit(ctx context.Context, room string) (AdmitResult, error) {
 		q.emitStep(room, res)
 	}
 	return res, err
-}
-
-// PollAfter tells a waiting visitor when to poll again: PollBase with ±20 %
-// jitter (uniform), so that polls spread out (seed 003 §3).
-func PollAfter(eta time.Duration, exact bool) time.Duration {
-	return Jitter(PollBase(eta, exact), rand.Float64())
-}
-
-// Jitter is PollAfter's jitter for u in [0, 1): base × (0.8 + 0.4u). A
-// simulation passes its own seeded u to pace as usher does.
-func Jitter(base time.Duration, u float64) time.Duration {
-	return time.Duration(float64(base) * (0.8 + 0.4*u))
-}
-
-// PollBase is the poll interval before jitter: 1.5 s near the front
-// (exact), else a tenth of the ETA, from 1.5 s to 8 s far back.
-func PollBase(eta time.Duration, exact bool) time.Duration {
-	base := 1500 * time.Millisecond
-	if !exact {
-		base = min(max(eta/10, base), 8*time.Second)
-	}
-	return base
 }
 
 // Run refreshes the view of every room every Refresh until ctx ends. A failed
@@ -619,11 +579,12 @@ func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string, li
 			prev := *slot.v.Load()
 			v.carry(prev)
 			v.marks = prev.marks
-			switch dt := now.Sub(prev.At).Seconds(); {
-			case dt > 0 && prev.Waiting > 0:
-				v.measure(prev, dt)
-			case dt > 0:
-				v.idle()
+			switch {
+			case !now.After(prev.At):
+			case prev.Waiting > 0:
+				v.Measure(prev.counts(), v.counts(), v.Settings.Interval)
+			default:
+				v.Rest(now)
 			}
 		} else {
 			grow()

@@ -59,7 +59,7 @@ func TestStatusEstimateBound(t *testing.T) {
 	if v.HeadSeq != 1 {
 		t.Fatalf("view head = %d, want the stale 1 (read before the step)", v.HeadSeq)
 	}
-	exactWithin := queue.ExactWithin(v)
+	exactWithin := v.Near()
 	var estimates int
 	var leftAhead int64
 	for seq := int64(11); seq <= 1000; seq++ {
@@ -143,32 +143,6 @@ func TestValidation(t *testing.T) {
 	bad.ClaimWindow = bad.ActiveTTL + time.Second
 	if err := q.PutRoom(ctx, "r", bad); !errors.Is(err, queue.ErrInvalid) {
 		t.Errorf("PutRoom with claim window > TTL: err = %v, want ErrInvalid", err)
-	}
-}
-
-func TestPollAfter(t *testing.T) {
-	for _, tc := range []struct {
-		eta      time.Duration
-		exact    bool
-		min, max time.Duration
-	}{
-		{0, true, 1200 * time.Millisecond, 1800 * time.Millisecond},
-		{10 * time.Minute, true, 1200 * time.Millisecond, 1800 * time.Millisecond},
-		{5 * time.Second, false, 1200 * time.Millisecond, 1800 * time.Millisecond},
-		{50 * time.Second, false, 4 * time.Second, 6 * time.Second},
-		{time.Hour, false, 6400 * time.Millisecond, 9600 * time.Millisecond},
-	} {
-		seen := map[time.Duration]bool{}
-		for range 200 {
-			got := queue.PollAfter(tc.eta, tc.exact)
-			if got < tc.min || got > tc.max {
-				t.Fatalf("PollAfter(%v, exact=%v) = %v, want %v..%v", tc.eta, tc.exact, got, tc.min, tc.max)
-			}
-			seen[got] = true
-		}
-		if len(seen) < 100 {
-			t.Errorf("PollAfter(%v): %d distinct values in 200, want jitter", tc.eta, len(seen))
-		}
 	}
 }
 

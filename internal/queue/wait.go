@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"usher/internal/queue/forecast"
 )
 
 // ViewOrDefault returns this instance's view of room, or, before the first
@@ -13,29 +15,46 @@ func (q *Queue) ViewOrDefault(room string) View {
 		return v
 	}
 	d := DefaultSettings()
-	return View{Stats: Stats{Settings: d}, Rate: d.AdmitRate}
+	return View{Stats: Stats{Settings: d}, Rates: forecast.Rates{Rate: d.AdmitRate}}
 }
 
 // Wait is what view v tells a visitor waiting at position (1 at the head):
-// the forecast wait (ETA and range) and when to poll again (PollAfter,
-// every 1.5 s near the front: FastPolls).
+// the forecast wait (ETA and range) and when to poll again (PollBase with
+// forecast.Jitter).
 func (v View) Wait(position int64) (f Forecast, pollAfter time.Duration) {
 	f = v.Forecast(position)
-	return f, PollAfter(f.ETA, position <= v.FastZone())
+	return f, forecast.Jitter(v.pace(position, f.ETA), rand.Float64())
 }
 
 // PollBase is the poll interval before jitter that view v gives a visitor
-// waiting at position (Wait's pacing without the jitter): what a planner
-// sums over the line to count the polls a second.
+// waiting at position (forecast.Pace): what a planner sums over the line
+// to count the polls a second.
 func (v View) PollBase(position int64) time.Duration {
-	return PollBase(v.Forecast(position).ETA, position <= v.FastZone())
+	return v.pace(position, v.Forecast(position).ETA)
 }
 
-// FastZone is how many visitors from the head poll every 1.5 s (PollBase's
-// exact): FastPolls of the settings in force, and at least five seconds of
-// admissions at the measured rate.
-func (v View) FastZone() int64 {
-	return max(FastPolls(v.Settings.Current(v.Control)), int64(math.Ceil(5*v.Rate)))
+func (v View) pace(position int64, eta time.Duration) time.Duration {
+	return forecast.Pace(position, v.Near(), eta, v.topRate())
+}
+
+// Near is the near zone as view v answers it: the places from the head
+// whose polls go to the store for an exact answer (Queue.Status) and are
+// paced at forecast.FastPoll. It is the room's Settings.Near at the
+// highest of the configured, in-force and measured rates, plus the
+// admissions a view up to staleAfter old may have missed (an estimate
+// overstates the place by them): it holds the store's watched zone
+// whichever rate the store used.
+func (v View) Near() int64 {
+	rate := v.topRate()
+	s := v.Settings
+	s.AdmitRate = rate
+	return s.Near() + int64(math.Ceil(staleAfter.Seconds()*rate))
+}
+
+// topRate is the highest of view v's configured, in-force and measured
+// admission rates.
+func (v View) topRate() float64 {
+	return max(v.Settings.AdmitRate, v.Settings.CurrentRate(v.Control), v.Rate)
 }
 
 // RoomState is the room's state as visitors are told it at now: its
@@ -89,16 +108,30 @@ func (v View) Place(now time.Time, room string, e Entry) Place {
 	return p
 }
 
+// Issued gives place p its new ticket, if any (ticket "": none, nothing
+// changes): an entry's, or a changed place's (after the opening draw). The
+// first poll on a new ticket comes at a random point of its interval
+// (forecast.First).
+func (p *Place) Issued(ticket string) {
+	if ticket == "" {
+		return
+	}
+	p.Ticket = ticket
+	if p.Status == string(Waiting) {
+		p.PollAfter = forecast.First(p.PollAfter, rand.Float64())
+	}
+}
+
 // PreQueue reports whether the room is in its pre-queue at now: it has an
 // opening draw still to come (Draw.PreQueue).
 func (v View) PreQueue(now time.Time) bool { return v.Draw.PreQueue(v.Settings, now) }
 
 // PreQueueWait is what a pre-queue entrant is told at now: the time left
-// until the opening, and when to poll again: that time, at least 1.5 s and
-// at most 8 s, with ±20 % jitter, so that the polls after the opening
+// until the opening, and when to poll again: that time, at least
+// forecast.FastPoll and at most 8 s, with jitter, so that the polls after the opening
 // spread over seconds instead of arriving at once.
 func (v View) PreQueueWait(now time.Time) (untilOpen, pollAfter time.Duration) {
 	untilOpen = max(0, v.Settings.OpensAt.Sub(now))
-	base := min(max(untilOpen, 1500*time.Millisecond), 8*time.Second)
-	return untilOpen, time.Duration(float64(base) * (0.8 + 0.4*rand.Float64()))
+	base := min(max(untilOpen, forecast.FastPoll), 8*time.Second)
+	return untilOpen, forecast.Jitter(base, rand.Float64())
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"usher/internal/queue"
+	"usher/internal/queue/forecast"
 )
 
 // Units are the per-unit figures the scale section divides by. Their
@@ -79,17 +80,17 @@ type Scale struct {
 	// Polls is the status polls a second at the peak: PollRate over the
 	// peak line, and the AdmitRate polls a second by which admitted
 	// visitors learn it. StorePolls are those of them that reach the store
-	// (from the places within queue.ExactWithin of the head). While
+	// (from the near zone, queue.View.Near). While
 	// visitors still arrive the polls run about EnterRate ÷ 2 below this:
 	// a newcomer's first poll is a whole interval after its entry, so its
 	// polls lag a steady poller's by half a poll (renewal theory; the
 	// simulation measures it). Once the arrivals stop, the polls rise to
 	// this within one longest interval, while the line is still about its
 	// longest: the plan's figure is that peak.
-	FastZone    int64   `json:"fast_zone"`
-	ExactWithin int64   `json:"exact_within"`
-	Polls       float64 `json:"polls"`
-	StorePolls  float64 `json:"store_polls"`
+	// Near is the near zone's places: polled every forecast.FastPoll.
+	Near       int64   `json:"near_zone"`
+	Polls      float64 `json:"polls"`
+	StorePolls float64 `json:"store_polls"`
 	// StoreOps is the store calls a second at the peak: enters, store
 	// polls, admission steps and every instance's view refreshes.
 	StoreOps float64 `json:"store_ops"`
@@ -114,27 +115,25 @@ func (p Plan) RoomSettings() queue.Settings { return p.room }
 // waiting visitors in line, admitting at the configured rate: the view the
 // pacing of the plan is computed from.
 func LineView(s queue.Settings, waiting int64) queue.View {
-	return queue.View{Stats: queue.Stats{Settings: s, Waiting: waiting}, Rate: s.AdmitRate}
+	return queue.View{Stats: queue.Stats{Settings: s, Waiting: waiting}, Rates: forecast.Rates{Rate: s.AdmitRate}}
 }
 
 // PollRate is the status polls a second that a line of waiting visitors
 // makes under view v's pacing: the sum over the places 1…waiting of 1 ÷
 // the mean interval there (v.PollBase: usher's pacing before jitter; the
 // jitter is uniform around the base, so a visitor's intervals average to
-// it). store is the part from the places within queue.ExactWithin of the
-// head, whose polls reach the store. Far back every place polls at the
-// longest base, so the sum stops there and counts the rest at once.
+// it). store is the part from the near zone (v.Near()), whose polls reach
+// the store. Far back every place polls at forecast.MaxPoll, so the sum
+// stops there and counts the rest at once.
 func PollRate(v queue.View, waiting int64) (all, store float64) {
-	exact := queue.ExactWithin(v)
-	longest := queue.PollBase(24*time.Hour, false)
-	fast := v.FastZone()
+	near := v.Near()
 	for p := int64(1); p <= waiting; p++ {
 		base := v.PollBase(p)
 		r := 1 / base.Seconds()
-		if p <= exact {
+		if p <= near {
 			store += r
 		}
-		if base == longest && p > fast && p > exact {
+		if base == forecast.MaxPoll && p > near {
 			all += float64(waiting-p+1) * r
 			break
 		}
@@ -186,7 +185,7 @@ func MakeScale(p Plan, in ScaleInput) (Scale, error) {
 	sc.ActiveMemory = float64(sc.PeakActive) * u.ActiveBytes
 
 	v := LineView(s, sc.PeakWaiting)
-	sc.FastZone, sc.ExactWithin = v.FastZone(), queue.ExactWithin(v)
+	sc.Near = v.Near()
 	line, store := PollRate(v, sc.PeakWaiting)
 	// An admitted visitor learns it with one more poll, from the head.
 	sc.Polls, sc.StorePolls = line+s.AdmitRate, store+s.AdmitRate
@@ -196,7 +195,7 @@ func MakeScale(p Plan, in ScaleInput) (Scale, error) {
 	sc.StoreOps = sc.EnterRate + sc.StorePolls + 1/s.Interval.Seconds() + float64(sc.Instances*viewRefreshes)
 	sc.Primaries = max(1, int(math.Ceil(sc.StoreOps/u.PrimaryOps-1e-9)))
 	if sc.Primaries > 1 {
-		sc.Notes = append(sc.Notes, fmt.Sprintf("one room is one Redis Cluster slot, so one primary: this room's %s store calls/s are %s times what one primary runs (%s/s), and more primaries do not share one room's load (hot-room sharding, issue 11 §3, is not built): split the sale over %d rooms, or slow the arrivals",
+		sc.Notes = append(sc.Notes, fmt.Sprintf("a room is one Redis Cluster slot, so one primary: this room's %s store calls/s are %s times what one primary runs (%s/s), and more primaries do not share one room's load: give the room %d shards (docs/operations.md), split the sale over as many rooms, or slow the arrivals",
 			fmtRate(sc.StoreOps), fmtNum(sc.StoreOps/u.PrimaryOps), fmtRate(u.PrimaryOps), sc.Primaries))
 	}
 	if sc.Instances > 1 {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"usher/internal/loadlab/capacity"
-	"usher/internal/queue"
+	"usher/internal/queue/forecast"
 )
 
 func seed002(t *testing.T) capacity.Plan {
@@ -22,19 +22,20 @@ func seed002(t *testing.T) capacity.Plan {
 	return p
 }
 
-// TestPollRate: a line within the fast zone polls once per fast interval
-// per place; places far back add one poll per longest interval each.
+// TestPollRate: a line within the near zone polls once per fast interval
+// per place, all of it at the store; places far back add one poll per
+// longest interval each.
 func TestPollRate(t *testing.T) {
 	t.Parallel()
 	s := seed002(t).RoomSettings()
 	v := capacity.LineView(s, 0)
-	fast, longest := queue.PollBase(0, true).Seconds(), queue.PollBase(24*time.Hour, false).Seconds()
-	zone := v.FastZone()
+	fast, longest := forecast.FastPoll.Seconds(), forecast.MaxPoll.Seconds()
+	zone := v.Near()
 	if all, store := capacity.PollRate(v, zone); math.Abs(all-float64(zone)/fast) > 1e-9 || math.Abs(store-all) > 1e-9 {
-		t.Errorf("PollRate over the fast zone (%d places) = %v, %v; want %v for both", zone, all, store, float64(zone)/fast)
+		t.Errorf("PollRate over the near zone (%d places) = %v, %v; want %v for both", zone, all, store, float64(zone)/fast)
 	}
-	a, sa := capacity.PollRate(v, 1_000_000)
-	b, sb := capacity.PollRate(v, 1_001_000)
+	a, sa := capacity.PollRate(v, 10_000_000)
+	b, sb := capacity.PollRate(v, 10_001_000)
 	if math.Abs(b-a-1000/longest) > 1e-6 || sa != sb {
 		t.Errorf("1,000 more places far back add %v polls/s (store %v → %v), want %v (store unchanged)", b-a, sa, sb, 1000/longest)
 	}
@@ -86,8 +87,8 @@ func TestMakeScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hot.Primaries < 2 || !strings.Contains(strings.Join(hot.Notes, "\n"), "one room is one Redis Cluster slot") {
-		t.Errorf("a hot room: %d primaries, notes %q; want at least 2 and the one-slot note", hot.Primaries, hot.Notes)
+	if hot.Primaries < 2 || !strings.Contains(strings.Join(hot.Notes, "\n"), "give the room 2 shards") {
+		t.Errorf("a hot room: %d primaries, notes %q; want at least 2 and the note that names the shards", hot.Primaries, hot.Notes)
 	}
 
 	for _, in := range []capacity.ScaleInput{

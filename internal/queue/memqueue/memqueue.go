@@ -346,9 +346,9 @@ func (r *room) unpark(now time.Time) int64 {
 // res.Skipped); at their next poll they come back (entry) and the next
 // step admits them first. First it marks the visitors who came near the
 // front since the last step as seen now: presence is measured from when
-// their polls started to reach the store (queue.Watched).
+// their polls started to reach the store (Settings.Near).
 func (r *room) present(now time.Time, n int64, res *queue.AdmitResult) []string {
-	near := queue.Watched(r.settings.Current(r.control))
+	near := r.settings.Current(r.control).Near()
 	r.waiting.scan(func(_ int, seq int64, id []byte) bool {
 		if near--; near < 0 {
 			return false

@@ -116,7 +116,7 @@ func testPresence(t *testing.T, s queue.Store) {
 }
 
 // testPresenceFarBack: presence is measured from when a visitor came near
-// the front (queue.Watched), not from its entry: visitors who waited an
+// the front (Settings.Near), not from its entry: visitors who waited an
 // hour without polling the store are not passed over when they come near
 // and poll.
 func testPresenceFarBack(t *testing.T, s queue.Store) {

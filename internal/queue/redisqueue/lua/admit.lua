@@ -60,8 +60,8 @@ if state == 'open' and phase ~= 'pre' then
   n = math.min(inventory_cap(meta, tonumber(max_active)) - redis.call('ZCARD', active), math.floor(tokens),
     redis.call('ZCARD', wait) + redis.call('ZCARD', pre) + redis.call('ZCARD', back))
 end
--- queue.Watched: the places watched for presence, whose polls reach the
--- store (PresenceMargin is 10 s).
+-- queue.Settings.Near (forecast.Near): the near zone, watched for presence,
+-- whose polls reach the store (forecast.PresenceMargin is 10 s).
 local near = math.max(50, 2 * batch, math.ceil(5 * admit_rate))
 if presence > 0 then
   near = math.max(near, math.ceil((presence / 1000 + 10) * admit_rate))

@@ -70,7 +70,7 @@ func TestProxyEndToEnd(t *testing.T) {
 		t.Fatalf("first visitor: %d %q, want straight through to the origin", st, body)
 	}
 	st, body := get(t, b, base+"/shop")
-	if st != http.StatusTooManyRequests || !strings.Contains(body, `http-equiv="refresh"`) || !strings.Contains(body, `id="position">1<`) {
+	if st != http.StatusTooManyRequests || !strings.Contains(body, `id="refresh"`) || !strings.Contains(body, `id="position">1<`) {
 		t.Fatalf("second visitor: %d, want the waiting page at position 1:\n%s", st, body)
 	}
 	if st, body := get(t, http.DefaultClient, base+"/static/app.js"); st != 200 || body != "origin /static/app.js" {

@@ -74,6 +74,9 @@ type Text struct {
 	// The full state's texts (the line is at the room's max_waiting).
 	FullTitle string `json:"full_title"`
 	Full      string `json:"full"`
+	// Refresh is the link that shows the place again, for a browser
+	// without JavaScript.
+	Refresh string `json:"refresh"`
 }
 
 // loadText reads the shipped text set of lang ("" is en).
@@ -136,7 +139,7 @@ type Page struct {
 	ETA           string // the wait's range in the page's language, "about 4–6 min"
 	ETASeconds    int64
 	UpdatedAt     time.Time
-	Refresh       int    // seconds until the meta refresh (and Retry-After)
+	Refresh       int    // seconds until a retry is worth it (Retry-After)
 	PollAfterMS   int64  // the server's poll delay
 	URL           string // the URL first asked for: path and query
 	CSS           template.CSS

@@ -156,7 +156,7 @@ func TestWaitingPageHTML(t *testing.T) {
 	if res.status != http.StatusTooManyRequests {
 		t.Fatalf("status = %d, want 429; body %s", res.status, res.body)
 	}
-	for _, want := range []string{`http-equiv="refresh"`, `aria-live="polite"`, `class="position" id="position">1<`, "Estimated wait"} {
+	for _, want := range []string{`id="refresh" href="/shop?x=1"`, `aria-live="polite"`, `class="position" id="position">1<`, "Estimated wait"} {
 		if !strings.Contains(res.body, want) {
 			t.Errorf("waiting page lacks %q:\n%s", want, res.body)
 		}

@@ -293,6 +293,12 @@ function chart(box, t, series) {
     }
     if (d) s.append(svg("path", { d, fill: "none", stroke: se.color, "stroke-width": se.width || 2, "stroke-dasharray": se.dash || "", "vector-effect": "non-scaling-stroke" }));
   }
+  // What a screen reader says of the chart: each series' latest value.
+  const latest = (vals) => { for (let i = vals.length - 1; i >= 0; i--) if (vals[i] !== null && vals[i] !== undefined) return vals[i]; return null; };
+  s.setAttribute("aria-label", t.length < 2 ? "collecting: one sample a second" : "latest: " + series.map((se) => {
+    const v = latest(se.values);
+    return se.name + " " + (v === null ? "none" : Number.isInteger(v) ? nf.format(v) : (Math.round(v * 100) / 100).toString());
+  }).join(", "));
   const legend = el("div", { class: "legend" });
   for (const se of series) {
     const i = el("i"); i.style.background = se.color;
@@ -343,20 +349,38 @@ async function putRoom(body) {
   return true;
 }
 
-// confirmStep shows the confirmation dialog; run is called on OK.
+// confirmStep shows the confirmation dialog; run is called on OK. While
+// it is open the rest of the page is inert and Tab cycles through the
+// dialog's controls; closing it gives the focus back to where it was.
 function confirmStep(title, body, okText, kind, run) {
   $("confirm-title").textContent = title;
   $("confirm-body").replaceChildren(...body);
   const ok = $("confirm-ok");
   ok.textContent = okText;
   ok.className = "act " + (kind || "");
+  const back = document.activeElement;
+  for (const m of document.querySelectorAll("body > header, body > main")) m.inert = true;
   $("confirm").hidden = false;
   ok.focus();
-  const close = () => { $("confirm").hidden = true; ok.onclick = null; };
+  const close = () => {
+    $("confirm").hidden = true; ok.onclick = null;
+    for (const m of document.querySelectorAll("body > header, body > main")) m.inert = false;
+    if (back && back.isConnected) back.focus();
+  };
   $("confirm-cancel").onclick = close;
   ok.onclick = async () => { ok.disabled = true; try { await run(); } finally { ok.disabled = false; close(); } };
 }
-document.addEventListener("keydown", (ev) => { if (ev.key === "Escape" && !$("confirm").hidden) $("confirm-cancel").click(); });
+document.addEventListener("keydown", (ev) => {
+  if ($("confirm").hidden) return;
+  if (ev.key === "Escape") { $("confirm-cancel").click(); return; }
+  if (ev.key !== "Tab") return;
+  const f = [...$("confirm").querySelectorAll("button, a[href], input, select, textarea")].filter((e) => !e.disabled && e.offsetParent !== null);
+  if (!f.length) return;
+  const i = f.indexOf(document.activeElement);
+  const next = ev.shiftKey ? (i <= 0 ? f.length - 1 : i - 1) : (i < 0 || i === f.length - 1 ? 0 : i + 1);
+  ev.preventDefault();
+  f[next].focus();
+});
 
 // --- settings form -----------------------------------------------------
 function drawSettings() {

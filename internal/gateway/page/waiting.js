@@ -1,7 +1,10 @@
 // usher waiting page: polls the gated URL for the JSON waiting protocol and
-// goes on to it once it is no longer answered with 429. In the challenge
-// state it first solves the proof of work in a Web Worker and asks the URL
-// again with the solution, which takes the place and sets the cookies.
+// shows every change in place, announced in the polite live region
+// #announce; it never reloads the page. It goes on to the URL once the
+// answer is the site itself (the visitor's turn: the navigation the visitor
+// came for). In the challenge state it first solves the proof of work in a
+// Web Worker and asks the URL again with the solution, which takes the
+// place and sets the cookies.
 (function () {
   "use strict";
   var el = function (id) { return document.getElementById(id); };
@@ -9,6 +12,7 @@
   var t = s.text;
   var start = s.start_position || s.position;
   var failures = 0;
+  var view = s.state, position = s.position;
 
   function fmt(f) {
     var args = Array.prototype.slice.call(arguments, 1);
@@ -23,8 +27,37 @@
     return hi <= lo ? fmt(t.eta_about, lo) : fmt(t.eta_range, lo, hi);
   }
   function setText(id, v) { var e = el(id); if (e && e.textContent !== v) e.textContent = v; }
+  function hide(id, hidden) { var e = el(id); if (e) e.hidden = hidden; }
   function jitter(ms) { return Math.max(250, ms * (0.8 + 0.4 * Math.random())); }
   function go() { window.location.replace(s.url); }
+  // announce says text in the polite live region (screen readers read it
+  // when the visitor is idle).
+  function announce(text) { setText("announce", text); }
+
+  var titles = {
+    waiting: t.title, paused: t.paused_title, pre_queue: t.pre_queue_title, closed: t.closed_title,
+    sold_out: t.sold_out_title, full: t.full_title, error: t.error_title, challenge: t.challenge_title
+  };
+  var messages = {
+    paused: t.paused, closed: t.closed, sold_out: t.sold_out, full: t.full, error: t.error, challenge: t.challenge
+  };
+  // show switches the page to state v in place; it reports whether the
+  // state changed.
+  function show(v) {
+    if (v === view) return false;
+    view = v;
+    el("usher").setAttribute("data-state", v);
+    setText("title", titles[v]);
+    document.title = titles[v];
+    var m = el("message") || el("paused");
+    if (m) { m.hidden = !messages[v]; if (messages[v]) setText(m.id, messages[v]); }
+    hide("opens", v !== "pre_queue");
+    hide("place", v !== "waiting" && v !== "paused");
+    hide("eta-line", v !== "waiting");
+    hide("challenge", v !== "challenge");
+    hide("retry", v !== "error" && v !== "full");
+    return true;
+  }
 
   // clock shows seconds as "1:02:03" or "2:03" (Page.Countdown).
   function clock(secs) {
@@ -34,64 +67,96 @@
     return (h > 0 ? h + ":" : "") + mm + ":" + (x < 10 ? "0" : "") + x;
   }
   // The pre-queue counts down between polls, from the ETA of the last one.
-  var opensAt = Date.now() + (s.eta_seconds || 0) * 1000;
+  var opensAt = Date.now() + (s.eta_seconds || 0) * 1000, ticking = false;
   function tick() {
     setText("countdown", clock((opensAt - Date.now()) / 1000));
-    if (opensAt > Date.now()) setTimeout(tick, 1000 - Date.now() % 1000);
+    ticking = view === "pre_queue" && opensAt > Date.now();
+    if (ticking) setTimeout(tick, 1000 - Date.now() % 1000);
   }
 
+  // render shows an entry of the JSON protocol; it reports whether to poll
+  // again.
   function render(st) {
-    if (st.state === "closed" || st.state === "sold_out") { go(); return; } // the server shows that page
-    var pre = st.room_state === "pre_queue" && st.position === 0;
-    if (pre !== (s.state === "pre_queue")) { go(); return; } // the opening drew: the server shows the place
-    if (pre) { opensAt = Date.now() + st.eta_seconds * 1000; tick(); return; }
+    if (st.state === "closed" || st.state === "sold_out") {
+      if (show(st.state)) announce(titles[st.state] + ". " + messages[st.state]);
+      return false;
+    }
+    if (st.room_state === "pre_queue" && st.position === 0) {
+      opensAt = Date.now() + st.eta_seconds * 1000;
+      if (show("pre_queue")) announce(titles.pre_queue);
+      if (!ticking) tick();
+      return true;
+    }
+    if (st.state !== "waiting") return true; // admitted: the next request goes through
+    var changed = show(st.room_state === "paused" || st.room_state === "pre_queue" ? "paused" : "waiting");
     start = Math.max(start, st.position);
-    var paused = st.room_state === "paused" || st.room_state === "pre_queue";
-    document.getElementById("usher").setAttribute("data-state", paused ? "paused" : "waiting");
-    setText("title", paused ? t.paused_title : t.title);
-    el("paused").hidden = !paused;
-    el("eta-line").hidden = paused;
     setText("position", String(st.position));
-    setText("ahead", fmt(st.ahead === 1 ? t.ahead_one : t.ahead_many, st.ahead));
+    var ahead = fmt(st.ahead === 1 ? t.ahead_one : t.ahead_many, st.ahead);
+    setText("ahead", ahead);
     setText("eta", eta(st.eta_seconds, st.eta_range_seconds));
     var p = el("progress");
     var pct = start > 1 && st.position < start ? Math.floor((start - Math.max(1, st.position)) * 100 / (start - 1)) : 0;
-    p.value = pct; p.textContent = pct + " %";
+    if (p) { p.value = pct; p.textContent = pct + " %"; }
     var now = new Date();
     var u = el("updated");
-    u.setAttribute("datetime", now.toISOString());
-    u.textContent = now.toISOString().slice(11, 19) + " UTC"; // as the server renders it
+    if (u) {
+      u.setAttribute("datetime", now.toISOString());
+      u.textContent = now.toISOString().slice(11, 19) + " UTC"; // as the server renders it
+    }
+    if (st.position !== position) {
+      var pe = el("position");
+      if (pe && position > 0) { pe.classList.remove("moved"); void pe.offsetWidth; pe.classList.add("moved"); }
+    }
+    if (changed || st.position !== position) {
+      announce((changed ? titles[view] + ". " : "") + t.position + ": " + st.position + ". " + ahead + ".");
+    }
+    position = st.position;
+    return true;
   }
+
+  // answer handles the answer to a poll: the place (429 with an entry),
+  // the room's end (409/410 with an entry), the gateway's own refusal or
+  // failure (an error object: try again later), or anything else, which
+  // is the site: the visitor's turn.
+  function answer(status, body, retryAfter) {
+    var b = null;
+    try { b = JSON.parse(body); } catch (e) { /* not the protocol: the site */ }
+    if (b && b.error) {
+      if (status >= 500) return fail();
+      if (status === 428) { go(); return; } // the place is gone; a new one needs a challenge
+      next(retryAfter > 0 ? retryAfter * 1000 : 2000);
+      return;
+    }
+    if (b && b.state && (status === 429 || status === 409 || status === 410)) {
+      failures = 0;
+      hide("problem", true);
+      if (render(b)) next(b.poll_after_ms > 0 ? b.poll_after_ms : retryAfter > 0 ? retryAfter * 1000 : 2000);
+      return;
+    }
+    go();
+  }
+  function next(ms) { setTimeout(poll, jitter(ms)); }
 
   function poll() {
     var xhr = new XMLHttpRequest();
     xhr.open("GET", s.url);
     xhr.setRequestHeader("Accept", "application/json");
     xhr.onload = function () {
-      if (xhr.status !== 429) { go(); return; } // admitted (or an error page to show)
-      failures = 0;
-      el("problem").hidden = true;
-      var st;
-      try { st = JSON.parse(xhr.responseText); } catch (e) { return fail(); }
-      render(st);
-      var ms = st.poll_after_ms;
-      var ra = parseInt(xhr.getResponseHeader("Retry-After"), 10);
-      if (!(ms > 0) && ra > 0) ms = ra * 1000;
-      setTimeout(poll, jitter(ms > 0 ? ms : 2000));
+      answer(xhr.status, xhr.responseText, parseInt(xhr.getResponseHeader("Retry-After"), 10));
     };
     xhr.onerror = fail;
     xhr.send();
   }
   function fail() {
     failures++;
-    el("problem").hidden = false;
+    hide("problem", view === "error"); // the error state says it already
     setTimeout(poll, jitter(Math.min(30000, 2000 * Math.pow(2, failures - 1))));
   }
 
   // solve runs the proof-of-work worker, then asks the URL with the
   // solution (header Usher-Challenge, package pow). The answer takes the
-  // place and sets the cookies; the page then goes to the URL, which shows
-  // the place (or the site itself, if admitted at once).
+  // place and sets the cookies; the page then shows the place (or goes to
+  // the site itself, if admitted at once).
   function solve() {
     var c = s.challenge, expected = Math.pow(2, c.bits), w;
     try { w = new Worker(s.worker); } catch (e) { return refused(); }
@@ -110,12 +175,11 @@
         cache: "no-store" // fetch sends and keeps this site's cookies by default
       }).then(function (res) {
         if (res.status === 401 || res.status === 428) return refused(); // wrong, spent or expired
-        if (res.status !== 429) return go();
-        // 429: a place (the waiting protocol), or rate_limited (no place yet).
-        var ra = parseInt(res.headers.get("Retry-After"), 10);
-        return res.json().then(function (b) {
-          if (!b.error) return go();
-          setTimeout(go, jitter(ra > 0 ? ra * 1000 : 2000));
+        return res.text().then(function (body) {
+          var b = null;
+          try { b = JSON.parse(body); } catch (e) { /* the site */ }
+          if (b && b.error) return refused(); // rate_limited: no place yet
+          answer(res.status, body, parseInt(res.headers.get("Retry-After"), 10));
         });
       }).catch(refused);
     };
@@ -124,17 +188,15 @@
   // refused shows the error state; its link asks the URL again, which
   // brings a new challenge.
   function refused() {
-    el("usher").setAttribute("data-state", "error");
-    setText("title", t.error_title);
-    el("work-failed").hidden = false;
+    show("error");
+    setText("message", t.challenge_failed);
+    announce(t.error_title + ". " + t.challenge_failed);
   }
 
   if (s.state === "challenge") {
     solve();
-  } else if (s.state === "waiting" || s.state === "paused" || s.state === "pre_queue") {
+  } else if (s.state === "waiting" || s.state === "paused" || s.state === "pre_queue" || s.state === "error" || s.state === "full") {
     if (s.state === "pre_queue") tick();
-    setTimeout(poll, jitter(s.poll_after_ms > 0 ? s.poll_after_ms : 2000));
-  } else if (s.state === "error" || s.state === "full") {
-    setTimeout(go, jitter(s.poll_after_ms > 0 ? s.poll_after_ms : 2000));
+    next(s.poll_after_ms > 0 ? s.poll_after_ms : 2000);
   }
 })();

@@ -2,6 +2,8 @@ package gate
 
 import (
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"usher/internal/queue"
@@ -58,4 +60,19 @@ func TicketFor(q *queue.Queue, room, visitor string, e queue.Entry) token.Ticket
 // A ticket without a forecast records nothing.
 func ObserveWait(q *queue.Queue, t token.Ticket) {
 	q.Admitted(t.Room, t.Visitor, t.Seq, t.IssuedAt, queue.Forecast{ETA: t.Wait, Low: t.WaitLow, High: t.WaitHigh})
+}
+
+// Shown is the position the client of r last showed for its ticket, from
+// its wire.ShownHeader: 0 without one, and a queue.ErrInvalid for a value
+// that is not a decimal number of at most 12 digits.
+func Shown(r *http.Request) (int64, error) {
+	v := r.Header.Get(wire.ShownHeader)
+	if v == "" {
+		return 0, nil
+	}
+	if len(v) > 12 || strings.Trim(v, "0123456789") != "" {
+		return 0, queue.ErrInvalid.Detail("%s: want the position shown, a whole number", wire.ShownHeader)
+	}
+	n, _ := strconv.ParseInt(v, 10, 64)
+	return n, nil
 }

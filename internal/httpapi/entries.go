@@ -49,10 +49,18 @@ func (s *server) enter() http.Handler {
 				}
 			}
 		}
+		shown, err := gate.Shown(r)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
 		e, created, err := s.Queue.Enter(r.Context(), room, visitor)
 		if err != nil {
 			s.errs.Write(w, r, err)
 			return
+		}
+		if !created { // the visitor's own place: the one it showed
+			e = s.Queue.HoldPlace(room, e, e.Seq, shown)
 		}
 		ticket := s.issueTicket(w, room, visitor, e)
 		status := http.StatusOK
@@ -117,11 +125,17 @@ func (s *server) status() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
+		shown, err := gate.Shown(r)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
 		e, _, err := s.Queue.Status(r.Context(), room, t.Visitor, t.Seq, t.IssuedAt)
 		if err != nil {
 			s.errs.Write(w, r, err)
 			return
 		}
+		e = s.Queue.HoldPlace(room, e, t.Seq, shown)
 		ticket := ""
 		switch {
 		case e.Status == queue.Waiting && e.Seq != 0 && e.Seq != t.Seq:

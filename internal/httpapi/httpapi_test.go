@@ -68,6 +68,7 @@ type env struct {
 	store *flakyStore
 	q     *queue.Queue
 	keys  *token.Keyring
+	reg   *prometheus.Registry
 }
 
 func newEnv(t *testing.T, failOpen bool) *env {
@@ -84,19 +85,26 @@ func newEnvOn(t *testing.T, qs queue.Store, failOpen bool) *env {
 // newEnvClock is newEnvOn with the queue's clock.
 func newEnvClock(t *testing.T, qs queue.Store, failOpen bool, now func() time.Time) *env {
 	t.Helper()
-	store := &flakyStore{Store: qs}
-	reg := prometheus.NewRegistry()
-	q := queue.New(store, queue.Options{Metrics: queue.NewMetrics(reg), Now: now})
 	keys, err := token.LoadDir(t.TempDir(), time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newEnvKeys(t, qs, failOpen, now, keys)
+}
+
+// newEnvKeys is newEnvClock with the keys: instances that share a store
+// and keys are one usher deployment.
+func newEnvKeys(t *testing.T, qs queue.Store, failOpen bool, now func() time.Time, keys *token.Keyring) *env {
+	t.Helper()
+	store := &flakyStore{Store: qs}
+	reg := prometheus.NewRegistry()
+	q := queue.New(store, queue.Options{Metrics: queue.NewMetrics(reg), Now: now})
 	h := httpapi.NewServer(httpapi.Config{
 		Queue: q, Keys: keys, AdminKey: adminKey, Registry: reg, FailOpen: failOpen,
 	})
 	srv := httptest.NewTLSServer(h) // cookies are Secure
 	t.Cleanup(srv.Close)
-	return &env{t: t, srv: srv, store: store, q: q, keys: keys}
+	return &env{t: t, srv: srv, store: store, q: q, keys: keys, reg: reg}
 }
 
 // client returns a browser-like client with its own cookie jar, whose

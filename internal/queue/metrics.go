@@ -14,6 +14,7 @@ type Metrics struct {
 	active     *prometheus.GaugeVec
 	enters     *prometheus.CounterVec
 	polls      *prometheus.CounterVec
+	rises      *prometheus.CounterVec
 	admissions *prometheus.CounterVec
 	expired    *prometheus.CounterVec
 	absent     *prometheus.CounterVec
@@ -49,6 +50,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		polls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "usher_status_polls_total", Help: "Status polls by how they were answered: estimated (no store call) or exact.",
 		}, []string{"room", "answer"}),
+		rises: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "usher_position_rises_total", Help: "Status polls whose place came out further back than the client last showed on the same ticket (a rise of the estimate, never of the order): answered with the place shown instead.",
+		}, []string{"room"}),
 		admissions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "usher_admissions_total", Help: "Visitors admitted by this instance's admission steps.",
 		}, []string{"room"}),
@@ -96,7 +100,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "usher_inventory_cap", Help: "Rooms of a sale: the most visitors the inventory lets hold a slot (visitors_per_unit × units left, at most max_active; 0 when sold out). Absent while the inventory is unknown.",
 		}, []string{"room"}),
 	}
-	reg.MustRegister(m.waiting, m.active, m.enters, m.polls, m.admissions, m.expired, m.absent, m.step, m.stepErrors,
+	reg.MustRegister(m.waiting, m.active, m.enters, m.polls, m.rises, m.admissions, m.expired, m.absent, m.step, m.stepErrors,
 		m.etaError, m.etaRange, m.rate, m.rateSet, m.maxActive, m.originP95, m.targetP95, m.inventory, m.invCap)
 	return m
 }
@@ -113,6 +117,13 @@ func (m *Metrics) entered(room string, e Entry, created bool) {
 		result = "queued"
 	}
 	m.enters.WithLabelValues(room, result).Inc()
+}
+
+func (m *Metrics) rose(room string) {
+	if m == nil {
+		return
+	}
+	m.rises.WithLabelValues(room).Inc()
 }
 
 func (m *Metrics) polled(room string, estimated bool) {

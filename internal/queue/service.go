@@ -308,6 +308,25 @@ func (q *Queue) Status(ctx context.Context, room, visitor string, seq int64, iss
 	return e, false, err
 }
 
+// HoldPlace keeps a waiting visitor from being told it moved back. e is
+// the visitor's entry from Status on a ticket with sequence number seq,
+// and shown the position the client last showed for that ticket (0: none;
+// wire.ShownHeader). When e waits at that same place (e.Seq is seq)
+// further back than shown, HoldPlace returns it at position shown, and
+// counts the rise (usher_position_rises_total). Such a rise is one of the
+// answer, never of the order: an estimate from a view a moment older than
+// the last one's (another instance, a restart), a near zone that shrank
+// back to estimates, or parked visitors who came back ahead. Admission
+// follows the store: shown changes only what this visitor is told, so a
+// client that lies about it deceives itself alone.
+func (q *Queue) HoldPlace(room string, e Entry, seq, shown int64) Entry {
+	if e.Status == Waiting && e.Seq == seq && shown > 0 && e.Position > shown {
+		q.metrics.rose(room)
+		e.Position = shown
+	}
+	return e
+}
+
 // wakeIfWaiting marks room for re-reading at the next refresh when e waits
 // in it and this instance's view shows nobody waiting: the admission step
 // must see it.

@@ -52,6 +52,10 @@ const (
 	// origin.
 	VisitorHeader = "Usher-Visitor"
 	RoomHeader    = "Usher-Room"
+	// ShownHeader carries, on a waiting client's poll, the position it
+	// last showed for its ticket: usher never answers a place further
+	// back on the same ticket (queue.Queue.HoldPlace).
+	ShownHeader = "Usher-Shown"
 	// HeaderPrefix begins every usher header; an edge forwards none that a
 	// client sent.
 	HeaderPrefix = "Usher-"

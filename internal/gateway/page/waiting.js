@@ -141,6 +141,8 @@
     var xhr = new XMLHttpRequest();
     xhr.open("GET", s.url);
     xhr.setRequestHeader("Accept", "application/json");
+    // The place shown: usher never answers one further back on this ticket.
+    if (position > 0) xhr.setRequestHeader("Usher-Shown", String(position));
     xhr.onload = function () {
       answer(xhr.status, xhr.responseText, parseInt(xhr.getResponseHeader("Retry-After"), 10));
     };

@@ -38,7 +38,7 @@ func (r *runner) visit(due time.Time) bool {
 	if r.cfg.ForwardedFor {
 		xff = fmt.Sprintf("198.18.%d.%d", (n>>8)&0xff, n&0xff)
 	}
-	res, e := r.queueCall(http.MethodPost, r.entriesURL, "", xff, []byte("{}"), due)
+	res, e := r.queueCall(http.MethodPost, r.entriesURL, "", xff, 0, []byte("{}"), due)
 	if res.ok && res.status == http.StatusConflict {
 		r.failed.add("entry refused: room closed or sold out") // a right answer, not a failed call
 		r.record(v)
@@ -81,7 +81,9 @@ func (r *runner) visit(due time.Time) bool {
 		send = time.Now()
 		var next wire.Entry
 		r.polls.Add(1)
-		res, next = r.queueCall(http.MethodGet, r.meURL, ticket, "", nil, due)
+		// As the waiting page does: the place last shown goes with the
+		// poll, so that a rise shows here only if usher lets one through.
+		res, next = r.queueCall(http.MethodGet, r.meURL, ticket, "", e.Position, nil, due)
 		switch {
 		case res.ok:
 			if e.Position > 0 && next.State == wire.StateWaiting && next.Position > e.Position {
@@ -90,6 +92,9 @@ func (r *runner) visit(due time.Time) bool {
 					v.rose = true
 					r.roseVisitors.Add(1)
 				}
+			}
+			if next.Ticket != "" {
+				ticket = next.Ticket // a changed place (the opening draw)
 			}
 			e = next
 		case res.retry || !res.counted:
@@ -150,14 +155,14 @@ func (r *runner) visit(due time.Time) bool {
 		r.cutOff.Add(1)
 	}
 	if r.cfg.Leave && r.hard.Err() == nil {
-		r.queueCall(http.MethodDelete, r.meURL, ticket, "", nil, time.Now())
+		r.queueCall(http.MethodDelete, r.meURL, ticket, "", 0, nil, time.Now())
 	}
 	return true
 }
 
 // queueCall calls usher and decodes the entry it answers; xff, if set, is
 // sent as X-Forwarded-For.
-func (r *runner) queueCall(method, url, token, xff string, body []byte, due time.Time) (result, wire.Entry) {
+func (r *runner) queueCall(method, url, token, xff string, shown int64, body []byte, due time.Time) (result, wire.Entry) {
 	req, err := http.NewRequest(method, url, bodyReader(body))
 	if err != nil {
 		panic(err) // validated
@@ -170,6 +175,9 @@ func (r *runner) queueCall(method, url, token, xff string, body []byte, due time
 	}
 	if xff != "" {
 		req.Header.Set("X-Forwarded-For", xff)
+	}
+	if shown > 0 {
+		req.Header.Set(wire.ShownHeader, strconv.FormatInt(shown, 10))
 	}
 	var e wire.Entry
 	check := func(b []byte) bool { return json.Unmarshal(b, &e) == nil && e.State != "" }

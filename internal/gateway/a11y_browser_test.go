@@ -234,3 +234,36 @@ func TestA11yReducedMotion(t *testing.T) {
 		t.Errorf("under prefers-reduced-motion: reduce, these still move: %v (%v)", moving, err)
 	}
 }
+
+// TestA11ySaysWhyTheWaitGrew (issue 21 §1): when the estimated wait grows
+// because the line slowed down (here the room's rate falls 5,000-fold),
+// the page says why, and announces it once.
+func TestA11ySaysWhyTheWaitGrew(t *testing.T) {
+	e := browserEnv(t)
+	if _, _, err := e.q.Enter(context.Background(), "sale", "holder"); err != nil {
+		t.Fatal(err)
+	}
+	setState(t, e.q, "sale", queue.Open) // the holder takes the one slot
+	ctx := newBrowser(t)
+	navigate(t, ctx, e.url+"/shop")
+	waitText(t, ctx, "position", "1")
+	waitText(t, ctx, "eta", "less than a minute")
+	if hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("slower").hidden`)); err != nil || !hidden {
+		t.Fatalf("the slowed-down note shows before anything slowed (%v)", err)
+	}
+	v, err := e.q.Room(context.Background(), "sale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := v.Settings
+	s.AdmitRate = 0.01 // one in 100 s
+	if err := e.q.PutRoom(context.Background(), "sale", s); err != nil {
+		t.Fatal(err)
+	}
+	want := "The line is moving more slowly than before, so your estimated wait grew. Your place is kept."
+	waitText(t, ctx, "slower", want)
+	waitText(t, ctx, "announce", "Your position: 1. 0 people ahead of you. "+want)
+	if hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("slower").hidden`)); err != nil || hidden {
+		t.Errorf("the slowed-down note is hidden after the wait grew (%v)", err)
+	}
+}

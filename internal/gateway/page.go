@@ -77,6 +77,8 @@ type Text struct {
 	// Refresh is the link that shows the place again, for a browser
 	// without JavaScript.
 	Refresh string `json:"refresh"`
+	// Slower says why the estimated wait grew (the line slowed down).
+	Slower string `json:"slower"`
 }
 
 // loadText reads the shipped text set of lang ("" is en).

@@ -13,6 +13,7 @@
   var start = s.start_position || s.position;
   var failures = 0;
   var view = s.state, position = s.position;
+  var lastETA = s.eta_seconds || 0, lastETAAt = Date.now();
 
   function fmt(f) {
     var args = Array.prototype.slice.call(arguments, 1);
@@ -54,6 +55,7 @@
     hide("opens", v !== "pre_queue");
     hide("place", v !== "waiting" && v !== "paused");
     hide("eta-line", v !== "waiting");
+    if (v !== "waiting") hide("slower", true);
     hide("challenge", v !== "challenge");
     hide("retry", v !== "error" && v !== "full");
     return true;
@@ -88,12 +90,21 @@
       return true;
     }
     if (st.state !== "waiting") return true; // admitted: the next request goes through
+    var was = view;
     var changed = show(st.room_state === "paused" || st.room_state === "pre_queue" ? "paused" : "waiting");
     start = Math.max(start, st.position);
     setText("position", String(st.position));
     var ahead = fmt(st.ahead === 1 ? t.ahead_one : t.ahead_many, st.ahead);
     setText("ahead", ahead);
     setText("eta", eta(st.eta_seconds, st.eta_range_seconds));
+    // The wait counts down between answers; one that grew by more than
+    // half a minute and a tenth says why (the line slowed down).
+    var at = Date.now(), expected = lastETA - (at - lastETAAt) / 1000;
+    var grew = was === "waiting" && view === "waiting" && lastETA > 0 && st.eta_seconds > expected + Math.max(30, expected / 10);
+    var sl = el("slower"), slowed = grew && sl !== null && sl.hidden;
+    hide("slower", !grew);
+    lastETA = st.eta_seconds;
+    lastETAAt = at;
     var p = el("progress");
     var pct = start > 1 && st.position < start ? Math.floor((start - Math.max(1, st.position)) * 100 / (start - 1)) : 0;
     if (p) { p.value = pct; p.textContent = pct + " %"; }
@@ -107,8 +118,8 @@
       var pe = el("position");
       if (pe && position > 0) { pe.classList.remove("moved"); void pe.offsetWidth; pe.classList.add("moved"); }
     }
-    if (changed || st.position !== position) {
-      announce((changed ? titles[view] + ". " : "") + t.position + ": " + st.position + ". " + ahead + ".");
+    if (changed || st.position !== position || slowed) {
+      announce((changed ? titles[view] + ". " : "") + t.position + ": " + st.position + ". " + ahead + "." + (slowed ? " " + t.slower : ""));
     }
     position = st.position;
     return true;

@@ -27,12 +27,12 @@ func IssueTicket(q *queue.Queue, keys *token.Keyring, room, visitor string, e qu
 	}
 }
 
-// IssuePass signs a pass for visitor's slot in room, which ends at expires,
-// and returns it with its expiry (whole seconds, as a pass's exp is) and
-// the cookie that carries it.
+// IssuePass returns a pass for visitor's slot in room, which ends at
+// expires, with its expiry (whole seconds, as a pass's exp is) and the
+// cookie that carries it: the one signed for an earlier answer while it
+// has half of its life left (token.Keyring.ReusePass), else a new one.
 func IssuePass(keys *token.Keyring, room, visitor string, expires time.Time, secure bool) (pass string, exp time.Time, cookie *http.Cookie, err error) {
-	exp = expires.Truncate(time.Second).UTC()
-	pass, err = keys.SignPass(token.Pass{Room: room, Visitor: visitor, ExpiresAt: exp})
+	pass, exp, err = keys.ReusePass(token.Pass{Room: room, Visitor: visitor, ExpiresAt: expires.Truncate(time.Second).UTC()})
 	if err != nil {
 		return "", time.Time{}, nil, err
 	}

@@ -82,3 +82,16 @@ func BenchmarkParsePass(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReusePass: the answer to an admitted visitor's poll, which
+// hands out the pass signed for the last one (BenchmarkSignPass: without).
+func BenchmarkReusePass(b *testing.B) {
+	k, _, _ := benchRing(b)
+	p := token.Pass{Room: "sale", Visitor: token.NewVisitorID(), ExpiresAt: t0.Add(time.Hour)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := k.ReusePass(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

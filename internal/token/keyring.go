@@ -37,6 +37,8 @@ type Keyring struct {
 	keys []*key          // newest first: by created, then by kid
 	byID map[string]*key // kid → key
 	jwks []byte
+	// passes are the passes ReusePass may hand out again.
+	passes passCache
 }
 
 // KeyInfo describes one key of a Keyring.

@@ -37,7 +37,7 @@ import (
 type tally struct {
 	arrivals, admissions, abandons, expired, leftActive atomic.Int64
 	// dirty is set by the first count after a flush, which puts the room
-	// in counts.dirty: a flush visits only the rooms that moved.
+	// in counts.dirty (mark): a flush visits only the rooms that moved.
 	dirty atomic.Bool
 	mu    sync.Mutex // guards the waits
 	waits waits
@@ -73,30 +73,37 @@ type counts struct {
 	seen    seenSet // places whose time in queue was counted (Waited)
 }
 
-// tally returns room's tally, marked dirty.
+// tally returns room's tally. A count adds to it first and then calls
+// mark: a flush that swapped the counts before the add sees the room
+// marked again.
 func (q *Queue) tally(room string) *tally {
 	c := q.counts
-	t := (*c.rooms.Load())[room]
-	if t == nil {
-		c.mu.Lock()
-		if t = (*c.rooms.Load())[room]; t == nil {
-			old := *c.rooms.Load()
-			rooms := make(map[string]*tally, len(old)+1)
-			for k, v := range old {
-				rooms[k] = v
-			}
-			t = &tally{}
-			rooms[room] = t
-			c.rooms.Store(&rooms)
-		}
-		c.mu.Unlock()
+	if t := (*c.rooms.Load())[room]; t != nil {
+		return t
 	}
-	if !t.dirty.Load() && t.dirty.CompareAndSwap(false, true) {
-		c.mu.Lock()
-		c.dirty = append(c.dirty, room)
-		c.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := *c.rooms.Load()
+	if t := old[room]; t != nil {
+		return t
 	}
+	rooms := make(map[string]*tally, len(old)+1)
+	for k, v := range old {
+		rooms[k] = v
+	}
+	t := &tally{}
+	rooms[room] = t
+	c.rooms.Store(&rooms)
 	return t
+}
+
+// mark puts the room in the next flush, after a count.
+func (q *Queue) mark(room string, t *tally) {
+	if !t.dirty.Load() && t.dirty.CompareAndSwap(false, true) {
+		q.counts.mu.Lock()
+		q.counts.dirty = append(q.counts.dirty, room)
+		q.counts.mu.Unlock()
+	}
 }
 
 // countEntered counts a new place (and, admitted at once, its admission
@@ -110,6 +117,7 @@ func (q *Queue) countEntered(room string, e Entry) {
 			t.waited(0, 0)
 		}
 	}
+	q.mark(room, t)
 }
 
 // countStep counts an admission step.
@@ -121,6 +129,7 @@ func (q *Queue) countStep(room string, res AdmitResult) {
 	t.admissions.Add(int64(len(res.Admitted)))
 	t.expired.Add(res.Expired)
 	t.abandons.Add(res.Abandoned)
+	q.mark(room, t)
 }
 
 // Waited counts the time in queue of a visitor a poll just found admitted:
@@ -136,7 +145,9 @@ func (q *Queue) Waited(room, visitor string, seq int64, issued time.Time, eta ti
 	if !q.counts.seen.first(seenKey(room, visitor, seq), now) {
 		return
 	}
-	q.tally(room).waited(max(now.Sub(issued), 0), eta)
+	t := q.tally(room)
+	t.waited(max(now.Sub(issued), 0), eta)
+	q.mark(room, t)
 }
 
 func seenKey(room, visitor string, seq int64) string {
@@ -257,7 +268,7 @@ func (q *Queue) FlushCounts() (kept int) {
 		t.mu.Lock()
 		t.waits.add(w)
 		t.mu.Unlock()
-		q.tally(room) // dirty again
+		q.mark(room, t)
 		kept++
 	}
 	return kept
@@ -276,9 +287,13 @@ func (q *Queue) leaveObserved(ctx context.Context, room, visitor string) error {
 	}
 	switch e.Status {
 	case Waiting:
-		q.tally(room).abandons.Add(1)
+		t := q.tally(room)
+		t.abandons.Add(1)
+		q.mark(room, t)
 	case Active:
-		q.tally(room).leftActive.Add(1)
+		t := q.tally(room)
+		t.leftActive.Add(1)
+		q.mark(room, t)
 	}
 	return nil
 }

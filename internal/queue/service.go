@@ -240,10 +240,16 @@ func (q *Queue) view(room string) *View {
 	return nil
 }
 
-// Enter puts the visitor in the room's queue (idempotent).
+// Enter puts the visitor in the room's queue (idempotent). With events,
+// the store call runs to its end (or Options.StoreTimeout) even when ctx
+// is cancelled, a client gone mid-request: the store may have made the
+// place already, and the counts must know.
 func (q *Queue) Enter(ctx context.Context, room, visitor string) (Entry, bool, error) {
 	if err := checkVisitor(room, visitor); err != nil {
 		return Entry{}, false, err
+	}
+	if q.counts != nil {
+		ctx = context.WithoutCancel(ctx)
 	}
 	e, created, err := q.store.Enter(ctx, room, visitor, q.now())
 	switch {

@@ -1,7 +1,17 @@
 // Package event defines usher's events: every state change of a room, a
-// visitor, a hold or a reservation, with a stable schema (seed 001's event
+// hold or a reservation, with a stable schema (seed 001's event
 // pipeline). Producers publish them; a collector counts them into
 // analytics; the console shows a room's recent ones as its timeline.
+//
+// Aggregate: the queue's high-rate facts (arrivals, admissions, abandons,
+// expiries, leaves, times in queue) travel as Counted events, one per room
+// and instance about every second while the room is busy: O(rooms), not
+// O(visitors). Their counts add up, so a producer whose event an Offerer
+// refuses keeps them for the next one. Per visitor or per change: holds,
+// reservations and settings changes, a few a second at most. Entered,
+// Admitted, Expired, Skipped and Left are what usher published before the
+// Counted events; no producer emits them now, and consumers still read
+// them from older streams.
 //
 // The schema is a contract with whoever consumes the stream: fields are
 // only ever added, never renamed or given a new meaning.

@@ -29,6 +29,7 @@ smoke() {
   adaptive) scripts/bench-adaptive.sh 2s:conns=10,2s:conns=5 50 ;;
   cluster) N=2000 ROUNDS=1 BENCHTIME=100x scripts/bench-cluster.sh ;;
   edge) scripts/bench-edge.sh 1s 8 1 ;;
+  events) USHER_BASE=${USHER_BIN:-} scripts/bench-events.sh 1s 8 "$redis" 1 ;;
   eta) OLD_BIN=$USHER_BIN CHANGE_AT=1 CHANGE_FOR=1 scripts/bench-eta.sh 3s 50 2 1 ;;
   flood) scripts/bench-flood.sh 1s 20 2 ;;
   http) scripts/bench-http.sh 1s 8 "$redis" 1 200 ;;

@@ -277,7 +277,19 @@ func (k *core) run(ctx context.Context, srv *http.Server, ln net.Listener, parts
 		g.Go(func() error { return k.console.Run(gctx) })
 	}
 	if k.events != nil {
-		g.Go(func() error { return k.events.Run(gctx) })
+		// The publisher outlives the rest: it takes the events of the
+		// requests the shutdown lets finish, and the queue's last counts.
+		pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan error, 1)
+		go func() { done <- k.events.Run(pctx) }()
+		defer func() {
+			drain, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			k.q.DrainCounts(drain)
+			cancel()
+			stop()
+			<-done
+		}()
+		g.Go(func() error { return k.q.RunCounts(gctx) })
 	}
 	for _, part := range parts {
 		g.Go(func() error { return part(gctx) })

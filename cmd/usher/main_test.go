@@ -362,23 +362,27 @@ func TestProductionStack(t *testing.T) {
 		_, _, body := c.do("GET", "/api/v1/reservations/"+id, ticket, "")
 		return body["status"] == "confirmed"
 	})
-	// The event stream: alice's queue and hold events from the instance
-	// (left: the sale freed her slot), the decision from PostgreSQL's
+	// The event stream: alice's queue counts from the instance (a new
+	// place admitted at once; left_active: the sale freed her slot), in one
+	// counted event or more, her hold, and the decision from PostgreSQL's
 	// outbox through the relay, in either order.
-	want := []string{"admitted alice", "entered alice", "hold_placed alice", "left alice", "reservation_confirmed alice", "reservation_submitted alice"}
+	want := []string{"counted arrivals=1 admissions=1 left_active=1", "hold_placed alice", "reservation_confirmed alice", "reservation_submitted alice"}
 	var got []string
-	waitFor(t, "the events in the stream", func() bool {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		got = streamEvents(t, natsURL, natsName, room)
-		return len(got) >= len(want)
-	})
-	slices.Sort(got)
-	if !slices.Equal(got, want) {
-		t.Errorf("events of %s: %q, want %q", room, got, want)
+		slices.Sort(got)
+		if slices.Equal(got, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("events of %s: %q, want %q", room, got, want)
+		}
 	}
 }
 
 // streamEvents reads the events of room from the event stream of the
-// deployment name, as "type visitor".
+// deployment name, as "type visitor", and the sum of its counted events
+// as one "counted …" line.
 func streamEvents(t *testing.T, natsURL, name, room string) []string {
 	t.Helper()
 	nc, err := nats.Connect(natsURL)
@@ -401,6 +405,8 @@ func streamEvents(t *testing.T, natsURL, name, room string) []string {
 		t.Fatal(err)
 	}
 	var out []string
+	var sum event.Data
+	counted := false
 	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
 		m, err := st.GetMsg(ctx, seq)
 		if err != nil {
@@ -410,8 +416,26 @@ func streamEvents(t *testing.T, natsURL, name, room string) []string {
 		if err := json.Unmarshal(m.Data, &e); err != nil {
 			t.Fatal(err)
 		}
-		if e.Room == room && e.Type != event.SettingsChanged {
+		switch {
+		case e.Room != room || e.Type == event.SettingsChanged:
+		case e.Type == event.Counted:
+			var d event.Data
+			if err := json.Unmarshal(e.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			sum.Arrivals += d.Arrivals
+			sum.Admissions += d.Admissions
+			sum.Abandons += d.Abandons
+			sum.LeftActive += d.LeftActive
+			counted = true
+		default:
 			out = append(out, string(e.Type)+" "+e.Visitor)
+		}
+	}
+	if counted {
+		out = append(out, fmt.Sprintf("counted arrivals=%d admissions=%d left_active=%d", sum.Arrivals, sum.Admissions, sum.LeftActive))
+		if sum.Abandons != 0 {
+			out = append(out, fmt.Sprintf("abandons=%d", sum.Abandons))
 		}
 	}
 	return out

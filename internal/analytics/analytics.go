@@ -4,6 +4,13 @@
 // reads it (GET /api/v1/rooms/{room}/analytics and …/events). Backends
 // (sqliteanalytics, pganalytics) only store; the arithmetic lives here, once.
 //
+// Two kinds of events count: a room's counted events (its queue's counts,
+// one per instance and second or so, added as they are: the current
+// producers) and the per-visitor entered, admitted, left, expired and
+// skipped events of usher before them, still counted and paired as below, so
+// that a stream written by older instances (or by both during a rolling
+// upgrade) reads in full. Counted events are not kept in the timeline.
+//
 // Contract: Apply is idempotent per event ID (a batch is one transaction that
 // records its events' IDs with the counters they change), and a batch that
 // fails changes nothing. Rows are keyed by room and the UTC minute of the
@@ -333,6 +340,8 @@ func (a *Analytics) count(ctx context.Context, tx Tx, evs []event.Event) error {
 			}
 		case event.Skipped:
 			r.Abandons += max(d.Removed, 0)
+		case event.Counted:
+			r.counted(d)
 		case event.HoldPlaced:
 			r.HoldsPlaced++
 		case event.HoldReleased:
@@ -362,7 +371,46 @@ func (a *Analytics) count(ctx context.Context, tx Tx, evs []event.Event) error {
 	if err := tx.AddMinutes(ctx, ms); err != nil {
 		return err
 	}
-	return tx.AddEvents(ctx, evs, a.o.Recent)
+	// A room's timeline keeps its changes, not its counts (a counted event
+	// a second would push the settings and holds out of it).
+	timeline := evs[:0:0]
+	for _, e := range evs {
+		if e.Type != event.Counted {
+			timeline = append(timeline, e)
+		}
+	}
+	if len(timeline) == 0 {
+		return nil
+	}
+	return tx.AddEvents(ctx, timeline, a.o.Recent)
+}
+
+// counted adds a counted event's counts (negative ones count as 0).
+func (m *Minute) counted(d event.Data) {
+	m.Arrivals += max(d.Arrivals, 0)
+	m.Admissions += max(d.Admissions, 0)
+	m.Abandons += max(d.Abandons, 0)
+	m.Expired += max(d.Expired, 0)
+	m.LeftActive += max(d.LeftActive, 0)
+	var n int64
+	for k, c := range d.WaitHist {
+		if c > 0 {
+			m.Wait[max(0, min(k, MaxBucket))] += c
+			n += c
+		}
+	}
+	if n == 0 {
+		return
+	}
+	// The sums go with the histogram: an event whose Waits disagrees with
+	// it counts the histogram's samples.
+	m.Waits += n
+	m.WaitSumMS += max(d.WaitSumMS, 0)
+	if d.ETAs > 0 && d.ETAs <= n {
+		m.ETAs += d.ETAs
+		m.ETAErrSumMS += d.ETAErrSumMS
+		m.ETAAbsErrSumMS += max(d.ETAAbsErrSumMS, 0)
+	}
 }
 
 // waited counts one time in queue and, with a forecast, its ETA error.

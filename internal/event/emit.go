@@ -15,6 +15,15 @@ type Emitter interface {
 	Emit(Event)
 }
 
+// Offerer is an Emitter that can refuse an event instead of dropping it:
+// Offer reports whether it took e (false: its buffer is full; nothing was
+// counted as dropped). A producer whose events add up (counted) keeps
+// what was refused and offers it again later, so nothing is lost.
+type Offerer interface {
+	Emitter
+	Offer(Event) bool
+}
+
 // New returns an event of type t with a fresh ID, at in UTC, and d as its
 // Data (omitted when every field of d is zero).
 func New(t Type, room, visitor string, at time.Time, d Data) Event {
@@ -27,7 +36,10 @@ func New(t Type, room, visitor string, at time.Time, d Data) Event {
 
 func (d Data) zero() bool {
 	return d.ETAMS == 0 && d.From == "" && d.Count == 0 && d.Removed == 0 && d.Schedule == 0 && d.Units == 0 &&
-		d.Reservation == "" && d.Amount == 0 && d.Who == "" && d.Old == nil && d.New == nil
+		d.Reservation == "" && d.Amount == 0 && d.Who == "" && d.Old == nil && d.New == nil &&
+		d.Arrivals == 0 && d.Admissions == 0 && d.Abandons == 0 && d.Expired == 0 &&
+		d.LeftActive == 0 && d.Waits == 0 && d.WaitSumMS == 0 && len(d.WaitHist) == 0 && d.ETAs == 0 &&
+		d.ETAErrSumMS == 0 && d.ETAAbsErrSumMS == 0
 }
 
 // NewID returns a random event ID: 128 bits, base64url (22 characters).

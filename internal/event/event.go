@@ -1,7 +1,17 @@
 // Package event defines usher's events: every state change of a room, a
-// visitor, a hold or a reservation, with a stable schema (seed 001's event
+// hold or a reservation, with a stable schema (seed 001's event
 // pipeline). Producers publish them; a collector counts them into
 // analytics; the console shows a room's recent ones as its timeline.
+//
+// Aggregate: the queue's high-rate facts (arrivals, admissions, abandons,
+// expiries, leaves, times in queue) travel as Counted events, one per room
+// and instance about every second while the room is busy: O(rooms), not
+// O(visitors). Their counts add up, so a producer whose event an Offerer
+// refuses keeps them for the next one. Per visitor or per change: holds,
+// reservations and settings changes, a few a second at most. Entered,
+// Admitted, Expired, Skipped and Left are what usher published before the
+// Counted events; no producer emits them now, and consumers still read
+// them from older streams.
 //
 // The schema is a contract with whoever consumes the stream: fields are
 // only ever added, never renamed or given a new meaning.
@@ -31,6 +41,10 @@ const (
 	ReservationConfirmed Type = "reservation_confirmed"
 	ReservationRejected  Type = "reservation_rejected"
 	SettingsChanged      Type = "settings_changed" // Data: {"who", "old", "new"}
+	// Counted is a room's queue counts over a span (at most a second or
+	// so) of one instance: what entered, admitted, expired, skipped and
+	// left carried one visitor at a time before.
+	Counted Type = "counted"
 )
 
 // Event is one state change.
@@ -50,6 +64,13 @@ type Event struct {
 // Data lists the fields an event's Data may hold, by type; all are
 // optional and a consumer ignores fields it does not know.
 //
+//   - counted: what one instance counted in the room since its previous
+//     counted event (about a second before At): Arrivals (new places),
+//     Admissions, Abandons (left from waiting, and skipped visitors given
+//     up as gone), Expired, LeftActive, and the times in queue observed
+//     (Waits, WaitSumMS, WaitHist: counts by analytics.Bucket; ETAs,
+//     ETAErrSumMS, ETAAbsErrSumMS: the error of those with a forecast).
+//     Every field adds up; a consumer sums them.
 //   - entered: ETAMS, the wait forecast when the place was created (none in
 //     a pre-queue). Only a new place is an entry; a visitor entering again
 //     into the place it holds is not.
@@ -78,6 +99,20 @@ type Data struct {
 	Who         string          `json:"who,omitempty"`
 	Old         json.RawMessage `json:"old,omitempty"`
 	New         json.RawMessage `json:"new,omitempty"`
+
+	// counted's fields.
+	SpanMS         int64         `json:"span_ms,omitempty"`
+	Arrivals       int64         `json:"arrivals,omitempty"`
+	Admissions     int64         `json:"admissions,omitempty"`
+	Abandons       int64         `json:"abandons,omitempty"`
+	Expired        int64         `json:"expired,omitempty"`
+	LeftActive     int64         `json:"left_active,omitempty"`
+	Waits          int64         `json:"waits,omitempty"`
+	WaitSumMS      int64         `json:"wait_sum_ms,omitempty"`
+	WaitHist       map[int]int64 `json:"wait_hist,omitempty"`
+	ETAs           int64         `json:"etas,omitempty"`
+	ETAErrSumMS    int64         `json:"eta_err_sum_ms,omitempty"`
+	ETAAbsErrSumMS int64         `json:"eta_abs_err_sum_ms,omitempty"`
 }
 
 // The NATS layout of the event stream, shared by the publishers (the queue

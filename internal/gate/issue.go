@@ -56,9 +56,11 @@ func TicketFor(q *queue.Queue, room, visitor string, e queue.Entry) token.Ticket
 }
 
 // ObserveWait records, for the ticket of a visitor a poll just found
-// admitted, how its forecast compared with the wait (queue.Queue.Admitted).
-// A ticket without a forecast records nothing.
+// admitted, its time in queue for the analytics (queue.Queue.Waited) and
+// how its forecast compared with the wait (queue.Queue.Admitted; a ticket
+// without a forecast records nothing there).
 func ObserveWait(q *queue.Queue, t token.Ticket) {
+	q.Waited(t.Room, t.Visitor, t.Seq, t.IssuedAt, t.Wait)
 	q.Admitted(t.Room, t.Visitor, t.Seq, t.IssuedAt, queue.Forecast{ETA: t.Wait, Low: t.WaitLow, High: t.WaitHigh})
 }
 

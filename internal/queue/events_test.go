@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -14,59 +15,56 @@ import (
 	"usher/internal/queue/memqueue"
 )
 
-// recorder is an events.Emitter that keeps what it is given.
+// recorder is an events.Offerer that keeps what it takes; while refuse is
+// set it refuses every event (a full buffer).
 type recorder struct {
-	mu     sync.Mutex
-	events []events.Event
+	mu      sync.Mutex
+	events  []events.Event
+	refuse  bool
+	refused int
 }
 
-func (r *recorder) Emit(e events.Event) {
+func (r *recorder) Emit(e events.Event) { r.Offer(e) }
+
+func (r *recorder) Offer(e events.Event) bool {
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.refuse {
+		r.refused++
+		return false
+	}
 	r.events = append(r.events, e)
-	r.mu.Unlock()
+	return true
 }
 
-func (r *recorder) reset() {
+func (r *recorder) setRefuse(on bool) {
 	r.mu.Lock()
-	r.events = nil
+	r.refuse = on
 	r.mu.Unlock()
 }
 
-// took returns the events since the last call, as (type, visitor, data)
-// triples, and checks what every event must have.
-func (r *recorder) took(t *testing.T, room string, at time.Time) []string {
+// took returns the counted events' data since the last call, by room, and
+// checks what every event must have.
+func (r *recorder) took(t *testing.T) map[string][]events.Data {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []string
-	ids := map[string]bool{}
+	out := map[string][]events.Data{}
 	for _, e := range r.events {
-		if e.ID == "" || ids[e.ID] || e.Room != room || !e.At.Equal(at) {
-			t.Errorf("event %+v: want a fresh id, room %s, at %v", e, room, at)
+		if e.ID == "" || e.Type != events.Counted || e.Visitor != "" {
+			t.Errorf("event %+v: want a counted event with an id and no visitor", e)
 		}
-		ids[e.ID] = true
 		var d events.Data
-		if len(e.Data) > 0 {
-			if err := json.Unmarshal(e.Data, &d); err != nil {
-				t.Errorf("event %+v: %v", e, err)
-			}
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			t.Errorf("event %+v: %v", e, err)
 		}
-		s := string(e.Type) + " " + e.Visitor
-		switch {
-		case d.ETAMS > 0:
-			s += " eta"
-		case d.From != "":
-			s += " from " + d.From
-		case d.Count > 0 || d.Removed > 0:
-			s += " " + string(rune('0'+d.Count)) + "/" + string(rune('0'+d.Removed))
-		}
-		out = append(out, s)
+		out[e.Room] = append(out[e.Room], d)
 	}
 	r.events = nil
 	return out
 }
 
-func TestEvents(t *testing.T) {
+func TestCounts(t *testing.T) {
 	ctx := context.Background()
 	c := &clock{t: time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)}
 	rec := &recorder{}
@@ -77,11 +75,12 @@ func TestEvents(t *testing.T) {
 	if err := q.PutRoom(ctx, "r", s); err != nil {
 		t.Fatal(err)
 	}
-	step := func(what string, want []string, f func()) {
+	step := func(what string, want []events.Data, f func()) {
 		t.Helper()
 		f()
-		if diff := cmp.Diff(want, rec.took(t, "r", c.t)); diff != "" {
-			t.Errorf("%s: events (-want +got):\n%s", what, diff)
+		q.FlushCounts()
+		if diff := cmp.Diff(want, rec.took(t)["r"]); diff != "" {
+			t.Errorf("%s: counted events (-want +got):\n%s", what, diff)
 		}
 	}
 	enter := func(v string) {
@@ -102,31 +101,39 @@ func TestEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	step("new places", []string{"entered a eta", "entered b eta", "entered c eta", "entered d eta"}, func() {
+	step("new places", []events.Data{{Arrivals: 4}}, func() {
 		for _, v := range []string{"a", "b", "c", "d"} {
 			enter(v)
 		}
 	})
-	step("entering again", nil, func() { enter("a") })
-	step("a paused step", nil, admit)
+	step("entering again, a paused step", nil, func() { enter("a"); admit() })
 	s.State = queue.Open
 	if err := q.PutRoom(ctx, "r", s); err != nil {
 		t.Fatal(err)
 	}
-	step("a step", []string{"admitted a", "admitted b"}, admit)
-	step("leaving the line", []string{"left d from waiting"}, func() { leave("d") })
-	step("leaving again", nil, func() { leave("d") })
-	step("leaving the active set", []string{"left a from active"}, func() { leave("a") })
+	step("a step, leaving the line and the active set", []events.Data{{Admissions: 2, Abandons: 1, LeftActive: 1}}, func() {
+		admit()
+		leave("d")
+		leave("d")
+		leave("a")
+	})
 	c.t = c.t.Add(time.Second)
-	step("the next step", []string{"admitted c"}, admit)
+	step("the next step", []events.Data{{Admissions: 1}}, admit)
+	issued := c.t
+	c.t = c.t.Add(1500 * time.Millisecond)
+	step("c's poll finds it admitted (twice)", []events.Data{{Waits: 1, WaitSumMS: 1500, WaitHist: map[int]int64{187: 1}, ETAs: 1, ETAErrSumMS: 500, ETAAbsErrSumMS: 500}}, func() {
+		q.Waited("r", "c", 3, issued, time.Second)
+		q.Waited("r", "c", 3, issued, time.Second)
+	})
 	c.t = c.t.Add(s.ClaimWindow + time.Second) // b and c never claimed their slots
-	step("expiry", []string{"expired  2/0"}, admit)
-	step("a passthrough entry", []string{"entered e", "admitted e"}, func() { enter("e") })
+	step("expiry", []events.Data{{Expired: 2}}, admit)
+	step("a passthrough entry", []events.Data{{Arrivals: 1, Admissions: 1, Waits: 1, WaitHist: map[int]int64{0: 1}}}, func() { enter("e") })
+	step("nothing", nil, func() {})
 }
 
-// TestEventsSkipped: a step that parks absent visitors emits one skipped
-// event with the counts.
-func TestEventsSkipped(t *testing.T) {
+// TestCountsSkipped: a step that parks absent visitors counts those it
+// gave up as abandons.
+func TestCountsSkipped(t *testing.T) {
 	ctx := context.Background()
 	c := &clock{t: time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)}
 	rec := &recorder{}
@@ -148,19 +155,95 @@ func TestEventsSkipped(t *testing.T) {
 	if _, err := q.Admit(ctx, "r"); err != nil { // admits a; b and c are watched from now
 		t.Fatal(err)
 	}
-	c.t = c.t.Add(s.PresenceTimeout + time.Second)
-	if _, _, err := q.Status(ctx, "r", "c", 3, c.t); err != nil { // c polls, b does not
-		t.Fatal(err)
+	q.FlushCounts()
+	rec.took(t)
+	var removed int64
+	for range 3 {
+		c.t = c.t.Add(s.ActiveTTL)
+		c.t = c.t.Add(s.PresenceTimeout + time.Second)
+		if _, _, err := q.Status(ctx, "r", "c", 3, c.t); err != nil { // c polls, b does not
+			t.Fatal(err)
+		}
+		res, err := q.Admit(ctx, "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		removed += res.Abandoned
 	}
-	rec.reset()
-	res, err := q.Admit(ctx, "r")
-	if err != nil {
-		t.Fatal(err)
+	if removed == 0 {
+		t.Fatal("setup: no step gave up an absent visitor")
 	}
-	if res.Skipped != 1 {
-		t.Fatalf("setup: step %+v, want b skipped", res)
+	q.FlushCounts()
+	var got int64
+	for _, d := range rec.took(t)["r"] {
+		got += d.Abandons
 	}
-	if diff := cmp.Diff([]string{"admitted c", "skipped  1/0"}, rec.took(t, "r", c.t)); diff != "" {
-		t.Errorf("events (-want +got):\n%s", diff)
+	if got != removed {
+		t.Errorf("abandons counted %d, want the steps' %d", got, removed)
+	}
+}
+
+// TestCountsConcurrent: entries from many goroutines into several rooms
+// while flushes run, with the emitter refusing half the flushes (a full
+// buffer): the counted arrivals add up to the store's count exactly.
+func TestCountsConcurrent(t *testing.T) {
+	ctx := context.Background()
+	rec := &recorder{}
+	q := queue.New(memqueue.New(), queue.Options{Events: rec})
+	rooms := []string{"r0", "r1", "r2"}
+	s := queue.DefaultSettings()
+	s.State = queue.Paused
+	for _, r := range rooms {
+		if err := q.PutRoom(ctx, r, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const workers, each = 16, 200
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				v := fmt.Sprintf("v%d-%d", w, i)
+				if _, _, err := q.Enter(ctx, rooms[i%len(rooms)], v); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			rec.setRefuse(i%2 == 0)
+			q.FlushCounts()
+			if i > 20 && func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return rec.refused > 0 }() {
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	<-done
+	rec.setRefuse(false)
+	q.FlushCounts()
+	got := map[string]int64{}
+	for room, ds := range rec.took(t) {
+		for _, d := range ds {
+			got[room] += d.Arrivals
+		}
+	}
+	for _, r := range rooms {
+		st, err := q.Room(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[r] != st.Waiting {
+			t.Errorf("room %s: counted arrivals %d, want the store's %d waiting", r, got[r], st.Waiting)
+		}
+	}
+	if rec.refused == 0 {
+		t.Error("no flush was refused: the full-buffer path was not taken")
 	}
 }

@@ -40,7 +40,15 @@ type Options struct {
 	StoreTimeout time.Duration
 	// Events receives the queue's events (events.go); nil emits none.
 	Events event.Emitter
+	// CountEvery is how often RunCounts emits the rooms' counted events
+	// (default DefaultCountEvery).
+	CountEvery time.Duration
 }
+
+// DefaultCountEvery is Options.CountEvery's default: the analytics count
+// by the minute, and a second's counts per busy room cost the stream
+// nothing next to one event per visitor.
+const DefaultCountEvery = time.Second
 
 // DefaultStoreTimeout is usher's --store-timeout: four orders of magnitude
 // above the time Redis takes to run one of usher's scripts (tens of µs,
@@ -86,6 +94,10 @@ type Queue struct {
 	sigMu   sync.Mutex
 	local   map[string]*Signals // origin signals since the last Control, by room (adaptive.go)
 	events  event.Emitter       // nil: no events
+	// counts are the rooms' counts for the counted events (events.go); nil
+	// without events.
+	counts     *counts
+	countEvery time.Duration
 }
 
 // View is a room's stats as last read by this instance, with the measured
@@ -119,8 +131,15 @@ func New(store Store, o Options) *Queue {
 	}
 	q := &Queue{store: WithTimeout(store, o.StoreTimeout), raw: store, now: o.Now, refresh: o.Refresh, idleRefresh: o.IdleRefresh,
 		metrics: o.Metrics, log: o.Logger,
-		local: make(map[string]*Signals), events: o.Events}
+		local: make(map[string]*Signals), events: o.Events, countEvery: o.CountEvery}
 	q.views.Store(&map[string]*viewSlot{})
+	if o.Events != nil {
+		q.counts = &counts{}
+		q.counts.rooms.Store(&map[string]*tally{})
+		if q.countEvery <= 0 {
+			q.countEvery = DefaultCountEvery
+		}
+	}
 	return q
 }
 
@@ -216,18 +235,24 @@ func (q *Queue) view(room string) *View {
 	return nil
 }
 
-// Enter puts the visitor in the room's queue (idempotent).
+// Enter puts the visitor in the room's queue (idempotent). With events,
+// the store call runs to its end (or Options.StoreTimeout) even when ctx
+// is cancelled, a client gone mid-request: the store may have made the
+// place already, and the counts must know.
 func (q *Queue) Enter(ctx context.Context, room, visitor string) (Entry, bool, error) {
 	if err := checkVisitor(room, visitor); err != nil {
 		return Entry{}, false, err
+	}
+	if q.counts != nil {
+		ctx = context.WithoutCancel(ctx)
 	}
 	e, created, err := q.store.Enter(ctx, room, visitor, q.now())
 	switch {
 	case err == nil:
 		q.wakeIfWaiting(room, e)
 		q.metrics.entered(room, e, created)
-		if created && q.events != nil {
-			q.emitEntered(room, e)
+		if created && q.counts != nil {
+			q.countEntered(room, e)
 		}
 	case errors.Is(err, ErrQueueFull):
 		q.metrics.refused(room)
@@ -374,12 +399,12 @@ func (q *Queue) Renew(ctx context.Context, room, visitor string) (time.Time, err
 }
 
 // Leave frees the visitor's queue place or active slot. With events, it
-// reads the entry first, to say where the visitor left from.
+// reads the entry first, to count where the visitor left from.
 func (q *Queue) Leave(ctx context.Context, room, visitor string) error {
 	if err := checkVisitor(room, visitor); err != nil {
 		return err
 	}
-	if q.events != nil {
+	if q.counts != nil {
 		return q.leaveObserved(ctx, room, visitor)
 	}
 	return q.store.Leave(ctx, room, visitor)
@@ -408,8 +433,8 @@ func (q *Queue) Admit(ctx context.Context, room string) (AdmitResult, error) {
 	start := time.Now()
 	res, err := q.store.Admit(ctx, room, q.now())
 	q.metrics.stepped(room, res, time.Since(start), err)
-	if err == nil && q.events != nil {
-		q.emitStep(room, res)
+	if err == nil && q.counts != nil {
+		q.countStep(room, res)
 	}
 	return res, err
 }

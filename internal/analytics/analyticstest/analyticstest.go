@@ -29,6 +29,7 @@ func Base() time.Time { return time.Now().UTC().Truncate(time.Minute).Add(-time.
 // Run runs the suite.
 func Run(t *testing.T, newStore NewStore) {
 	t.Run("Counts", func(t *testing.T) { t.Parallel(); testCounts(t, newStore(t)) })
+	t.Run("Counted", func(t *testing.T) { t.Parallel(); testCounted(t, newStore(t)) })
 	t.Run("Idempotent", func(t *testing.T) { t.Parallel(); testIdempotent(t, newStore(t)) })
 	t.Run("PairsAcrossBatches", func(t *testing.T) { t.Parallel(); testPairs(t, newStore(t)) })
 	t.Run("MergedQuantiles", func(t *testing.T) { t.Parallel(); testQuantiles(t, newStore(t)) })
@@ -128,6 +129,52 @@ func testCounts(t *testing.T, s analytics.Store) {
 	}
 	if rep := report(t, a, "nobody", t0, t0.Add(time.Hour)); len(rep.Minutes) != 0 || rep.Totals.Counts != (analytics.Counts{}) {
 		t.Errorf("a room without events: %+v", rep)
+	}
+}
+
+// testCounted: the queue's counted events add up per minute, their
+// histograms merge with the per-visitor pairs' of older streams, a
+// redelivered one counts once, and none enters the timeline.
+func testCounted(t *testing.T, s analytics.Store) {
+	a := analytics.New(s, analytics.Options{})
+	t0 := Base()
+	h11, h70 := analytics.Bucket(11*time.Second), analytics.Bucket(70*time.Second)
+	c1 := Ev("c1", event.Counted, "r", t0.Add(time.Second), "", &event.Data{
+		Arrivals: 400, Admissions: 20, Abandons: 3, Expired: 2, LeftActive: 1,
+		Waits: 2, WaitSumMS: 22_000, WaitHist: map[int]int64{h11: 2}, ETAs: 1, ETAErrSumMS: -9_000, ETAAbsErrSumMS: 9_000,
+	})
+	c2 := Ev("c2", event.Counted, "r", t0.Add(2*time.Second), "", &event.Data{Arrivals: 100, Admissions: 5})
+	c3 := Ev("c3", event.Counted, "r", t0.Add(time.Minute), "", &event.Data{
+		Admissions: 1, Waits: 1, WaitSumMS: 70_000, WaitHist: map[int]int64{h70: 1},
+	})
+	old := Ev("old", event.Entered, "r", t0.Add(3*time.Second), "v1", nil) // an older instance's, in the same stream
+	if got := apply(t, a, c1, c2, old); got.Applied != 3 {
+		t.Fatalf("Apply = %+v, want 3 applied", got)
+	}
+	if got := apply(t, a, c2, c3); got.Applied != 1 || got.Duplicate != 1 {
+		t.Fatalf("Apply with a redelivery = %+v, want 1 applied, 1 duplicate", got)
+	}
+	rep := report(t, a, "r", t0, t0.Add(10*time.Minute))
+	if len(rep.Minutes) != 2 {
+		t.Fatalf("%d minutes, want 2: %+v", len(rep.Minutes), rep.Minutes)
+	}
+	want0 := analytics.Counts{Arrivals: 501, Admissions: 25, Abandons: 3, Expired: 2, LeftActive: 1,
+		Waits: 2, WaitSumMS: 22_000, ETAs: 1, ETAErrSumMS: -9_000, ETAAbsErrSumMS: 9_000}
+	if diff := cmp.Diff(want0, rep.Minutes[0].Counts); diff != "" {
+		t.Errorf("first minute -want +got:\n%s", diff)
+	}
+	d := rep.Totals.Derived
+	if rep.Totals.Admissions != 26 || d.Waited != 3 || d.WaitAvgMS != 30_666 {
+		t.Errorf("totals %+v: want 26 admissions, 3 waited, avg 30666 ms", rep.Totals)
+	}
+	within(t, "p50 of {11 s, 11 s, 70 s}", time.Duration(d.WaitP50MS)*time.Millisecond, 11*time.Second)
+	within(t, "p99 of {11 s, 11 s, 70 s}", time.Duration(d.WaitP99MS)*time.Millisecond, 70*time.Second)
+	page, _, err := a.Events(context.Background(), "r", 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page) != 1 || page[0].ID != "old" {
+		t.Errorf("timeline %+v: want only the entered event, no counted one", page)
 	}
 }
 

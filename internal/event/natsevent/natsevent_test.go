@@ -289,6 +289,52 @@ func TestPublisherBufferFull(t *testing.T) {
 	}
 }
 
+// TestPublisherCounted: Offer with the buffer full refuses without
+// counting a drop (the producer keeps its counts); a counted event whose
+// publication failed (no stream to take it) is published again with the
+// next batch, and a per-visitor one is dropped.
+func TestPublisherCounted(t *testing.T) {
+	t.Parallel()
+	nc := embedded(t)
+	m, reg := metrics()
+	b := make([]byte, 6)
+	rand.Read(b)
+	prefix := "evtest-" + hex.EncodeToString(b)
+	p, err := natsevent.NewPublisher(nc, natsevent.PublisherOptions{Prefix: prefix, Buffer: 2, Metrics: m, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := func(n int64) event.Event {
+		return event.New(event.Counted, "room-1", "", time.Now(), event.Data{Arrivals: n})
+	}
+	if !p.Offer(counted(1)) || !p.Offer(testEvent(1)) {
+		t.Fatal("Offer refused with room in the buffer")
+	}
+	if p.Offer(counted(2)) {
+		t.Error("Offer took an event with the buffer full")
+	}
+	if got := droppedTotal(t, reg, "buffer_full"); got != 0 {
+		t.Errorf("dropped (buffer_full) = %v after a refused Offer, want 0", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.Run(ctx) // no stream yet: both fail
+	testenv.Eventually(t, 20*time.Second, "the per-visitor event dropped", func() bool { return droppedTotal(t, reg, "failed") == 1 })
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := natsevent.EnsureStream(ctx, js, prefix, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Emit(counted(3))
+	testenv.Eventually(t, 20*time.Second, "both counted events in the stream", func() bool { return count(t, st) == 2 })
+	if got := droppedTotal(t, reg, "failed"); got != 1 {
+		t.Errorf("dropped (failed) = %v, want the per-visitor event only", got)
+	}
+}
+
 // TestPublisherNATSDown: with the connection gone, events are dropped and
 // counted (nats_down), and Emit still returns at once.
 func TestPublisherNATSDown(t *testing.T) {

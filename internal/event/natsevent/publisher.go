@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -12,14 +13,15 @@ import (
 	"usher/internal/event"
 )
 
-var _ event.Emitter = (*Publisher)(nil)
+var _ event.Offerer = (*Publisher)(nil)
 
 // PublisherOptions tune a Publisher. Zero values take the defaults noted.
 type PublisherOptions struct {
 	// Prefix is the deployment's name (--nats-name). Default "usher".
 	Prefix string
-	// Buffer is how many events wait for Run at most; Emit drops beyond.
-	// Default 8192: a few seconds of a busy sale's opening.
+	// Buffer is how many events wait for Run at most; Emit drops beyond
+	// (Offer refuses). It also bounds the counted events kept for another
+	// try after a failed publication. Default 8192.
 	Buffer int
 	// Batch is the most events published before their acknowledgements are
 	// awaited. Default 256.
@@ -31,7 +33,7 @@ type PublisherOptions struct {
 }
 
 // Publisher publishes best-effort events (see the package comment). Emit
-// is safe for concurrent use; Run runs once.
+// and Offer are safe for concurrent use; Run runs once.
 type Publisher struct {
 	nc  *nats.Conn
 	js  jetstream.JetStream
@@ -39,6 +41,11 @@ type Publisher struct {
 	o   PublisherOptions
 	m   *Metrics
 	log *slog.Logger
+	// full counts the events Emit dropped since Run last logged them.
+	full atomic.Int64
+	// retry holds counted events whose publication failed, published again
+	// with the next batch under the same ID (Run's goroutine only).
+	retry []event.Event
 }
 
 // NewPublisher returns a Publisher on nc. It starts nothing; the stream is
@@ -66,12 +73,23 @@ func NewPublisher(nc *nats.Conn, o PublisherOptions) (*Publisher, error) {
 	return &Publisher{nc: nc, js: js, ch: make(chan event.Event, o.Buffer), o: o, m: o.Metrics, log: o.Logger}, nil
 }
 
-// Emit implements event.Emitter: it never blocks.
+// Emit implements event.Emitter: it never blocks. An event that finds the
+// buffer full is dropped, counted (buffer_full) and logged by Run.
 func (p *Publisher) Emit(e event.Event) {
+	if !p.Offer(e) {
+		p.m.droppedN(reasonFull, 1)
+		p.full.Add(1)
+	}
+}
+
+// Offer implements event.Offerer: it never blocks, and reports whether the
+// buffer took e.
+func (p *Publisher) Offer(e event.Event) bool {
 	select {
 	case p.ch <- e:
+		return true
 	default:
-		p.m.droppedN(reasonFull, 1)
+		return false
 	}
 }
 
@@ -87,14 +105,40 @@ func (p *Publisher) Run(ctx context.Context) error {
 			for {
 				batch = p.take(batch[:0])
 				if len(batch) == 0 {
-					return nil
+					break
 				}
 				p.publish(final, batch)
 			}
+			if len(p.retry) > 0 { // one last try
+				batch, p.retry = append(batch[:0], p.retry...), nil
+				p.publish(final, batch)
+			}
+			// What failed again is lost.
+			p.logLost(len(p.retry))
+			p.m.droppedN(reasonFailed, len(p.retry))
+			p.logFull()
+			return nil
 		case e := <-p.ch:
-			batch = p.take(append(batch[:0], e))
+			// The counted events to try again go first (beyond Batch).
+			batch, p.retry = append(append(batch[:0], p.retry...), e), p.retry[:0]
+			batch = p.take(batch)
 			p.publish(ctx, batch)
+			p.logFull()
 		}
+	}
+}
+
+// logFull logs the events Emit dropped since the last call, if any.
+func (p *Publisher) logFull() {
+	if n := p.full.Swap(0); n > 0 {
+		p.log.Warn("event buffer full: events dropped", "count", n)
+	}
+}
+
+// logLost logs counted events given up for good.
+func (p *Publisher) logLost(n int) {
+	if n > 0 {
+		p.log.Error("counted events not published: their counts are lost", "count", n)
 	}
 }
 
@@ -112,31 +156,60 @@ func (p *Publisher) take(batch []event.Event) []event.Event {
 }
 
 // publish sends batch and waits for its acknowledgements, counting each
-// event published or dropped.
+// event published or dropped. A counted event that fails is kept for the
+// next batch (the same ID: the stream drops it if it had arrived after
+// all), up to Buffer of them; beyond, it is dropped and logged.
 func (p *Publisher) publish(ctx context.Context, batch []event.Event) {
 	if !p.nc.IsConnected() {
-		p.m.droppedN(reasonDown, len(batch))
+		p.failed(batch, reasonDown)
 		return
 	}
 	futures := make([]jetstream.PubAckFuture, 0, len(batch))
+	sent := make([]event.Event, 0, len(batch))
 	for _, e := range batch {
 		f, err := publishAsync(p.js, p.o.Prefix, e)
 		switch {
 		case errors.Is(err, errInvalid):
 			p.m.droppedN(reasonInvalid, 1)
 		case err != nil:
-			p.m.droppedN(reasonFailed, 1)
+			p.failed([]event.Event{e}, reasonFailed)
 		default:
-			futures = append(futures, f)
+			futures, sent = append(futures, f), append(sent, e)
 		}
 	}
 	acked, _ := awaitAcks(ctx, futures, p.o.Timeout)
-	ok, failed := count(acked)
-	p.m.publishedN(sourceInstance, ok)
-	if failed > 0 {
-		p.m.droppedN(reasonFailed, failed)
-		p.log.Warn("events not acknowledged by the stream: dropped", "count", failed)
+	var lost []event.Event
+	ok := 0
+	for i, a := range acked {
+		if a {
+			ok++
+		} else {
+			lost = append(lost, sent[i])
+		}
 	}
+	p.m.publishedN(sourceInstance, ok)
+	p.failed(lost, reasonFailed)
+}
+
+// failed keeps the counted events of evs for another try and drops the
+// others, counting them under reason.
+func (p *Publisher) failed(evs []event.Event, reason string) {
+	dropped, gaveUp := 0, 0
+	for _, e := range evs {
+		switch {
+		case e.Type != event.Counted:
+			dropped++
+		case len(p.retry) < p.o.Buffer:
+			p.retry = append(p.retry, e)
+		default:
+			gaveUp++
+		}
+	}
+	p.m.droppedN(reason, dropped+gaveUp)
+	if dropped > 0 {
+		p.log.Warn("events not published: dropped", "reason", reason, "count", dropped)
+	}
+	p.logLost(gaveUp)
 }
 
 // publishAsync publishes e with its ID as Nats-Msg-Id.

@@ -75,13 +75,13 @@ func Jitter(base time.Duration, u float64) time.Duration {
 }
 
 // First is the first poll interval of a new place: a uniformly random
-// point of after (a jittered interval) for u in [0, 1), no sooner than a
-// tenth of it (an answer never says to poll at once). Visitors
+// point of after (a jittered interval) for u in [0, 1), no sooner than
+// 100 ms (an answer never says to poll at once). Visitors
 // who get their places in the same second (a sale's opening, a draw)
 // would otherwise poll together every interval, in waves that the jitter
 // smooths only over many intervals: with 2 min intervals, a million
 // entrants in 30 s polled at 1.9 × the steady rate two minutes later
 // (capacity's simulation).
 func First(after time.Duration, u float64) time.Duration {
-	return time.Duration(float64(after) * (0.1 + 0.9*u))
+	return max(time.Duration(float64(after)*u), 100*time.Millisecond)
 }

@@ -111,7 +111,7 @@ func TestFirst(t *testing.T) {
 	for _, tc := range []struct {
 		u    float64
 		want time.Duration
-	}{{0, 10 * time.Second}, {0.5, 55 * time.Second}, {1 - 1e-12, after}} {
+	}{{0, 100 * time.Millisecond}, {0.0005, 100 * time.Millisecond}, {0.01, time.Second}, {0.5, 50 * time.Second}, {1 - 1e-12, after}} {
 		if got := forecast.First(after, tc.u); got.Round(time.Millisecond) != tc.want {
 			t.Errorf("First(%v, %v) = %v, want %v", after, tc.u, got, tc.want)
 		}

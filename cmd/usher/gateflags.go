@@ -20,6 +20,8 @@ type gateFlags struct {
 	room, lang, waitingTemplate *string
 	gates, opens, routes        *[]string
 	publicHosts                 *[]string
+	bypassCIDRs                 *[]string
+	bypassSecrets               *string
 	bodyTimeout                 *time.Duration
 	foldCase                    *bool
 	conns                       connFlags
@@ -37,6 +39,8 @@ func addGateFlags(f *flags, edge string) gateFlags {
 		conns:           addConnFlags(f),
 		bodyTimeout:     f.duration("body-timeout", time.Minute, "most time to read a request's body, whatever its headers"),
 		publicHosts:     f.stringList("public-host", "host the "+edge+" serves, repeatable, such as tickets.example.com; others get 421, and only then is the client's Host sent to the origin (X-Forwarded-Host)"),
+		bypassCIDRs:     f.stringList("bypass-cidr", "client address or CIDR prefix that passes gated paths without a place (a monitoring probe, a partner system), repeatable, such as 10.1.0.0/16; the address --trusted-proxy derives"),
+		bypassSecrets:   f.string("bypass-secrets", "", "file of lines NAME SECRET: a request whose Usher-Bypass header is one of the secrets (32 characters or more) passes gated paths without a place"),
 		foldCase:        f.bool("fold-case", false, "match path rules without regard to case or Unicode form, for origins that ignore case (IIS); otherwise a path whose case or form changes the rule is refused"),
 	}
 }
@@ -60,6 +64,22 @@ func (g gateFlags) rules(f *flags) (gateway.Rules, error) {
 	if err := rules.Validate(); err != nil {
 		return rules, fmt.Errorf("bad path rules: %w", err)
 	}
+	seen := map[string]bool{}
+	for _, c := range *g.bypassCIDRs {
+		b, err := gateway.ParseBypassCIDR(c)
+		if err != nil || seen[b.Name] {
+			return rules, fmt.Errorf("bad setting: --bypass-cidr/%s=%q: want distinct addresses or CIDR prefixes, as in 10.1.0.0/16", f.envName("bypass-cidr"), c)
+		}
+		seen[b.Name] = true
+		rules.Bypass = append(rules.Bypass, b)
+	}
+	if *g.bypassSecrets != "" {
+		secrets, err := gateway.LoadBypassSecrets(*g.bypassSecrets)
+		if err != nil {
+			return rules, fmt.Errorf("bad setting: --bypass-secrets/%s: %w", f.envName("bypass-secrets"), err)
+		}
+		rules.Bypass = append(rules.Bypass, secrets...)
+	}
 	return rules, nil
 }
 
@@ -73,7 +93,7 @@ func (g gateFlags) config(ctx context.Context, c coreFlags, k *core, rules gatew
 	}
 	return gateway.Config{
 		Queue: k.q, Keys: k.keys, Rules: rules, Registry: k.reg,
-		API:             k.api(c, httpapi.Config{}, strings.TrimSuffix(gateway.Prefix, "/")+console.Path),
+		API:             k.api(c, httpapi.Config{Bypass: rules.BypassList}, strings.TrimSuffix(gateway.Prefix, "/")+console.Path),
 		Logger:          k.log.With("component", component),
 		InsecureCookies: *c.insecure, FailOpen: *c.failOpen, Flood: k.flood, Identity: k.identity,
 		BodyTimeout: *g.bodyTimeout, PublicHosts: *g.publicHosts, Trusted: c.parsed.trusted,

@@ -121,6 +121,9 @@ func TestProxyBadSettings(t *testing.T) {
 		"bad room":      {"--origin", "http://127.0.0.1:1", "--room", "Sale!"},
 		"bad lang":      {"--origin", "http://127.0.0.1:1", "--lang", "fr"},
 		"no template":   {"--origin", "http://127.0.0.1:1", "--waiting-template", "/nonexistent/waiting.html"},
+		"bad bypass":    {"--origin", "http://127.0.0.1:1", "--bypass-cidr", "10.0.0.0/33"},
+		"twice bypass":  {"--origin", "http://127.0.0.1:1", "--bypass-cidr", "10.0.0.0/8", "--bypass-cidr", "10.1.0.0/8"},
+		"no secrets":    {"--origin", "http://127.0.0.1:1", "--bypass-secrets", "/nonexistent/secrets"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			args := append(args, "--data-dir", testenv.DataDir(t))

@@ -12,11 +12,12 @@ import (
 const apiPrefix = "/console/api/"
 
 // forwarded are the API routes the console uses, and only they: the
-// settings table (the form is built from it), the rooms (list, read,
-// settings: PUT validates them, as for any client), the event
-// timeline, the schedules and their sales.
+// settings table (the form is built from it), the edge's bypass rules,
+// the rooms (list, read, settings: PUT validates them, as for any
+// client), the event timeline, the schedules and their sales.
 var forwarded = []string{
 	"GET /api/v1/settings",
+	"GET /api/v1/bypass",
 	"GET /api/v1/rooms",
 	"GET /api/v1/rooms/{room}",
 	"PUT /api/v1/rooms/{room}",

@@ -99,6 +99,10 @@ func (p *core) judge(r *http.Request) verdict {
 	if !gated {
 		return v
 	}
+	if bypass(p.c.Rules.Bypass, r, p.c.Trusted) != nil { // a probe or a partner: as an open path
+		v.gated = false
+		return v
+	}
 	if v.pass, err = p.gate.Admit(r, room); err == nil {
 		return v
 	}

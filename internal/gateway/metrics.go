@@ -16,7 +16,7 @@ type metrics struct {
 	responses *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+func newMetrics(reg prometheus.Registerer, bypass []*BypassRule) *metrics {
 	m := &metrics{
 		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "usher_proxy_origin_inflight",
@@ -33,6 +33,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"room", "class"}),
 	}
 	reg.MustRegister(m.inflight, m.latency, m.responses)
+	for _, b := range bypass {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "usher_bypass_total",
+			Help:        "Requests a bypass rule let through a gated path without a place in line, by rule (a CIDR prefix or a secret's name).",
+			ConstLabels: prometheus.Labels{"rule": b.Name, "kind": b.Kind()},
+		}, func() float64 { return float64(b.Passed()) }))
+	}
 	return m
 }
 

@@ -184,7 +184,7 @@ func newCore(c *Config) (*core, error) {
 	p := &core{
 		c:       *c,
 		errs:    apierror.Writer{Log: c.Logger},
-		metrics: newMetrics(c.Registry),
+		metrics: newMetrics(c.Registry, c.Rules.Bypass),
 		secure:  !c.InsecureCookies,
 		log:     c.Logger,
 		waiting: waiting,

@@ -55,6 +55,9 @@ type Rules struct {
 	// match exactly and Resolve refuses a path whose case or form changes
 	// the decision (see Resolve).
 	FoldCase bool
+	// Bypass lets a request through a gated path without a place, by
+	// client address or secret (BypassRule), counted in usher_bypass_total.
+	Bypass []*BypassRule
 }
 
 // Validate reports the first bad pattern or room id.

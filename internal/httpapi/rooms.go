@@ -57,6 +57,17 @@ func (s *server) settings() http.Handler {
 	})
 }
 
+// bypass lists the edge's bypass rules with their counts.
+func (s *server) bypass() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		out := wire.BypassList{Rules: []wire.BypassRule{}}
+		if s.Bypass != nil {
+			out.Rules = append(out.Rules, s.Bypass()...)
+		}
+		encode(w, http.StatusOK, out)
+	})
+}
+
 // roomResponse is the answer that shows room: its settings and stats.
 func roomResponse(room string, v queue.View) wire.Room {
 	s := v.Settings

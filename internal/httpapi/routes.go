@@ -22,6 +22,7 @@ func (s *server) routes(mux *http.ServeMux) {
 	mux.Handle("GET /api/v1/rooms/{room}/draw", s.draw())
 
 	mux.Handle("GET /api/v1/settings", s.settings())
+	mux.Handle("GET /api/v1/bypass", s.admin(s.bypass()))
 	mux.Handle("GET /api/v1/rooms", s.admin(s.listRooms()))
 	mux.Handle("GET /api/v1/rooms/{room}", s.admin(s.getRoom()))
 	mux.Handle("PUT /api/v1/rooms/{room}", s.admin(s.putRoom()))
@@ -34,7 +35,7 @@ func (s *server) routes(mux *http.ServeMux) {
 	paths := []string{
 		"/healthz", "/readyz", "/metrics", "/.well-known/jwks.json", "/api/v1/openapi.json",
 		"/api/v1/rooms/{room}/entries", "/api/v1/rooms/{room}/entries/me",
-		"/api/v1/rooms/{room}/pass", "/api/v1/rooms/{room}/draw", "/api/v1/settings", "/api/v1/rooms", "/api/v1/rooms/{room}", "/api/v1/rooms/{room}/invites",
+		"/api/v1/rooms/{room}/pass", "/api/v1/rooms/{room}/draw", "/api/v1/settings", "/api/v1/bypass", "/api/v1/rooms", "/api/v1/rooms/{room}", "/api/v1/rooms/{room}/invites",
 		"/api/v1/rooms/{room}/signals", "/api/v1/rooms/{room}/analytics", "/api/v1/rooms/{room}/events",
 	}
 	if s.Sale != nil {

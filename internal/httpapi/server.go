@@ -25,6 +25,7 @@ import (
 	"usher/internal/queue"
 	"usher/internal/sale"
 	"usher/internal/token"
+	"usher/internal/wire"
 )
 
 // Config is what the server needs. Queue, Keys, AdminKey and Registry are
@@ -56,6 +57,8 @@ type Config struct {
 	// Events receives settings_changed events (PUT /api/v1/rooms/{room});
 	// nil emits none.
 	Events event.Emitter
+	// Bypass lists the edge's bypass rules (GET /api/v1/bypass); nil: none.
+	Bypass func() []wire.BypassRule
 }
 
 type server struct {

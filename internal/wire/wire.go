@@ -56,6 +56,10 @@ const (
 	// last showed for its ticket: usher never answers a place further
 	// back on the same ticket (queue.Queue.HoldPlace).
 	ShownHeader = "Usher-Shown"
+	// BypassHeader carries a bypass secret (a monitoring probe's, a
+	// partner system's): the edge lets the request through a gated path
+	// without a place, and forwards the header to nobody.
+	BypassHeader = "Usher-Bypass"
 	// HeaderPrefix begins every usher header; an edge forwards none that a
 	// client sent.
 	HeaderPrefix = "Usher-"
@@ -86,3 +90,17 @@ const (
 	// with opens_at; entrants wait unordered until the draw.
 	RoomPreQueue = "pre_queue"
 )
+
+// BypassList answers GET /api/v1/bypass: the edge's bypass rules.
+type BypassList struct {
+	Rules []BypassRule `json:"rules"`
+}
+
+// BypassRule is one bypass rule: Name is its CIDR prefix or its secret's
+// name (never the secret), Kind "cidr" or "secret", Passed the requests it
+// let through since the edge started.
+type BypassRule struct {
+	Name   string `json:"name"`
+	Kind   string `json:"kind"`
+	Passed int64  `json:"passed"`
+}

@@ -134,11 +134,22 @@ function route() {
   } else {
     state.view = "rooms"; $("rooms-view").hidden = false; $("nav-rooms").className = "here";
     drawRooms();
+    loadBypass();
   }
 }
 window.addEventListener("hashchange", route);
 
 // --- rooms screen ------------------------------------------------------
+// loadBypass lists the edge's bypass rules under the rooms (none: hidden).
+async function loadBypass() {
+  const r = await call("GET", "api/v1/bypass");
+  if (!r.ok) return;
+  const rules = (r.data && r.data.rules) || [];
+  $("bypass").hidden = rules.length === 0;
+  $("bypass-body").replaceChildren(...rules.map((b) => el("tr", {},
+    el("td", {}, el("code", {}, b.name)), el("td", {}, b.kind), el("td", { class: "n" }, int(b.passed)))));
+}
+
 function drawRooms() {
   const body = $("rooms-body");
   const rows = [...state.rooms.values()];

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -159,11 +160,28 @@ func TestAxeAuditFails(t *testing.T) {
 // when the room closes under the visitor.
 func TestA11yAnnouncesChanges(t *testing.T) {
 	e := browserEnv(t)
+	var earlier queue.Entry
 	for _, v := range []string{"early", "earlier"} {
-		if _, _, err := e.q.Enter(context.Background(), "sale", v); err != nil {
+		entry, _, err := e.q.Enter(context.Background(), "sale", v)
+		if err != nil {
 			t.Fatal(err)
 		}
+		earlier = entry
 	}
+	// earlier polls, as a waiting page does: one that never polls while
+	// the room is paused is a ghost, parked at the opening, not admitted.
+	ctxPoll, stop := context.WithCancel(context.Background())
+	var polls sync.WaitGroup
+	polls.Go(func() {
+		for ctxPoll.Err() == nil {
+			e.q.Status(ctxPoll, "sale", "earlier", earlier.Seq, time.Now())
+			select {
+			case <-ctxPoll.Done():
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	})
+	t.Cleanup(func() { stop(); polls.Wait() })
 	ctx := newBrowser(t)
 	navigate(t, ctx, e.url+"/shop")
 	waitText(t, ctx, "position", "3")

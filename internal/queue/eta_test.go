@@ -284,6 +284,7 @@ func TestLeaveNotMeasuredInADrawRoom(t *testing.T) {
 	q := queue.New(memqueue.New(), queue.Options{Now: c.now})
 	s := queue.DefaultSettings()
 	s.OpensAt = c.t.Add(10 * time.Second)
+	s.PresenceTimeout = 0 // these visitors never poll: with presence they are ghosts, parked
 	if err := q.PutRoom(ctx, "r", s); err != nil {
 		t.Fatal(err)
 	}

@@ -390,7 +390,11 @@ type Store interface {
 	// still runs, and so does the removal of parked visitors absent past
 	// PresenceTimeout+ActiveTTL). With PresenceTimeout, parked visitors who
 	// came back are taken first, then present ones from the head, parking
-	// the absent (AdmitResult.Skipped).
+	// the absent (AdmitResult.Skipped). Every step watches the near zone;
+	// a visitor it marks there while the room admits nobody, and a drawn
+	// entrant, is taken only after a poll has seen it (passed over, place
+	// kept, until PresenceTimeout, then parked), and nobody marked after it
+	// is taken before it.
 	Admit(ctx context.Context, room string, now time.Time) (AdmitResult, error)
 	// Stats reads the room's settings, counters, draw and inventory; it
 	// never draws.

@@ -62,13 +62,21 @@ type room struct {
 	signals queue.Signals // its pool since the last step
 	// Presence (queue.Settings.PresenceTimeout): seen is when each watched
 	// waiting visitor (near the front, or parked) was last seen; zoneSeq
-	// the last sequence number marked near. parked holds the absent taken
-	// out of the line (visitor → seq), back those of them who came back,
-	// in seq order: the next step admits them first.
-	seen    map[string]time.Time
-	zoneSeq int64
-	parked  map[string]int64
-	back    []parkedVisitor
+	// the last sequence number marked near. unpolled holds the watched
+	// visitors marked while the room admitted nobody, or drawn, and not
+	// seen by a poll since (seen is when they were marked): they are not
+	// admitted until they poll; unpolledSeq is the last seq so marked.
+	// parked holds the absent taken out of the
+	// line (visitor → seq), back those of them who came back, in seq
+	// order: the next step admits them first. drawn is the range of seqs
+	// the opening draw gave (drawn[0] > drawn[1]: none).
+	seen        map[string]time.Time
+	zoneSeq     int64
+	unpolled    map[string]bool
+	unpolledSeq int64
+	parked      map[string]int64
+	back        []parkedVisitor
+	drawn       [2]int64
 	// since is when this process began keeping the queue of a room read
 	// from the rooms file (queue.Stats.Since); unsaved marks a draw that
 	// the rooms file does not have yet.
@@ -91,7 +99,9 @@ func newRoom(set queue.Settings) *room {
 	r := &room{
 		active:   make(map[string]time.Time),
 		seen:     make(map[string]time.Time),
+		unpolled: make(map[string]bool),
 		parked:   make(map[string]int64),
+		drawn:    [2]int64{1, 0},
 		tokens:   float64(set.Batch()),
 		waiting:  newFIFO(),
 		settings: set,
@@ -266,6 +276,7 @@ func (s *Store) Leave(_ context.Context, name, visitor string) error {
 	delete(r.active, visitor)
 	delete(r.pre, visitor)
 	delete(r.seen, visitor)
+	delete(r.unpolled, visitor)
 	delete(r.parked, visitor)
 	r.back = slices.DeleteFunc(r.back, func(p parkedVisitor) bool { return p.visitor == visitor })
 	return nil
@@ -284,7 +295,11 @@ func (s *Store) Admit(_ context.Context, name string, now time.Time) (queue.Admi
 	}
 	res := queue.AdmitResult{Expired: r.expire(now), Abandoned: r.unpark(now)}
 	r.refill(now)
-	if r.settings.State != queue.Open || r.draw.PreQueue(r.settings, now) {
+	admits := r.settings.State == queue.Open && !r.draw.PreQueue(r.settings, now)
+	if r.settings.PresenceTimeout > 0 {
+		r.mark(now, !admits)
+	}
+	if !admits {
 		return res, nil
 	}
 	n := min(queue.InventoryCap(r.settings, r.inventory)-int64(len(r.active)), int64(r.tokens), r.waitingLen())
@@ -294,7 +309,7 @@ func (s *Store) Admit(_ context.Context, name string, now time.Time) (queue.Admi
 	var admit []string
 	for len(r.back) > 0 && int64(len(admit)) < n { // the absent who came back go first
 		admit = append(admit, r.back[0].visitor)
-		delete(r.seen, r.back[0].visitor)
+		r.forget(r.back[0].visitor)
 		r.back = r.back[1:]
 	}
 	switch left := n - int64(len(admit)); {
@@ -304,7 +319,7 @@ func (s *Store) Admit(_ context.Context, name string, now time.Time) (queue.Admi
 	default:
 		for range left {
 			v := r.waiting.pop()
-			delete(r.seen, v)
+			r.forget(v)
 			admit = append(admit, v)
 		}
 	}
@@ -333,21 +348,20 @@ func (r *room) unpark(now time.Time) int64 {
 	for v := range r.parked {
 		if now.Sub(r.seen[v]) >= grace {
 			delete(r.parked, v)
-			delete(r.seen, v)
+			r.forget(v)
 			n++
 		}
 	}
 	return n
 }
 
-// present takes up to n visitors from the head of the line who are not
-// absent. The absent are parked: taken out of the line, so that the head
-// and the positions behind them stay what admission will do (counted in
-// res.Skipped); at their next poll they come back (entry) and the next
-// step admits them first. First it marks the visitors who came near the
-// front since the last step as seen now: presence is measured from when
-// their polls started to reach the store (Settings.Near).
-func (r *room) present(now time.Time, n int64, res *queue.AdmitResult) []string {
+// mark marks the visitors who came near the front (Settings.Near) since
+// the last step as seen now: presence is measured from when their polls
+// started to reach the store. Those marked while the room admits nobody
+// (idle: paused, closed, before its draw) and the drawn entrants are
+// marked unpolled: a step admits them only once a poll has seen them, so
+// that a visitor who left before the opening is not admitted at it.
+func (r *room) mark(now time.Time, idle bool) {
 	near := r.settings.Current(r.control).Near()
 	r.waiting.scan(func(_ int, seq int64, id []byte) bool {
 		if near--; near < 0 {
@@ -355,20 +369,43 @@ func (r *room) present(now time.Time, n int64, res *queue.AdmitResult) []string 
 		}
 		if seq > r.zoneSeq {
 			r.seen[string(id)] = now
+			if idle || seq >= r.drawn[0] && seq <= r.drawn[1] {
+				r.unpolled[string(id)] = true
+				r.unpolledSeq = seq
+			}
 			r.zoneSeq = seq
 		}
 		return true
 	})
+}
+
+// present takes up to n visitors from the head of the line who are not
+// absent. The absent are parked: taken out of the line, so that the head
+// and the positions behind them stay what admission will do (counted in
+// res.Skipped); at their next poll they come back (entry) and the next
+// step admits them first. Unpolled visitors not yet absent keep their
+// place and are passed over; past one of them the walk stops at the first
+// visitor marked after the last unpolled one, so that nobody who came
+// later (an entrant after the draw, a visitor beyond the watched zone) is
+// admitted ahead of them.
+func (r *room) present(now time.Time, n int64, res *queue.AdmitResult) []string {
 	type place struct {
 		i   int // in the line
 		seq int64
 	}
 	var admit []int
 	var park []place
+	passed := false // over an unpolled visitor
 	r.waiting.scan(func(i int, seq int64, id []byte) bool {
-		if seen, ok := r.seen[string(id)]; ok && now.Sub(seen) >= r.settings.PresenceTimeout {
+		seen, watched := r.seen[string(id)]
+		switch {
+		case watched && now.Sub(seen) >= r.settings.PresenceTimeout:
 			park = append(park, place{i, seq})
-		} else {
+		case r.unpolled[string(id)]:
+			passed = true
+		case passed && seq > r.unpolledSeq:
+			return false
+		default:
 			admit = append(admit, i)
 		}
 		return int64(len(admit)) < n
@@ -376,14 +413,22 @@ func (r *room) present(now time.Time, n int64, res *queue.AdmitResult) []string 
 	out := make([]string, len(admit))
 	for j, i := range admit {
 		out[j] = r.waiting.take(i)
-		delete(r.seen, out[j])
+		r.forget(out[j])
 	}
 	for _, p := range park {
-		r.parked[r.waiting.take(p.i)] = p.seq
+		v := r.waiting.take(p.i)
+		r.parked[v] = p.seq
+		delete(r.unpolled, v) // its seen is when it was marked
 	}
 	res.Skipped = int64(len(park))
 	r.waiting.tidy()
 	return out
+}
+
+// forget drops what presence keeps of a visitor leaving the line.
+func (r *room) forget(visitor string) {
+	delete(r.seen, visitor)
+	delete(r.unpolled, visitor)
 }
 
 // Stats implements queue.Store.
@@ -505,6 +550,7 @@ func (s *Store) drawIfDue(name string, r *room, now time.Time) {
 		order = append(order, keyed{k, v})
 	}
 	slices.SortFunc(order, func(a, b keyed) int { return bytes.Compare(a.key[:], b.key[:]) })
+	r.drawn = [2]int64{r.seq + 1, r.seq + int64(len(order))}
 	for _, k := range order {
 		r.seq++
 		r.waiting.push(r.seq, k.visitor)
@@ -519,6 +565,7 @@ func (s *Store) drawIfDue(name string, r *room, now time.Time) {
 func (r *room) saw(visitor string, now time.Time) {
 	if _, near := r.seen[visitor]; near {
 		r.seen[visitor] = now
+		delete(r.unpolled, visitor)
 	}
 }
 

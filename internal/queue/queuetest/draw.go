@@ -25,11 +25,21 @@ func drawSettings(opens time.Time) queue.Settings {
 
 // admitAll runs admission steps from now on, one interval apart, until
 // the room's queue is empty, and returns who was admitted, in order.
-func admitAll(t *testing.T, s queue.Store, room string, now time.Time) []string {
+// Before each step the next 20 of want not yet admitted poll: they are
+// present (drawn entrants are admitted only once a poll has seen them).
+func admitAll(t *testing.T, s queue.Store, room string, now time.Time, want []string) []string {
 	t.Helper()
 	var order []string
 	for i := 0; ; i++ {
-		res := mustAdmit(t, s, room, now.Add(time.Duration(i)*100*time.Millisecond))
+		at := now.Add(time.Duration(i) * 100 * time.Millisecond)
+		polled := 0
+		for _, v := range want {
+			if polled < 20 && !slices.Contains(order, v) {
+				mustStatus(t, s, room, v, at)
+				polled++
+			}
+		}
+		res := mustAdmit(t, s, room, at)
 		order = append(order, res.Admitted...)
 		if st := mustStats(t, s, room, now); st.Waiting == 0 {
 			return order
@@ -129,10 +139,17 @@ func testDrawPreQueue(t *testing.T, s queue.Store) {
 		}
 	}
 	seqs := map[string]int64{}
+	// The first step admits early, who polls, and none of the drawn
+	// entrants: none has polled since the step marked them.
+	mustStatus(t, s, "r", "early", opens)
+	if res := mustAdmit(t, s, "r", opens); !slices.Equal(res.Admitted, want[:1]) || res.Skipped != 0 {
+		t.Fatalf("first step after the draw = %+v, want [early]: the drawn entrants have not polled", res)
+	}
+	want = want[1:]
 	checkDrawn(opens, want, seqs)
-	// One step admits a batch or so; then the next in line and one further
-	// back leave: positions stay exact, seqs never grow.
-	step := mustAdmit(t, s, "r", opens)
+	// Once they polled, a step admits a batch or so; then the next in line
+	// and one further back leave: positions stay exact, seqs never grow.
+	step := mustAdmit(t, s, "r", opens.Add(100*time.Millisecond))
 	if n := len(step.Admitted); n < 2 || n > 20 || !slices.Equal(step.Admitted, want[:n]) {
 		t.Fatalf("first step after the draw admitted %v, want the first 10 or 11 of %v", step.Admitted, want)
 	}
@@ -144,7 +161,7 @@ func testDrawPreQueue(t *testing.T, s queue.Store) {
 	}
 	want = slices.Delete(slices.Delete(want, 20, 21), 0, 1)
 	checkDrawn(opens, want, seqs)
-	if got := admitAll(t, s, "r", opens.Add(time.Second)); !slices.Equal(got, want) {
+	if got := admitAll(t, s, "r", opens.Add(time.Second), want); !slices.Equal(got, want) {
 		t.Errorf("admission order = %v, want %v", got, want)
 	}
 	if st := mustStats(t, s, "r", opens); !st.Draw.Done || st.Draw.Entrants != 39 {
@@ -180,7 +197,8 @@ func testDrawClearedOpening(t *testing.T, s queue.Store) {
 	if e := mustStatus(t, s, "r", "a", t0); e.Position == 0 {
 		t.Errorf("Status after OpensAt was cleared = %+v, want a drawn position", e)
 	}
-	if got, want := admitAll(t, s, "r", t0), queue.DrawOrder(seed, []string{"a", "b", "c", "d"}); !slices.Equal(got, want) {
+	want := queue.DrawOrder(seed, []string{"a", "b", "c", "d"})
+	if got := admitAll(t, s, "r", t0, want); !slices.Equal(got, want) {
 		t.Errorf("admission order = %v, want %v", got, want)
 	}
 	mustPut(t, s, "plain", settings(10, 10))
@@ -233,7 +251,7 @@ func testDrawConcurrentOpening(t *testing.T, s queue.Store) {
 	}
 	slices.SortFunc(after, func(a, b string) int { return int(afterSeqs[a] - afterSeqs[b]) })
 	want := append(queue.DrawOrder(seed, pre), after...)
-	if got := admitAll(t, s, "r", opens); !slices.Equal(got, want) {
+	if got := admitAll(t, s, "r", opens, want); !slices.Equal(got, want) {
 		t.Errorf("admission order = %v, want %v", got, want)
 	}
 }

@@ -3,6 +3,7 @@ package queuetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -161,5 +162,168 @@ func testPresenceReturnedFillStep(t *testing.T, s queue.Store) {
 	}
 	if st := mustStats(t, s, "r", t0.Add(7*time.Second)); st.Active > set.MaxActive {
 		t.Errorf("%d active, over MaxActive %d", st.Active, set.MaxActive)
+	}
+}
+
+// pausedGhosts fills room with 10 visitors in a paused room (presence
+// timeout 5 s, batch 10 per 100 ms step) and runs a step every 0.5 s from
+// t0 until pause has passed, while v1, v3, v5, v7 and v9 poll every 0.5 s
+// and the others never do. It opens the room at t0+pause and returns the
+// present and the ghosts.
+func pausedGhosts(t *testing.T, s queue.Store, room string, pause time.Duration) (present, ghosts []string) {
+	t.Helper()
+	set := settings(100, 100)
+	set.PresenceTimeout = 5 * time.Second
+	set.State = queue.Paused
+	vs := fill(t, s, room, set, 10)
+	for i, v := range vs {
+		if i%2 == 0 {
+			present = append(present, v)
+		} else {
+			ghosts = append(ghosts, v)
+		}
+	}
+	for at := time.Duration(0); at < pause; at += 500 * time.Millisecond {
+		now := t0.Add(at)
+		if at > 0 {
+			for _, v := range present {
+				mustStatus(t, s, room, v, now)
+			}
+		}
+		if res := mustAdmit(t, s, room, now); len(res.Admitted) != 0 || res.Skipped != 0 {
+			t.Fatalf("step in the paused room at %v = %+v, want nobody admitted or parked", at, res)
+		}
+	}
+	for _, v := range present {
+		mustStatus(t, s, room, v, t0.Add(pause))
+	}
+	set.State = queue.Open
+	mustPut(t, s, room, set)
+	return present, ghosts
+}
+
+// testPresencePausedGhosts (issue 21 §2, found black-box): a room paused
+// with 10 visitors near the front, 5 of whom poll every 0.5 s for 7 s
+// (presence timeout 5 s) and 5 never. At the opening the step admits the
+// present and parks the ghosts: presence counted while the room was paused.
+func testPresencePausedGhosts(t *testing.T, s queue.Store) {
+	present, ghosts := pausedGhosts(t, s, "r", 7*time.Second)
+	open := t0.Add(7 * time.Second)
+	res := mustAdmit(t, s, "r", open)
+	if !slices.Equal(res.Admitted, present) || res.Skipped != 5 {
+		t.Fatalf("first step at the opening = %+v, want %v admitted and the 5 ghosts parked", res, present)
+	}
+	if st := mustStats(t, s, "r", open); st.AdmittedTotal != 5 || st.Active != 5 || st.Waiting != 0 {
+		t.Errorf("stats after the opening = admitted %d, active %d, waiting %d; want 5, 5, 0", st.AdmittedTotal, st.Active, st.Waiting)
+	}
+	// A ghost who comes back is next in line, as after any parking.
+	if e := mustStatus(t, s, "r", ghosts[2], open.Add(time.Second)); e.Status != queue.Waiting || e.Position != 1 {
+		t.Errorf("%s back after the opening = %+v, want waiting at 1", ghosts[2], e)
+	}
+
+	// A pause shorter than the timeout: at the opening the ghosts are not
+	// absent yet, and still not admitted, since no poll has seen them; the
+	// present behind them are. They are parked when the timeout runs out.
+	present, ghosts = pausedGhosts(t, s, "short", 3*time.Second)
+	open = t0.Add(3 * time.Second)
+	res = mustAdmit(t, s, "short", open)
+	if !slices.Equal(res.Admitted, present) || res.Skipped != 0 {
+		t.Fatalf("first step after a 3 s pause = %+v, want %v admitted, the ghosts passed over in line", res, present)
+	}
+	if st := mustStats(t, s, "short", open); st.Waiting != 5 || st.HeadSeq != 2 {
+		t.Errorf("stats after the opening = waiting %d, head %d; want the 5 ghosts waiting from v2", st.Waiting, st.HeadSeq)
+	}
+	var skipped int64
+	for now := open; now.Before(t0.Add(6 * time.Second)); now = now.Add(500 * time.Millisecond) {
+		res := mustAdmit(t, s, "short", now)
+		if len(res.Admitted) != 0 {
+			t.Fatalf("step at %v admitted %v, want no ghost", now.Sub(t0), res.Admitted)
+		}
+		skipped += res.Skipped
+	}
+	if st := mustStats(t, s, "short", t0.Add(6*time.Second)); skipped != 5 || st.AdmittedTotal != 5 {
+		t.Errorf("after the timeout: %d parked, %d admitted; want the 5 ghosts parked (%v), 5 admitted", skipped, st.AdmittedTotal, ghosts)
+	}
+}
+
+// testPresencePausedPresent: visitors who poll while the room is paused
+// are admitted at its opening, however long the pause, and so is one whose
+// only poll came within the timeout before the opening; a visitor who
+// entered after the last paused step is watched from the opening on, as
+// in an open room.
+func testPresencePausedPresent(t *testing.T, s queue.Store) {
+	set := settings(100, 100)
+	set.PresenceTimeout = 5 * time.Second
+	set.State = queue.Paused
+	fill(t, s, "r", set, 3)
+	open := t0.Add(time.Minute)
+	for at := time.Duration(0); at < time.Minute; at += 500 * time.Millisecond {
+		now := t0.Add(at)
+		if at%(1500*time.Millisecond) == 0 {
+			mustStatus(t, s, "r", "v1", now)
+			mustStatus(t, s, "r", "v2", now)
+		}
+		mustAdmit(t, s, "r", now)
+	}
+	mustStatus(t, s, "r", "v3", open.Add(-4*time.Second))
+	mustEnter(t, s, "r", "v4", open.Add(-100*time.Millisecond))
+	set.State = queue.Open
+	mustPut(t, s, "r", set)
+	res := mustAdmit(t, s, "r", open)
+	if want := []string{"v1", "v2", "v3", "v4"}; !slices.Equal(res.Admitted, want) || res.Skipped != 0 {
+		t.Errorf("step at the opening = %+v, want %v admitted, nobody parked", res, want)
+	}
+}
+
+// testPresencePreQueueGhosts: the same at an opening draw. Pre-queue
+// polls never reach the store (the view answers them), so a drawn entrant
+// is admitted only once a poll after the opening has seen it: the present
+// are admitted in draw order as they poll, and the ghosts are parked when
+// the timeout runs out, never admitted.
+func testPresencePreQueueGhosts(t *testing.T, s queue.Store) {
+	opens := t0.Add(time.Hour)
+	set := drawSettings(opens)
+	set.PresenceTimeout = 5 * time.Second
+	mustPut(t, s, "r", set)
+	var entrants []string
+	for i := range 10 {
+		v := fmt.Sprintf("p%d", i)
+		mustEnter(t, s, "r", v, t0.Add(time.Duration(i)*time.Second))
+		entrants = append(entrants, v)
+	}
+	for now := opens.Add(-3 * time.Second); now.Before(opens); now = now.Add(500 * time.Millisecond) {
+		if res := mustAdmit(t, s, "r", now); len(res.Admitted) != 0 {
+			t.Fatalf("step before the opening admitted %v", res.Admitted)
+		}
+	}
+	order := queue.DrawOrder(mustStats(t, s, "r", t0).Draw.Seed, entrants)
+	var present, ghosts []string
+	for i, v := range order { // a ghost at the head
+		if i%2 == 1 {
+			present = append(present, v)
+		} else {
+			ghosts = append(ghosts, v)
+		}
+	}
+	if res := mustAdmit(t, s, "r", opens); len(res.Admitted) != 0 || res.Skipped != 0 {
+		t.Fatalf("step at the opening = %+v, want nobody admitted before a poll, nobody parked", res)
+	}
+	var admitted []string
+	var skipped int64
+	for now := opens.Add(500 * time.Millisecond); !now.After(opens.Add(6 * time.Second)); now = now.Add(500 * time.Millisecond) {
+		for _, v := range present {
+			if !slices.Contains(admitted, v) {
+				mustStatus(t, s, "r", v, now)
+			}
+		}
+		res := mustAdmit(t, s, "r", now)
+		admitted = append(admitted, res.Admitted...)
+		skipped += res.Skipped
+	}
+	if !slices.Equal(admitted, present) || skipped != 5 {
+		t.Errorf("after the opening: admitted %v with %d parked; want %v in draw order, the ghosts %v parked", admitted, skipped, present, ghosts)
+	}
+	if st := mustStats(t, s, "r", opens.Add(6*time.Second)); st.AdmittedTotal != 5 || st.Waiting != 0 {
+		t.Errorf("stats after the opening = admitted %d, waiting %d; want 5, 0", st.AdmittedTotal, st.Waiting)
 	}
 }

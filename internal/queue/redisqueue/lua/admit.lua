@@ -1,8 +1,10 @@
 -- admit.lua: one admission step (queue.Store.Admit).
 -- KEYS[1] meta hash, KEYS[2] wait zset (seq), KEYS[3] active zset (expiry ms),
 -- KEYS[4] pre-queue zset (draw.lua), KEYS[5] seen zset: when each watched
--- visitor was last seen (ms; enter.lua and status.lua update it), KEYS[6]
--- parked and KEYS[7] back zsets (presence.lua)
+-- visitor was last seen (ms; enter.lua and status.lua update it), negated
+-- while it is unpolled (marked while the room admitted nobody, or drawn,
+-- and not seen by a poll since), KEYS[6] parked and KEYS[7] back zsets
+-- (presence.lua)
 -- ARGV    now (unix ms), the default presence_timeout (ns), for rooms
 --         written before the setting existed
 -- Returns {} when the room does not exist, else {expired, skipped,
@@ -47,7 +49,7 @@ if redis.call('EXISTS', parked) == 1 then
   local oldest = redis.call('ZRANGE', parked, 0, 999)
   for i = 1, #oldest do
     local last = tonumber(redis.call('ZSCORE', seen, oldest[i]))
-    if not last or last <= cutoff then
+    if not last or math.abs(last) <= cutoff then
       abandoned[#abandoned + 1] = oldest[i]
     end
   end
@@ -56,7 +58,8 @@ if redis.call('EXISTS', parked) == 1 then
 end
 
 local n = 0
-if state == 'open' and phase ~= 'pre' then
+local admits = state == 'open' and phase ~= 'pre'
+if admits then
   n = math.min(inventory_cap(meta, tonumber(max_active)) - redis.call('ZCARD', active), math.floor(tokens),
     redis.call('ZCARD', wait) + redis.call('ZCARD', pre) + redis.call('ZCARD', back))
 end
@@ -67,12 +70,13 @@ if presence > 0 then
   near = math.max(near, math.ceil((presence / 1000 + 10) * admit_rate))
 end
 
-if n > 0 and phase == 'drawn' then
+if phase == 'drawn' and (n > 0 or presence > 0) then
   -- The next n in line are among those waiting since before the draw, the
   -- drawn entrants moved so far, and the next n in the pre-queue. Move
   -- enough that the drawn entrants out of the pre-queue cover them (with
   -- presence, the watched zone too, which may have absent visitors to
-  -- park), counting those moved before and still waiting.
+  -- park, and is watched while the room admits nobody), counting those
+  -- moved before and still waiting.
   local want = n
   if presence > 0 then
     want = n + near
@@ -87,6 +91,37 @@ if n > 0 and phase == 'drawn' then
   end
   zadd_chunks(wait, args)
   redis.call('HSET', meta, 'draw_moved', moved)
+end
+
+if presence > 0 then
+  -- Mark who came near the front since the last step as seen now: presence
+  -- counts from when a visitor's polls started to reach the store. Those
+  -- marked while the room admits nobody, and drawn entrants, are unpolled
+  -- (-now): admitted only once a poll has seen them, so that a visitor
+  -- who left before the opening is not admitted at it.
+  -- unpolled_seq is the last seq so marked.
+  local zone, dbase, dn, last = unpack(redis.call('HMGET', meta, 'zone_seq', 'draw_base', 'draw_entrants', 'unpolled_seq'))
+  zone, dbase, dn, last = tonumber(zone) or 0, tonumber(dbase) or math.huge, tonumber(dn) or 0, tonumber(last) or 0
+  local edge = redis.call('ZRANGE', wait, near - 1, near - 1, 'WITHSCORES')
+  local fresh = redis.call('ZRANGEBYSCORE', wait, '(' .. zone, edge[2] or '+inf', 'WITHSCORES')
+  local args = {}
+  for i = 1, #fresh, 2 do
+    local seq = tonumber(fresh[i + 1])
+    if not admits or (seq > dbase and seq <= dbase + dn) then
+      args[#args + 1] = -now
+      last = seq
+    else
+      args[#args + 1] = now
+    end
+    args[#args + 1] = fresh[i]
+    zone = math.max(zone, seq)
+  end
+  if #args > 0 then
+    for i = 1, #args, 2000 do
+      redis.call('ZADD', seen, 'NX', unpack(args, i, math.min(i + 1999, #args)))
+    end
+    redis.call('HSET', meta, 'zone_seq', zone, 'unpolled_seq', last)
+  end
 end
 
 local admit, skipped = {}, 0
@@ -104,33 +139,20 @@ if #admit < n and presence == 0 then
     admit[#admit + 1] = popped[i]
   end
 elseif #admit < n then
-  -- Mark who came near the front since the last step as seen now: presence
-  -- counts from when a visitor's polls started to reach the store.
-  local zone = tonumber(redis.call('HGET', meta, 'zone_seq')) or 0
-  local edge = redis.call('ZRANGE', wait, near - 1, near - 1, 'WITHSCORES')
-  local fresh = redis.call('ZRANGEBYSCORE', wait, '(' .. zone, edge[2] or '+inf', 'WITHSCORES')
-  local args = {}
-  for i = 1, #fresh, 2 do
-    args[#args + 1] = now
-    args[#args + 1] = fresh[i]
-    zone = math.max(zone, tonumber(fresh[i + 1]))
-  end
-  if #args > 0 then
-    for i = 1, #args, 2000 do
-      redis.call('ZADD', seen, 'NX', unpack(args, i, math.min(i + 1999, #args)))
-    end
-    redis.call('HSET', meta, 'zone_seq', zone)
-  end
   -- Take present visitors from the head; park the absent: out of the line
   -- (so the head and the positions behind them are what admission does),
-  -- back in it, first, at their next poll. Drawn entrants still in the
-  -- pre-queue come before anyone who entered after the draw: stop there.
+  -- back in it, first, at their next poll. Pass over the unpolled not yet
+  -- absent, keeping their place, and past one of them stop at the first
+  -- visitor marked after the last unpolled one (an entrant after the
+  -- draw, a visitor beyond the watched zone). Drawn entrants still in the pre-queue come before
+  -- anyone who entered after the draw: stop there.
   local limit = math.huge
   if phase == 'drawn' and redis.call('EXISTS', pre) == 1 then
     limit = base + entrants
   end
   local taken, park = {}, {}
-  local from, done = 0, #admit == n
+  local from, done, passed = 0, #admit == n, false
+  local unpolled = tonumber(redis.call('HGET', meta, 'unpolled_seq')) or 0
   while not done do
     local page = redis.call('ZRANGE', wait, from, from + 199, 'WITHSCORES')
     if #page == 0 then
@@ -139,11 +161,13 @@ elseif #admit < n then
     for i = 1, #page, 2 do
       local v, seq = page[i], tonumber(page[i + 1])
       local last = tonumber(redis.call('ZSCORE', seen, v))
-      if seq > limit then
+      if seq > limit or (passed and seq > unpolled) then
         done = true
-      elseif last and now - last >= presence then
+      elseif last and now - math.abs(last) >= presence then
         park[#park + 1] = seq
         park[#park + 1] = v
+      elseif last and last < 0 then
+        passed = true
       else
         admit[#admit + 1] = v
         taken[#taken + 1] = v

@@ -41,6 +41,7 @@ smoke() {
   rooms) OLD_BIN=$USHER_BIN scripts/bench-rooms.sh "10" 1 "$redis" ;;
   seed) scripts/bench-seed.sh 2s 50 2 ;;
   shard) N=300 ROUNDS=1 scripts/bench-shard.sh ;;
+  visitor) OLD_BIN=$USHER_BIN scripts/bench-visitor.sh 4 40 "$redis" ;;
   *)
     echo "bench-smoke: scripts/bench-$1.sh has no smoke line in scripts/bench-smoke.sh; add one" >&2
     return 1

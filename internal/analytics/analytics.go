@@ -32,6 +32,7 @@ import (
 
 	"usher/internal/event"
 	"usher/internal/fault"
+	"usher/internal/hist"
 )
 
 // Errors.
@@ -90,12 +91,12 @@ func (c *Counts) add(o Counts) {
 }
 
 // Minute is one room's counters in one minute, with the histogram of its
-// times in queue.
+// times in queue (stored one row per non-empty bucket).
 type Minute struct {
 	Room string
 	At   time.Time // the minute's start, UTC
 	Counts
-	Wait Hist
+	Wait hist.Counts
 }
 
 // Entry is what is known of a visitor's wait until both its ends are: its
@@ -289,7 +290,7 @@ func (a *Analytics) count(ctx context.Context, tx Tx, evs []event.Event) error {
 		if r, ok := rows[k]; ok {
 			return r
 		}
-		r := &Minute{Room: room, At: m, Wait: Hist{}}
+		r := &Minute{Room: room, At: m, Wait: hist.Counts{}}
 		rows[k] = r
 		return r
 	}
@@ -392,13 +393,7 @@ func (m *Minute) counted(d event.Data) {
 	m.Abandons += max(d.Abandons, 0)
 	m.Expired += max(d.Expired, 0)
 	m.LeftActive += max(d.LeftActive, 0)
-	var n int64
-	for k, c := range d.WaitHist {
-		if c > 0 {
-			m.Wait[max(0, min(k, MaxBucket))] += c
-			n += c
-		}
-	}
+	n := m.Wait.Merge(d.WaitHist)
 	if n == 0 {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"usher/internal/event"
+	"usher/internal/hist"
 )
 
 // MaxRange is the longest from/to range a Report covers.
@@ -43,7 +44,7 @@ type Derived struct {
 	ETAAbsErrAvgMS int64 `json:"eta_abs_error_avg_ms"`
 }
 
-func derive(c Counts, h Hist) Derived {
+func derive(c Counts, h hist.Counts) Derived {
 	d := Derived{Waited: c.Waits, ETAs: c.ETAs}
 	if c.Admissions > 0 {
 		d.Conversion = float64(c.Confirmed) / float64(c.Admissions)
@@ -88,7 +89,7 @@ func (a *Analytics) Report(ctx context.Context, room string, from, to time.Time)
 	}
 	rep := Report{Room: room, From: from, To: to, Minutes: make([]Row, 0, len(ms))}
 	var total Counts
-	all := Hist{}
+	all := hist.Counts{}
 	for _, m := range ms {
 		rep.Minutes = append(rep.Minutes, Row{At: m.At.UTC(), Counts: m.Counts, Derived: derive(m.Counts, m.Wait)})
 		total.add(m.Counts)

@@ -68,7 +68,7 @@ type Event struct {
 //     counted event (about a second before At): Arrivals (new places),
 //     Admissions, Abandons (left from waiting, and skipped visitors given
 //     up as gone), Expired, LeftActive, and the times in queue observed
-//     (Waits, WaitSumMS, WaitHist: counts by analytics.Bucket; ETAs,
+//     (Waits, WaitSumMS, WaitHist: counts by hist.Bucket; ETAs,
 //     ETAErrSumMS, ETAAbsErrSumMS: the error of those with a forecast).
 //     Every field adds up; a consumer sums them.
 //   - entered: ETAMS, the wait forecast when the place was created (none in

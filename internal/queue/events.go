@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"usher/internal/analytics"
 	"usher/internal/event"
+	"usher/internal/hist"
 )
 
 // The queue's events (package event), emitted by the wrapper of the
@@ -46,7 +46,7 @@ type tally struct {
 // waits are times in queue, added up.
 type waits struct {
 	n, sumMS, etas, etaErrSumMS, etaAbsErrSumMS int64
-	hist                                        map[int]int64
+	hist                                        hist.Counts
 }
 
 func (w *waits) add(o waits) {
@@ -55,12 +55,10 @@ func (w *waits) add(o waits) {
 	w.etas += o.etas
 	w.etaErrSumMS += o.etaErrSumMS
 	w.etaAbsErrSumMS += o.etaAbsErrSumMS
-	for k, c := range o.hist {
-		if w.hist == nil {
-			w.hist = map[int]int64{}
-		}
-		w.hist[k] += c
+	if w.hist == nil && len(o.hist) > 0 {
+		w.hist = hist.Counts{}
 	}
+	w.hist.Merge(o.hist)
 }
 
 // counts holds the tallies of the rooms this instance counted in.
@@ -156,7 +154,7 @@ func seenKey(room, visitor string, seq int64) string {
 
 func (t *tally) waited(wait, eta time.Duration) {
 	ms := wait.Milliseconds()
-	w := waits{n: 1, sumMS: ms, hist: map[int]int64{analytics.Bucket(wait): 1}}
+	w := waits{n: 1, sumMS: ms, hist: hist.Counts{hist.Bucket(wait): 1}}
 	if eta > 0 {
 		diff := ms - eta.Milliseconds()
 		w.etas, w.etaErrSumMS, w.etaAbsErrSumMS = 1, diff, max(diff, -diff)

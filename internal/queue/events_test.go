@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	events "usher/internal/event"
+	"usher/internal/hist"
 	"usher/internal/queue"
 	"usher/internal/queue/memqueue"
 )
@@ -127,7 +128,7 @@ func TestCounts(t *testing.T) {
 	})
 	c.t = c.t.Add(s.ClaimWindow + time.Second) // b and c never claimed their slots
 	step("expiry", []events.Data{{Expired: 2}}, admit)
-	step("a passthrough entry", []events.Data{{Arrivals: 1, Admissions: 1, Waits: 1, WaitHist: map[int]int64{0: 1}}}, func() { enter("e") })
+	step("a passthrough entry", []events.Data{{Arrivals: 1, Admissions: 1, Waits: 1, WaitHist: map[int]int64{hist.MinBucket: 1}}}, func() { enter("e") }) // a wait of 0: the lowest bucket
 	step("nothing", nil, func() {})
 }
 

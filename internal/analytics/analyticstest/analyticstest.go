@@ -17,6 +17,7 @@ import (
 
 	"usher/internal/analytics"
 	"usher/internal/event"
+	"usher/internal/hist"
 )
 
 // NewStore returns an empty store of its own, closed when tb ends.
@@ -138,7 +139,7 @@ func testCounts(t *testing.T, s analytics.Store) {
 func testCounted(t *testing.T, s analytics.Store) {
 	a := analytics.New(s, analytics.Options{})
 	t0 := Base()
-	h11, h70 := analytics.Bucket(11*time.Second), analytics.Bucket(70*time.Second)
+	h11, h70 := hist.Bucket(11*time.Second), hist.Bucket(70*time.Second)
 	c1 := Ev("c1", event.Counted, "r", t0.Add(time.Second), "", &event.Data{
 		Arrivals: 400, Admissions: 20, Abandons: 3, Expired: 2, LeftActive: 1,
 		Waits: 2, WaitSumMS: 22_000, WaitHist: map[int]int64{h11: 2}, ETAs: 1, ETAErrSumMS: -9_000, ETAAbsErrSumMS: 9_000,
@@ -178,11 +179,11 @@ func testCounted(t *testing.T, s analytics.Store) {
 	}
 }
 
-// within fails unless got is within analytics.RelativeError of want.
+// within fails unless got is within hist.RelativeError of want.
 func within(tb testing.TB, what string, got, want time.Duration) {
 	tb.Helper()
-	if math.Abs(float64(got-want)) > analytics.RelativeError*float64(want)+float64(time.Millisecond) {
-		tb.Errorf("%s = %v, want %v within %.1f%%", what, got, want, 100*analytics.RelativeError)
+	if math.Abs(float64(got-want)) > hist.RelativeError*float64(want)+float64(time.Millisecond) {
+		tb.Errorf("%s = %v, want %v within %.1f%%", what, got, want, 100*hist.RelativeError)
 	}
 }
 

@@ -36,6 +36,7 @@ import (
 
 	"usher/internal/analytics"
 	"usher/internal/event"
+	"usher/internal/hist"
 	"usher/internal/sqlmigrate"
 )
 
@@ -263,7 +264,7 @@ func (s *Store) Minutes(ctx context.Context, room string, from, to time.Time) ([
 		return nil, wrap("minutes", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (analytics.Minute, error) {
-		m := analytics.Minute{Room: room, Wait: analytics.Hist{}}
+		m := analytics.Minute{Room: room, Wait: hist.Counts{}}
 		dst := []any{&m.At}
 		for _, col := range m.Counts.Columns() {
 			dst = append(dst, col.P)

@@ -35,6 +35,7 @@ import (
 
 	"usher/internal/analytics"
 	"usher/internal/event"
+	"usher/internal/hist"
 	"usher/internal/sqlitedb"
 	"usher/internal/sqlmigrate"
 )
@@ -248,7 +249,7 @@ func (s *Store) Minutes(ctx context.Context, room string, from, to time.Time) ([
 	var out []analytics.Minute
 	index := map[int64]int{}
 	for rows.Next() {
-		m := analytics.Minute{Room: room, Wait: analytics.Hist{}}
+		m := analytics.Minute{Room: room, Wait: hist.Counts{}}
 		var at int64
 		dst := []any{&at}
 		for _, col := range m.Counts.Columns() {

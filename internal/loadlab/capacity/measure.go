@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"usher/internal/loadlab/hist"
+	"usher/internal/hist"
 )
 
 // Probe is what Measure sends.

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"usher/internal/loadlab/hist"
+	"usher/internal/hist"
 )
 
 // callStats counts one kind of call (origin or queue).

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"usher/internal/loadlab/hist"
+	"usher/internal/hist"
 )
 
 // inversions counts visitors certainly overtaken: visitor i entered before

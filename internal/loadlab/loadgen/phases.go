@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"usher/internal/loadlab/hist"
+	"usher/internal/hist"
 	"usher/internal/loadlab/simorigin"
 )
 

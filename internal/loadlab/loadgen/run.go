@@ -24,7 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"usher/internal/loadlab/hist"
+	"usher/internal/hist"
 	"usher/internal/loadlab/simorigin"
 )
 

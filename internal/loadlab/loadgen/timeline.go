@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"usher/internal/loadlab/hist"
+	"usher/internal/hist"
 	"usher/internal/loadlab/simorigin"
 	"usher/internal/wire"
 )

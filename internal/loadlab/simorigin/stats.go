@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"usher/internal/loadlab/hist"
+	"usher/internal/hist"
 )
 
 // Stats are the origin's counters, served as JSON by GET /stats. Counters

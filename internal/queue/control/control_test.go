@@ -4,8 +4,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
+
+	"usher/internal/hist"
 )
 
 // phaseResult is what a simulated phase showed once settled.
@@ -141,9 +144,10 @@ func middle(xs []float64) float64 {
 
 // TestControllerOnSimulatedPlant: on an origin whose pool goes 10 → 5 → 10
 // connections (60 s each, judged on the last 30 s of each, over six
-// seeds), the controller admits at least 80 % of the best static rate for
-// each pool (found by a sweep, in hindsight), holds the median phase's
-// p95 within the target (1.5 × the unloaded p95 it learns) and every
+// seeds), the controller admits at least 85 % of the best static rate for
+// each pool (found by a sweep, in hindsight) on average over the phases
+// and 70 % in every one (no phase of 30 seeds fell below), holds the
+// median phase's p95 within the target (1.5 × the unloaded p95 it learns) and every
 // phase's within 2.5 × it (a probe's overload counts in its phase), and
 // its rate stays in a band (highest ÷ lowest at most 2, median at most
 // 1.5) instead of oscillating. A static rate that is the best for the
@@ -157,18 +161,26 @@ func TestControllerOnSimulatedPlant(t *testing.T) {
 		best[conns] = b
 		t.Logf("best static rate for %d connections: %.2f/s (utilisation %.2f, p95 %.2f× unloaded)", conns, b, r.util, float64(r.p95)/float64(unloadedP95))
 	}
-	var p95s, swings []float64
+	var p95s, swings, shares []float64
 	for i, r := range runSeeds(t, adaptiveParams(), phases, time.Second) {
 		ratio := float64(r.p95) / float64(target)
 		p95s, swings = append(p95s, ratio), append(swings, r.swing)
 		t.Logf("seed %d phase %d (%d conns): rate %.2f/s (%.2f of the best static), utilisation %.2f, p95 %.2f× target, swing %.2f",
 			seeds[i/3], i%3+1, r.conns, r.rate, r.rate/best[r.conns], r.util, ratio, r.swing)
-		if r.rate < 0.8*best[r.conns] {
-			t.Errorf("seed %d phase %d: rate %.2f/s, want at least 80 %% of the best static %.2f/s", seeds[i/3], i%3+1, r.rate, best[r.conns])
+		shares = append(shares, r.rate/best[r.conns])
+		if r.rate < 0.7*best[r.conns] {
+			t.Errorf("seed %d phase %d: rate %.2f/s, want at least 70 %% of the best static %.2f/s", seeds[i/3], i%3+1, r.rate, best[r.conns])
 		}
 		if ratio > 2.5 || r.swing > 2 {
 			t.Errorf("seed %d phase %d: p95 %.2f× target, swing %.2f; want at most 2.5 and 2", seeds[i/3], i%3+1, ratio, r.swing)
 		}
+	}
+	var sum float64
+	for _, x := range shares {
+		sum += x
+	}
+	if mean := sum / float64(len(shares)); mean < 0.85 {
+		t.Errorf("phases' mean rate %.2f of the best static, want at least 0.85", mean)
 	}
 	if m, s := middle(p95s), middle(swings); m > 1 || s > 1.5 {
 		t.Errorf("median phase: p95 %.2f× target, swing %.2f; want at most 1 and 1.5", m, s)
@@ -333,7 +345,7 @@ func TestStep(t *testing.T) {
 			func(n State) bool { return n.Rate == 10 && n.Hold == 0 }, "rate 10"},
 		{"errors count as far above", base, w(50*time.Millisecond, 6), now, true,
 			func(n State) bool { return n.Rate == 5 && n.Hold == 1 }, "rate 5"},
-		{"in the band: hold", base, w(90*time.Millisecond, 0), now, true,
+		{"in the band: hold", base, w(95*time.Millisecond, 0), now, true,
 			func(n State) bool { return n.Rate == 10 && n.Good == 0 }, "rate 10, not a good rate (above goodBand)"},
 		{"within goodBand for a whole window: a good rate", base, w(80*time.Millisecond, 0), now, true,
 			func(n State) bool { return n.Good == 10 && n.Peak == 10 }, "good and peak 10"},
@@ -429,31 +441,49 @@ func TestLearnedTarget(t *testing.T) {
 	}
 }
 
-// TestSignalsQuantile: the histogram's quantiles are within its bucket
-// width (9 %) of the exact ones, and Merge subtracts exactly.
+// TestSignalsQuantile: the histogram's quantiles are within
+// hist.RelativeError of the samples' own and of the theory's (sampling
+// error allowed), Merge subtracts exactly, and the store's fields give the
+// signals back, sub-millisecond buckets included, ignoring names they do
+// not know (an older instance's 128-bucket fields among them).
 func TestSignalsQuantile(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var s Signals
-	var xs []float64
+	var xs []time.Duration
 	for range 10000 {
 		d := time.Duration(float64(median) * math.Exp(sigma*rng.NormFloat64()))
 		s.Add(d, false)
-		xs = append(xs, float64(d))
+		xs = append(xs, d)
 	}
-	exact := time.Duration(float64(median) * math.Exp(sigma*1.6449))
-	if got := s.Quantile(0.95); math.Abs(float64(got)/float64(exact)-1) > 0.09 {
-		t.Errorf("p95 = %v, want %v within 9 %%", got, exact)
+	slices.Sort(xs)
+	sample := xs[int(math.Ceil(0.95*float64(len(xs))))-1]
+	got := s.Quantile(0.95)
+	if math.Abs(float64(got)/float64(sample)-1) > hist.RelativeError {
+		t.Errorf("p95 = %v, want the samples' %v within %.1f %%", got, sample, 100*hist.RelativeError)
+	}
+	if exact := time.Duration(float64(median) * math.Exp(sigma*1.6449)); math.Abs(float64(got)/float64(exact)-1) > hist.RelativeError+0.02 {
+		t.Errorf("p95 = %v, want %v within %.1f %% and 2 %% of sampling error", got, exact, 100*hist.RelativeError)
 	}
 	var o Signals
 	o.Add(time.Hour, true)
+	o.Add(300*time.Microsecond, false)
 	sum := s
 	sum.Merge(o, 1)
 	sum.Merge(o, -1)
 	if sum != s {
 		t.Error("Merge(o, 1) then Merge(o, -1) did not give back s")
 	}
-	if bucketOf(0) != 0 || bucketOf(24*time.Hour) != bucketCount-1 {
-		t.Error("bucketOf does not clamp to its range")
+	var back Signals
+	pairs := append(o.SignalPairs(), "b9999", "7", "b-9999", "7", "bx", "7", "other", "7")
+	for i := 0; i+1 < len(pairs); i += 2 {
+		n, err := strconv.ParseInt(pairs[i+1], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back.SetSignal(pairs[i], n)
+	}
+	if back != o {
+		t.Errorf("signals read back from their fields %v differ", pairs)
 	}
 }
 

@@ -518,9 +518,12 @@ func (s *Store) Stats(ctx context.Context, room string, now time.Time) (queue.St
 }
 
 // signalKeys are the keys of the scripts that touch the signal pool: the
-// meta hash and the pool.
+// meta hash and the pool. The pool's fields name hist buckets; before they
+// did, a pool of 128 other buckets lived at "{room}:signals", which no
+// version reads the other's of during a rolling upgrade (each pools its own
+// instances' samples) and DeleteRoom still removes.
 func (s *Store) signalKeys(room string) []string {
-	return []string{s.keys(room)[0], s.prefix + "{" + room + "}:signals"}
+	return []string{s.keys(room)[0], s.prefix + "{" + room + "}:signals2"}
 }
 
 // AddSignals implements queue.Store.
@@ -670,7 +673,8 @@ func (s *Store) DeleteRoom(ctx context.Context, room string, force bool, now tim
 	if force {
 		f = "1"
 	}
-	keys := append(s.keys(room), s.signalKeys(room)[1]) // and the controller's signal pool
+	// and the controller's signal pool, and the pool of versions before hist
+	keys := append(s.keys(room), s.signalKeys(room)[1], s.prefix+"{"+room+"}:signals")
 	r, err := s.exec(ctx, s.deleteRoom, room, keys, []string{f, ms(now)}).AsInt64()
 	if err != nil {
 		return unavailable("delete room", room, err)

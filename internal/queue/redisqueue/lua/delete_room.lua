@@ -1,5 +1,5 @@
 -- delete_room.lua: remove a room, every key of it (queue.Store.DeleteRoom).
--- KEYS    the room's keys (Store.keys, then the signals hash): KEYS[1]
+-- KEYS    the room's keys (Store.keys, then the signals hashes): KEYS[1]
 --         meta hash, KEYS[2] wait, KEYS[3] active (expiry ms), KEYS[4]
 --         pre-queue, KEYS[7] back
 -- ARGV    force ('1' deletes whoever waits or is active), now (unix ms)

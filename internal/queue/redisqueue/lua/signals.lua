@@ -1,6 +1,6 @@
 -- signals.lua: add an instance's origin signals to the room's pool
 -- (queue.Store.AddSignals).
--- KEYS[1] meta hash, KEYS[2] signals hash (n, errors, b<i>: queue.Signals)
+-- KEYS[1] meta hash, KEYS[2] signals hash (n, errors, b<k>: queue.Signals)
 -- ARGV    name/value pairs to add (queue.Signals.SignalPairs)
 -- Returns {} when the room does not exist, else the pool as name/value
 -- pairs.

@@ -15,35 +15,10 @@ func exact(sorted []time.Duration, q float64) time.Duration {
 	return sorted[rank-1]
 }
 
-// within reports whether got is within the histogram's error of want.
+// within reports whether got is within the histogram's error of want (and
+// a nanosecond: a bucket's value is truncated to whole nanoseconds).
 func within(got, want time.Duration) bool {
-	if want < 2*subCount {
-		return got == want
-	}
 	return math.Abs(float64(got-want)) <= RelativeError*float64(want)+1
-}
-
-func TestIndexBoundsRoundTrip(t *testing.T) {
-	for _, v := range []int64{0, 1, 255, 256, 257, 511, 512, 1000, 1 << 20, 76_000_000, 1<<42 - 1} {
-		i := index(v)
-		lo, w := bounds(i)
-		if v < lo || v >= lo+w {
-			t.Errorf("value %d: bucket %d is [%d, %d), want it inside", v, i, lo, lo+w)
-		}
-		if v >= 256 && float64(w)/float64(lo) > 1.0/subCount {
-			t.Errorf("value %d: bucket width %d over lower bound %d exceeds 1/%d", v, w, lo, subCount)
-		}
-	}
-	if got := index(1 << 50); got != NumBuckets-1 {
-		t.Errorf("index(2^50) = %d, want the top bucket %d", got, NumBuckets-1)
-	}
-	// Buckets tile the range: each starts where the previous ends.
-	for i := 1; i < NumBuckets; i++ {
-		plo, pw := bounds(i - 1)
-		if lo, _ := bounds(i); lo != plo+pw {
-			t.Fatalf("bucket %d starts at %d, want %d", i, lo, plo+pw)
-		}
-	}
 }
 
 func TestQuantilesOfKnownDistributions(t *testing.T) {
@@ -59,7 +34,7 @@ func TestQuantilesOfKnownDistributions(t *testing.T) {
 			return time.Duration(float64(50*time.Millisecond) * math.Exp(0.25*rng.NormFloat64()))
 		}},
 		{"constant 76ms", func(int) time.Duration { return 76 * time.Millisecond }},
-		{"small exact values", func(i int) time.Duration { return time.Duration(i % 200) }},
+		{"small values", func(i int) time.Duration { return time.Duration(i % 200) }},
 	}
 	for _, d := range dists {
 		t.Run(d.name, func(t *testing.T) {
@@ -172,8 +147,8 @@ func TestSubGivesTheInterval(t *testing.T) {
 	if got := d.Mean(); got != 200*time.Millisecond {
 		t.Errorf("interval mean = %v, want 200ms", got)
 	}
-	if !within(d.Min(), 200*time.Millisecond) || d.Max() != 200*time.Millisecond {
-		t.Errorf("interval min, max = %v, %v, want 200ms (within the error), 200ms (exact: the overall max)", d.Min(), d.Max())
+	if !within(d.Min(), 200*time.Millisecond) || !within(d.Max(), 200*time.Millisecond) || d.Max() > 200*time.Millisecond {
+		t.Errorf("interval min, max = %v, %v, want 200ms within the error, the max at most the overall max", d.Min(), d.Max())
 	}
 }
 
@@ -196,12 +171,8 @@ func TestRecorderConcurrent(t *testing.T) {
 			if s.Count() < last {
 				t.Errorf("count went back from %d to %d", last, s.Count())
 			}
-			var total uint64
-			for _, c := range s.counts {
-				total += c
-			}
-			if total < s.Count() {
-				t.Errorf("bucket total %d below count %d", total, s.Count())
+			if total := uint64(s.counts.Total()); total < s.Count() {
+				t.Errorf("bucket total %d below count %d", s.counts.Total(), s.Count())
 			}
 			last = s.Count()
 		}
@@ -224,6 +195,17 @@ func TestRecorderConcurrent(t *testing.T) {
 	}
 	if s.Min() != 0 || s.Max() != time.Duration(workers*each-1)*time.Microsecond {
 		t.Errorf("Min, Max = %v, %v", s.Min(), s.Max())
+	}
+}
+
+// BenchmarkRecordSerial: one goroutine, so the cost of finding the bucket
+// (a math.Log) is not hidden behind contention on the counters.
+func BenchmarkRecordSerial(b *testing.B) {
+	r := NewRecorder()
+	v := time.Millisecond
+	for b.Loop() {
+		r.Record(v)
+		v += 7919
 	}
 }
 

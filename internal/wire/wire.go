@@ -56,6 +56,13 @@ const (
 	// last showed for its ticket: usher never answers a place further
 	// back on the same ticket (queue.Queue.HoldPlace).
 	ShownHeader = "Usher-Shown"
+	// WaitHeader, on a waiting client's status poll, asks usher to hold
+	// the poll up to that many whole seconds (at most 20) when the turn is
+	// near, and to answer as soon as it comes (queue.Queue.AwaitTurn).
+	WaitHeader = "Usher-Wait"
+	// PassTTLHeader tells a browser the proxy let through at its turn
+	// how many seconds the slot lasts without a request.
+	PassTTLHeader = "Usher-Pass-TTL"
 	// HeaderPrefix begins every usher header; an edge forwards none that a
 	// client sent.
 	HeaderPrefix = "Usher-"

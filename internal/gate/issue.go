@@ -1,6 +1,8 @@
 package gate
 
 import (
+	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -68,13 +70,27 @@ func ObserveWait(q *queue.Queue, t token.Ticket) {
 // its wire.ShownHeader: 0 without one, and a queue.ErrInvalid for a value
 // that is not a decimal number of at most 12 digits.
 func Shown(r *http.Request) (int64, error) {
-	v := r.Header.Get(wire.ShownHeader)
+	return wholeHeader(r, wire.ShownHeader, "the position shown, a whole number", math.MaxInt64)
+}
+
+// Wait returns how long a status poll asks to be held (wire.WaitHeader):
+// 0 without the header; ErrInvalid unless it is a whole number of seconds
+// from 0 to queue.MaxTurnWait.
+func Wait(r *http.Request) (time.Duration, error) {
+	most := int64(queue.MaxTurnWait / time.Second)
+	n, err := wholeHeader(r, wire.WaitHeader, fmt.Sprintf("whole seconds from 0 to %d", most), most)
+	return time.Duration(n) * time.Second, err
+}
+
+// wholeHeader reads header name as a whole number from 0 to most.
+func wholeHeader(r *http.Request, name, want string, most int64) (int64, error) {
+	v := r.Header.Get(name)
 	if v == "" {
 		return 0, nil
 	}
-	if len(v) > 12 || strings.Trim(v, "0123456789") != "" {
-		return 0, queue.ErrInvalid.Detail("%s: want the position shown, a whole number", wire.ShownHeader)
+	n, err := strconv.ParseInt(v, 10, 64)
+	if len(v) > 12 || strings.Trim(v, "0123456789") != "" || err != nil || n > most {
+		return 0, queue.ErrInvalid.Detail("%s: want %s", name, want)
 	}
-	n, _ := strconv.ParseInt(v, 10, 64)
 	return n, nil
 }

@@ -79,6 +79,14 @@ type Text struct {
 	Refresh string `json:"refresh"`
 	// Slower says why the estimated wait grew (the line slowed down).
 	Slower string `json:"slower"`
+	// The turn state's texts (admitted while the tab is hidden), and the
+	// visitor's opt-ins for being told: a sound, a browser notification.
+	TurnTitle string `json:"turn_title"`
+	TurnLeft  string `json:"turn_left"` // %s: the time left, "0:28"
+	Continue  string `json:"continue"`
+	Sound     string `json:"sound"`
+	Notify    string `json:"notify"`
+	NotifyOn  string `json:"notify_on"`
 }
 
 // loadText reads the shipped text set of lang ("" is en).

@@ -26,6 +26,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -229,7 +230,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		p.forward(w, r, f)
 	case v.kind == admitted && wantsJSON(r): // the request that finds the visitor admitted goes through
-		extra := http.Header{wire.PassHeader: {v.newPass}, "Set-Cookie": {v.cookie.String()}}
+		ttl := max(0, int64(v.cookie.Expires.Sub(p.c.Queue.Now())/time.Second))
+		extra := http.Header{wire.PassHeader: {v.newPass}, "Set-Cookie": {v.cookie.String()},
+			wire.PassTTLHeader: {strconv.FormatInt(ttl, 10)}}
 		p.forward(w, r, &flight{room: v.room, visitor: v.visitor, extra: extra, websocket: websocket, until: v.cookie.Expires})
 	default:
 		p.render(w, r, v)

@@ -106,7 +106,14 @@ func (p *core) place(ctx context.Context, w http.ResponseWriter, r *http.Request
 		if shown, err = gate.Shown(r); err != nil {
 			return "", "", queue.Entry{}, err
 		}
+		var wait time.Duration
+		if wait, err = gate.Wait(r); err != nil {
+			return "", "", queue.Entry{}, err
+		}
 		e, _, err = p.c.Queue.Status(ctx, room, t.Visitor, t.Seq, t.IssuedAt)
+		if err == nil {
+			e, err = p.c.Queue.AwaitTurn(ctx, room, t.Visitor, t.Seq, e, wait)
+		}
 		e = p.c.Queue.HoldPlace(room, e, t.Seq, shown)
 		if err == nil && e.Status == queue.Active {
 			gate.ObserveWait(p.c.Queue, t)

@@ -130,7 +130,15 @@ func (s *server) status() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
+		wait, err := gate.Wait(r)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
 		e, _, err := s.Queue.Status(r.Context(), room, t.Visitor, t.Seq, t.IssuedAt)
+		if err == nil {
+			e, err = s.Queue.AwaitTurn(r.Context(), room, t.Visitor, t.Seq, e, wait)
+		}
 		if err != nil {
 			s.errs.Write(w, r, err)
 			return

@@ -29,6 +29,7 @@ type Metrics struct {
 	targetP95  *prometheus.GaugeVec
 	inventory  *prometheus.GaugeVec
 	invCap     *prometheus.GaugeVec
+	heldPolls  *prometheus.GaugeVec
 	// pollsOf caches each room's two polls counters (exact, estimated):
 	// a status poll is the hottest call, and WithLabelValues hashes its
 	// labels every time.
@@ -99,8 +100,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		invCap: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "usher_inventory_cap", Help: "Rooms of a sale: the most visitors the inventory lets hold a slot (visitors_per_unit × units left, at most max_active; 0 when sold out). Absent while the inventory is unknown.",
 		}, []string{"room"}),
+		heldPolls: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "usher_held_polls", Help: "Status polls this instance holds until the visitor's turn (long polls in the turn zone).",
+		}, []string{"room"}),
 	}
-	reg.MustRegister(m.waiting, m.active, m.enters, m.polls, m.rises, m.admissions, m.expired, m.absent, m.step, m.stepErrors,
+	reg.MustRegister(m.heldPolls, m.waiting, m.active, m.enters, m.polls, m.rises, m.admissions, m.expired, m.absent, m.step, m.stepErrors,
 		m.etaError, m.etaRange, m.rate, m.rateSet, m.maxActive, m.originP95, m.targetP95, m.inventory, m.invCap)
 	return m
 }
@@ -124,6 +128,13 @@ func (m *Metrics) rose(room string) {
 		return
 	}
 	m.rises.WithLabelValues(room).Inc()
+}
+
+func (m *Metrics) held(room string, d float64) {
+	if m == nil {
+		return
+	}
+	m.heldPolls.WithLabelValues(room).Add(d)
 }
 
 func (m *Metrics) polled(room string, estimated bool) {

@@ -43,6 +43,9 @@ type Options struct {
 	// CountEvery is how often RunCounts emits the rooms' counted events
 	// (default DefaultCountEvery).
 	CountEvery time.Duration
+	// MaxHeld bounds the status polls the instance holds at once
+	// (AwaitTurn; default DefaultMaxHeld).
+	MaxHeld int
 }
 
 // DefaultCountEvery is Options.CountEvery's default: the analytics count
@@ -98,6 +101,7 @@ type Queue struct {
 	// without events.
 	counts     *counts
 	countEvery time.Duration
+	turns      turns // held status polls (turn.go)
 }
 
 // View is a room's stats as last read by this instance, with the measured
@@ -129,6 +133,9 @@ func New(store Store, o Options) *Queue {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.MaxHeld <= 0 {
+		o.MaxHeld = DefaultMaxHeld
+	}
 	q := &Queue{store: WithTimeout(store, o.StoreTimeout), raw: store, now: o.Now, refresh: o.Refresh, idleRefresh: o.IdleRefresh,
 		metrics: o.Metrics, log: o.Logger,
 		local: make(map[string]*Signals), events: o.Events, countEvery: o.CountEvery}
@@ -140,6 +147,7 @@ func New(store Store, o Options) *Queue {
 			q.countEvery = DefaultCountEvery
 		}
 	}
+	q.turns.max, q.turns.rooms = o.MaxHeld, make(map[string]map[string]*heldPoll)
 	return q
 }
 
@@ -433,6 +441,9 @@ func (q *Queue) Admit(ctx context.Context, room string) (AdmitResult, error) {
 	start := time.Now()
 	res, err := q.store.Admit(ctx, room, q.now())
 	q.metrics.stepped(room, res, time.Since(start), err)
+	if len(res.Admitted) > 0 {
+		q.turns.admitted(room, res.Admitted)
+	}
 	if err == nil && q.counts != nil {
 		q.countStep(room, res)
 	}
@@ -443,10 +454,18 @@ func (q *Queue) Admit(ctx context.Context, room string) (AdmitResult, error) {
 // refresh is logged and retried; views older than two seconds are not used.
 // It is usher's one room-discovery loop: a room the store lists joins the
 // view, a room it no longer has leaves it, and ViewRooms' subscribers (the
-// admission scheduler) learn of both.
+// admission scheduler) learn of both. Status polls are held (AwaitTurn)
+// only while it runs: when ctx ends, every held poll answers at once.
 func (q *Queue) Run(ctx context.Context) error {
 	t := time.NewTicker(q.refresh)
 	defer t.Stop()
+	q.turns.setOpen(true)
+	stop := context.AfterFunc(ctx, func() { q.turns.setOpen(false) })
+	defer func() {
+		if stop() { // Run ended by itself
+			q.turns.setOpen(false)
+		}
+	}()
 	if w, ok := q.raw.(Waker); ok {
 		done := make(chan struct{})
 		defer func() { <-done }()
@@ -619,8 +638,9 @@ func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string, li
 	for room, st := range stats {
 		v := newView(st, now)
 		slot, ok := next[room]
+		var prev View
 		if ok {
-			prev := *slot.v.Load()
+			prev = *slot.v.Load()
 			v.carry(prev)
 			v.marks = prev.marks
 			switch {
@@ -637,6 +657,9 @@ func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string, li
 		}
 		v.marks = v.marks.with(now, st.AdmittedTotal)
 		slot.v.Store(&v)
+		if ok {
+			q.turns.refreshed(room, &prev, &v)
+		}
 		q.metrics.observed(room, st)
 	}
 	for room, st := range stats {

@@ -60,6 +60,13 @@ const (
 	// partner system's): the edge lets the request through a gated path
 	// without a place, and forwards the header to nobody.
 	BypassHeader = "Usher-Bypass"
+	// WaitHeader, on a waiting client's status poll, asks usher to hold
+	// the poll up to that many whole seconds (at most 20) when the turn is
+	// near, and to answer as soon as it comes (queue.Queue.AwaitTurn).
+	WaitHeader = "Usher-Wait"
+	// PassTTLHeader tells a browser the proxy let through at its turn
+	// how many seconds the slot lasts without a request.
+	PassTTLHeader = "Usher-Pass-TTL"
 	// HeaderPrefix begins every usher header; an edge forwards none that a
 	// client sent.
 	HeaderPrefix = "Usher-"

@@ -2,7 +2,12 @@
 // shows every change in place, announced in the polite live region
 // #announce; it never reloads the page. It goes on to the URL once the
 // answer is the site itself (the visitor's turn: the navigation the visitor
-// came for). In the challenge state it first solves the proof of work in a
+// came for). Near the front its polls ask to be held until the turn
+// (Usher-Wait), so the turn arrives at once; when it does while the tab is
+// hidden, the page says so (title, an optional sound, vibration, a browser
+// notification the visitor asked for with its button) and shows the time
+// left to continue, going on when the visitor comes back (or just before
+// the time runs out). In the challenge state it first solves the proof of work in a
 // Web Worker and asks the URL again with the solution, which takes the
 // place and sets the cookies.
 (function () {
@@ -37,7 +42,8 @@
 
   var titles = {
     waiting: t.title, paused: t.paused_title, pre_queue: t.pre_queue_title, closed: t.closed_title,
-    sold_out: t.sold_out_title, full: t.full_title, error: t.error_title, challenge: t.challenge_title
+    sold_out: t.sold_out_title, full: t.full_title, error: t.error_title, challenge: t.challenge_title,
+    turn: t.turn_title
   };
   var messages = {
     paused: t.paused, closed: t.closed, sold_out: t.sold_out, full: t.full, error: t.error, challenge: t.challenge
@@ -58,6 +64,7 @@
     if (v !== "waiting") hide("slower", true);
     hide("challenge", v !== "challenge");
     hide("retry", v !== "error" && v !== "full");
+    hide("turn", v !== "turn");
     return true;
   }
 
@@ -129,7 +136,7 @@
   // the room's end (409/410 with an entry), the gateway's own refusal or
   // failure (an error object: try again later), or anything else, which
   // is the site: the visitor's turn.
-  function answer(status, body, retryAfter) {
+  function answer(status, body, retryAfter, ttl) {
     var b = null;
     try { b = JSON.parse(body); } catch (e) { /* not the protocol: the site */ }
     if (b && b.error) {
@@ -144,7 +151,73 @@
       if (render(b)) next(b.poll_after_ms > 0 ? b.poll_after_ms : retryAfter > 0 ? retryAfter * 1000 : 2000);
       return;
     }
-    go();
+    turn(ttl);
+  }
+
+  // The visitor's opt-ins: a sound (its checkbox makes the AudioContext,
+  // a gesture browsers require) and a notification (asked for only when
+  // its button is pressed; remembered for the tab's session).
+  var audio = null, notifyOn = false;
+  try { notifyOn = sessionStorage.getItem("usher-notify") === "1"; } catch (e) { /* storage off */ }
+  function setupAlerts() {
+    var snd = el("sound"), nb = el("notify");
+    if (!snd || !nb) return;
+    hide("alerts", false);
+    snd.addEventListener("change", function () {
+      if (!snd.checked || audio) return;
+      try { audio = new (window.AudioContext || window.webkitAudioContext)(); } catch (e) { audio = null; }
+    });
+    var can = "Notification" in window && Notification.permission !== "denied";
+    var on = function () { hide("notify", true); hide("notify-on", false); };
+    if (notifyOn && can && Notification.permission === "granted") on(); else hide("notify", !can);
+    nb.addEventListener("click", function () {
+      Notification.requestPermission().then(function (p) {
+        if (p !== "granted") { hide("notify", true); return; }
+        notifyOn = true;
+        try { sessionStorage.setItem("usher-notify", "1"); } catch (e) { /* storage off */ }
+        on();
+        announce(t.notify_on);
+      });
+    });
+  }
+  function beep() {
+    if (!audio || !el("sound").checked) return;
+    try {
+      var o = audio.createOscillator(), g = audio.createGain();
+      o.frequency.value = 880;
+      g.gain.value = 0.2;
+      o.connect(g);
+      g.connect(audio.destination);
+      o.start();
+      o.stop(audio.currentTime + 0.4);
+    } catch (e) { /* no sound */ }
+  }
+
+  // turn: the answer was the site itself, so the visitor is admitted and
+  // its slot claimed for ttl seconds (Usher-Pass-TTL). A visible tab goes
+  // on at once; a hidden one tells the visitor and goes on when it comes
+  // back, when it presses Continue (or the notification), or 5 s before
+  // the slot would lapse.
+  function turn(ttl) {
+    document.title = t.turn_title;
+    beep();
+    if (navigator.vibrate) { try { navigator.vibrate([200, 100, 200]); } catch (e) { /* none */ } }
+    if (document.visibilityState !== "hidden" || !(ttl > 5)) { go(); return; }
+    show("turn");
+    var until = Date.now() + ttl * 1000, left = function () { return t.turn_left.replace("%s", clock((until - Date.now()) / 1000)); };
+    announce(t.turn_title + ". " + left());
+    if (notifyOn && "Notification" in window && Notification.permission === "granted") {
+      try {
+        var n = new Notification(t.turn_title, { body: left(), tag: "usher-turn" });
+        n.onclick = function () { window.focus(); go(); };
+      } catch (e) { /* notifications off */ }
+    }
+    document.addEventListener("visibilitychange", function () { if (document.visibilityState === "visible") go(); });
+    (function count() {
+      if (until - Date.now() <= 5000) { go(); return; }
+      setText("turn-left", left());
+      setTimeout(count, 1000 - Date.now() % 1000);
+    })();
   }
   function next(ms) { setTimeout(poll, jitter(ms)); }
 
@@ -152,10 +225,13 @@
     var xhr = new XMLHttpRequest();
     xhr.open("GET", s.url);
     xhr.setRequestHeader("Accept", "application/json");
+    // Near the front the answer is held until the turn (at most 10 s).
+    xhr.setRequestHeader("Usher-Wait", "10");
     // The place shown: usher never answers one further back on this ticket.
     if (position > 0) xhr.setRequestHeader("Usher-Shown", String(position));
     xhr.onload = function () {
-      answer(xhr.status, xhr.responseText, parseInt(xhr.getResponseHeader("Retry-After"), 10));
+      answer(xhr.status, xhr.responseText, parseInt(xhr.getResponseHeader("Retry-After"), 10),
+        parseInt(xhr.getResponseHeader("Usher-Pass-TTL"), 10));
     };
     xhr.onerror = fail;
     xhr.send();
@@ -192,7 +268,7 @@
           var b = null;
           try { b = JSON.parse(body); } catch (e) { /* the site */ }
           if (b && b.error) return refused(); // rate_limited: no place yet
-          answer(res.status, body, parseInt(res.headers.get("Retry-After"), 10));
+          answer(res.status, body, parseInt(res.headers.get("Retry-After"), 10), parseInt(res.headers.get("Usher-Pass-TTL"), 10));
         });
       }).catch(refused);
     };
@@ -206,6 +282,7 @@
     announce(t.error_title + ". " + t.challenge_failed);
   }
 
+  setupAlerts();
   if (s.state === "challenge") {
     solve();
   } else if (s.state === "waiting" || s.state === "paused" || s.state === "pre_queue" || s.state === "error" || s.state === "full") {

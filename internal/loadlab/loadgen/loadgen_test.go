@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -469,5 +470,27 @@ func TestPhases(t *testing.T) {
 	var sb strings.Builder
 	if err := rep.WriteText(&sb); err != nil || !strings.Contains(sb.String(), "origin phases") {
 		t.Errorf("text report lacks the phase table:\n%s", sb.String())
+	}
+}
+
+// TestQueuedSoldOut: a sold-out room's 409 (room_closed or sold_out) is
+// usher's right answer to a newcomer, not a failed call.
+func TestQueuedSoldOut(t *testing.T) {
+	for _, code := range []string{"room_closed", "sold_out"} {
+		usher := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusConflict)
+			fmt.Fprintf(w, `{"error":{"code":%q,"message":"gone"}}`, code)
+		}))
+		rep, err := Run(context.Background(), Config{
+			Scenario: Queued, Target: Target{URL: usher.URL + "/seats"}, Usher: usher.URL, Room: "sale",
+			Users: 5, SpawnRate: 100, Iterations: 1, Calls: 1, Duration: 5 * time.Second, Tick: 100 * time.Millisecond,
+		})
+		usher.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, failed := sumErrors(rep.Visits.Failed); rep.Queue.Successes != 5 || n != 1 || failed != 5 || rep.Visits.Failed["entry refused: room closed or sold out"] != 5 {
+			t.Errorf("%s: queue calls %+v, visits failed %v; want 5 refused entries counted as right answers", code, rep.Queue, rep.Visits.Failed)
+		}
 	}
 }

@@ -186,11 +186,13 @@ func (r *runner) queueCall(method, url, token, xff string, shown int64, body []b
 	case http.MethodDelete:
 		check = func([]byte) bool { return true }
 	case http.MethodPost:
-		// 409 room_closed: the room is closed or sold out (by its state or
-		// its inventory), usher's right answer to a newcomer.
+		// 409 room_closed or sold_out: the room is closed or sold out (by
+		// its state or its inventory), usher's right answer to a newcomer.
 		expect = []int{http.StatusConflict}
 		entry := check
-		check = func(b []byte) bool { return entry(b) || bytes.Contains(b, []byte(`"room_closed"`)) }
+		check = func(b []byte) bool {
+			return entry(b) || bytes.Contains(b, []byte(`"room_closed"`)) || bytes.Contains(b, []byte(`"sold_out"`))
+		}
 	}
 	res := r.call(r.queue, req, due, check, expect)
 	return res, e

@@ -37,7 +37,7 @@ func DefaultUnits() Units {
 		ActiveBytes:     ActiveBytesMeasured,
 		PrimaryOps:      PrimaryOpsMeasured,
 		InstancePolls:   88_000,
-		InstanceEnters:  4_000,
+		InstanceEnters:  10_000,
 		PollAnswerBytes: PollAnswerBytesMeasured,
 	}
 }

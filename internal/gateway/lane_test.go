@@ -99,3 +99,42 @@ func TestLaneThroughProxy(t *testing.T) {
 		}
 	}
 }
+
+// TestLaneThroughAuth: behind nginx or Caddy (usher auth), a lane code in
+// the original request's target puts the visitor in the priority lane,
+// ahead of the main line at the room's share 1.
+func TestLaneThroughAuth(t *testing.T) {
+	for _, tc := range []struct{ path, flavour string }{{WaitPath, "nginx"}, {AuthPath, "caddy"}} {
+		e := newAuthEnv(t, Rules{Gate: []string{"/shop/"}})
+		s := queue.DefaultSettings()
+		s.MaxActive, s.PriorityShare = 1, 1
+		if err := e.q.PutRoom(t.Context(), "sale", s); err != nil {
+			t.Fatal(err)
+		}
+		e.pass("sale", "occupant", time.Time{})
+		asJSON := map[string]string{"Accept": "application/json"}
+		if res, body := e.ask(tc.path, tc.flavour, "GET", "/shop/x", asJSON); res.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, `"position":1`) {
+			t.Fatalf("%s main line: %d %s", tc.path, res.StatusCode, body)
+		}
+		code := e.keys.SignLaneCode(token.LaneCode{Room: "sale", ID: "auth", Uses: 1, ExpiresAt: time.Now().Add(time.Hour)})
+		res, body := e.ask(tc.path, tc.flavour, "GET", "/shop/x?usher_lane="+url.QueryEscape(code), asJSON)
+		if res.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, `"position":1`) {
+			t.Fatalf("%s lane: %d %s, want waiting first in the lane", tc.path, res.StatusCode, body)
+		}
+		var ticket string
+		for _, c := range res.Cookies() {
+			if c.Name == wire.RoomTicketCookie("sale") {
+				ticket = c.Name + "=" + c.Value
+			}
+		}
+		if err := e.q.Leave(t.Context(), "sale", "occupant"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.q.Admit(t.Context(), "sale"); err != nil {
+			t.Fatal(err)
+		}
+		if res, _ := e.ask(tc.path, tc.flavour, "GET", "/shop/x", map[string]string{"Cookie": ticket}); res.StatusCode != http.StatusSeeOther {
+			t.Errorf("%s: the lane visitor after the step: %d, want admitted ahead of the main line (303)", tc.path, res.StatusCode)
+		}
+	}
+}

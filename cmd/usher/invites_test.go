@@ -36,7 +36,20 @@ func TestInvitesCommand(t *testing.T) {
 			t.Errorf("code %q: %v", c, err)
 		}
 	}
-	for _, args := range [][]string{{"--room", "Bad Room"}, {"--room", "r", "--count", "0"}, {"--room", "r", "--valid-for", "1s"}} {
+	out.Reset()
+	if err := run(context.Background(), []string{"invites", "--room", "sale", "--count", "2", "--lane", "--uses", "10"}, env, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if codes = strings.Fields(out.String()); len(codes) != 2 {
+		t.Fatalf("%d lane codes, want 2:\n%s", len(codes), out.String())
+	}
+	for _, c := range codes {
+		if lc, err := ring.ParseLaneCode(c, "sale"); err != nil || lc.Uses != 10 {
+			t.Errorf("lane code %q: %+v, %v; want 10 uses", c, lc, err)
+		}
+	}
+	for _, args := range [][]string{{"--room", "Bad Room"}, {"--room", "r", "--count", "0"}, {"--room", "r", "--valid-for", "1s"},
+		{"--room", "r", "--uses", "3"}, {"--room", "r", "--lane", "--uses", "0"}} {
 		if err := run(context.Background(), append([]string{"invites"}, args...), env, io.Discard, io.Discard); err == nil {
 			t.Errorf("invites %v: no error", args)
 		}

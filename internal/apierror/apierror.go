@@ -75,6 +75,8 @@ var statuses = map[string]int{
 	fault.IdentityRequired:    http.StatusUnauthorized,
 	fault.IdentityInvalid:     http.StatusUnauthorized,
 	fault.InviteRequired:      http.StatusForbidden,
+	fault.LaneCodeUsed:        http.StatusGone,
+	fault.LanesOff:            http.StatusConflict,
 	fault.RoomInUse:           http.StatusConflict,
 	fault.RoomOfSchedule:      http.StatusConflict,
 	fault.CSRFRefused:         http.StatusForbidden,

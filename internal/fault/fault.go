@@ -57,6 +57,8 @@ const (
 	IdentityRequired    = "identity_required"
 	IdentityInvalid     = "identity_invalid"
 	InviteRequired      = "invite_required"
+	LaneCodeUsed        = "lane_code_used"
+	LanesOff            = "lanes_off"
 	RoomInUse           = "room_in_use"
 	RoomOfSchedule      = "room_of_schedule"
 	CSRFRefused         = "csrf_refused"

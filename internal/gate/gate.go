@@ -271,6 +271,28 @@ func EntryVisitor(keys *token.Keyring, ids *identity.Verifier, room string, s qu
 	return "", nil
 }
 
+// EntryLane returns the priority lane code an entry brings, verified
+// for room: nil for none ("").
+func EntryLane(keys *token.Keyring, room, code string) (*queue.LaneCode, error) {
+	if code == "" {
+		return nil, nil
+	}
+	c, err := keys.ParseLaneCode(code, room)
+	if err != nil {
+		return nil, err
+	}
+	return &queue.LaneCode{ID: c.ID, Uses: c.Uses, ExpiresAt: c.ExpiresAt}, nil
+}
+
+// Enter enters the visitor into the room's priority lane with lane, or
+// into its line without one (nil).
+func Enter(ctx context.Context, q *queue.Queue, room, visitor string, lane *queue.LaneCode) (queue.Entry, bool, error) {
+	if lane != nil {
+		return q.EnterLane(ctx, room, visitor, *lane)
+	}
+	return q.Enter(ctx, room, visitor)
+}
+
 // NewVisitor returns a new anonymous visitor id and the signed usher_vid
 // cookie that keeps it in the browser. Callers mint only after
 // VisitorFrom found no valid cookie (and, for strangers, after asking the

@@ -143,7 +143,11 @@ func (p *core) place(ctx context.Context, w http.ResponseWriter, r *http.Request
 			}
 		}
 	}
-	e, _, err = p.c.Queue.Enter(ctx, room, visitor)
+	lane, err := gate.EntryLane(p.c.Keys, room, r.URL.Query().Get(LaneParam))
+	if err != nil {
+		return "", "", queue.Entry{}, err
+	}
+	e, _, err = gate.Enter(ctx, p.c.Queue, room, visitor, lane)
 	if err != nil {
 		return "", "", queue.Entry{}, err
 	}
@@ -165,6 +169,9 @@ func (p *core) issueTicket(w http.ResponseWriter, room, visitor string, e queue.
 const (
 	InviteParam   = "usher_invite"
 	IdentityParam = "usher_identity"
+	// LaneParam carries a priority lane code: the visitor (whoever it
+	// is) enters the room's priority lane.
+	LaneParam = "usher_lane"
 )
 
 // credentialed returns the visitor a request's invite or identity names, ""
@@ -182,9 +189,10 @@ func (p *core) credentialed(r *http.Request, room string) (string, error) {
 func backURL(r *http.Request) string {
 	u := *r.URL
 	q := u.Query()
-	if q.Has(InviteParam) || q.Has(IdentityParam) {
+	if q.Has(InviteParam) || q.Has(IdentityParam) || q.Has(LaneParam) {
 		q.Del(InviteParam)
 		q.Del(IdentityParam)
+		q.Del(LaneParam)
 		u.RawQuery = q.Encode()
 	}
 	return canon.Return(u.RequestURI())

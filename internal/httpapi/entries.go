@@ -54,7 +54,12 @@ func (s *server) enter() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
-		e, created, err := s.Queue.Enter(r.Context(), room, visitor)
+		lane, err := gate.EntryLane(s.Keys, room, req.Lane)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		e, created, err := gate.Enter(r.Context(), s.Queue, room, visitor, lane)
 		if err != nil {
 			s.errs.Write(w, r, err)
 			return

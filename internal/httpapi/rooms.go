@@ -75,7 +75,7 @@ func roomResponse(room string, v queue.View) wire.Room {
 	if v.Inventory.Known {
 		inventory = &v.Inventory.Units
 	}
-	stats := wire.RoomStats{Waiting: v.Waiting, Active: v.Active, AdmittedTotal: v.AdmittedTotal, AdmitRateMeasured: v.Admitted(),
+	stats := wire.RoomStats{Waiting: v.Waiting, Lane: v.Lane, Active: v.Active, AdmittedTotal: v.AdmittedTotal, AdmitRateMeasured: v.Admitted(),
 		AdmitRateCurrent: s.CurrentRate(v.Control), EffectiveState: string(v.EffectiveState()), Inventory: inventory}
 	if s.Admission == queue.Adaptive && v.Control.P95 > 0 {
 		p95, goal := msFloat(v.Control.P95), msFloat(s.Target(v.Control))
@@ -215,7 +215,8 @@ const (
 	MaxInviteTTL     = 365 * 24 * time.Hour
 )
 
-// createInvites signs count invite codes for an existing room.
+// createInvites signs count invite codes for an existing room, or
+// priority lane codes (lane: true) of uses places each.
 func (s *server) createInvites() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		room := r.PathValue("room")
@@ -235,6 +236,12 @@ func (s *server) createInvites() http.Handler {
 		case req.ValidSeconds < 0 || req.ValidSeconds > int64(MaxInviteTTL/time.Second) || ttl < time.Minute:
 			s.errs.Write(w, r, queue.ErrInvalid.Detail("valid_seconds %d: want 60 to %d", req.ValidSeconds, int64(MaxInviteTTL/time.Second)))
 			return
+		case req.Uses != 0 && !req.Lane:
+			s.errs.Write(w, r, queue.ErrInvalid.Detail("uses: only for lane codes (lane: true)"))
+			return
+		case req.Uses < 0 || req.Uses > queue.MaxLaneUses:
+			s.errs.Write(w, r, queue.ErrInvalid.Detail("uses %d: want 1 to %d", req.Uses, queue.MaxLaneUses))
+			return
 		}
 		if _, err := s.Queue.Room(r.Context(), room); err != nil {
 			s.errs.Write(w, r, err)
@@ -242,7 +249,14 @@ func (s *server) createInvites() http.Handler {
 		}
 		exp := s.Queue.Now().Add(ttl).Truncate(time.Second).UTC()
 		out := wire.Invites{Room: room, ExpiresAt: exp, Invites: make([]string, req.Count)}
+		if req.Lane {
+			out.Lane, out.Uses = true, max(1, req.Uses)
+		}
 		for i := range out.Invites {
+			if out.Lane {
+				out.Invites[i] = s.Keys.SignLaneCode(token.LaneCode{Room: room, ID: token.NewInviteID(), Uses: out.Uses, ExpiresAt: exp})
+				continue
+			}
 			out.Invites[i] = s.Keys.SignInvite(token.Invite{Room: room, ID: token.NewInviteID(), ExpiresAt: exp})
 		}
 		encode(w, http.StatusCreated, out)

@@ -140,6 +140,10 @@ type Settings struct {
 	// of the settings (Settings.Validate names the one in the way).
 	Shards        int64
 	ShardStrategy ShardStrategy
+	// PriorityShare turns the room's priority lane on (lane.go): the
+	// lane's part of each step's admissions, 0.01 to 1; the main line gets
+	// the rest, and either all when the other is empty. 0: no lane.
+	PriorityShare float64
 }
 
 // DefaultSettings are used for a new room's omitted fields.
@@ -294,6 +298,9 @@ type AdmitResult struct {
 type Stats struct {
 	Settings Settings
 	Waiting  int64
+	// Lane counts the visitors waiting in the priority lane (they are in
+	// Waiting too).
+	Lane int64
 	// Active counts admitted visitors whose expiry is after now.
 	Active        int64
 	AdmittedTotal int64
@@ -372,6 +379,13 @@ type Store interface {
 	// admission reaches them); a Seq reported once never grows, and
 	// Position is always exact.
 	Enter(ctx context.Context, room, visitor string, now time.Time) (e Entry, created bool, err error)
+	// EnterLane is Enter into the room's priority lane (lane.go) with a
+	// lane code: an existing entry wins (a visitor waiting in the main
+	// line keeps that place) and uses nothing; a new place (or a
+	// passthrough) uses the code once, refused with ErrLaneCodeUsed once
+	// it has made code.Uses places, counted atomically with the entry.
+	// ErrLanesOff when the room's PriorityShare is 0.
+	EnterLane(ctx context.Context, room, visitor string, code LaneCode, now time.Time) (e Entry, created bool, err error)
 	// Status returns the visitor's exact entry. For an active visitor it is
 	// also a renewal: the expiry becomes at least now+ActiveTTL (this is how
 	// an admitted visitor claims the slot, and how the gate slides it).

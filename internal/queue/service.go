@@ -254,7 +254,29 @@ func (q *Queue) Enter(ctx context.Context, room, visitor string) (Entry, bool, e
 	if q.counts != nil {
 		ctx = context.WithoutCancel(ctx)
 	}
-	e, created, err := q.store.Enter(ctx, room, visitor, q.now())
+	return q.entered(ctx, room, func(ctx context.Context) (Entry, bool, error) { return q.store.Enter(ctx, room, visitor, q.now()) })
+}
+
+// EnterLane puts the visitor in the room's priority lane with a verified
+// lane code (Store.EnterLane), as Enter does in the line.
+func (q *Queue) EnterLane(ctx context.Context, room, visitor string, code LaneCode) (Entry, bool, error) {
+	if err := checkVisitor(room, visitor); err != nil {
+		return Entry{}, false, err
+	}
+	if code.ID == "" || code.Uses < 1 || code.Uses > MaxLaneUses {
+		return Entry{}, false, ErrInvalid.Detail("lane code: want an id and 1 to %d uses", MaxLaneUses)
+	}
+	if q.counts != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	return q.entered(ctx, room, func(ctx context.Context) (Entry, bool, error) {
+		return q.store.EnterLane(ctx, room, visitor, code, q.now())
+	})
+}
+
+// entered runs an entry and counts it.
+func (q *Queue) entered(ctx context.Context, room string, enter func(context.Context) (Entry, bool, error)) (Entry, bool, error) {
+	e, created, err := enter(ctx)
 	switch {
 	case err == nil:
 		q.wakeIfWaiting(room, e)

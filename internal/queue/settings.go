@@ -37,6 +37,8 @@ const (
 	MinVisitorsPerUnit = 0.01
 	MaxVisitorsPerUnit = 1000
 	MaxInventory       = 1_000_000_000
+	// PriorityShare is 0 (no lane) or from this to 1.
+	MinPriorityShare = 0.01
 	// The adaptive controller's limits.
 	MaxTargetP95     = time.Minute
 	MinControlPeriod = 500 * time.Millisecond
@@ -143,6 +145,9 @@ var settingFields = []Field{
 		func(s Settings) float64 { return max(MinAdmitRate, s.MinAdmitRate) }, ", and at least min_admit_rate"),
 	durationField("control_period", time.Millisecond, "how often the adaptive controller steps",
 		func(s *Settings) *time.Duration { return &s.ControlPeriod }, MinControlPeriod, MaxControlPeriod, nil),
+	offOrRange(numberField("priority_share", "part of each step's admissions for the priority lane (0: no lane)", "",
+		func(s *Settings) *float64 { return &s.PriorityShare }, func(Settings) float64 { return MinPriorityShare }, 1, ""),
+		func(s Settings) bool { return s.PriorityShare == 0 }),
 	// Last: the check of shards names the other settings a sharded room
 	// cannot have, once each has been checked on its own (shard.go).
 	fixed(enumField("shard_strategy", "how a sharded room orders its line across shards",

@@ -74,7 +74,7 @@ func (s Settings) ForShards() Settings {
 
 // OffForShards are the settings (by JSON name) that a room of several
 // shards has off: its answer lists them.
-var OffForShards = []string{"presence_timeout_seconds", "claim_window_seconds", "visitors_per_unit", "max_waiting", "admission", "opens_at"}
+var OffForShards = []string{"presence_timeout_seconds", "claim_window_seconds", "visitors_per_unit", "max_waiting", "admission", "opens_at", "priority_share"}
 
 // checkShards is the shards setting's check after its range: for a
 // sharded room, the settings its line does not support yet.
@@ -95,6 +95,8 @@ func checkShards(s Settings) error {
 		return conflict("visitors_per_unit", s.VisitorsPerUnit, "0", "the inventory cap is not sharded yet")
 	case s.Admission != Static:
 		return conflict("admission", s.Admission, "static", "adaptive admission is not sharded yet")
+	case s.PriorityShare != 0:
+		return conflict("priority_share", s.PriorityShare, "0", "priority lanes are not sharded yet")
 	case s.MaxWaiting != 0:
 		return conflict("max_waiting", s.MaxWaiting, "0", "the cap on the line is not sharded yet")
 	case s.ClaimWindow != s.ActiveTTL:

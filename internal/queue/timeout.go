@@ -55,6 +55,16 @@ func (t *timeoutStore) Enter(ctx context.Context, room, visitor string, now time
 	return e, created, err
 }
 
+func (t *timeoutStore) EnterLane(ctx context.Context, room, visitor string, code LaneCode, now time.Time) (Entry, bool, error) {
+	var created bool
+	e, err := call(t, ctx, "enter lane", func(ctx context.Context) (Entry, error) {
+		e, c, err := t.s.EnterLane(ctx, room, visitor, code, now)
+		created = c
+		return e, err
+	})
+	return e, created, err
+}
+
 func (t *timeoutStore) Status(ctx context.Context, room, visitor string, now time.Time) (Entry, error) {
 	return call(t, ctx, "status", func(ctx context.Context) (Entry, error) { return t.s.Status(ctx, room, visitor, now) })
 }

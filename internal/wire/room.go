@@ -12,6 +12,9 @@ type EnterRequest struct {
 	// Invite is an invite code of the room (a presale): the visitor is the
 	// invite, one place per code.
 	Invite string `json:"invite"`
+	// Lane is a priority lane code of the room: the visitor (whoever it
+	// is) waits in the room's priority lane.
+	Lane string `json:"lane,omitempty"`
 }
 
 // Draw is the answer of GET /api/v1/rooms/{room}/draw: a room's opening
@@ -34,6 +37,10 @@ type InvitesRequest struct {
 	Count int `json:"count"`
 	// ValidSeconds is how long the codes are valid (default 30 days).
 	ValidSeconds int64 `json:"valid_seconds,omitempty"`
+	// Lane asks for priority lane codes instead of invites, each good
+	// for Uses places (default 1).
+	Lane bool  `json:"lane,omitempty"`
+	Uses int64 `json:"uses,omitempty"`
 }
 
 // Invites is the answer of POST /api/v1/rooms/{room}/invites.
@@ -41,11 +48,16 @@ type Invites struct {
 	Room      string    `json:"room"`
 	ExpiresAt time.Time `json:"expires_at"`
 	Invites   []string  `json:"invites"`
+	// Lane and Uses describe lane codes (InvitesRequest.Lane).
+	Lane bool  `json:"lane,omitempty"`
+	Uses int64 `json:"uses,omitempty"`
 }
 
 // RoomStats are a room's live counters.
 type RoomStats struct {
-	Waiting           int64   `json:"waiting"`
+	Waiting int64 `json:"waiting"`
+	// Lane counts those of Waiting in the priority lane.
+	Lane              int64   `json:"lane"`
 	Active            int64   `json:"active"`
 	AdmittedTotal     int64   `json:"admitted_total"`
 	AdmitRateMeasured float64 `json:"admit_rate_measured"`

@@ -53,6 +53,15 @@ type room struct {
 	tokens   float64
 	refilled time.Time // when tokens were last refilled
 	waiting  fifo
+	// lane is the priority lane (queue/lane.go), numbered by laneSeq;
+	// laneCredit is the fraction of a lane admission carried between
+	// steps (queue.LaneSplit); codes counts each lane code's places
+	// until it expires.
+	lane       fifo
+	laneSeq    int64
+	laneCredit float64
+	codes      map[string]laneUses
+
 	active   map[string]time.Time // visitor → expiry
 	expiries expiryHeap           // at least one entry per active visitor
 	draw     queue.Draw           // Entrants counts pre before the draw
@@ -90,6 +99,12 @@ type room struct {
 	deleted bool
 }
 
+// laneUses is how many places a lane code made, kept until it expires.
+type laneUses struct {
+	n   int64
+	exp time.Time
+}
+
 type parkedVisitor struct {
 	seq     int64
 	visitor string
@@ -104,6 +119,8 @@ func newRoom(set queue.Settings) *room {
 		drawn:    [2]int64{1, 0},
 		tokens:   float64(set.Batch()),
 		waiting:  newFIFO(),
+		lane:     newFIFO(),
+		codes:    make(map[string]laneUses),
 		settings: set,
 	}
 	r.seed()
@@ -203,6 +220,61 @@ func (s *Store) Rooms(context.Context) ([]string, error) {
 
 // Enter implements queue.Store.
 func (s *Store) Enter(_ context.Context, name, visitor string, now time.Time) (queue.Entry, bool, error) {
+	return s.enter(name, visitor, nil, now)
+}
+
+// EnterLane implements queue.Store.
+func (s *Store) EnterLane(_ context.Context, name, visitor string, code queue.LaneCode, now time.Time) (queue.Entry, bool, error) {
+	return s.enter(name, visitor, &code, now)
+}
+
+// enterLane makes a new place in the priority lane (or a passthrough)
+// with a lane code, counting its use; the caller found no entry.
+func (r *room) enterLane(name, visitor string, code queue.LaneCode, full bool, now time.Time) (queue.Entry, bool, error) {
+	switch used := r.codes[code.ID]; {
+	case r.settings.PriorityShare == 0:
+		return queue.Entry{}, false, fmt.Errorf("memqueue: enter lane %s: %w", name, queue.ErrLanesOff)
+	case full:
+		return queue.Entry{}, false, fmt.Errorf("memqueue: enter lane %s: %w", name, queue.ErrQueueFull)
+	case used.n >= code.Uses && now.Before(used.exp):
+		return queue.Entry{}, false, fmt.Errorf("memqueue: enter lane %s: %w", name, queue.ErrLaneCodeUsed)
+	case !now.Before(used.exp):
+		used = laneUses{exp: code.ExpiresAt}
+		r.pruneCodes(now)
+		fallthrough
+	default:
+		r.codes[code.ID] = laneUses{n: used.n + 1, exp: used.exp}
+	}
+	if r.waitingLen() == 0 && r.settings.State == queue.Open && !r.draw.PreQueue(r.settings, now) {
+		r.expire(now)
+		r.refill(now)
+		if int64(len(r.active)) < queue.InventoryCap(r.settings, r.inventory) && r.tokens >= 1 {
+			r.tokens--
+			r.admitted++
+			exp := now.Add(r.settings.ActiveTTL)
+			r.activate(visitor, exp)
+			return queue.Entry{Visitor: visitor, Status: queue.Active, ExpiresAt: exp}, true, nil
+		}
+	}
+	r.laneSeq++
+	r.lane.push(r.laneSeq, visitor)
+	return queue.Entry{Visitor: visitor, Status: queue.Waiting, Position: r.lane.len()}, true, nil
+}
+
+// pruneCodes forgets the use counts of expired lane codes once they are
+// many.
+func (r *room) pruneCodes(now time.Time) {
+	if len(r.codes) < 1024 {
+		return
+	}
+	for id, u := range r.codes {
+		if !now.Before(u.exp) {
+			delete(r.codes, id)
+		}
+	}
+}
+
+func (s *Store) enter(name, visitor string, lane *queue.LaneCode, now time.Time) (queue.Entry, bool, error) {
 	r, err := s.room(name)
 	if err != nil {
 		return queue.Entry{}, false, err
@@ -217,6 +289,9 @@ func (s *Store) Enter(_ context.Context, name, visitor string, now time.Time) (q
 		return queue.Entry{}, false, fmt.Errorf("memqueue: enter %s: %w", name, queue.ErrRoomClosed)
 	}
 	full := r.settings.MaxWaiting > 0 && r.waitingLen() >= r.settings.MaxWaiting
+	if lane != nil {
+		return r.enterLane(name, visitor, *lane, full, now)
+	}
 	if r.draw.PreQueue(r.settings, now) {
 		if full {
 			return queue.Entry{}, false, fmt.Errorf("memqueue: enter %s: %w", name, queue.ErrQueueFull)
@@ -273,6 +348,7 @@ func (s *Store) Leave(_ context.Context, name, visitor string) error {
 	}
 	defer r.mu.Unlock()
 	r.waiting.remove(visitor)
+	r.lane.remove(visitor)
 	delete(r.active, visitor)
 	delete(r.pre, visitor)
 	delete(r.seen, visitor)
@@ -302,10 +378,16 @@ func (s *Store) Admit(_ context.Context, name string, now time.Time) (queue.Admi
 	if !admits {
 		return res, nil
 	}
-	n := min(queue.InventoryCap(r.settings, r.inventory)-int64(len(r.active)), int64(r.tokens), r.waitingLen())
-	if n <= 0 {
+	total := min(queue.InventoryCap(r.settings, r.inventory)-int64(len(r.active)), int64(r.tokens), r.waitingLen())
+	if total <= 0 {
 		return res, nil
 	}
+	// The priority lane's part (queue.LaneSplit), then the main line's,
+	// then the lane takes what the main line left.
+	laneN, credit := queue.LaneSplit(r.settings.PriorityShare, total, r.laneCredit)
+	r.laneCredit = credit
+	laneN = min(laneN, r.lane.len())
+	n := min(total-laneN, r.waiting.len()+int64(len(r.back)))
 	var admit []string
 	for len(r.back) > 0 && int64(len(admit)) < n { // the absent who came back go first
 		admit = append(admit, r.back[0].visitor)
@@ -313,7 +395,7 @@ func (s *Store) Admit(_ context.Context, name string, now time.Time) (queue.Admi
 		r.back = r.back[1:]
 	}
 	switch left := n - int64(len(admit)); {
-	case left <= 0: // the returned filled the step
+	case left <= 0: // the returned (or the lane) filled the step
 	case r.settings.PresenceTimeout > 0:
 		admit = append(admit, r.present(now, left, &res)...)
 	default:
@@ -322,6 +404,10 @@ func (s *Store) Admit(_ context.Context, name string, now time.Time) (queue.Admi
 			r.forget(v)
 			admit = append(admit, v)
 		}
+	}
+	laneN = min(r.lane.len(), total-int64(len(admit)))
+	for range laneN {
+		admit = append(admit, r.lane.pop())
 	}
 	n = int64(len(admit))
 	r.tokens -= float64(n)
@@ -337,7 +423,7 @@ func (s *Store) Admit(_ context.Context, name string, now time.Time) (queue.Admi
 // waitingLen counts the line: waiting, pre-queue and parked visitors who
 // came back.
 func (r *room) waitingLen() int64 {
-	return r.waiting.len() + int64(len(r.pre)) + int64(len(r.back))
+	return r.waiting.len() + r.lane.len() + int64(len(r.pre)) + int64(len(r.back))
 }
 
 // unpark removes the parked visitors absent past the grace and returns
@@ -441,6 +527,7 @@ func (s *Store) Stats(_ context.Context, name string, now time.Time) (queue.Stat
 	st := queue.Stats{
 		Settings:      r.settings,
 		Waiting:       r.waitingLen(),
+		Lane:          r.lane.len(),
 		AdmittedTotal: r.admitted,
 		LastSeq:       r.seq,
 		HeadSeq:       r.seq + 1,
@@ -513,6 +600,9 @@ func (r *room) entry(visitor string, now time.Time) (queue.Entry, bool) {
 			return queue.Entry{Visitor: visitor, Status: queue.Active, ExpiresAt: exp}, true
 		}
 		delete(r.active, visitor)
+	}
+	if _, pos, ok := r.lane.rank(visitor); ok { // a lane place: Seq 0
+		return queue.Entry{Visitor: visitor, Status: queue.Waiting, Position: pos}, true
 	}
 	if seq, pos, ok := r.waiting.rank(visitor); ok {
 		return queue.Entry{Visitor: visitor, Status: queue.Waiting, Seq: seq, Position: pos + int64(len(r.back))}, true

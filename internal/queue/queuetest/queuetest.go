@@ -140,6 +140,11 @@ func Run(t *testing.T, newStore NewStore) {
 		{"InventorySoldOut", testInventorySoldOut},
 		{"InventoryCap", testInventoryCap},
 		{"DeleteRoom", testDeleteRoom},
+		{"LaneFIFO", testLaneFIFO},
+		{"LaneShare", testLaneShare},
+		{"LaneEmptyLines", testLaneEmptyLines},
+		{"LaneCodes", testLaneCodes},
+		{"LaneCodeConcurrent", testLaneCodeConcurrent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

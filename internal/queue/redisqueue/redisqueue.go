@@ -82,6 +82,8 @@ const (
 	kindGone     = 4
 	kindNeedKey  = 5
 	kindFull     = 6
+	kindLaneUsed = 7
+	kindLanesOff = 8
 )
 
 // defaultPresence is queue.DefaultSettings().PresenceTimeout in
@@ -194,7 +196,7 @@ func Open(ctx context.Context, rawURL string) (rueidis.Client, error) {
 
 func (s *Store) keys(room string) []string {
 	base := s.prefix + "{" + room + "}:"
-	return []string{base + "meta", base + "wait", base + "active", base + "pre", base + "seen", base + "parked", base + "back"}
+	return []string{base + "meta", base + "wait", base + "active", base + "pre", base + "seen", base + "parked", base + "back", base + "lane"}
 }
 
 // drawSeed is a room's draw seed with its commitment.
@@ -384,23 +386,48 @@ func (s *Store) Rooms(ctx context.Context) ([]string, error) {
 
 // Enter implements queue.Store.
 func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) (queue.Entry, bool, error) {
-	r, err := s.withKey(ctx, "enter", room, visitor, func(key, commitment string) ([]int64, error) {
-		return s.runInts(ctx, "enter", s.enter, room, visitor, ms(now), key, commitment)
+	return s.enterIn(ctx, "enter", room, visitor, now, s.keys(room))
+}
+
+// EnterLane implements queue.Store: the code's uses are counted in
+// <prefix>{room}:lanecode:<id>, which expires with the code.
+func (s *Store) EnterLane(ctx context.Context, room, visitor string, code queue.LaneCode, now time.Time) (queue.Entry, bool, error) {
+	keys := append(s.keys(room), s.prefix+"{"+room+"}:lanecode:"+code.ID)
+	return s.enterIn(ctx, "enter lane", room, visitor, now, keys, strconv.FormatInt(code.Uses, 10), ms(code.ExpiresAt))
+}
+
+// enterIn runs enter.lua with keys and, after the draw's, the lane's
+// arguments (none for the main line).
+func (s *Store) enterIn(ctx context.Context, op, room, visitor string, now time.Time, keys []string, lane ...string) (queue.Entry, bool, error) {
+	r, err := s.withKey(ctx, op, room, visitor, func(key, commitment string) ([]int64, error) {
+		arr, err := s.exec(ctx, s.enter, room, keys, append([]string{visitor, ms(now), key, commitment}, lane...)).ToArray()
+		if err != nil {
+			return nil, unavailable(op, room, err)
+		}
+		r, err := ints(arr)
+		if err != nil || len(r) == 0 {
+			return nil, unavailable(op, room, fmt.Errorf("unexpected reply %v (%v)", arr, err))
+		}
+		return r, nil
 	})
 	if err != nil {
 		return queue.Entry{}, false, err
 	}
 	switch r[0] {
 	case kindNotFound:
-		return queue.Entry{}, false, notFound("enter", room)
+		return queue.Entry{}, false, notFound(op, room)
 	case kindClosed:
-		return queue.Entry{}, false, fmt.Errorf("redisqueue: enter %s: %w", room, queue.ErrRoomClosed)
+		return queue.Entry{}, false, fmt.Errorf("redisqueue: %s %s: %w", op, room, queue.ErrRoomClosed)
 	case kindFull:
-		return queue.Entry{}, false, fmt.Errorf("redisqueue: enter %s: %w", room, queue.ErrQueueFull)
+		return queue.Entry{}, false, fmt.Errorf("redisqueue: %s %s: %w", op, room, queue.ErrQueueFull)
+	case kindLaneUsed:
+		return queue.Entry{}, false, fmt.Errorf("redisqueue: %s %s: %w", op, room, queue.ErrLaneCodeUsed)
+	case kindLanesOff:
+		return queue.Entry{}, false, fmt.Errorf("redisqueue: %s %s: %w", op, room, queue.ErrLanesOff)
 	}
 	e, err := entry(visitor, r)
 	if err != nil || len(r) < 5 {
-		return queue.Entry{}, false, unavailable("enter", room, fmt.Errorf("unexpected reply %v", r))
+		return queue.Entry{}, false, unavailable(op, room, fmt.Errorf("unexpected reply %v", r))
 	}
 	return e, r[4] == 1, nil
 }
@@ -614,6 +641,7 @@ func parseStats(arr []rueidis.RedisMessage) (queue.Stats, error) {
 		{"seq", &st.LastSeq},
 		{"admitted_total", &st.AdmittedTotal},
 		{"waiting", &st.Waiting},
+		{"lane", &st.Lane},
 		{"active", &st.Active},
 		{"head_seq", &st.HeadSeq},
 		{"pre_queue", &st.Draw.Entrants},

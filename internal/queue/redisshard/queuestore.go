@@ -109,6 +109,16 @@ func (q *QueueStore) Enter(ctx context.Context, room, visitor string, now time.T
 	return entry(e), created, err
 }
 
+// EnterLane implements queue.Store: a sharded room has no priority lane
+// (queue.Settings.PriorityShare is 0 for it): ErrLanesOff, or
+// ErrRoomNotFound for a room it does not hold.
+func (q *QueueStore) EnterLane(ctx context.Context, room, visitor string, _ queue.LaneCode, now time.Time) (queue.Entry, bool, error) {
+	if _, err := q.Stats(ctx, room, now); err != nil {
+		return queue.Entry{}, false, err
+	}
+	return queue.Entry{}, false, fmt.Errorf("redisshard: enter lane %s: %w", room, queue.ErrLanesOff)
+}
+
 // Status implements queue.Store; Position is exact under counter and
 // timestamp.
 func (q *QueueStore) Status(ctx context.Context, room, visitor string, now time.Time) (queue.Entry, error) {

@@ -137,6 +137,19 @@ func (r *Router) Enter(ctx context.Context, room, visitor string, now time.Time)
 	return v.e, v.created, err
 }
 
+// EnterLane implements queue.Store.
+func (r *Router) EnterLane(ctx context.Context, room, visitor string, code queue.LaneCode, now time.Time) (queue.Entry, bool, error) {
+	type entered struct {
+		e       queue.Entry
+		created bool
+	}
+	v, err := route(r, room, func(s queue.Store) (entered, error) {
+		e, created, err := s.EnterLane(ctx, room, visitor, code, now)
+		return entered{e, created}, err
+	})
+	return v.e, v.created, err
+}
+
 // Status implements queue.Store.
 func (r *Router) Status(ctx context.Context, room, visitor string, now time.Time) (queue.Entry, error) {
 	return route(r, room, func(s queue.Store) (queue.Entry, error) { return s.Status(ctx, room, visitor, now) })

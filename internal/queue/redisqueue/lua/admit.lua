@@ -4,13 +4,13 @@
 -- visitor was last seen (ms; enter.lua and status.lua update it), negated
 -- while it is unpolled (marked while the room admitted nobody, or drawn,
 -- and not seen by a poll since), KEYS[6] parked and KEYS[7] back zsets
--- (presence.lua)
+-- (presence.lua), KEYS[8] the priority lane zset (lane seq)
 -- ARGV    now (unix ms), the default presence_timeout (ns), for rooms
 --         written before the setting existed
 -- Returns {} when the room does not exist, else {expired, skipped,
 -- abandoned, admitted...} with the admitted visitors in the order taken.
-local meta, wait, active, pre, seen, parked, back =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local meta, wait, active, pre, seen, parked, back, lane =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local now = tonumber(ARGV[1])
 
 local state, max_active, claim_window, batch, admit_rate, tokens, refilled, presence, ttl =
@@ -59,9 +59,22 @@ end
 
 local n = 0
 local admits = state == 'open' and phase ~= 'pre'
+local in_lane = redis.call('ZCARD', lane)
 if admits then
   n = math.min(inventory_cap(meta, tonumber(max_active)) - redis.call('ZCARD', active), math.floor(tokens),
-    redis.call('ZCARD', wait) + redis.call('ZCARD', pre) + redis.call('ZCARD', back))
+    redis.call('ZCARD', wait) + redis.call('ZCARD', pre) + redis.call('ZCARD', back) + in_lane)
+end
+-- The priority lane's part of the step (queue.LaneSplit): the whole part
+-- of the carried credit plus share × n; the main line takes n minus it,
+-- and the lane what the main line leaves (below).
+local lane_n = 0
+if n > 0 then
+  local share, credit = unpack(redis.call('HMGET', meta, 'priority_share', 'lane_credit'))
+  local c = (tonumber(credit) or 0) + (tonumber(share) or 0) * n
+  lane_n = math.min(n, math.floor(c + 1e-9))
+  redis.call('HSET', meta, 'lane_credit', string.format('%.17g', math.max(0, c - lane_n)))
+  lane_n = math.min(lane_n, in_lane)
+  n = n - lane_n
 end
 -- queue.Settings.Near (forecast.Near): the near zone, watched for presence,
 -- whose polls reach the store (forecast.PresenceMargin is 10 s).
@@ -189,6 +202,13 @@ elseif #admit < n then
   skipped = #parkedIDs
 end
 zrem_chunks(seen, admit)
+lane_n = math.min(in_lane, lane_n + n - #admit)
+if lane_n > 0 then
+  local popped = redis.call('ZPOPMIN', lane, lane_n)
+  for i = 1, #popped, 2 do
+    admit[#admit + 1] = popped[i]
+  end
+end
 
 local res = {expired, skipped, #abandoned}
 if #admit > 0 then

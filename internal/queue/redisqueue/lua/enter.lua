@@ -1,16 +1,20 @@
 -- enter.lua: put a visitor in the queue, or return its entry (queue.Store.Enter).
 -- KEYS[1] meta hash, KEYS[2] wait zset (seq), KEYS[3] active zset (expiry ms),
 -- KEYS[4] pre-queue zset (draw.lua), KEYS[5] seen, KEYS[6] parked and
--- KEYS[7] back zsets (presence.lua)
+-- KEYS[7] back zsets (presence.lua), KEYS[8] priority lane zset (lane
+-- seq), KEYS[9] the lane code's use counter (queue.Store.EnterLane only)
 -- ARGV    visitor, now (unix ms), draw key, draw commitment (both "" when
---         the caller does not know the room's seed)
+--         the caller does not know the room's seed); for a lane entry
+--         also the code's uses and expiry (unix ms)
 -- Returns {kind, seq, position, expires_ms, created}; kind 0 = room not
 -- found, 1 = room closed, 2 = waiting, 3 = active, 5 = the room's draw
 -- needs the key (call again with the seed's), 6 = the line is full
--- (max_waiting).
-local meta, wait, active, pre, seen, parked, back =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+-- (max_waiting), 7 = the lane code is used up, 8 = the room has no lane.
+-- A lane place is waiting with seq 0 and its position in the lane.
+local meta, wait, active, pre, seen, parked, back, lane, code =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local visitor, now, key, commitment = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local uses, code_exp = tonumber(ARGV[5]), tonumber(ARGV[6])
 
 local state = redis.call('HGET', meta, 'state')
 if not state then
@@ -31,6 +35,10 @@ if exp then
   end
   redis.call('ZREM', active, visitor)
 end
+local in_lane = redis.call('ZRANK', lane, visitor)
+if in_lane then
+  return {2, 0, in_lane + 1, 0, 0}
+end
 local e = waiting_entry(wait, seen, parked, back, visitor, now,
   function(seq) return behind_pre(pre, seq, phase, base, entrants) end)
 if e then
@@ -50,16 +58,34 @@ if state == 'closed' or state == 'sold_out' or redis.call('HGET', meta, 'invento
 end
 -- A full line is not empty, so this also rules out passthrough.
 local max_waiting = tonumber(redis.call('HGET', meta, 'max_waiting')) or 0
-local line = redis.call('ZCARD', wait) + redis.call('ZCARD', pre) + redis.call('ZCARD', back)
+local line = redis.call('ZCARD', wait) + redis.call('ZCARD', pre) + redis.call('ZCARD', back) +
+  redis.call('ZCARD', lane)
+if uses and (tonumber(redis.call('HGET', meta, 'priority_share')) or 0) == 0 then
+  return {8}
+end
 if max_waiting > 0 and line >= max_waiting then
   return {6}
 end
-if phase == 'pre' then
+if uses then
+  -- A lane code's uses, counted until it expires.
+  local n = redis.call('INCR', code)
+  if n == 1 then
+    redis.call('PEXPIRE', code, math.max(1, code_exp - now))
+  end
+  if n > uses then
+    redis.call('DECR', code)
+    return {7}
+  end
+end
+if phase == 'pre' and not uses then
   redis.call('ZADD', pre, 0, member)
   return {2, 0, 0, 0, 1}
 end
 
-local seq = redis.call('HINCRBY', meta, 'seq', 1)
+local seq = 0
+if not uses then
+  seq = redis.call('HINCRBY', meta, 'seq', 1)
+end
 
 -- Passthrough: nobody waits, the room is open, a slot is free (inventory.lua)
 -- and the token
@@ -84,5 +110,9 @@ if state == 'open' and not phase and line == 0 then
   end
 end
 
+if uses then
+  redis.call('ZADD', lane, redis.call('HINCRBY', meta, 'lane_seq', 1), visitor)
+  return {2, 0, redis.call('ZCARD', lane), 0, 1}
+end
 redis.call('ZADD', wait, seq, visitor)
 return {2, seq, line + 1, 0, 1}

@@ -1,7 +1,7 @@
 -- leave.lua: remove a visitor's queue place or active slot (queue.Store.Leave).
 -- KEYS[1] meta hash, KEYS[2] wait zset, KEYS[3] active zset, KEYS[4]
 -- pre-queue zset (draw.lua), KEYS[5] seen, KEYS[6] parked and KEYS[7] back
--- zsets (presence.lua)
+-- zsets (presence.lua), KEYS[8] priority lane zset
 -- ARGV    visitor, draw key, draw commitment (as enter.lua)
 -- Returns 0 when the room does not exist, 5 when the room's pre-queue needs
 -- the key, else 1.
@@ -19,6 +19,7 @@ if redis.call('EXISTS', pre) == 1 then
   redis.call('ZREM', pre, key .. visitor)
 end
 redis.call('ZREM', wait, visitor)
+redis.call('ZREM', KEYS[8], visitor)
 redis.call('ZREM', seen, visitor)
 redis.call('ZREM', parked, visitor)
 redis.call('ZREM', back, visitor)

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -64,6 +65,35 @@ func TicketFor(q *queue.Queue, room, visitor string, e queue.Entry) token.Ticket
 func ObserveWait(q *queue.Queue, t token.Ticket) {
 	q.Waited(t.Room, t.Visitor, t.Seq, t.IssuedAt, t.Wait)
 	q.Admitted(t.Room, t.Visitor, t.Seq, t.IssuedAt, queue.Forecast{ETA: t.Wait, Low: t.WaitLow, High: t.WaitHigh})
+}
+
+// Poll answers a visitor's status poll r on ticket t in room, as both
+// edges do: its entry (Queue.Status), held until its turn when the poll
+// asks (wire.WaitHeader, Queue.AwaitTurn), never further back than the
+// place the client showed (wire.ShownHeader, Queue.HoldPlace); for a
+// visitor found admitted, its wait is observed (ObserveWait). A malformed
+// header is a queue.ErrInvalid.
+func Poll(ctx context.Context, q *queue.Queue, r *http.Request, room string, t token.Ticket) (queue.Entry, error) {
+	shown, err := Shown(r)
+	if err != nil {
+		return queue.Entry{}, err
+	}
+	wait, err := Wait(r)
+	if err != nil {
+		return queue.Entry{}, err
+	}
+	e, _, err := q.Status(ctx, room, t.Visitor, t.Seq, t.IssuedAt)
+	if err == nil {
+		e, err = q.AwaitTurn(ctx, room, t.Visitor, t.Seq, e, wait)
+	}
+	if err != nil {
+		return queue.Entry{}, err
+	}
+	e = q.HoldPlace(room, e, t.Seq, shown)
+	if e.Status == queue.Active {
+		ObserveWait(q, t)
+	}
+	return e, nil
 }
 
 // Shown is the position the client of r last showed for its ticket, from

@@ -102,22 +102,7 @@ func (p *core) renderPage(w http.ResponseWriter, r *http.Request, status int, pg
 // again at the back. ticket is set only when a new one was issued.
 func (p *core) place(ctx context.Context, w http.ResponseWriter, r *http.Request, room string) (visitor, ticket string, e queue.Entry, err error) {
 	if t, ok := p.ticketOf(r, room); ok {
-		var shown int64
-		if shown, err = gate.Shown(r); err != nil {
-			return "", "", queue.Entry{}, err
-		}
-		var wait time.Duration
-		if wait, err = gate.Wait(r); err != nil {
-			return "", "", queue.Entry{}, err
-		}
-		e, _, err = p.c.Queue.Status(ctx, room, t.Visitor, t.Seq, t.IssuedAt)
-		if err == nil {
-			e, err = p.c.Queue.AwaitTurn(ctx, room, t.Visitor, t.Seq, e, wait)
-		}
-		e = p.c.Queue.HoldPlace(room, e, t.Seq, shown)
-		if err == nil && e.Status == queue.Active {
-			gate.ObserveWait(p.c.Queue, t)
-		}
+		e, err = gate.Poll(ctx, p.c.Queue, r, room, t)
 		if err == nil && e.Status == queue.Waiting && e.Seq != 0 && e.Seq != t.Seq {
 			// The place got (after the opening draw) or changed its
 			// sequence number: a new ticket keeps the next polls cheap.

@@ -130,33 +130,16 @@ func (s *server) status() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
-		shown, err := gate.Shown(r)
+		e, err := gate.Poll(r.Context(), s.Queue, r, room, t)
 		if err != nil {
 			s.errs.Write(w, r, err)
 			return
 		}
-		wait, err := gate.Wait(r)
-		if err != nil {
-			s.errs.Write(w, r, err)
-			return
-		}
-		e, _, err := s.Queue.Status(r.Context(), room, t.Visitor, t.Seq, t.IssuedAt)
-		if err == nil {
-			e, err = s.Queue.AwaitTurn(r.Context(), room, t.Visitor, t.Seq, e, wait)
-		}
-		if err != nil {
-			s.errs.Write(w, r, err)
-			return
-		}
-		e = s.Queue.HoldPlace(room, e, t.Seq, shown)
 		ticket := ""
-		switch {
-		case e.Status == queue.Waiting && e.Seq != 0 && e.Seq != t.Seq:
+		if e.Status == queue.Waiting && e.Seq != 0 && e.Seq != t.Seq {
 			// The place got (after the opening draw) or changed its
 			// sequence number: a new ticket keeps the next polls cheap.
 			ticket = s.issueTicket(w, room, t.Visitor, e)
-		case e.Status == queue.Active:
-			gate.ObserveWait(s.Queue, t)
 		}
 		s.respond(w, r, http.StatusOK, room, ticket, e)
 	})

@@ -222,30 +222,40 @@ func TestNeverMovedBack(t *testing.T) {
 	}
 }
 
-func TestShownHeaderBadInput(t *testing.T) {
+// TestPollHeadersBadInput: a malformed Usher-Shown or Usher-Wait (more
+// than 20 s included) is 400 invalid_request.
+func TestPollHeadersBadInput(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, false)
 	e.putRoom("sale", `{"state":"paused"}`)
 	r := e.do(nil, "POST", "/api/v1/rooms/sale/entries", "", "")
 	ticket := r.entry(t).Ticket
-	for _, v := range []string{"-1", "abc", "1e3", "+5", "1234567890123", "5 5"} {
-		req, err := http.NewRequest("GET", e.srv.URL+"/api/v1/rooms/sale/entries/me", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+ticket)
-		req.Header.Set(wire.ShownHeader, v)
-		res, err := e.srv.Client().Do(req) // not validated: the request breaks the schema
-		if err != nil {
-			t.Fatal(err)
-		}
-		var body struct {
-			Error struct{ Code string } `json:"error"`
-		}
-		json.NewDecoder(res.Body).Decode(&body)
-		res.Body.Close()
-		if res.StatusCode != 400 || body.Error.Code != "invalid_request" {
-			t.Errorf("%s: %q answered %d %q, want 400 invalid_request", wire.ShownHeader, v, res.StatusCode, body.Error.Code)
+	for _, h := range []struct {
+		name   string
+		values []string
+	}{
+		{wire.ShownHeader, []string{"-1", "abc", "1e3", "+5", "1234567890123", "5 5"}},
+		{wire.WaitHeader, []string{"21", "-1", "abc", "1.5", "5s", "100"}},
+	} {
+		for _, v := range h.values {
+			req, err := http.NewRequest("GET", e.srv.URL+"/api/v1/rooms/sale/entries/me", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+ticket)
+			req.Header.Set(h.name, v)
+			res, err := e.srv.Client().Do(req) // not validated: the request breaks the schema
+			if err != nil {
+				t.Fatal(err)
+			}
+			var body struct {
+				Error struct{ Code string } `json:"error"`
+			}
+			json.NewDecoder(res.Body).Decode(&body)
+			res.Body.Close()
+			if res.StatusCode != 400 || body.Error.Code != "invalid_request" {
+				t.Errorf("%s: %q answered %d %q, want 400 invalid_request", h.name, v, res.StatusCode, body.Error.Code)
+			}
 		}
 	}
 }

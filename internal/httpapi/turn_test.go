@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -184,35 +183,6 @@ func TestLongPollBounds(t *testing.T) {
 			t.Fatalf("poll at 11: %d %s, want waiting at 11 at once", r.status, r.body)
 		}
 	})
-}
-
-// TestLongPollBadWait: a wait that is not whole seconds from 0 to 20 is
-// 400 invalid_request.
-func TestLongPollBadWait(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, false)
-	e.putRoom("sale", `{"state":"paused"}`)
-	ticket := e.do(nil, "POST", "/api/v1/rooms/sale/entries", "", "").entry(t).Ticket
-	for _, v := range []string{"21", "-1", "abc", "1.5", "5s", "100"} {
-		req, err := http.NewRequest("GET", e.srv.URL+"/api/v1/rooms/sale/entries/me", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+ticket)
-		req.Header.Set(wire.WaitHeader, v)
-		res, err := e.srv.Client().Do(req) // not validated: the request breaks the schema
-		if err != nil {
-			t.Fatal(err)
-		}
-		var body struct {
-			Error struct{ Code string } `json:"error"`
-		}
-		json.NewDecoder(res.Body).Decode(&body)
-		res.Body.Close()
-		if res.StatusCode != 400 || body.Error.Code != "invalid_request" {
-			t.Errorf("%s: %q answered %d %q, want 400 invalid_request", wire.WaitHeader, v, res.StatusCode, body.Error.Code)
-		}
-	}
 }
 
 // TestLongPollRace: many visitors' held polls, repeated and replaced,

@@ -27,6 +27,7 @@ redis=${USHER_TEST_REDIS:-redis://127.0.0.1:6379/0}
 smoke() {
   case $1 in
   adaptive) scripts/bench-adaptive.sh 2s:conns=10,2s:conns=5 50 ;;
+  compare) ROUNDS=1 BENCHTIME=10x scripts/bench-compare.sh HEAD ./internal/queue BenchmarkValidRoomID ;;
   cluster) N=2000 ROUNDS=1 BENCHTIME=100x scripts/bench-cluster.sh ;;
   edge) scripts/bench-edge.sh 1s 8 1 ;;
   events) USHER_BASE=${USHER_BIN:-} scripts/bench-events.sh 1s 8 "$redis" 1 ;;

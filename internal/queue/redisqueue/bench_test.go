@@ -239,3 +239,95 @@ func usedMemory(tb testing.TB, c rueidis.Client) int64 {
 	tb.Fatal("INFO memory has no used_memory")
 	return 0
 }
+
+// BenchmarkHotPath measures the store calls of a visitor's hot path, one
+// at a time: entering a line (enter), polling a place in it (status), and
+// polling in a room whose opening draw is over (status-drawn: every room
+// with an opens_at, for the rest of its life). Besides time and
+// allocations it reports the commands Redis ran per call (cmds/op: the
+// EVALSHA and the commands inside the script, from INFO's
+// total_commands_processed) and the script's server time (evalsha-µs/op,
+// INFO commandstats), which count only while nothing else uses the Redis
+// (scripts/bench-compare.sh runs this against another commit's tree).
+func BenchmarkHotPath(b *testing.B) {
+	c := openClient(b)
+	ctx := context.Background()
+	s := newStoreFunc(c)(b)
+	now := time.Now()
+	paused := queue.DefaultSettings()
+	paused.State = queue.Paused // everyone waits: no admission, no passthrough
+	drawn := paused
+	drawn.OpensAt = now.Add(-time.Minute)
+	for room, set := range map[string]queue.Settings{"line": paused, "drawn": drawn} {
+		if err := s.PutRoom(ctx, room, set); err != nil {
+			b.Fatal(err)
+		}
+		for i := range 100 {
+			if _, _, err := s.Enter(ctx, room, fmt.Sprintf("ahead-%03d", i), now); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := s.Stats(ctx, room, now); err != nil { // as a view refresh does
+			b.Fatal(err)
+		}
+	}
+	measure := func(b *testing.B, call func(i int) error) {
+		cmds0, usec0 := redisCost(b, c)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			if err := call(i); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		cmds1, usec1 := redisCost(b, c)
+		b.ReportMetric(float64(cmds1-cmds0-2)/float64(b.N), "cmds/op") // less the INFOs
+		b.ReportMetric(float64(usec1-usec0)/float64(b.N), "evalsha-µs/op")
+	}
+	b.Run("enter", func(b *testing.B) {
+		run := strconv.FormatInt(time.Now().UnixNano(), 36)
+		measure(b, func(i int) error {
+			_, _, err := s.Enter(ctx, "line", "v-"+run+"-"+strconv.Itoa(i), now)
+			return err
+		})
+	})
+	for _, room := range []string{"line", "drawn"} {
+		name := "status"
+		if room == "drawn" {
+			name = "status-drawn"
+		}
+		b.Run(name, func(b *testing.B) {
+			measure(b, func(int) error {
+				e, err := s.Status(ctx, room, "ahead-050", now)
+				if err == nil && e.Position != 51 {
+					err = fmt.Errorf("position %d, want 51", e.Position)
+				}
+				return err
+			})
+		})
+	}
+}
+
+// redisCost reads the server's commands processed and the EVALSHA time
+// (µs) so far.
+func redisCost(b *testing.B, c rueidis.Client) (cmds, evalshaUsec int64) {
+	info, err := c.Do(context.Background(), c.B().Info().Section("stats").Section("commandstats").Build()).ToString()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "total_commands_processed:"); ok {
+			cmds, _ = strconv.ParseInt(v, 10, 64)
+		}
+		if v, ok := strings.CutPrefix(line, "cmdstat_evalsha:"); ok {
+			for f := range strings.SplitSeq(v, ",") {
+				if u, ok := strings.CutPrefix(f, "usec="); ok {
+					evalshaUsec, _ = strconv.ParseInt(u, 10, 64)
+				}
+			}
+		}
+	}
+	return cmds, evalshaUsec
+}

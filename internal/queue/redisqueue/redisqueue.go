@@ -28,6 +28,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -95,7 +96,10 @@ var defaultPresence = strconv.FormatInt(int64(queue.DefaultSettings().PresenceTi
 type Store struct {
 	c      rueidis.Client
 	prefix string
-	seeds  sync.Map // room → drawSeed, read from the store
+	seeds  sync.Map // room → drawSeed, read from the store while its draw is pending
+	// roomKeys holds each room's roomKeys, keyRooms how many (maxKeyRooms).
+	roomKeys sync.Map
+	keyRooms atomic.Int64
 	// exclusive, when set, names another store's hash of a room's slot
 	// (SetExclusive).
 	exclusive func(room string) string
@@ -152,7 +156,7 @@ func Wakes(ctx context.Context, c rueidis.Client, wake func(room string), channe
 
 // MetaKey is the key of the room's hash (the key other stores check for
 // the room's name).
-func (s *Store) MetaKey(room string) string { return s.keys(room)[0] }
+func (s *Store) MetaKey(room string) string { return s.keys(room).meta() }
 
 // Open connects to the Redis server at rawURL (redis://[user:password@]host:port[/db]
 // or rediss:// for TLS; see rueidis.ParseURL for the options) and checks it
@@ -194,10 +198,55 @@ func Open(ctx context.Context, rawURL string) (rueidis.Client, error) {
 	return c, nil
 }
 
-func (s *Store) keys(room string) []string {
-	base := s.prefix + "{" + room + "}:"
-	return []string{base + "meta", base + "wait", base + "active", base + "pre", base + "seen", base + "parked", base + "back", base + "lane"}
+// roomKeys are a room's keys as its scripts take them: meta, wait,
+// active, pre, seen, parked, back and lane, then the guard (exec),
+// which every script declares last. Its capacity is its length: an append
+// copies.
+type roomKeys []string
+
+func (k roomKeys) meta() string  { return k[0] }
+func (k roomKeys) guard() string { return k[len(k)-1] }
+
+// with returns the first n keys, then extra, then the guard.
+func (k roomKeys) with(n int, extra ...string) []string {
+	out := make([]string, 0, n+len(extra)+1)
+	return append(append(append(out, k[:n]...), extra...), k.guard())
 }
+
+// maxKeyRooms bounds the rooms whose keys a Store keeps (about 300 bytes
+// each): past it the cache starts over, so that calls naming made-up rooms
+// cannot grow it. An instance holding more rooms builds their keys again
+// now and then, as it did on every call before there was a cache.
+const maxKeyRooms = 16384
+
+// keys returns the room's keys, built once per room: nine substrings of
+// one string.
+func (s *Store) keys(room string) roomKeys {
+	if k, ok := s.roomKeys.Load(room); ok {
+		return k.(roomKeys)
+	}
+	base := s.prefix + "{" + room + "}:"
+	var all []byte
+	ends := make([]int, len(keyNames))
+	for i, n := range keyNames {
+		all = append(append(all, base...), n...)
+		ends[i] = len(all)
+	}
+	joined := string(all)
+	k := make(roomKeys, len(keyNames))
+	for i, end := range ends {
+		k[i] = joined[end-len(base)-len(keyNames[i]) : end]
+	}
+	if s.keyRooms.Add(1) > maxKeyRooms {
+		s.roomKeys.Clear()
+		s.keyRooms.Store(1)
+	}
+	s.roomKeys.Store(room, k)
+	return k
+}
+
+// keyNames are the suffixes of roomKeys, in order.
+var keyNames = [...]string{"meta", "wait", "active", "pre", "seen", "parked", "back", "lane", "guard"}
 
 // drawSeed is a room's draw seed with its commitment.
 type drawSeed struct {
@@ -220,7 +269,7 @@ func (s *Store) drawArgs(room, visitor string) (key, commitment string) {
 
 // loadSeed reads the room's draw seed into the cache.
 func (s *Store) loadSeed(ctx context.Context, op, room string) error {
-	h, err := s.c.Do(ctx, s.c.B().Hget().Key(s.keys(room)[0]).Field("draw_seed").Build()).ToString()
+	h, err := s.c.Do(ctx, s.c.B().Hget().Key(s.keys(room).meta()).Field("draw_seed").Build()).ToString()
 	if err != nil {
 		return unavailable(op, room, err)
 	}
@@ -276,14 +325,14 @@ func notFound(op, room string) error {
 	return fmt.Errorf("redisqueue: %s %s: %w", op, room, queue.ErrRoomNotFound)
 }
 
-// exec runs a room's script with its keys and, last, the room's guard key
-// (see guardKey).
-func (s *Store) exec(ctx context.Context, script *rueidis.Lua, room string, keys, args []string) rueidis.RedisResult {
-	return redisscript.Exec(ctx, s.c, script, append(keys[:len(keys):len(keys)], s.guardKey(room)), args)
+// exec runs a room's script with keys, the last of which is the room's
+// guard key.
+func (s *Store) exec(ctx context.Context, script *rueidis.Lua, keys, args []string) rueidis.RedisResult {
+	return redisscript.Exec(ctx, s.c, script, keys, args)
 }
 
-// guardKey is a key of the room's slot that is never written. Every script
-// declares it, last, so that Redis Cluster never runs a room's script while
+// The guard key (roomKeys.guard) is a key of the room's slot that is never
+// written. Every script declares it, last, so that Redis Cluster never runs a room's script while
 // the room's slot migrates: the source refuses a script with a declared key
 // it does not have (ASK), the target one with a declared key it does not
 // have yet (TRYAGAIN), and the guard is on neither. Without it, a script
@@ -292,11 +341,10 @@ func (s *Store) exec(ctx context.Context, script *rueidis.Lua, room string, keys
 // moved, or one the script itself emptied): Redis fails "Script attempted
 // to access a non local key" at that command, not before the script. exec
 // retries the TRYAGAIN until the slot has moved.
-func (s *Store) guardKey(room string) string { return s.prefix + "{" + room + "}:guard" }
 
 // run runs a room's script and returns its array reply.
 func (s *Store) run(ctx context.Context, op string, script *rueidis.Lua, room string, args ...string) ([]rueidis.RedisMessage, error) {
-	arr, err := s.exec(ctx, script, room, s.keys(room), args).ToArray()
+	arr, err := s.exec(ctx, script, s.keys(room), args).ToArray()
 	if err != nil {
 		return nil, unavailable(op, room, err)
 	}
@@ -355,11 +403,11 @@ func (s *Store) putRoom(ctx context.Context, op, room string, set queue.Settings
 	for _, f := range fields {
 		args = append(args, f.Name, f.Encode(set))
 	}
-	keys := s.keys(room)[:1]
+	keys := s.keys(room).with(1)
 	if s.exclusive != nil {
-		keys = append(keys, s.exclusive(room))
+		keys = s.keys(room).with(1, s.exclusive(room))
 	}
-	created, err := s.exec(ctx, s.putRoomScript, room, keys, args).AsInt64()
+	created, err := s.exec(ctx, s.putRoomScript, keys, args).AsInt64()
 	switch {
 	case err != nil:
 		return false, unavailable(op, room, err)
@@ -392,7 +440,7 @@ func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) 
 // EnterLane implements queue.Store: the code's uses are counted in
 // <prefix>{room}:lanecode:<id>, which expires with the code.
 func (s *Store) EnterLane(ctx context.Context, room, visitor string, code queue.LaneCode, now time.Time) (queue.Entry, bool, error) {
-	keys := append(s.keys(room), s.prefix+"{"+room+"}:lanecode:"+code.ID)
+	keys := s.keys(room).with(8, s.prefix+"{"+room+"}:lanecode:"+code.ID)
 	return s.enterIn(ctx, "enter lane", room, visitor, now, keys, strconv.FormatInt(code.Uses, 10), ms(code.ExpiresAt))
 }
 
@@ -400,7 +448,7 @@ func (s *Store) EnterLane(ctx context.Context, room, visitor string, code queue.
 // arguments (none for the main line).
 func (s *Store) enterIn(ctx context.Context, op, room, visitor string, now time.Time, keys []string, lane ...string) (queue.Entry, bool, error) {
 	r, err := s.withKey(ctx, op, room, visitor, func(key, commitment string) ([]int64, error) {
-		arr, err := s.exec(ctx, s.enter, room, keys, append([]string{visitor, ms(now), key, commitment}, lane...)).ToArray()
+		arr, err := s.exec(ctx, s.enter, keys, append([]string{visitor, ms(now), key, commitment}, lane...)).ToArray()
 		if err != nil {
 			return nil, unavailable(op, room, err)
 		}
@@ -468,7 +516,7 @@ func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time)
 // Leave implements queue.Store.
 func (s *Store) Leave(ctx context.Context, room, visitor string) error {
 	r, err := s.withKey(ctx, "leave", room, visitor, func(key, commitment string) ([]int64, error) {
-		n, err := s.exec(ctx, s.leave, room, s.keys(room), []string{visitor, key, commitment}).AsInt64()
+		n, err := s.exec(ctx, s.leave, s.keys(room), []string{visitor, key, commitment}).AsInt64()
 		if err != nil {
 			return nil, unavailable("leave", room, err)
 		}
@@ -515,7 +563,7 @@ var defaultPerUnit = strconv.FormatFloat(queue.DefaultSettings().VisitorsPerUnit
 
 // SetInventory implements queue.Store.
 func (s *Store) SetInventory(ctx context.Context, room string, units int64) error {
-	ok, err := s.exec(ctx, s.setInventory, room, s.keys(room)[:1], []string{strconv.FormatInt(units, 10), defaultPerUnit}).AsInt64()
+	ok, err := s.exec(ctx, s.setInventory, s.keys(room).with(1), []string{strconv.FormatInt(units, 10), defaultPerUnit}).AsInt64()
 	if err != nil {
 		return unavailable("set inventory", room, err)
 	}
@@ -538,8 +586,16 @@ func (s *Store) Stats(ctx context.Context, room string, now time.Time) (queue.St
 	if err != nil {
 		return queue.Stats{}, unavailable("stats", room, err)
 	}
-	if st.Draw.Seed != nil {
+	// A visitor's calls need its draw key only while the draw is pending:
+	// before it, and while drawn entrants remain in the pre-queue. Then
+	// the scripts never ask for it again (a room draws once), so the
+	// cache lets the seed go and calls stop computing keys.
+	switch {
+	case st.Draw.Seed == nil:
+	case !st.Draw.Done || field(arr, "pre_queue") != "0":
 		s.cacheSeed(room, hex.EncodeToString(st.Draw.Seed))
+	default:
+		s.seeds.Delete(room)
 	}
 	return st, nil
 }
@@ -550,12 +606,12 @@ func (s *Store) Stats(ctx context.Context, room string, now time.Time) (queue.St
 // version reads the other's of during a rolling upgrade (each pools its own
 // instances' samples) and DeleteRoom still removes.
 func (s *Store) signalKeys(room string) []string {
-	return []string{s.keys(room)[0], s.prefix + "{" + room + "}:signals2"}
+	return s.keys(room).with(1, s.prefix+"{"+room+"}:signals2")
 }
 
 // AddSignals implements queue.Store.
 func (s *Store) AddSignals(ctx context.Context, room string, sig queue.Signals) (queue.Signals, error) {
-	arr, err := s.exec(ctx, s.signals, room, s.signalKeys(room), sig.SignalPairs()).ToArray()
+	arr, err := s.exec(ctx, s.signals, s.signalKeys(room), sig.SignalPairs()).ToArray()
 	if err != nil {
 		return queue.Signals{}, unavailable("add signals", room, err)
 	}
@@ -589,7 +645,7 @@ func (s *Store) SetControl(ctx context.Context, room string, next queue.Control,
 		args = append(args, f.Name, f.Encode(next))
 	}
 	args = append(args, used.SignalPairs()...)
-	r, err := s.exec(ctx, s.setControl, room, s.signalKeys(room), args).AsInt64()
+	r, err := s.exec(ctx, s.setControl, s.signalKeys(room), args).AsInt64()
 	switch {
 	case err != nil:
 		return false, unavailable("set control", room, err)
@@ -702,8 +758,8 @@ func (s *Store) DeleteRoom(ctx context.Context, room string, force bool, now tim
 		f = "1"
 	}
 	// and the controller's signal pool, and the pool of versions before hist
-	keys := append(s.keys(room), s.signalKeys(room)[1], s.prefix+"{"+room+"}:signals")
-	r, err := s.exec(ctx, s.deleteRoom, room, keys, []string{f, ms(now)}).AsInt64()
+	keys := s.keys(room).with(8, s.signalKeys(room)[1], s.prefix+"{"+room+"}:signals")
+	r, err := s.exec(ctx, s.deleteRoom, keys, []string{f, ms(now)}).AsInt64()
 	if err != nil {
 		return unavailable("delete room", room, err)
 	}
@@ -714,6 +770,9 @@ func (s *Store) DeleteRoom(ctx context.Context, room string, force bool, now tim
 		return unavailable("delete room", room, err)
 	}
 	s.seeds.Delete(room)
+	if _, ok := s.roomKeys.LoadAndDelete(room); ok {
+		s.keyRooms.Add(-1)
+	}
 	if r < 0 {
 		return notFound("delete room", room)
 	}

@@ -13,14 +13,16 @@ local meta, wait, active, pre, seen, parked, back, lane =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local now = tonumber(ARGV[1])
 
-local state, max_active, claim_window, batch, admit_rate, tokens, refilled, presence, ttl =
+local state, max_active, claim_window, batch, admit_rate, tokens, refilled, presence, ttl,
+  commitment, drawn, opens =
   unpack(redis.call('HMGET', meta, 'state', 'max_active', 'claim_window',
-    'batch', 'admit_rate', 'tokens', 'refilled_ms', 'presence_timeout', 'active_ttl'))
+    'batch', 'admit_rate', 'tokens', 'refilled_ms', 'presence_timeout', 'active_ttl',
+    'draw_commitment', 'drawn', 'opens_at'))
 if not state then
   return {}
 end
 local expired = redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
-local phase, _, base, entrants, moved = draw_phase(meta, pre, now)
+local phase, _, base, entrants, moved = draw_phase(meta, pre, now, commitment, drawn, opens)
 presence = math.floor((tonumber(presence) or tonumber(ARGV[2])) / 1e6)
 batch, admit_rate = tonumber(batch), tonumber(admit_rate)
 

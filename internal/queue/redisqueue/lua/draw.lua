@@ -19,10 +19,10 @@
 -- pre-queue plays no part (no draw, or every drawn entrant moved); 'pre'
 -- before the draw; 'drawn' after it while entrants remain in the
 -- pre-queue. Then the commitment, and for 'drawn' draw_base,
--- draw_entrants and draw_moved as numbers.
-local function draw_phase(meta, pre, now)
-  local commitment, drawn, opens =
-    unpack(redis.call('HMGET', meta, 'draw_commitment', 'drawn', 'opens_at'))
+-- draw_entrants and draw_moved as numbers. commitment, drawn and opens
+-- are the meta fields draw_commitment, drawn and opens_at as the caller
+-- read them (in the HMGET of its other fields).
+local function draw_phase(meta, pre, now, commitment, drawn, opens)
   if not commitment then
     return nil
   end

@@ -16,11 +16,13 @@ local meta, wait, active, pre, seen, parked, back, lane, code =
 local visitor, now, key, commitment = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local uses, code_exp = tonumber(ARGV[5]), tonumber(ARGV[6])
 
-local state = redis.call('HGET', meta, 'state')
+local state, seed_commitment, drawn, opens, inventory, max_waiting, share =
+  unpack(redis.call('HMGET', meta, 'state', 'draw_commitment', 'drawn', 'opens_at',
+    'inventory', 'max_waiting', 'priority_share'))
 if not state then
   return {0}
 end
-local phase, drawn_with, base, entrants, moved = draw_phase(meta, pre, now)
+local phase, drawn_with, base, entrants, moved = draw_phase(meta, pre, now, seed_commitment, drawn, opens)
 if phase and commitment ~= drawn_with then
   return {5}
 end
@@ -53,14 +55,14 @@ if phase then
   end
 end
 -- An inventory of 0 makes the room sold out (queue.Stats.EffectiveState).
-if state == 'closed' or state == 'sold_out' or redis.call('HGET', meta, 'inventory') == '0' then
+if state == 'closed' or state == 'sold_out' or inventory == '0' then
   return {1}
 end
 -- A full line is not empty, so this also rules out passthrough.
-local max_waiting = tonumber(redis.call('HGET', meta, 'max_waiting')) or 0
+max_waiting = tonumber(max_waiting) or 0
 local line = redis.call('ZCARD', wait) + redis.call('ZCARD', pre) + redis.call('ZCARD', back) +
   redis.call('ZCARD', lane)
-if uses and (tonumber(redis.call('HGET', meta, 'priority_share')) or 0) == 0 then
+if uses and (tonumber(share) or 0) == 0 then
   return {8}
 end
 if max_waiting > 0 and line >= max_waiting then

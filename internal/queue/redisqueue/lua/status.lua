@@ -9,11 +9,12 @@ local meta, wait, active, pre, seen, parked, back, lane =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local visitor, now, key, commitment = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 
-local ttl = redis.call('HGET', meta, 'active_ttl')
+local ttl, seed_commitment, drawn, opens =
+  unpack(redis.call('HMGET', meta, 'active_ttl', 'draw_commitment', 'drawn', 'opens_at'))
 if not ttl then
   return {0}
 end
-local phase, drawn_with, base, entrants, moved = draw_phase(meta, pre, now)
+local phase, drawn_with, base, entrants, moved = draw_phase(meta, pre, now, seed_commitment, drawn, opens)
 if phase and commitment ~= drawn_with then
   return {5}
 end

@@ -142,7 +142,7 @@ func (p *core) wait(w http.ResponseWriter, r *http.Request, v verdict) verdict {
 		v.kind, v.err = refused, err
 		return v
 	}
-	place := p.c.Queue.ViewOrDefault(v.room).Place(p.c.Queue.Now(), v.room, e)
+	place := p.c.Queue.Place(v.room, e)
 	place.Issued(ticket)
 	v.visitor = visitor
 	if e.Status == queue.Active {

@@ -147,7 +147,7 @@ func (s *server) status() http.Handler {
 
 // respond writes the entry answer for e.
 func (s *server) respond(w http.ResponseWriter, r *http.Request, status int, room, ticket string, e queue.Entry) {
-	p := s.Queue.ViewOrDefault(room).Place(s.Queue.Now(), room, e)
+	p := s.Queue.Place(room, e)
 	p.Issued(ticket)
 	if e.Status == queue.Active {
 		pass, exp, c, err := gate.IssuePass(s.Keys, room, e.Visitor, e.ExpiresAt, s.secure)

@@ -53,7 +53,7 @@ func (m *marks) add(at time.Time, total int64) {
 // room do not read as a burst); 0 when nobody was admitted in it. Unlike
 // Rate, the ETA's estimate, it starts from nothing and follows no setting:
 // it is what happened.
-func (v View) Admitted() float64 {
+func (v *View) Admitted() float64 {
 	if v.marks == nil || v.AdmittedTotal <= v.marks.total[0] { // nothing yet, or counters lost
 		return 0
 	}

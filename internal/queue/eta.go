@@ -13,7 +13,7 @@ import (
 type Forecast = forecast.Forecast
 
 // counts is what v gives the estimator.
-func (v View) counts() forecast.Counts {
+func (v *View) counts() forecast.Counts {
 	return forecast.Counts{At: v.At, Admitted: v.AdmittedTotal, Issued: v.LastSeq, Waiting: v.Waiting, Drawn: v.Draw.Done}
 }
 
@@ -24,7 +24,7 @@ const rateBound = 0.9
 // inForce is the rate at which v's room admits: the rate in force
 // (CurrentRate), or 0 while it admits nobody (paused, closed, sold out, or
 // before its opening draw is done).
-func (v View) inForce() float64 {
+func (v *View) inForce() float64 {
 	if v.EffectiveState() != Open || v.Draw.Seed != nil && !v.Draw.Done {
 		return 0
 	}
@@ -74,7 +74,7 @@ func (v *View) carry(old View) {
 // from v's measured rates (forecast.Rates.Forecast), the admission rate
 // floored at 5 % of the one in force, so that a stalled or paused room
 // shows a long wait rather than none.
-func (v View) Forecast(position int64) Forecast {
+func (v *View) Forecast(position int64) Forecast {
 	floor := 0.05 * v.Settings.Current(v.Control).AdmitRate
 	return v.Rates.Forecast(position, v.Waiting, floor, v.Settings.Interval)
 }

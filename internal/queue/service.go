@@ -345,7 +345,7 @@ func (q *Queue) Status(ctx context.Context, room, visitor string, seq int64, iss
 		return Entry{}, false, err
 	}
 	now := q.now()
-	if v, ok := q.View(room); ok && now.Sub(v.At) < staleAfter && !issued.Before(v.Since) {
+	if v := q.view(room); v != nil && now.Sub(v.At) < staleAfter && !issued.Before(v.Since) {
 		if seq == PreQueueSeq && v.PreQueue(now) {
 			q.metrics.polled(room, true)
 			return Entry{Visitor: visitor, Status: Waiting}, true, nil

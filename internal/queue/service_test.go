@@ -201,7 +201,7 @@ func TestSetInventory(t *testing.T) {
 	if got := v.RoomState(c.t); got != "closed" {
 		t.Errorf("closed room with 0 units tells %s, want closed", got)
 	}
-	if got := (queue.View{}).RoomState(c.t); got != "" {
+	if got := new(queue.View).RoomState(c.t); got != "" {
 		t.Errorf("zero view's state = %q, want its setting (empty): unknown inventory is not sold out", got)
 	}
 }

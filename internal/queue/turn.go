@@ -29,7 +29,7 @@ const (
 // (AwaitTurn): two admission steps, and at least five seconds of
 // admissions at the highest of view v's rates, never beyond the near zone
 // (whose polls reach the store anyway).
-func (v View) TurnZone() int64 {
+func (v *View) TurnZone() int64 {
 	s := v.Settings
 	s.AdmitRate = v.topRate()
 	return min(v.Near(), max(2*s.Batch(), int64(math.Ceil(5*s.AdmitRate))))

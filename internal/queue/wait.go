@@ -11,17 +11,35 @@ import (
 // ViewOrDefault returns this instance's view of room, or, before the first
 // one, a view of the default settings with the configured rate.
 func (q *Queue) ViewOrDefault(room string) View {
-	if v, ok := q.View(room); ok {
-		return v
+	if v := q.view(room); v != nil {
+		return *v
 	}
+	return defaultView()
+}
+
+func defaultView() View {
 	d := DefaultSettings()
 	return View{Stats: Stats{Settings: d}, Rates: forecast.Rates{Rate: d.AdmitRate}}
+}
+
+// Place is what the visitor of entry e in room is told now (View.Place)
+// by this instance's latest view, or before the room's first view by
+// ViewOrDefault's. It reads the view by pointer, without a copy; a status
+// poll reads it twice, in Status and here, as a held poll
+// (Queue.AwaitTurn) must answer with the view of when it ends.
+func (q *Queue) Place(room string, e Entry) Place {
+	v := q.view(room)
+	if v == nil {
+		d := defaultView()
+		v = &d
+	}
+	return v.Place(q.now(), room, e)
 }
 
 // Wait is what view v tells a visitor waiting at position (1 at the head):
 // the forecast wait (ETA and range) and when to poll again (PollBase with
 // forecast.Jitter).
-func (v View) Wait(position int64) (f Forecast, pollAfter time.Duration) {
+func (v *View) Wait(position int64) (f Forecast, pollAfter time.Duration) {
 	f = v.Forecast(position)
 	return f, forecast.Jitter(v.pace(position, f.ETA), rand.Float64())
 }
@@ -29,11 +47,11 @@ func (v View) Wait(position int64) (f Forecast, pollAfter time.Duration) {
 // PollBase is the poll interval before jitter that view v gives a visitor
 // waiting at position (forecast.Pace): what a planner sums over the line
 // to count the polls a second.
-func (v View) PollBase(position int64) time.Duration {
+func (v *View) PollBase(position int64) time.Duration {
 	return v.pace(position, v.Forecast(position).ETA)
 }
 
-func (v View) pace(position int64, eta time.Duration) time.Duration {
+func (v *View) pace(position int64, eta time.Duration) time.Duration {
 	return forecast.Pace(position, v.Near(), eta, v.topRate())
 }
 
@@ -44,7 +62,7 @@ func (v View) pace(position int64, eta time.Duration) time.Duration {
 // admissions a view up to staleAfter old may have missed (an estimate
 // overstates the place by them): it holds the store's watched zone
 // whichever rate the store used.
-func (v View) Near() int64 {
+func (v *View) Near() int64 {
 	rate := v.topRate()
 	s := v.Settings
 	s.AdmitRate = rate
@@ -53,14 +71,14 @@ func (v View) Near() int64 {
 
 // topRate is the highest of view v's configured, in-force and measured
 // admission rates.
-func (v View) topRate() float64 {
+func (v *View) topRate() float64 {
 	return max(v.Settings.AdmitRate, v.Settings.CurrentRate(v.Control), v.Rate)
 }
 
 // RoomState is the room's state as visitors are told it at now: its
 // EffectiveState (sold_out while its inventory is 0), or
 // InPreQueue before the opening of a room that is open or paused.
-func (v View) RoomState(now time.Time) string {
+func (v *View) RoomState(now time.Time) string {
 	state := v.EffectiveState()
 	if !state.Refuses() && v.PreQueue(now) {
 		return string(InPreQueue)
@@ -94,7 +112,7 @@ type Place struct {
 // poll pacing, or in the pre-queue (a waiting entry at position 0) the
 // countdown to the opening. The API and the proxy both answer through it;
 // the caller adds the ticket and, for an active entry, the pass.
-func (v View) Place(now time.Time, room string, e Entry) Place {
+func (v *View) Place(now time.Time, room string, e Entry) Place {
 	p := Place{Room: room, RoomState: v.RoomState(now), Status: string(e.Status), Position: e.Position}
 	switch {
 	case e.Status == Waiting && e.Position == 0:
@@ -124,13 +142,13 @@ func (p *Place) Issued(ticket string) {
 
 // PreQueue reports whether the room is in its pre-queue at now: it has an
 // opening draw still to come (Draw.PreQueue).
-func (v View) PreQueue(now time.Time) bool { return v.Draw.PreQueue(v.Settings, now) }
+func (v *View) PreQueue(now time.Time) bool { return v.Draw.PreQueue(v.Settings, now) }
 
 // PreQueueWait is what a pre-queue entrant is told at now: the time left
 // until the opening, and when to poll again: that time, at least
 // forecast.FastPoll and at most 8 s, with jitter, so that the polls after the opening
 // spread over seconds instead of arriving at once.
-func (v View) PreQueueWait(now time.Time) (untilOpen, pollAfter time.Duration) {
+func (v *View) PreQueueWait(now time.Time) (untilOpen, pollAfter time.Duration) {
 	untilOpen = max(0, v.Settings.OpensAt.Sub(now))
 	base := min(max(untilOpen, forecast.FastPoll), 8*time.Second)
 	return untilOpen, forecast.Jitter(base, rand.Float64())

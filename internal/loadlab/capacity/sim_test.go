@@ -184,7 +184,8 @@ func TestSimulationChecksThePlan(t *testing.T) {
 			// A newcomer's first poll comes one interval after its entry,
 			// up to the longest base in the line + 20 %: from then on every
 			// visitor's polls are steady.
-			longest := capacity.LineView(s, sc.PeakWaiting).PollBase(sc.PeakWaiting)
+			peak := capacity.LineView(s, sc.PeakWaiting)
+			longest := peak.PollBase(sc.PeakWaiting)
 			settle := end + int((longest*6/5)/time.Second) + 10
 			r := simulate(t, n, tc.over, time.Duration(settle+30)*time.Second, s, 42)
 

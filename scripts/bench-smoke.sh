@@ -39,7 +39,7 @@ smoke() {
   pg) ROUNDS=1 SECS=1 SEATS=10000 scripts/bench-pg.sh ;;
   presence) scripts/bench-presence.sh 2 3 "0 10" ;;
   redis) N=2000 ROUNDS=1 MEMORY=0 scripts/bench-redis.sh ;;
-  rooms) OLD_BIN=$USHER_BIN scripts/bench-rooms.sh "10" 1 "$redis" ;;
+  rooms) OLD_BIN=$USHER_BIN scripts/bench-rooms.sh "10" 1 "$redis" && MODE=busy BUSY_WARM=1 BUSY_USERS=20 scripts/bench-rooms.sh "0 10" 1 "$redis" ;;
   seed) scripts/bench-seed.sh 2s 50 2 ;;
   shard) N=300 ROUNDS=1 scripts/bench-shard.sh ;;
   visitor) OLD_BIN=$USHER_BIN scripts/bench-visitor.sh 4 40 "$redis" ;;

@@ -208,10 +208,12 @@ type core struct {
 	keys     *token.Keyring
 	adminKey string
 	reg      *prometheus.Registry
-	q        *queue.Queue
-	sched    *admission.Scheduler
-	flood    *flood.Guard
-	identity *identity.Verifier
+	// queueMetrics are the queue's metrics, registered in reg.
+	queueMetrics *queue.Metrics
+	q            *queue.Queue
+	sched        *admission.Scheduler
+	flood        *flood.Guard
+	identity     *identity.Verifier
 	// metrics is the listener of the public /metrics (--metrics-addr), or
 	// nil.
 	metrics net.Listener
@@ -235,7 +237,8 @@ func openCore(c coreFlags, o opened, metrics net.Listener, log *slog.Logger, ec 
 	if err := k.openEvents(ec); err != nil {
 		return nil, err
 	}
-	k.q = queue.New(o.qs, queue.Options{Metrics: queue.NewMetrics(k.reg), Logger: k.log.With("component", "queue"), StoreTimeout: *c.storeTimeout,
+	k.queueMetrics = queue.NewMetrics(k.reg)
+	k.q = queue.New(o.qs, queue.Options{Metrics: k.queueMetrics, Logger: k.log.With("component", "queue"), StoreTimeout: *c.storeTimeout,
 		Events: k.emitter()})
 	k.sched = admission.New(k.q, k.log.With("component", "admission"))
 	k.flood = flood.New(o.ls, pow.New(k.keys, o.ls, time.Now), c.parsed.trusted, time.Now)
@@ -257,9 +260,13 @@ func (k *core) api(c coreFlags, cfg httpapi.Config, publicPath string) http.Hand
 	if !*c.console {
 		return api
 	}
+	// The console reads the ETA error every second: from a registry of its
+	// own, not by gathering every room's metrics.
+	eta := prometheus.NewRegistry()
+	eta.MustRegister(k.queueMetrics.ETAErrors())
 	k.console = console.New(console.Config{
 		Queue: k.q, API: api, AdminKey: k.adminKey, PublicPath: publicPath,
-		InsecureCookies: *c.insecure, Trusted: c.parsed.trusted, Gatherer: k.reg, Booking: cfg.Sale != nil,
+		InsecureCookies: *c.insecure, Trusted: c.parsed.trusted, Gatherer: eta, Booking: cfg.Sale != nil,
 		Logger: k.log.With("component", "console"),
 	})
 	return k.console.Mount(api)

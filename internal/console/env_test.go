@@ -55,7 +55,8 @@ func newEnv(t testing.TB, o envOptions) *env {
 		o.store = memqueue.New()
 	}
 	reg := prometheus.NewRegistry()
-	q := queue.New(o.store, queue.Options{Metrics: queue.NewMetrics(reg)})
+	metrics := queue.NewMetrics(reg)
+	q := queue.New(o.store, queue.Options{Metrics: metrics})
 	keys, err := token.LoadDir(t.TempDir(), time.Now)
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +69,9 @@ func newEnv(t testing.TB, o envOptions) *env {
 		wg.Go(func() { svc.Run(ctx) })
 	}
 	api := httpapi.NewServer(httpapi.Config{Queue: q, Keys: keys, AdminKey: adminKey, Registry: reg, InsecureCookies: !o.tls, Sale: svc})
-	c := console.Config{Queue: q, API: api, AdminKey: adminKey, InsecureCookies: !o.tls, Gatherer: reg, Booking: svc != nil}
+	eta := prometheus.NewRegistry() // as usher wires it: the ETA error alone (cmd/usher core.go)
+	eta.MustRegister(metrics.ETAErrors())
+	c := console.Config{Queue: q, API: api, AdminKey: adminKey, InsecureCookies: !o.tls, Gatherer: eta, Booking: svc != nil}
 	if o.mod != nil {
 		o.mod(&c)
 	}

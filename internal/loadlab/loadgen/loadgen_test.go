@@ -319,6 +319,9 @@ func TestQueued(t *testing.T) {
 	if rep.TimeInQueue.Count != 30 || rep.TimeInQueue.P50 > rep.TimeInQueue.Max {
 		t.Errorf("time in queue %+v", rep.TimeInQueue)
 	}
+	if p := rep.PollLatency; p == nil || int64(p.Count) != v.Polls || p.P99 > p.Max {
+		t.Errorf("poll latency %+v, want one per poll (%d)", p, v.Polls)
+	}
 	if rep.ETA == nil || rep.ETA.Count == 0 || rep.ETA.Ranged != rep.ETA.Count || rep.ETA.Coverage == nil || *rep.ETA.Coverage != 1 {
 		t.Errorf("ETA error %+v, want measured, every wait inside its hour-long range", rep.ETA)
 	}

@@ -86,6 +86,7 @@ func (r *runner) visit(due time.Time) bool {
 		res, next = r.queueCall(http.MethodGet, r.meURL, ticket, "", e.Position, nil, due)
 		switch {
 		case res.ok:
+			r.pollLat.Record(res.recv.Sub(due))
 			if e.Position > 0 && next.State == wire.StateWaiting && next.Position > e.Position {
 				r.rises.Add(1) // moved back
 				if !v.rose {

@@ -39,6 +39,9 @@ type Report struct {
 	// describe the waiting room (Queued only).
 	Visits      *Visits       `json:"visits,omitempty"`
 	TimeInQueue *hist.Summary `json:"time_in_queue,omitempty"`
+	// PollLatency is that of the status polls answered, from when each
+	// was due (Queue's latency mixes in the enters and leaves).
+	PollLatency *hist.Summary `json:"poll_latency,omitempty"`
 	ETA         *ETAError     `json:"eta_error,omitempty"`
 	Inversions  *int64        `json:"admission_order_inversions,omitempty"`
 
@@ -166,6 +169,8 @@ func (r *runner) report(elapsed time.Duration, tl *timeline) *Report {
 		}
 		s := r.inQueue.Snapshot().Summary()
 		rep.TimeInQueue = &s
+		p := r.pollLat.Snapshot().Summary()
+		rep.PollLatency = &p
 		r.mu.Lock()
 		rep.ETA = etaError(r.visits)
 		inv := inversions(r.visits)
@@ -239,6 +244,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 	}
 	if q := rep.TimeInQueue; q != nil && q.Count > 0 {
 		fmt.Fprintf(&b, "  time in queue: p50 %s s, p90 %s s, max %s s\n", num(q.P50/1000), num(q.P90/1000), num(q.Max/1000))
+	}
+	if p := rep.PollLatency; p != nil && p.Count > 0 {
+		fmt.Fprintf(&b, "  status polls: p50 %s ms, p99 %s ms, max %s ms\n", num(p.P50), num(p.P99), num(p.Max))
 	}
 	if e := rep.ETA; e != nil {
 		fmt.Fprintf(&b, "  ETA error (actual − predicted): mean %+.1f s, |error| p50 %s s, p90 %s s; mean predicted %s s, actual %s s (%s visitors)\n",

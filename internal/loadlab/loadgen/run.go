@@ -66,6 +66,9 @@ type runner struct {
 	waiting atomic.Int64
 	active  atomic.Int64
 	inQueue *hist.Recorder
+	// pollLat is the latency of the status polls answered, from when each
+	// was due (part of queue's).
+	pollLat *hist.Recorder
 	mu      sync.Mutex
 	visits  []visit
 }
@@ -82,7 +85,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer cancelHard()
 	r := &runner{
 		cfg: cfg, stop: make(chan struct{}), hard: hard, conns: newConns(cfg.Timeout),
-		origin: newCallStats(), queue: newCallStats(), inQueue: hist.NewRecorder(),
+		origin: newCallStats(), queue: newCallStats(), inQueue: hist.NewRecorder(), pollLat: hist.NewRecorder(),
 		entriesURL: cfg.Usher + "/api/v1/rooms/" + cfg.Room + "/entries",
 	}
 	r.meURL = r.entriesURL + "/me"

@@ -35,6 +35,7 @@ func (q *Queue) forgetRoom(room string) {
 	next := maps.Clone(old)
 	delete(next, room)
 	q.metrics.forget(room)
+	q.due.forget(room)
 	q.views.Store(&next)
 	if q.changed != nil {
 		close(q.changed)

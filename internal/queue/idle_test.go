@@ -179,3 +179,74 @@ func TestRoomListGrowsApart(t *testing.T) {
 		t.Error("a room made in the store was not in the view two refreshes later")
 	}
 }
+
+// failingStats is a store whose Stats fails for one room while fail is set.
+type failingStats struct {
+	statsCounter
+	room string
+	fail atomic.Bool
+}
+
+func (s *failingStats) Stats(ctx context.Context, room string, now time.Time) (queue.Stats, error) {
+	if room == s.room && s.fail.Load() {
+		s.n.Add(1)
+		return queue.Stats{}, queue.ErrUnavailable
+	}
+	return s.statsCounter.Stats(ctx, room, now)
+}
+
+// TestFailedReadIsRetried: a due room whose read fails is read again at
+// every refresh until a read succeeds, then rests again.
+func TestFailedReadIsRetried(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)}
+	store := &failingStats{statsCounter: statsCounter{Store: memqueue.New()}, room: "r"}
+	q := queue.New(store, queue.Options{Now: c.now, IdleRefresh: 5 * time.Second})
+	if err := q.PutRoom(ctx, "r", queue.DefaultSettings()); err != nil {
+		t.Fatal(err)
+	}
+	reads := func(fail bool) int64 {
+		t.Helper()
+		store.fail.Store(fail)
+		before := store.n.Load()
+		c.t = c.t.Add(100 * time.Millisecond)
+		if err := refresh(ctx, q); err != nil { // Run logs a failed refresh
+			t.Fatal(err)
+		}
+		return store.n.Load() - before
+	}
+	c.t = c.t.Add(5 * time.Second) // r is due
+	for i := range 3 {
+		if got := reads(true); got != 1 {
+			t.Fatalf("refresh %d with r's reads failing read it %d times, want 1", i, got)
+		}
+	}
+	if got := reads(false); got != 1 {
+		t.Errorf("the refresh after the store came back read r %d times, want 1", got)
+	}
+	if got := reads(false); got != 0 {
+		t.Errorf("the next refresh read r %d times, want 0: it rests again", got)
+	}
+}
+
+// BenchmarkIdleRefresh is one refresh of an instance holding 10,000 rooms
+// nobody waits in (memqueue, a clock 100 ms on per refresh): the work per
+// refresh that scripts/bench-rooms.sh sees as CPU.
+func BenchmarkIdleRefresh(b *testing.B) {
+	ctx := context.Background()
+	c := &clock{t: time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)}
+	q := queue.New(memqueue.New(), queue.Options{Now: c.now})
+	for i := range 10_000 {
+		if err := q.PutRoom(ctx, fmt.Sprintf("idle-%d", i), queue.DefaultSettings()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		c.t = c.t.Add(100 * time.Millisecond)
+		if err := refresh(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,7 +91,8 @@ type Queue struct {
 	log         *slog.Logger
 	views       atomic.Pointer[map[string]*viewSlot] // replaced only when the set of rooms changes
 	seen        seenSet                              // places whose admission was observed (eta.go)
-	mu          sync.Mutex                           // serializes refreshes; guards changed
+	mu          sync.Mutex                           // serializes refreshes; guards changed and due
+	due         dueRooms                             // when each view is read again (refreshAll)
 	// changed, once ViewRooms made it, is closed and cleared when the set
 	// of rooms in views changes.
 	changed chan struct{}
@@ -140,6 +142,7 @@ func New(store Store, o Options) *Queue {
 		metrics: o.Metrics, log: o.Logger,
 		local: make(map[string]*Signals), events: o.Events, countEvery: o.CountEvery}
 	q.views.Store(&map[string]*viewSlot{})
+	q.due = dueRooms{every: map[string]struct{}{}, at: map[string]time.Time{}}
 	if o.Events != nil {
 		q.counts = &counts{}
 		q.counts.rooms.Store(&map[string]*tally{})
@@ -525,9 +528,11 @@ func (q *Queue) listen(ctx context.Context, w Waker) {
 	}
 }
 
-// refreshAll re-reads every room's view. Each store call has the store
-// deadline, so a hung store leaves the views stale (and logged) instead of
-// stopping the loop.
+// refreshAll re-reads the views that are due (dueRooms), the rooms woken
+// since the last refresh, and the listed rooms without a view. Each store
+// call has the store deadline, so a hung store leaves the views stale (and
+// logged) instead of stopping the loop; a view whose read failed is due
+// again at the next refresh.
 func (q *Queue) refreshAll(ctx context.Context) error {
 	views := *q.views.Load()
 	listedAt := q.now()
@@ -540,33 +545,62 @@ func (q *Queue) refreshAll(ctx context.Context) error {
 		}
 		q.lastList = listedAt
 	}
-	stats := make(map[string]Stats)
-	var errs []error
 	now := q.now()
-	read := func(room string) {
-		_, woken := q.woken.LoadAndDelete(room)
-		if slot, ok := views[room]; ok && !woken && q.resting(slot.v.Load(), now) {
-			return
+	q.mu.Lock()
+	due := q.due.take(now, nil)
+	q.mu.Unlock()
+	var woken []string
+	q.woken.Range(func(room, _ any) bool {
+		q.woken.Delete(room)
+		woken = append(woken, room.(string))
+		return true
+	})
+	if listed {
+		if !slices.IsSorted(rooms) {
+			slices.Sort(rooms)
 		}
+		for _, room := range rooms {
+			if _, ok := views[room]; !ok {
+				due = append(due, room)
+			}
+		}
+	}
+	inList := func(room string) bool {
+		_, ok := slices.BinarySearch(rooms, room)
+		return ok
+	}
+	for _, room := range woken {
+		if listed && !inList(room) { // made after the list: at the next refresh
+			q.woken.Store(room, struct{}{})
+			continue
+		}
+		due = append(due, room)
+	}
+	stats := make(map[string]Stats)
+	read := make(map[string]bool, len(due))
+	var errs []error
+	var failed []string
+	for _, room := range due {
+		if read[room] || listed && !inList(room) {
+			continue
+		}
+		read[room] = true
 		st, err := q.store.Stats(ctx, room, now)
 		if err != nil {
 			errs = append(errs, err)
-			return
+			if _, ok := views[room]; ok {
+				failed = append(failed, room)
+			}
+			continue
 		}
 		stats[room] = st
 	}
-	if listed {
-		for _, room := range rooms {
-			read(room)
+	if len(failed) > 0 {
+		q.mu.Lock()
+		for _, room := range failed {
+			q.due.retry(room, now)
 		}
-	} else {
-		for room := range views {
-			read(room)
-		}
-		q.woken.Range(func(room, _ any) bool { // rooms made elsewhere, woken before the next list
-			read(room.(string))
-			return true
-		})
+		q.mu.Unlock()
 	}
 	if len(stats) > 0 || listed && !sameList(rooms, views) { // else nothing to change
 		q.apply(now, stats, rooms, listedAt)
@@ -654,6 +688,7 @@ func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string, li
 				grow()
 				delete(next, room)
 				q.metrics.forget(room)
+				q.due.forget(room)
 			}
 		}
 	}
@@ -679,6 +714,7 @@ func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string, li
 		}
 		v.marks = v.marks.with(now, st.AdmittedTotal)
 		slot.v.Store(&v)
+		q.due.viewed(room, st.Waiting > 0, now, q.idleRefresh)
 		if ok {
 			q.turns.refreshed(room, &prev, &v)
 		}

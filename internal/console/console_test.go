@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -373,6 +374,49 @@ func TestHistory(t *testing.T) {
 	}
 	if r := e.do("GET", "/console/rooms/Bad!/history", "", cookie); r.status != 400 {
 		t.Errorf("history of a bad room id = %d, want 400", r.status)
+	}
+}
+
+// TestHistoryBusyRoomAmongIdle: once idle rooms hold every ring, a room
+// someone waits in takes the ring of one of them.
+func TestHistoryBusyRoomAmongIdle(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	for i := range console.MaxHistoryRooms {
+		e.room(fmt.Sprintf("idle-%03d", i), queue.DefaultSettings())
+	}
+	cookie, _ := e.signIn()
+	samples := func(room string) int {
+		var h struct{ T []int64 }
+		r := e.do("GET", "/console/rooms/"+room+"/history", "", cookie)
+		if err := json.Unmarshal(r.body, &h); r.status != 200 || err != nil {
+			t.Fatalf("history of %s = %d %s", room, r.status, r.body)
+		}
+		return len(h.T)
+	}
+	last := fmt.Sprintf("idle-%03d", console.MaxHistoryRooms-1)
+	testenv.Eventually(t, time.Minute, "a sample of "+last, func() bool { return samples(last) > 0 })
+	s := queue.DefaultSettings()
+	s.State = queue.Paused // nobody is admitted: the visitor stays waiting
+	e.room("quiet-late", s)
+	e.room("sale", s)
+	busy := e.q.Busy("sale")
+	if _, _, err := e.q.Enter(context.Background(), "sale", "v1"); err != nil {
+		t.Fatal(err)
+	}
+	<-busy // the view shows the visitor waiting
+	testenv.Eventually(t, time.Minute, "a sample of the busy room", func() bool { return samples("sale") > 0 })
+	if n := samples("quiet-late"); n != 0 {
+		t.Errorf("an idle room made after the rings were taken has %d samples, want none", n)
+	}
+	held := 0
+	for i := range console.MaxHistoryRooms {
+		if samples(fmt.Sprintf("idle-%03d", i)) > 0 {
+			held++
+		}
+	}
+	if held != console.MaxHistoryRooms-1 {
+		t.Errorf("%d idle rooms keep a history, want %d", held, console.MaxHistoryRooms-1)
 	}
 }
 

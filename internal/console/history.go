@@ -12,7 +12,10 @@ import (
 )
 
 // History limits: one sample a second for an hour, for at most
-// MaxHistoryRooms rooms (about 170 KB a room).
+// MaxHistoryRooms rooms (about 200 KB a room). Rooms take a ring as they
+// are seen; once every ring is taken, a room someone waits in takes the
+// ring of the room that has been quiet (nobody waiting or active) for
+// longest, so that idle rooms never keep a busy one off the charts.
 const (
 	HistoryLen      = 3600
 	MaxHistoryRooms = 256
@@ -28,17 +31,23 @@ type sample struct {
 	etaSum, etaCount                    float64
 }
 
+func (s sample) quiet() bool { return s.waiting == 0 && s.active == 0 }
+
 // ring is one room's last HistoryLen samples.
 type ring struct {
-	s    [HistoryLen]sample
-	next int // where the next sample goes
-	n    int // samples held
+	s      [HistoryLen]sample
+	next   int   // where the next sample goes
+	n      int   // samples held
+	busyAt int64 // unix seconds of the last sample that was not quiet
 }
 
 func (r *ring) add(s sample) {
 	r.s[r.next] = s
 	r.next = (r.next + 1) % HistoryLen
 	r.n = min(r.n+1, HistoryLen)
+	if !s.quiet() {
+		r.busyAt = s.at
+	}
 }
 
 // at returns the i-th sample from the oldest.
@@ -51,6 +60,25 @@ type history struct {
 }
 
 func newHistory() *history { return &history{rooms: make(map[string]*ring)} }
+
+// evictQuiet drops the ring of the room quiet for longest, if a ring's
+// last sample is quiet; it reports whether it dropped one.
+func (h *history) evictQuiet() bool {
+	var (
+		oldest string
+		at     int64
+	)
+	for room, r := range h.rooms {
+		if r.n > 0 && r.at(r.n-1).quiet() && (oldest == "" || r.busyAt < at) {
+			oldest, at = room, r.busyAt
+		}
+	}
+	if oldest == "" {
+		return false
+	}
+	delete(h.rooms, oldest)
+	return true
+}
 
 // Run samples every room once a second until ctx ends; then it ends the
 // live streams. Call it once.
@@ -68,36 +96,53 @@ func (k *Console) Run(ctx context.Context) error {
 	}
 }
 
-// sampleOnce adds one sample per room from the room views (and the ETA
-// error histogram when a Gatherer is set); rooms gone from the views are
-// dropped.
+// sampleOnce adds one sample to each ring from the room views (and the ETA
+// error histogram when a Gatherer is set), dropping the rings of rooms gone
+// from the views, then gives rings to rooms someone waits in, then, while
+// rings are left, to the other rooms in order. Once every ring is taken it
+// costs the rings and the rooms someone waits in, not the rooms held.
 func (k *Console) sampleOnce() {
 	now := k.c.Now()
-	rooms, _ := k.c.Queue.ViewRooms()
 	eta := k.etaTotals()
 	h := k.history
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	keep := make(map[string]bool, len(rooms))
-	for _, room := range rooms {
+	for room, r := range h.rooms {
 		v, ok := k.c.Queue.View(room)
 		if !ok {
+			delete(h.rooms, room)
 			continue
-		}
-		keep[room] = true
-		r := h.rooms[room]
-		if r == nil {
-			if len(h.rooms) >= MaxHistoryRooms {
-				continue
-			}
-			r = new(ring)
-			h.rooms[room] = r
 		}
 		r.add(sampleOf(v, now, eta[room]))
 	}
-	for room := range h.rooms {
-		if !keep[room] {
-			delete(h.rooms, room)
+	// start gives room a ring and its first sample, unless it has a ring or
+	// no view; it reports false when no ring is left.
+	start := func(room string) bool {
+		if h.rooms[room] != nil {
+			return true
+		}
+		if len(h.rooms) >= MaxHistoryRooms && !h.evictQuiet() {
+			return false
+		}
+		if v, ok := k.c.Queue.View(room); ok {
+			r := new(ring)
+			r.add(sampleOf(v, now, eta[room]))
+			h.rooms[room] = r
+		}
+		return true
+	}
+	for _, room := range k.c.Queue.WaitingRooms() {
+		if !start(room) {
+			break
+		}
+	}
+	if len(h.rooms) < MaxHistoryRooms {
+		rooms, _ := k.c.Queue.ViewRooms()
+		for _, room := range rooms {
+			if len(h.rooms) >= MaxHistoryRooms {
+				break
+			}
+			start(room)
 		}
 	}
 }

@@ -96,9 +96,12 @@ type Queue struct {
 	// changed, once ViewRooms made it, is closed and cleared when the set
 	// of rooms in views changes.
 	changed chan struct{}
-	sigMu   sync.Mutex
-	local   map[string]*Signals // origin signals since the last Control, by room (adaptive.go)
-	events  event.Emitter       // nil: no events
+	// sorted is ViewRooms' answer for the set of rooms sortedOf.
+	sorted   []string
+	sortedOf *map[string]*viewSlot
+	sigMu    sync.Mutex
+	local    map[string]*Signals // origin signals since the last Control, by room (adaptive.go)
+	events   event.Emitter       // nil: no events
 	// counts are the rooms' counts for the counted events (events.go); nil
 	// without events.
 	counts     *counts

@@ -11,7 +11,7 @@
 // store. A room's loop starts when the room joins the view and stops when it
 // leaves it (the store lost the room); each step's delay is the room's
 // Interval read from the view, never from the store; a step is skipped
-// while the view shows nobody waiting (queue.Queue.Resting). The same loop
+// while the view shows nobody waiting (queue.Queue.RestLeft). The same loop
 // runs the room's adaptive controller (queue.Queue.Control) every
 // ControlEvery.
 package admission
@@ -75,9 +75,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 }
 
-// RestCheck bounds how long a room's loop sleeps while nobody waits in it
-// and its view does not change.
-const RestCheck = 5 * time.Second
+// RestMargin is how long past its rest (queue.Queue.RestLeft) a room's
+// loop sleeps while nobody waits in it: time for the refresh to read the
+// room again, after which it rests anew, or, if the view has aged (the
+// store is failing), steps.
+const RestMargin = time.Second
 
 // ControlEvery is how often a room's loop hands this instance's origin
 // signals to the store and lets the room's adaptive controller step when
@@ -105,11 +107,10 @@ func (s *Scheduler) loop(ctx context.Context, room string) {
 		case <-timer.C:
 		}
 		// Nobody waits: a step would admit nobody. Sleep until the view
-		// shows someone waiting, or RestCheck passes (the view may have
-		// aged: the store is failing).
-		if busy := s.q.Busy(room); s.q.Resting(room) {
+		// shows someone waiting, or the rest is over.
+		if busy, left := s.q.Busy(room), s.q.RestLeft(room); left > 0 {
 			control.Stop()
-			rest := time.NewTimer(RestCheck)
+			rest := time.NewTimer(left + RestMargin)
 			select {
 			case <-ctx.Done():
 				rest.Stop()

@@ -25,7 +25,7 @@ func (s *statsCounter) Stats(ctx context.Context, room string, now time.Time) (q
 // TestIdleRoomsRestBetweenReads: a refresh re-reads a room nobody waits in
 // once per IdleRefresh, not every Refresh; a visitor who comes to wait
 // through this instance wakes the room at the next refresh, and a room
-// someone waits in is read every time. Resting tells the scheduler which
+// someone waits in is read every time. RestLeft tells the scheduler which
 // rooms need no step.
 func TestIdleRoomsRestBetweenReads(t *testing.T) {
 	ctx := context.Background()
@@ -55,8 +55,8 @@ func TestIdleRoomsRestBetweenReads(t *testing.T) {
 	if got := cycles(40); got != 0 {
 		t.Errorf("idle rooms read %d times in 4 s, want 0 (each read at its PUT)", got)
 	}
-	if !q.Resting("r0") {
-		t.Error("an idle room is not resting")
+	if got := q.RestLeft("r0"); got != time.Second {
+		t.Errorf("an idle room read 4 s ago rests %v more, want 1s (IdleRefresh 5 s)", got)
 	}
 	// Past IdleRefresh each is read once more.
 	if got := cycles(20); got != rooms {
@@ -70,7 +70,7 @@ func TestIdleRoomsRestBetweenReads(t *testing.T) {
 	if got := cycles(1); got != 1 {
 		t.Errorf("refresh after an entry read %d rooms, want 1 (r7)", got)
 	}
-	if q.Resting("r7") {
+	if q.RestLeft("r7") != 0 {
 		t.Error("a room someone waits in is resting")
 	}
 	if got := cycles(10); got != 10 {
@@ -78,7 +78,7 @@ func TestIdleRoomsRestBetweenReads(t *testing.T) {
 	}
 	// A view older than IdleRefresh (the store failing) is not resting.
 	c.t = c.t.Add(time.Minute)
-	if q.Resting("r0") {
+	if q.RestLeft("r0") != 0 {
 		t.Error("a room last read a minute ago is resting")
 	}
 }

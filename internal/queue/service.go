@@ -535,7 +535,7 @@ func (q *Queue) listen(ctx context.Context, w Waker) {
 // since the last refresh, and the listed rooms without a view. Each store
 // call has the store deadline, so a hung store leaves the views stale (and
 // logged) instead of stopping the loop; a view whose read failed is due
-// again at the next refresh.
+// again at the next refresh. The reads run concurrently (readStats).
 func (q *Queue) refreshAll(ctx context.Context) error {
 	views := *q.views.Load()
 	listedAt := q.now()
@@ -579,24 +579,27 @@ func (q *Queue) refreshAll(ctx context.Context) error {
 		}
 		due = append(due, room)
 	}
-	stats := make(map[string]Stats)
 	read := make(map[string]bool, len(due))
+	toRead := due[:0]
+	for _, room := range due {
+		if !read[room] && (!listed || inList(room)) {
+			read[room] = true
+			toRead = append(toRead, room)
+		}
+	}
+	got, readErrs := q.readStats(ctx, toRead, now)
+	stats := make(map[string]Stats, len(toRead))
 	var errs []error
 	var failed []string
-	for _, room := range due {
-		if read[room] || listed && !inList(room) {
-			continue
-		}
-		read[room] = true
-		st, err := q.store.Stats(ctx, room, now)
-		if err != nil {
+	for i, room := range toRead {
+		if err := readErrs[i]; err != nil {
 			errs = append(errs, err)
 			if _, ok := views[room]; ok {
 				failed = append(failed, room)
 			}
 			continue
 		}
-		stats[room] = st
+		stats[room] = got[i]
 	}
 	if len(failed) > 0 {
 		q.mu.Lock()
@@ -610,6 +613,31 @@ func (q *Queue) refreshAll(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// readStats reads the rooms' stats, up to refreshReaders at a time, so that
+// a networked store's client pipelines them (one round trip for many rooms
+// instead of one each).
+func (q *Queue) readStats(ctx context.Context, rooms []string, now time.Time) ([]Stats, []error) {
+	stats, errs := make([]Stats, len(rooms)), make([]error, len(rooms))
+	if len(rooms) == 1 {
+		stats[0], errs[0] = q.store.Stats(ctx, rooms[0], now)
+		return stats, errs
+	}
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for range min(len(rooms), refreshReaders) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(rooms); i = int(next.Add(1) - 1) {
+				stats[i], errs[i] = q.store.Stats(ctx, rooms[i], now)
+			}
+		})
+	}
+	wg.Wait()
+	return stats, errs
+}
+
+// refreshReaders bounds a refresh's concurrent store reads.
+const refreshReaders = 32
 
 // roomsPerList: the store's room list is read at every refresh while the
 // view holds at most this many rooms, and every refresh per this many
@@ -629,7 +657,7 @@ func sameList(rooms []string, views map[string]*viewSlot) bool {
 }
 
 // Busy returns a channel that is closed when this instance's view of room
-// next shows someone waiting. Take it before asking Resting, so that a
+// next shows someone waiting. Take it before asking RestLeft, so that a
 // refresh between the two is not missed.
 func (q *Queue) Busy(room string) <-chan struct{} {
 	ch, ok := q.busy.Load(room)
@@ -639,20 +667,18 @@ func (q *Queue) Busy(room string) <-chan struct{} {
 	return ch.(chan struct{})
 }
 
-// resting reports whether v, a view of a room nobody waits in, is recent
-// enough not to be read again (Options.IdleRefresh).
-func (q *Queue) resting(v *View, now time.Time) bool {
-	return v.Waiting == 0 && now.Sub(v.At) < q.idleRefresh
-}
-
-// Resting reports whether nobody waits in room, as this instance's view
-// read it within the last IdleRefresh: an admission step would admit
-// nobody, and the admission scheduler skips it. A room this instance's
-// view does not know, or knows only from an older read (the store is
-// failing), is not resting.
-func (q *Queue) Resting(room string) bool {
+// RestLeft is how much longer nobody waits in room, as this instance's
+// view read it: until the view is IdleRefresh old (when the refresh reads
+// it again), or 0 when someone waits. An admission step within it would
+// admit nobody, and the admission scheduler skips them. A room this
+// instance's view does not know, or knows only from an older read (the
+// store is failing), does not rest.
+func (q *Queue) RestLeft(room string) time.Duration {
 	v := q.view(room)
-	return v != nil && q.resting(v, q.now())
+	if v == nil || v.Waiting > 0 {
+		return 0
+	}
+	return max(0, q.idleRefresh-q.now().Sub(v.At))
 }
 
 // refreshRoom re-reads one room's stats (after its settings changed).

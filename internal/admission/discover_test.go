@@ -89,12 +89,13 @@ func TestRoomsCreatedWhileRunning(t *testing.T) {
 }
 
 // TestLoopStopsWhenStoreLosesRoom: when the store loses a room (a flushed
-// Redis), the next refresh drops it from the view and its loop stops; when
-// the room comes back, a new loop admits again.
+// Redis), the view's next read of it (within IdleRefresh, the room being
+// idle) drops it and its loop stops; when the room comes back, a new loop
+// admits again.
 func TestLoopStopsWhenStoreLosesRoom(t *testing.T) {
 	c := testenv.Redis(t)
 	prefix := testenv.RedisPrefix(t, c)
-	q := queue.New(redisqueue.New(c, prefix), queue.Options{Refresh: 10 * time.Millisecond})
+	q := queue.New(redisqueue.New(c, prefix), queue.Options{Refresh: 10 * time.Millisecond, IdleRefresh: time.Second})
 	var out logs
 	start(t, q, slog.New(slog.NewTextHandler(&out, nil)))
 

@@ -3,13 +3,15 @@ package queue
 import (
 	"context"
 	"maps"
+	"time"
 )
 
 // DeleteRoom removes a room from the store (Store.DeleteRoom): unless force,
 // it refuses with ErrRoomInUse while visitors wait or are active. The room
 // leaves this instance's view at once, so its admission loop stops (the
 // scheduler learns it from ViewRooms); other instances drop it at their
-// next refresh. Tickets and passes already issued for the room then answer
+// next read of the room: at once on a Waker store, which tells them, else
+// at their next list or idle read. Tickets and passes already issued for the room then answer
 // ErrRoomNotFound. Creating the room again starts it afresh (new counters,
 // a new draw seed).
 func (q *Queue) DeleteRoom(ctx context.Context, room string, force bool) error {
@@ -25,17 +27,34 @@ func (q *Queue) DeleteRoom(ctx context.Context, room string, force bool) error {
 
 // forgetRoom drops the room's view and gauges, and tells ViewRooms'
 // subscribers.
-func (q *Queue) forgetRoom(room string) {
+func (q *Queue) forgetRoom(room string) { q.dropViews([]string{room}, time.Time{}) }
+
+// dropViews drops the rooms' views and gauges, and tells ViewRooms'
+// subscribers; with readAt set, only views read before readAt (a room
+// made again since keeps its view).
+func (q *Queue) dropViews(rooms []string, readAt time.Time) {
+	if len(rooms) == 0 {
+		return
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	old := *q.views.Load()
-	if _, ok := old[room]; !ok {
+	var next map[string]*viewSlot
+	for _, room := range rooms {
+		slot, ok := old[room]
+		if !ok || !readAt.IsZero() && slot.v.Load().At.After(readAt) {
+			continue
+		}
+		if next == nil {
+			next = maps.Clone(old)
+		}
+		delete(next, room)
+		q.metrics.forget(room)
+		q.due.forget(room)
+	}
+	if next == nil {
 		return
 	}
-	next := maps.Clone(old)
-	delete(next, room)
-	q.metrics.forget(room)
-	q.due.forget(room)
 	q.views.Store(&next)
 	if q.changed != nil {
 		close(q.changed)

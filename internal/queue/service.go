@@ -85,8 +85,9 @@ type Queue struct {
 	// at the next refresh however recently they were (Enter).
 	idleRefresh time.Duration
 	woken       sync.Map
-	lastList    time.Time // when refreshAll last read the store's room list (Run's goroutine only)
-	busy        sync.Map  // room → chan struct{}, closed when its view shows someone waiting (Busy)
+	lastList    time.Time   // when refreshAll last read the store's room list (Run's goroutine only)
+	relist      atomic.Bool // the wake feed broke: list at the next refresh
+	busy        sync.Map    // room → chan struct{}, closed when its view shows someone waiting (Busy)
 	metrics     *Metrics
 	log         *slog.Logger
 	views       atomic.Pointer[map[string]*viewSlot] // replaced only when the set of rooms changes
@@ -475,15 +476,19 @@ func (q *Queue) Admit(ctx context.Context, room string) (AdmitResult, error) {
 	if err == nil && q.counts != nil {
 		q.countStep(room, res)
 	}
+	if errors.Is(err, ErrRoomNotFound) { // gone: the next refresh reads it and drops its view
+		q.woken.Store(room, struct{}{})
+	}
 	return res, err
 }
 
 // Run refreshes the view of every room every Refresh until ctx ends. A failed
 // refresh is logged and retried; views older than two seconds are not used.
-// It is usher's one room-discovery loop: a room the store lists joins the
-// view, a room it no longer has leaves it, and ViewRooms' subscribers (the
-// admission scheduler) learn of both. Status polls are held (AwaitTurn)
-// only while it runs: when ctx ends, every held poll answers at once.
+// It is usher's one room-discovery loop: a room the store lists or wakes
+// joins the view, a room a read or the list finds gone leaves it
+// (listEvery), and ViewRooms' subscribers (the admission scheduler) learn
+// of both. Status polls are held (AwaitTurn) only while it runs: when ctx
+// ends, every held poll answers at once.
 func (q *Queue) Run(ctx context.Context) error {
 	t := time.NewTicker(q.refresh)
 	defer t.Stop()
@@ -522,6 +527,7 @@ func (q *Queue) listen(ctx context.Context, w Waker) {
 		if ctx.Err() != nil {
 			return
 		}
+		q.relist.Store(true) // wakes may have been lost meanwhile
 		q.log.Warn("room wakes", "err", err)
 		select {
 		case <-ctx.Done():
@@ -540,7 +546,7 @@ func (q *Queue) refreshAll(ctx context.Context) error {
 	views := *q.views.Load()
 	listedAt := q.now()
 	var rooms []string // the store's list, when this refresh reads it
-	listed := q.lastList.IsZero() || listedAt.Sub(q.lastList) >= q.refresh*time.Duration(len(views)/roomsPerList)
+	listed := q.lastList.IsZero() || q.relist.Swap(false) || listedAt.Sub(q.lastList) >= q.listEvery(len(views))
 	if listed {
 		var err error
 		if rooms, err = q.store.Rooms(ctx); err != nil {
@@ -590,16 +596,22 @@ func (q *Queue) refreshAll(ctx context.Context) error {
 	got, readErrs := q.readStats(ctx, toRead, now)
 	stats := make(map[string]Stats, len(toRead))
 	var errs []error
-	var failed []string
+	var failed, gone []string
 	for i, room := range toRead {
-		if err := readErrs[i]; err != nil {
+		_, viewed := views[room]
+		switch err := readErrs[i]; {
+		case errors.Is(err, ErrRoomNotFound): // deleted, or lost with a flushed store
+			if viewed {
+				gone = append(gone, room)
+			}
+		case err != nil:
 			errs = append(errs, err)
-			if _, ok := views[room]; ok {
+			if viewed {
 				failed = append(failed, room)
 			}
-			continue
+		default:
+			stats[room] = got[i]
 		}
-		stats[room] = got[i]
 	}
 	if len(failed) > 0 {
 		q.mu.Lock()
@@ -611,6 +623,7 @@ func (q *Queue) refreshAll(ctx context.Context) error {
 	if len(stats) > 0 || listed && !sameList(rooms, views) { // else nothing to change
 		q.apply(now, stats, rooms, listedAt)
 	}
+	q.dropViews(gone, now)
 	return errors.Join(errs...)
 }
 
@@ -639,11 +652,20 @@ func (q *Queue) readStats(ctx context.Context, rooms []string, now time.Time) ([
 // refreshReaders bounds a refresh's concurrent store reads.
 const refreshReaders = 32
 
-// roomsPerList: the store's room list is read at every refresh while the
-// view holds at most this many rooms, and every refresh per this many
-// beyond (every second with 10,000 rooms): a room made elsewhere wakes
-// this instance's view meanwhile (Waker), and one the store lost leaves it
-// at the next list.
+// listEvery is how often refreshAll reads the store's room list, holding
+// rooms views. A Waker store names the rooms made or deleted elsewhere, and
+// a read that finds a room gone drops its view: its list is a backstop for
+// wakes lost, read once per IdleRefresh and at the refresh after the wake
+// feed broke. Other stores' lists are read at every refresh while the view
+// holds at most roomsPerList rooms, and every refresh per roomsPerList
+// beyond.
+func (q *Queue) listEvery(rooms int) time.Duration {
+	if _, ok := q.raw.(Waker); ok {
+		return q.idleRefresh
+	}
+	return q.refresh * time.Duration(rooms/roomsPerList)
+}
+
 const roomsPerList = 1000
 
 // sameList reports whether rooms are the rooms of views.

@@ -109,8 +109,8 @@ func TestShardedRefusals(t *testing.T) {
 // TestWakesReachOtherInstances: two instances share a Redis; the second
 // reads a room nobody waits in only once an hour (IdleRefresh), yet a
 // change of the room's settings through the first reaches its view at
-// once, for a room of one shard and for a sharded one, and so does an
-// inventory set through the first.
+// once, for a room of one shard and for a sharded one, and so do an
+// inventory set, a room made and a room deleted through the first.
 func TestWakesReachOtherInstances(t *testing.T) {
 	c := testenv.Redis(t)
 	prefix := testenv.RedisPrefix(t, c)
@@ -153,5 +153,21 @@ func TestWakesReachOtherInstances(t *testing.T) {
 	testenv.Eventually(t, 30*time.Second, "the inventory in the second instance's view", func() bool {
 		v, _ := b.View("plain")
 		return v.Inventory.Known && v.EffectiveState() == queue.SoldOut
+	})
+	// The second reads its room list once per IdleRefresh too: a room made
+	// and one deleted through the first reach its view by wakes alone.
+	if err := a.PutRoom(ctx, "late", plain); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "a room made through the first in the second's view", func() bool {
+		_, ok := b.View("late")
+		return ok
+	})
+	if err := a.DeleteRoom(ctx, "plain", true); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "a room deleted through the first gone from the second's view", func() bool {
+		_, ok := b.View("plain")
+		return !ok
 	})
 }

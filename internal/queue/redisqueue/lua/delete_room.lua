@@ -21,4 +21,8 @@ if force ~= '1' then
   end
 end
 redis.call('DEL', unpack(KEYS))
+-- Every instance's view re-reads the room, finds it gone and drops it
+-- (queue.Waker): <prefix>wake.
+local prefix, name = string.match(meta, '^(.*){(.*)}:meta$')
+redis.call('PUBLISH', prefix .. 'wake', name)
 return 1

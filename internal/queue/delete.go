@@ -11,9 +11,9 @@ import (
 // leaves this instance's view at once, so its admission loop stops (the
 // scheduler learns it from ViewRooms); other instances drop it at their
 // next read of the room: at once on a Waker store, which tells them, else
-// at their next list or idle read. Tickets and passes already issued for the room then answer
-// ErrRoomNotFound. Creating the room again starts it afresh (new counters,
-// a new draw seed).
+// at their next list or idle read. Tickets and passes already issued for
+// the room then answer ErrRoomNotFound. Creating the room again starts it
+// afresh (new counters, a new draw seed).
 func (q *Queue) DeleteRoom(ctx context.Context, room string, force bool) error {
 	if err := checkRoom(room); err != nil {
 		return err

@@ -10,18 +10,14 @@ import (
 // the store lists and the view lacks, or finds that the store no longer has
 // a room, or when PutRoom or EnsureRoom create one here. Call it again after
 // the channel closes. Without Run, rooms join the set only through PutRoom
-// and EnsureRoom and never leave it. The slice is shared by every caller
-// until the set changes (it is sorted once per set): do not modify it.
+// and EnsureRoom and never leave it.
 func (q *Queue) ViewRooms() (rooms []string, changed <-chan struct{}) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.changed == nil {
 		q.changed = make(chan struct{})
 	}
-	if views := q.views.Load(); q.sortedOf != views {
-		q.sorted, q.sortedOf = slices.Sorted(maps.Keys(*views)), views
-	}
-	return q.sorted, q.changed
+	return slices.Sorted(maps.Keys(*q.views.Load())), q.changed
 }
 
 // WaitingRooms returns the rooms whose latest view showed someone waiting,

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"usher/internal/event"
 	"usher/internal/fault"
 	"usher/internal/queue/forecast"
@@ -97,12 +99,9 @@ type Queue struct {
 	// changed, once ViewRooms made it, is closed and cleared when the set
 	// of rooms in views changes.
 	changed chan struct{}
-	// sorted is ViewRooms' answer for the set of rooms sortedOf.
-	sorted   []string
-	sortedOf *map[string]*viewSlot
-	sigMu    sync.Mutex
-	local    map[string]*Signals // origin signals since the last Control, by room (adaptive.go)
-	events   event.Emitter       // nil: no events
+	sigMu   sync.Mutex
+	local   map[string]*Signals // origin signals since the last Control, by room (adaptive.go)
+	events  event.Emitter       // nil: no events
 	// counts are the rooms' counts for the counted events (events.go); nil
 	// without events.
 	counts     *counts
@@ -476,9 +475,6 @@ func (q *Queue) Admit(ctx context.Context, room string) (AdmitResult, error) {
 	if err == nil && q.counts != nil {
 		q.countStep(room, res)
 	}
-	if errors.Is(err, ErrRoomNotFound) { // gone: the next refresh reads it and drops its view
-		q.woken.Store(room, struct{}{})
-	}
 	return res, err
 }
 
@@ -620,10 +616,19 @@ func (q *Queue) refreshAll(ctx context.Context) error {
 		}
 		q.mu.Unlock()
 	}
-	if len(stats) > 0 || listed && !sameList(rooms, views) { // else nothing to change
-		q.apply(now, stats, rooms, listedAt)
+	if len(stats) > 0 {
+		q.apply(now, stats)
 	}
 	q.dropViews(gone, now)
+	if listed {
+		var unlisted []string // lost by the store, unless made again since the list
+		for room := range views {
+			if !inList(room) {
+				unlisted = append(unlisted, room)
+			}
+		}
+		q.dropViews(unlisted, listedAt)
+	}
 	return errors.Join(errs...)
 }
 
@@ -632,20 +637,15 @@ func (q *Queue) refreshAll(ctx context.Context) error {
 // instead of one each).
 func (q *Queue) readStats(ctx context.Context, rooms []string, now time.Time) ([]Stats, []error) {
 	stats, errs := make([]Stats, len(rooms)), make([]error, len(rooms))
-	if len(rooms) == 1 {
-		stats[0], errs[0] = q.store.Stats(ctx, rooms[0], now)
-		return stats, errs
-	}
-	var wg sync.WaitGroup
-	next := atomic.Int64{}
-	for range min(len(rooms), refreshReaders) {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(rooms); i = int(next.Add(1) - 1) {
-				stats[i], errs[i] = q.store.Stats(ctx, rooms[i], now)
-			}
+	var g errgroup.Group
+	g.SetLimit(refreshReaders)
+	for i, room := range rooms {
+		g.Go(func() error {
+			stats[i], errs[i] = q.store.Stats(ctx, room, now)
+			return nil
 		})
 	}
-	wg.Wait()
+	g.Wait()
 	return stats, errs
 }
 
@@ -667,16 +667,6 @@ func (q *Queue) listEvery(rooms int) time.Duration {
 }
 
 const roomsPerList = 1000
-
-// sameList reports whether rooms are the rooms of views.
-func sameList(rooms []string, views map[string]*viewSlot) bool {
-	for _, room := range rooms {
-		if _, ok := views[room]; !ok {
-			return false
-		}
-	}
-	return len(rooms) == len(views)
-}
 
 // Busy returns a channel that is closed when this instance's view of room
 // next shows someone waiting. Take it before asking RestLeft, so that a
@@ -710,16 +700,14 @@ func (q *Queue) refreshRoom(ctx context.Context, room string) error {
 	if err != nil {
 		return err
 	}
-	q.apply(now, map[string]Stats{room: st}, nil, time.Time{})
+	q.apply(now, map[string]Stats{room: st})
 	return nil
 }
 
 // apply installs new views for the rooms in stats, updating measured rates.
-// When listed is not nil it holds every room the store had at listedAt:
-// views of other rooms are dropped, unless read after listedAt (a room made
-// meanwhile, PutRoom). Other views are kept (they go stale if refreshes
-// fail).
-func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string, listedAt time.Time) {
+// Other views are kept (they go stale if refreshes fail); dropViews
+// removes the rooms a refresh finds gone.
+func (q *Queue) apply(now time.Time, stats map[string]Stats) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	old := *q.views.Load()
@@ -727,20 +715,6 @@ func (q *Queue) apply(now time.Time, stats map[string]Stats, listed []string, li
 	grow := func() {
 		if !cloned {
 			next, cloned = maps.Clone(old), true
-		}
-	}
-	if listed != nil {
-		keep := make(map[string]bool, len(listed))
-		for _, room := range listed {
-			keep[room] = true
-		}
-		for room, slot := range old {
-			if !keep[room] && !slot.v.Load().At.After(listedAt) {
-				grow()
-				delete(next, room)
-				q.metrics.forget(room)
-				q.due.forget(room)
-			}
 		}
 	}
 	for room, st := range stats {

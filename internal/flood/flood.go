@@ -1,19 +1,15 @@
-// Package flood decides whether a stranger may take a new queue place: the
+// Package flood decides whether a client may take a new queue place: the
 // one thing a waiting room gives away for free, and so the thing a bot
-// floods. The API's anonymous entries and the proxy's cookie-less page views
-// ask it before they mint a visitor id.
+// floods. Every entry into a room asks it (gate.Door), whatever cookies it
+// carries, unless it shows a ticket for its own place.
 //
 // Layers, each a room setting (queue.Settings):
 //   - ClientEntersPerMinute: a per-client rate of new places (package limit,
 //     keyed by room and clientip key), held across instances by the store;
 //     over it, ErrRateLimited with a retry time, and no place is made.
-//   - PowBits: a proof of work (package pow): asked of the API's anonymous
-//     entries and of the proxy's cookie-less page views alike (the waiting
+//   - PowBits: a proof of work (package pow), one solution per place: asked
+//     of the API's entries and of the proxy's page views alike (the waiting
 //     page solves it in a Web Worker).
-//
-// A request that carries a valid visitor cookie re-enters as the same
-// visitor, one place per room however often it comes, so only requests
-// that would mint a new visitor are asked.
 package flood
 
 import (

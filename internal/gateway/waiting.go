@@ -101,6 +101,11 @@ func (p *core) renderPage(w http.ResponseWriter, r *http.Request, status int, pg
 // missing). A visitor whose place is gone (left, released, expired) enters
 // again at the back. ticket is set only when a new one was issued.
 func (p *core) place(ctx context.Context, w http.ResponseWriter, r *http.Request, room string) (visitor, ticket string, e queue.Entry, err error) {
+	var mint *http.Cookie // a new visitor's cookie, set once it has its place
+	lane, err := gate.EntryLane(p.c.Keys, room, r.URL.Query().Get(LaneParam))
+	if err != nil {
+		return "", "", queue.Entry{}, err
+	}
 	if t, ok := p.ticketOf(r, room); ok {
 		e, err = gate.Poll(ctx, p.c.Queue, r, room, t)
 		if err == nil && e.Status == queue.Waiting && e.Seq != 0 && e.Seq != t.Seq {
@@ -113,30 +118,30 @@ func (p *core) place(ctx context.Context, w http.ResponseWriter, r *http.Request
 		}
 		visitor = t.Visitor
 	} else {
-		if visitor, err = p.credentialed(r, room); err != nil {
+		if r.Method != http.MethodGet && r.Method != http.MethodPost {
+			return "", "", queue.Entry{}, ErrNoPlace
+		}
+		q := r.URL.Query()
+		en, err := p.door().Admit(ctx, r, room, gate.Credentials{Invite: q.Get(InviteParam), Identity: q.Get(IdentityParam)})
+		if err != nil {
 			return "", "", queue.Entry{}, err
 		}
-		if visitor == "" {
-			var known bool
-			if visitor, known = gate.VisitorFrom(r, p.c.Keys); !known {
-				if err := p.mayMint(r, room); err != nil {
-					return "", "", queue.Entry{}, err
-				}
-				var set *http.Cookie
-				visitor, set = gate.NewVisitor(p.c.Keys, p.secure)
-				http.SetCookie(w, set)
-			}
-		}
-	}
-	lane, err := gate.EntryLane(p.c.Keys, room, r.URL.Query().Get(LaneParam))
-	if err != nil {
-		return "", "", queue.Entry{}, err
+		visitor, mint = en.Visitor, en.Cookie
 	}
 	e, _, err = gate.Enter(ctx, p.c.Queue, room, visitor, lane)
 	if err != nil {
 		return "", "", queue.Entry{}, err
 	}
+	if mint != nil {
+		http.SetCookie(w, mint)
+	}
 	return visitor, p.issueTicket(w, room, visitor, e), e, nil
+}
+
+// door checks the entries of visitors without a ticket: credentials and
+// the flood guard, as for the API's entries.
+func (p *core) door() gate.Door {
+	return gate.Door{Queue: p.c.Queue, Keys: p.c.Keys, Identity: p.c.Identity, Flood: p.c.Flood, SecureCookie: p.secure}
 }
 
 // issueTicket signs a ticket for the visitor's place and sets the room's
@@ -159,16 +164,6 @@ const (
 	LaneParam = "usher_lane"
 )
 
-// credentialed returns the visitor a request's invite or identity names, ""
-// when it carries neither, or the refusal of a room that requires one
-// (fail closed: a presale room never mints anonymous visitors); the rules
-// are gate.EntryVisitor's, as for the API.
-func (p *core) credentialed(r *http.Request, room string) (string, error) {
-	q := r.URL.Query()
-	return gate.EntryVisitor(p.c.Keys, p.c.Identity, room, p.c.Queue.ViewOrDefault(room).Settings,
-		q.Get(InviteParam), q.Get(IdentityParam))
-}
-
 // backURL is where a visitor is sent back to: the request's own URL without
 // credential parameters, as a same-origin path.
 func backURL(r *http.Request) string {
@@ -184,24 +179,9 @@ func backURL(r *http.Request) string {
 }
 
 // ErrNoPlace answers a request of another method than GET or POST that
-// would take a new place: only a page view (or the JSON protocol's POST)
+// would take a place without a ticket: only a page view (or the JSON protocol's POST)
 // enters the queue, never a HEAD, an OPTIONS preflight or a PUT.
 var ErrNoPlace = fault.New(fault.MethodNotAllowed, "only GET and POST take a place in the queue")
-
-// mayMint decides, for a request without a visitor cookie, whether it may
-// become a new visitor with a new place: the method, then the room's flood
-// guard (Config.Flood): its proof of work and per-client limit, as for the
-// API's entries. Unknown rooms are left to Enter.
-func (p *core) mayMint(r *http.Request, room string) error {
-	if r.Method != http.MethodGet && r.Method != http.MethodPost {
-		return ErrNoPlace
-	}
-	v, ok := p.c.Queue.View(room)
-	if p.c.Flood == nil || !ok {
-		return nil
-	}
-	return p.c.Flood.NewPlace(r.Context(), r, room, v.Settings)
-}
 
 func (p *core) ticketOf(r *http.Request, room string) (token.Ticket, bool) {
 	if raw, ok := gate.Bearer(r); ok {

@@ -20,35 +20,6 @@ func (s *server) enter() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
-		visitor := req.VisitorID
-		switch {
-		case countSet(req.VisitorID, req.Identity, req.Invite) > 1:
-			s.errs.Write(w, r, queue.ErrInvalid.Detail("visitor_id, identity and invite: send one of them"))
-			return
-		case visitor != "":
-			if !s.isAdmin(r) {
-				s.errs.Write(w, r, apierror.ErrAdminOnly.Detail("visitor_id: accepted only with the admin key"))
-				return
-			}
-		default:
-			v, inView := s.Queue.View(room) // unknown rooms are left to Enter, which refuses them
-			if visitor, err = gate.EntryVisitor(s.Keys, s.Identity, room, v.Settings, req.Invite, req.Identity); err != nil {
-				s.errs.Write(w, r, err)
-				return
-			}
-			if visitor == "" {
-				var known bool
-				if visitor, known = gate.VisitorFrom(r, s.Keys); !known {
-					if err := s.newPlace(r, room, v.Settings, inView); err != nil {
-						s.errs.Write(w, r, err)
-						return
-					}
-					var set *http.Cookie
-					visitor, set = gate.NewVisitor(s.Keys, s.secure)
-					http.SetCookie(w, set)
-				}
-			}
-		}
 		shown, err := gate.Shown(r)
 		if err != nil {
 			s.errs.Write(w, r, err)
@@ -59,10 +30,33 @@ func (s *server) enter() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
+		visitor := req.VisitorID
+		var mint *http.Cookie // a new visitor's cookie, set once it has its place
+		switch {
+		case countSet(req.VisitorID, req.Identity, req.Invite) > 1:
+			s.errs.Write(w, r, queue.ErrInvalid.Detail("visitor_id, identity and invite: send one of them"))
+			return
+		case visitor != "":
+			if !s.isAdmin(r) {
+				s.errs.Write(w, r, apierror.ErrAdminOnly.Detail("visitor_id: accepted only with the admin key"))
+				return
+			}
+		default:
+			en, err := s.door.Admit(r.Context(), r, room, gate.Credentials{
+				Invite: req.Invite, Identity: req.Identity, Holds: s.ticketVisitor(r, room)})
+			if err != nil {
+				s.errs.Write(w, r, err)
+				return
+			}
+			visitor, mint = en.Visitor, en.Cookie
+		}
 		e, created, err := gate.Enter(r.Context(), s.Queue, room, visitor, lane)
 		if err != nil {
 			s.errs.Write(w, r, err)
 			return
+		}
+		if mint != nil {
+			http.SetCookie(w, mint)
 		}
 		if !created { // the visitor's own place: the one it showed
 			e = s.Queue.HoldPlace(room, e, e.Seq, shown)
@@ -94,16 +88,18 @@ func countSet(ss ...string) int {
 	return n
 }
 
-// newPlace asks the flood guard whether a request without a visitor
-// cookie (a new visitor) may take a place in room, whose settings are s.
-// Rooms this instance does not know yet (inView false) are left to Enter,
-// which refuses unknown ones, so that a stranger cannot make the guard
-// count under made-up room names.
-func (s *server) newPlace(r *http.Request, room string, settings queue.Settings, inView bool) error {
-	if s.Flood == nil || !inView {
-		return nil
+// ticketVisitor names the visitor of the valid ticket for room that r
+// carries, "" for none.
+func (s *server) ticketVisitor(r *http.Request, room string) string {
+	raw, err := ticketFrom(r)
+	if err != nil {
+		return ""
 	}
-	return s.Flood.NewPlace(r.Context(), r, room, settings)
+	t, err := s.Keys.ParseTicket(raw, room)
+	if err != nil {
+		return ""
+	}
+	return t.Visitor
 }
 
 // ticket returns the request's ticket for room: Bearer header, else cookie.

@@ -19,6 +19,7 @@ import (
 	"usher/internal/queue"
 	"usher/internal/queue/memqueue"
 	"usher/internal/token"
+	"usher/internal/wire"
 )
 
 var identitySecret = []byte("the site's identity secret, 32+ bytes")
@@ -230,5 +231,84 @@ func TestInvites(t *testing.T) {
 	}
 	if n := e.places("presale"); n != 3 {
 		t.Errorf("%d places, want the two invites and the admin's visitor", n)
+	}
+}
+
+// TestOnePlacePerDefence (issue 30 §1): a visitor cookie is minted only by
+// an entry that took a place, and a cookie skips no room's defences: each
+// new place in a room with pow_bits costs a solution and counts toward its
+// client_enters_per_minute, whatever usher_vid the request carries (minted
+// by a refused entry, or by a room without defences). Only a visitor that
+// shows its own ticket re-enters without them.
+func TestOnePlacePerDefence(t *testing.T) {
+	e := newFloodEnv(t)
+	e.putRoom("sale", `{"max_active":1,"admit_rate":0.001,"pow_bits":8,"client_enters_per_minute":5}`)
+	e.putRoom("free", `{"max_active":1,"admit_rate":0.001,"pow_bits":0,"client_enters_per_minute":0}`)
+	vid := func(r resp) string {
+		for _, c := range (&http.Response{Header: r.header}).Cookies() {
+			if c.Name == wire.VisitorCookie {
+				return c.Value
+			}
+		}
+		return ""
+	}
+	for _, path := range []string{"/api/v1/rooms/no-such-room/entries", "/api/v1/rooms/sale/entries"} {
+		if r := e.do(nil, "POST", path, "", ""); r.status < 400 || vid(r) != "" {
+			t.Errorf("POST %s: %d with usher_vid %q; want a refusal and no cookie", path, r.status, vid(r))
+		}
+	}
+	enter := func(cookie, solution string) resp {
+		h := map[string]string{}
+		if cookie != "" {
+			h["Cookie"] = wire.VisitorCookie + "=" + cookie
+		}
+		if solution != "" {
+			h[pow.Header] = solution
+		}
+		return e.doHeader(nil, "POST", "/api/v1/rooms/sale/entries", "", "", h)
+	}
+	solve := func() string {
+		r := enter("", "")
+		var body struct{ Challenge pow.Challenge }
+		if err := json.Unmarshal(r.body, &body); err != nil || r.status != http.StatusPreconditionRequired {
+			t.Fatalf("challenge: %d %s", r.status, r.body)
+		}
+		return body.Challenge.Token + ":" + pow.Solve(body.Challenge)
+	}
+	minted := func() string {
+		r := e.do(nil, "POST", "/api/v1/rooms/free/entries", "", "")
+		if r.status != http.StatusCreated || vid(r) == "" {
+			t.Fatalf("entry into the room without defences: %d, usher_vid %q", r.status, vid(r))
+		}
+		return vid(r)
+	}
+
+	// A cookie from another room buys no place without a solution.
+	for range 6 {
+		if r := enter(minted(), ""); r.status != http.StatusPreconditionRequired {
+			t.Fatalf("cookie from another room, no solution: %d %s, want 428", r.status, r.body)
+		}
+	}
+	// The visitor's own place: a browser that solved once polls and
+	// re-enters with its ticket, without solving again.
+	browser := e.client()
+	first := e.doHeader(browser, "POST", "/api/v1/rooms/sale/entries", "", "", map[string]string{pow.Header: solve()})
+	again := e.do(browser, "POST", "/api/v1/rooms/sale/entries", "", "")
+	if first.status != http.StatusCreated || again.status != http.StatusOK || again.entry(t).Position != first.entry(t).Position {
+		t.Fatalf("own place: %d then %d, want 201 then 200 at the same place", first.status, again.status)
+	}
+	// Fresh cookies with a solution each: places up to the client's limit.
+	limited := 0
+	for range 8 {
+		switch r := enter(minted(), solve()); r.status {
+		case http.StatusCreated:
+		case http.StatusTooManyRequests:
+			limited++
+		default:
+			t.Fatalf("solved entry with a fresh cookie: %d %s", r.status, r.body)
+		}
+	}
+	if n := e.places("sale"); n != 5 || limited != 4 {
+		t.Errorf("%d places in sale, %d refused 429; want the limit 5 (the browser's and 4 more)", n, limited)
 	}
 }

@@ -45,8 +45,8 @@ type Config struct {
 	// Identity verifies the identity assertions of entries (the body's
 	// "identity"); nil refuses every assertion.
 	Identity *identity.Verifier
-	// Flood guards anonymous entries that would mint a new visitor
-	// (per-client limit, proof of work); nil lets every one in.
+	// Flood guards entries that would take a new place (per-client
+	// limit, proof of work; gate.Door); nil lets every one in.
 	Flood *flood.Guard
 	// Sale serves the booking routes (seats, holds, reservations, catalog
 	// admin); nil leaves them out.
@@ -65,6 +65,7 @@ type server struct {
 	Config
 	errs   apierror.Writer
 	gate   *gate.Gate
+	door   gate.Door
 	secure bool
 	bufs   sync.Pool // *[]byte: entry responses' JSON
 	// streams bounds the open reservation event streams.
@@ -82,6 +83,7 @@ func NewServer(c Config) http.Handler {
 		secure:  !c.InsecureCookies,
 		streams: newStreams(StreamsPerVisitor, StreamsTotal),
 	}
+	s.door = gate.Door{Queue: c.Queue, Keys: c.Keys, Identity: c.Identity, Flood: c.Flood, SecureCookie: s.secure}
 	s.gate = gate.New(c.Queue, c.Keys, gate.Options{
 		Room:         func(r *http.Request) string { return r.PathValue("room") },
 		FailOpen:     c.FailOpen,

@@ -6,6 +6,9 @@
 # poll, make one origin call and leave, in a room admitting 50/s. One run per
 # setting of client_enters_per_minute: 0 (defences off), the default 600, and
 # 60. Prints a Markdown table; artifacts in artifacts/flood (or $RESULTS).
+# Then issue 30 §1's attack alone: the client mints a visitor cookie (a
+# refused entry into a room that does not exist) before each entry into a
+# room with pow_bits 16 and client_enters_per_minute 5, and never solves.
 #
 #   scripts/bench-flood.sh [duration=60s] [honest users=200] [flood conns=8]
 #
@@ -57,3 +60,15 @@ cat <<TABLE
 |---|---|---|---|---|---|---|---|---|---|
 $rows
 TABLE
+
+room=flood-mint
+curl -sf -X PUT -H "Authorization: Bearer $admin" "$base/api/v1/rooms/$room" \
+  -d '{"max_active":10,"admit_rate":1,"pow_bits":16,"client_enters_per_minute":5}' >/dev/null
+"$tmp/flood" -url "$base/api/v1/rooms/$room/entries" -mint "$base/api/v1/rooms/no-such-room/entries" \
+  -from 127.0.0.2 -conns "$conns" -duration "$dur" >"$out/flood-mint.json"
+stats=$(curl -sf -H "Authorization: Bearer $admin" "$base/api/v1/rooms/$room")
+places=$(echo "$stats" | jq -e '.stats.waiting + .stats.active')
+read -r req secs <<<"$(jq -er '"\(.requests) \(.seconds)"' "$out/flood-mint.json")"
+figures "mint" "$req" "$places" "$secs"
+echo
+echo "Minted cookies (pow_bits 16, client_enters_per_minute 5, no solutions): $req entries in $secs s, $places places ($(awk -v p="$places" -v s="$secs" 'BEGIN{printf "%.0f", p*60/s}') a minute)."

@@ -1,6 +1,8 @@
 // Command flood is the adversary of scripts/bench-flood.sh: one client that
 // asks for new queue places as fast as it can, without cookies, from one
-// source address, for a fixed time, and prints what it got as JSON.
+// source address, for a fixed time, and prints what it got as JSON. With
+// -mint it first asks that URL for a fresh visitor cookie before each
+// entry and sends it along (issue 30 §1's attack).
 //
 //	go run ./scripts/flood -url http://127.0.0.1:18189/api/v1/rooms/r/entries -from 127.0.0.2 -conns 8 -duration 60s
 //
@@ -27,6 +29,7 @@ func main() {
 	from := flag.String("from", "127.0.0.2", "source address of every connection")
 	conns := flag.Int("conns", 8, "connections, each sending one request after another")
 	duration := flag.Duration("duration", 60*time.Second, "how long to flood")
+	mint := flag.String("mint", "", "URL to POST before each entry for a fresh usher_vid cookie, sent with the entry")
 	flag.Parse()
 	if *target == "" {
 		fmt.Fprintln(os.Stderr, "flood: -url is required")
@@ -46,6 +49,11 @@ func main() {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, *target, nil)
+				if *mint != "" {
+					if c := mintCookie(ctx, client, *mint); c != nil {
+						req.AddCookie(c)
+					}
+				}
 				key := "error"
 				if res, err := client.Do(req); err == nil {
 					io.Copy(io.Discard, res.Body)
@@ -66,4 +74,22 @@ func main() {
 		total += n
 	}
 	json.NewEncoder(os.Stdout).Encode(map[string]any{"requests": total, "statuses": statuses, "seconds": duration.Seconds()})
+}
+
+// mintCookie POSTs to u and returns the usher_vid cookie of the answer, if
+// any.
+func mintCookie(ctx context.Context, c *http.Client, u string) *http.Cookie {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	res, err := c.Do(req)
+	if err != nil {
+		return nil
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	for _, ck := range res.Cookies() {
+		if ck.Name == "usher_vid" {
+			return &http.Cookie{Name: ck.Name, Value: ck.Value}
+		}
+	}
+	return nil
 }

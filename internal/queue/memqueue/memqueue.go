@@ -72,9 +72,10 @@ type room struct {
 	// Presence (queue.Settings.PresenceTimeout): seen is when each watched
 	// waiting visitor (near the front, or parked) was last seen; zoneSeq
 	// the last sequence number marked near. unpolled holds the watched
-	// visitors marked while the room admitted nobody, or drawn, and not
-	// seen by a poll since (seen is when they were marked): they are not
-	// admitted until they poll; unpolledSeq is the last seq so marked.
+	// visitors marked while the room admitted nobody, or drawn, or behind
+	// another unpolled one, and not seen by a poll since (seen is when
+	// they were marked): they are not admitted until they poll;
+	// unpolledSeq is the last seq so marked.
 	// parked holds the absent taken out of the
 	// line (visitor → seq), back those of them who came back, in seq
 	// order: the next step admits them first. drawn is the range of seqs
@@ -444,9 +445,11 @@ func (r *room) unpark(now time.Time) int64 {
 // mark marks the visitors who came near the front (Settings.Near) since
 // the last step as seen now: presence is measured from when their polls
 // started to reach the store. Those marked while the room admits nobody
-// (idle: paused, closed, before its draw) and the drawn entrants are
-// marked unpolled: a step admits them only once a poll has seen them, so
-// that a visitor who left before the opening is not admitted at it.
+// (idle: paused, closed, before its draw), the drawn entrants, and every
+// visitor marked while an unpolled one is still in line are marked
+// unpolled: a step admits them only once a poll has seen them, so that a
+// visitor who left before the opening is not admitted at it, and those
+// behind it never wait on it (present).
 func (r *room) mark(now time.Time, idle bool) {
 	near := r.settings.Current(r.control).Near()
 	r.waiting.scan(func(_ int, seq int64, id []byte) bool {
@@ -455,7 +458,7 @@ func (r *room) mark(now time.Time, idle bool) {
 		}
 		if seq > r.zoneSeq {
 			r.seen[string(id)] = now
-			if idle || seq >= r.drawn[0] && seq <= r.drawn[1] {
+			if idle || seq >= r.drawn[0] && seq <= r.drawn[1] || len(r.unpolled) > 0 {
 				r.unpolled[string(id)] = true
 				r.unpolledSeq = seq
 			}
@@ -471,9 +474,9 @@ func (r *room) mark(now time.Time, idle bool) {
 // res.Skipped); at their next poll they come back (entry) and the next
 // step admits them first. Unpolled visitors not yet absent keep their
 // place and are passed over; past one of them the walk stops at the first
-// visitor marked after the last unpolled one, so that nobody who came
-// later (an entrant after the draw, a visitor beyond the watched zone) is
-// admitted ahead of them.
+// visitor marked after the last unpolled one (a visitor beyond the watched
+// zone), so that nobody a poll has not shown there is admitted ahead of
+// them.
 func (r *room) present(now time.Time, n int64, res *queue.AdmitResult) []string {
 	type place struct {
 		i   int // in the line

@@ -137,6 +137,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"PresencePausedGhosts", testPresencePausedGhosts},
 		{"PresencePausedPresent", testPresencePausedPresent},
 		{"PresencePreQueueGhosts", testPresencePreQueueGhosts},
+		{"OpeningNoStall", testOpeningNoStall},
+		{"OpeningBehindGhost", testOpeningBehindGhost},
 		{"InventorySoldOut", testInventorySoldOut},
 		{"InventoryCap", testInventoryCap},
 		{"DeleteRoom", testDeleteRoom},

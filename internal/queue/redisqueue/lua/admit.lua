@@ -3,7 +3,7 @@
 -- KEYS[4] pre-queue zset (draw.lua), KEYS[5] seen zset: when each watched
 -- visitor was last seen (ms; enter.lua and status.lua update it), negated
 -- while it is unpolled (marked while the room admitted nobody, or drawn,
--- and not seen by a poll since), KEYS[6] parked and KEYS[7] back zsets
+-- or behind another unpolled visitor, and not seen by a poll since), KEYS[6] parked and KEYS[7] back zsets
 -- (presence.lua), KEYS[8] the priority lane zset (lane seq)
 -- ARGV    now (unix ms), the default presence_timeout (ns), for rooms
 --         written before the setting existed
@@ -120,9 +120,15 @@ if presence > 0 then
   local edge = redis.call('ZRANGE', wait, near - 1, near - 1, 'WITHSCORES')
   local fresh = redis.call('ZRANGEBYSCORE', wait, '(' .. zone, edge[2] or '+inf', 'WITHSCORES')
   local args = {}
+  -- While an unpolled visitor is in line, those marked behind it are
+  -- unpolled too: a step admits only visitors a poll has shown there, so
+  -- the present never wait on a ghost ahead of them (parked visitors'
+  -- scores are made positive when they are parked).
+  local pending = #fresh > 0 and redis.call('ZCOUNT', seen, '-inf', '(0') > 0
   for i = 1, #fresh, 2 do
     local seq = tonumber(fresh[i + 1])
-    if not admits or (seq > dbase and seq <= dbase + dn) then
+    if not admits or pending or (seq > dbase and seq <= dbase + dn) then
+      pending = true
       args[#args + 1] = -now
       last = seq
     else
@@ -158,8 +164,8 @@ elseif #admit < n then
   -- (so the head and the positions behind them are what admission does),
   -- back in it, first, at their next poll. Pass over the unpolled not yet
   -- absent, keeping their place, and past one of them stop at the first
-  -- visitor marked after the last unpolled one (an entrant after the
-  -- draw, a visitor beyond the watched zone). Drawn entrants still in the pre-queue come before
+  -- visitor marked after the last unpolled one (a visitor beyond the
+  -- watched zone). Drawn entrants still in the pre-queue come before
   -- anyone who entered after the draw: stop there.
   local limit = math.huge
   if phase == 'drawn' and redis.call('EXISTS', pre) == 1 then
@@ -181,6 +187,9 @@ elseif #admit < n then
       elseif last and now - math.abs(last) >= presence then
         park[#park + 1] = seq
         park[#park + 1] = v
+        if last < 0 then -- parked, it is no longer unpolled in line
+          redis.call('ZADD', seen, 'XX', -last, v)
+        end
       elseif last and last < 0 then
         passed = true
       else

@@ -9,14 +9,21 @@
 // names, and otherwise gives the client usher's answer. Both were established
 // against nginx 1.22 and Caddy 2.6.2 (edgeconf_test.go runs them).
 //
-// Limits: nginx 1.22 copies only the first Set-Cookie of an auth answer; a
-// release datagram lost on the way leaves the slot to lapse by itself. The
-// protocol: docs/edge.md#the-protocol and
+// Both follow wire.Headers (what reaches usher, the origin and the client),
+// bound the request's headers (size and time), never read a refused
+// request's body, and mark any answer with usher's cookies or a pass
+// private, no-store.
+//
+// Limits: nginx 1.22 copies only the first Set-Cookie of an auth answer,
+// and strips headers by name, so an Usher-* header the table does not name
+// reaches the origin; a release datagram lost on the way leaves the slot to
+// lapse by itself. The protocol: docs/edge.md#the-protocol and
 // docs/architecture.md#forward-auth-at-the-edge.
 package edgeconf
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,9 +31,13 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
+	"time"
+
+	"usher/internal/wire"
 )
 
 // Config is what both renderings need.
@@ -58,27 +69,36 @@ type Config struct {
 	// the pass on a release (plain HTTP on localhost), as usher's
 	// --insecure-cookies.
 	InsecureCookies bool
+	// MaxHeaderBytes bounds a request's line and headers (default
+	// DefaultMaxHeaderBytes, from 4 KiB to 1 MiB); HeaderTimeout bounds
+	// reading them (default 10s), as usher's own servers do.
+	MaxHeaderBytes int
+	HeaderTimeout  time.Duration
 }
 
-// PassCookie is the cookie that carries a pass (wire.PassCookie).
-const PassCookie = "usher_pass"
+// DefaultMaxHeaderBytes is MaxHeaderBytes' default, nginx's own.
+const DefaultMaxHeaderBytes = 32 << 10
 
-// OriginStripped are the client's request headers that the origin never
-// receives as sent: override headers some origins route by, headers that
-// name the client or the public URL (the edge sets the ones it knows), and
-// the usher headers a client could send. usher proxy strips every Usher-*
-// header; Caddy does too (a wildcard), but nginx cannot match header names
-// by prefix, so it strips these by name and overwrites Usher-Visitor and
-// Usher-Room.
-var OriginStripped = []string{
-	"X-Original-URL", "X-Rewrite-URL", "X-Original-URI", "X-Original-Method", "X-Override-URL",
-	"X-Forwarded-Uri", "X-Forwarded-Method",
-	"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override",
-	"X-Real-IP", "True-Client-IP", "X-Client-IP", "CF-Connecting-IP", "Fastly-Client-IP",
-	"X-Cluster-Client-IP", "X-ProxyUser-IP", "Forwarded", "X-Forwarded-For",
-	"X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Prefix", "X-Forwarded-Port",
-	"X-Forwarded-Scheme", "X-Forwarded-Server", "X-Forwarded-Ssl", "X-Url-Scheme", "Front-End-Https",
-	"Usher-Pass", "Usher-Release", "Usher-Challenge", "Usher-CSRF",
+// PassCookie is the cookie that carries a pass.
+const PassCookie = wire.PassCookie
+
+// headerNames returns the named rows of wire.Headers from the client
+// whose hop (to usher or to the origin) is one of hops, each name once.
+func headerNames(toUsher bool, hops ...wire.Hop) []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, row := range wire.Headers {
+		hop := row.Origin
+		if toUsher {
+			hop = row.Usher
+		}
+		if row.From != "client" || row.Pattern() || seen[strings.ToLower(row.Name)] || !slices.Contains(hops, hop) {
+			continue
+		}
+		seen[strings.ToLower(row.Name)] = true
+		names = append(names, row.Name)
+	}
+	return names
 }
 
 // Release is one Usher-Release event an edge reported.
@@ -164,7 +184,20 @@ type view struct {
 	User           string
 	Hosts          []string
 	ClearCookie    string
-	Stripped       []string
+	// From wire.Headers: the client's headers usher must not get as sent
+	// (nginx sets the Replaced ones itself), those the origin must not get
+	// as sent, and those only usher may get.
+	UsherDropped, UsherReplaced, OriginDropped, OriginReplaced, UsherOnly []string
+	// ReleaseValues are the Usher-Release values that end a slot, every
+	// case of them (Caddy's response matcher compares exactly).
+	ReleaseValues []string
+	// HeaderBuffer is nginx's large_client_header_buffers size (a quarter
+	// of MaxHeaderBytes, in KiB); MaxHeaderBytes and HeaderTimeout as given
+	// or defaulted.
+	HeaderBuffer      string
+	MaxHeaderBytes    int
+	HeaderTimeoutSecs int
+	CredentialCache   string
 }
 
 var (
@@ -229,9 +262,46 @@ func serviceURL(what, s string, schemes ...string) (scheme, host, port string, e
 	return scheme, host, port, err
 }
 
+// cases returns every spelling of the words in upper and lower case.
+func cases(words ...string) []string {
+	var out []string
+	for _, w := range words {
+		spellings := []string{""}
+		for _, r := range strings.ToLower(w) {
+			var next []string
+			for _, s := range spellings {
+				next = append(next, s+string(r))
+				if u := strings.ToUpper(string(r)); u != string(r) {
+					next = append(next, s+u)
+				}
+			}
+			spellings = next
+		}
+		out = append(out, spellings...)
+	}
+	return out
+}
+
 func (c Config) view(needDir bool) (*view, error) {
 	var errs []error
-	v := &view{User: c.User, Release: c.Release, Stripped: OriginStripped}
+	v := &view{User: c.User, Release: c.Release,
+		UsherDropped: headerNames(true, wire.Dropped), UsherReplaced: headerNames(true, wire.Replaced),
+		OriginDropped: headerNames(false, wire.Dropped), OriginReplaced: headerNames(false, wire.Replaced),
+		ReleaseValues: cases("1", "true"), CredentialCache: wire.CredentialCacheControl}
+	for _, row := range wire.Headers {
+		if row.From == "client" && !row.Pattern() && row.Usher == wire.Passed && row.Origin != wire.Passed {
+			v.UsherOnly = append(v.UsherOnly, row.Name)
+		}
+	}
+	v.MaxHeaderBytes = cmp.Or(c.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	if v.MaxHeaderBytes < 4<<10 || v.MaxHeaderBytes > 1<<20 {
+		errs = append(errs, fmt.Errorf("max header bytes %d: want 4 KiB to 1 MiB", v.MaxHeaderBytes))
+	}
+	v.HeaderBuffer = strconv.Itoa((v.MaxHeaderBytes/4+1023)/1024) + "k"
+	v.HeaderTimeoutSecs = int(cmp.Or(c.HeaderTimeout, 10*time.Second) / time.Second)
+	if v.HeaderTimeoutSecs < 1 {
+		errs = append(errs, fmt.Errorf("header timeout %v: want a second or more", c.HeaderTimeout))
+	}
 	if strings.ContainsAny(c.Listen+c.Origin+c.Usher+c.Release+c.Dir+c.User+strings.Join(c.Hosts, ""), "\x00\r\n\t ;{}\"'\\$#`") {
 		// Belt and braces: every field below is checked against a strict
 		// form too; none of these may reach a configuration file.
@@ -312,7 +382,7 @@ func render(t *template.Template, v *view) (string, error) {
 // Limits of nginx 1.22: $upstream_http_set_cookie holds only the first
 // Set-Cookie of the auth answer, so usher's passing answer must carry the
 // pass cookie first (or alone); Usher-* request headers are stripped by
-// name (OriginStripped), not by prefix.
+// name (wire.Headers), not by prefix.
 func Nginx(c Config) (string, error) {
 	v, err := c.view(true)
 	if err != nil {
@@ -327,8 +397,8 @@ func Nginx(c Config) (string, error) {
 //
 // Limits: with Release set, the site's access log is the release feed
 // (only released requests are logged, and to usher); an operator who
-// wants an access log too adds a logger of its own. Caddy honours only
-// `Usher-Release: 1` (a response matcher compares exactly).
+// wants an access log too adds a logger of its own. Caddy's response
+// matcher compares exactly, so every case of `true` is listed.
 func Caddy(c Config) (string, error) {
 	v, err := c.view(false)
 	if err != nil {
@@ -375,8 +445,19 @@ http {
 	fastcgi_temp_path {{.Dir}}/fastcgi;
 	uwsgi_temp_path {{.Dir}}/uwsgi;
 	scgi_temp_path {{.Dir}}/scgi;
-	# Like usher proxy, no limit on request bodies: set one for the origin
-	# here if it wants one.
+	# The request line and headers: at most {{.MaxHeaderBytes}} bytes in all, no
+	# line longer than {{.HeaderBuffer}} (400 or 414 beyond), read within {{.HeaderTimeoutSecs}}s.
+	client_header_buffer_size 1k;
+	large_client_header_buffers 4 {{.HeaderBuffer}};
+	client_header_timeout {{.HeaderTimeoutSecs}}s;
+	# A header whose name has an underscore is dropped (nginx's default,
+	# said here so that no edit turns it on): CGI, WSGI and Rack origins
+	# would read X_Real_IP as X-Real-IP.
+	underscores_in_headers off;
+	ignore_invalid_headers on;
+	# Like usher proxy, no limit on the bodies of admitted requests: set one
+	# for the origin here if it wants one. A refused request's body is never
+	# read past a byte (location = /_usher/auth/wait).
 	client_max_body_size 0;
 
 	# Forward the websocket upgrade only: any other Upgrade (h2c above all,
@@ -407,12 +488,20 @@ http {
 		1 "";
 		default $usher_pass;
 	}
-	# A gated answer (the auth answer named a visitor) is for this visitor
-	# only: Cache-Control: private unless the origin chose, Vary: Cookie,
-	# Authorization, so that no shared cache serves it to someone else.
-	map "$usher_visitor|$upstream_http_cache_control" $usher_cache_control {
-		~^[^|]+\|$ private;
-		default "";
+	# An answer that carries usher's cookies or a pass is for nobody else
+	# and is stored by no cache: Cache-Control: {{.CredentialCache}}, whatever
+	# the origin said. A gated answer (the auth answer named a visitor) is
+	# for this visitor only: private unless the origin chose, and Vary:
+	# Cookie, Authorization. The origin's own Cache-Control is hidden and
+	# sent again from here.
+	map "$usher_set_cookie$usher_set_pass" $usher_credentials {
+		"" "";
+		default 1;
+	}
+	map "$usher_credentials|$usher_visitor|$upstream_http_cache_control" $usher_cache_control {
+		~^1\| "{{.CredentialCache}}";
+		~^\|[^|]+\|$ private;
+		default $upstream_http_cache_control;
 	}
 	map $usher_visitor $usher_vary {
 		"" "";
@@ -475,21 +564,24 @@ http {
 			proxy_read_timeout 30s;
 		}
 
-		# Not admitted (the check answered 401): the original request
-		# (method, headers, body) goes to usher's /_usher/auth/wait, whose answer
-		# the client gets as is: the waiting page or JSON (429 with
-		# Retry-After and the ticket cookies), or a 303 back to the URL once
-		# admitted. A named location cannot carry a URI in proxy_pass:
-		# rewrite sets it (the trailing ? drops the query, which
-		# X-Original-URI carries).
+		# Not admitted (the check answered 401): the original request's
+		# method, target and headers, never its body, go to usher's
+		# /_usher/auth/wait, whose answer the client gets as is: the waiting
+		# page or JSON (429 with Retry-After and the ticket cookies), or a
+		# redirect. A body of more than a byte is neither read nor stored:
+		# nginx refuses it here before reading (413, for a chunked body
+		# after its first buffer), discards it, and @usher_wait asks usher
+		# the same without it. error_page turned the method into GET:
+		# $usher_method keeps it.
+		location = /_usher/auth/wait {
+			internal;
+			client_max_body_size 1;
+			error_page 413 = @usher_wait;
+{{- template "usher_wait" .}}
+		}
 		location @usher_wait {
 			rewrite ^ /_usher/auth/wait? break;
-			proxy_pass http://usher;
-			proxy_set_header X-Original-URI $request_uri;
-			proxy_set_header X-Original-Method $request_method;
-{{- template "usher_headers" .}}
-			proxy_connect_timeout 5s;
-			proxy_read_timeout 30s;
+{{- template "usher_wait" .}}
 		}
 
 		# usher unreachable, or a check answer auth_request does not take
@@ -509,23 +601,29 @@ http {
 		}
 
 		location / {
+			set $usher_method $request_method;
 			auth_request /_usher/auth/check;
 			auth_request_set $usher_cookie $upstream_http_set_cookie;
 			auth_request_set $usher_pass $upstream_http_usher_pass;
 			auth_request_set $usher_visitor $upstream_http_usher_visitor;
 			auth_request_set $usher_room $upstream_http_usher_room;
-			error_page 401 = @usher_wait;
+			error_page 401 = /_usher/auth/wait;
 			error_page 500 = @usher_unavailable;
+			# The wait location may hand its own refusal (413) on.
+			recursive_error_pages on;
 
 			# The renewed pass to the client (the cookie cleared instead on
 			# a release); "always" adds them to error answers too.
 			add_header Set-Cookie $usher_set_cookie always;
 			add_header Usher-Pass $usher_set_pass always;
+			proxy_hide_header Cache-Control;
 			add_header Cache-Control $usher_cache_control always;
 			add_header Vary $usher_vary always;
 
 			proxy_pass {{if .OriginTLS}}https{{else}}http{{end}}://usher_origin;
 			proxy_http_version 1.1;
+			# An admitted request's body streams to the origin, unstored.
+			proxy_request_buffering off;
 			proxy_set_header Host {{.OriginHostPort}};
 {{- if .OriginTLS}}
 			proxy_ssl_server_name on;
@@ -534,17 +632,17 @@ http {
 			proxy_set_header Upgrade $usher_upgrade;
 			proxy_set_header Connection $usher_connection;
 			proxy_set_header HTTP2-Settings "";
-			# What the client may not say to the origin (a header set to ""
-			# is not sent), then what the edge knows.
-{{- range .Stripped}}
+			# What the client may not say to the origin (wire.Headers; a
+			# header set to "" is not sent), then what the edge knows. nginx
+			# matches header names, not prefixes: an Usher-* header the table
+			# does not name reaches the origin (usher reads none).
+{{- range .OriginDropped}}
 			proxy_set_header {{.}} "";
 {{- end}}
 			proxy_set_header X-Forwarded-For $remote_addr;
 			proxy_set_header X-Real-IP $remote_addr;
 			proxy_set_header X-Forwarded-Proto $scheme;
-{{- if .Hosts}}
-			proxy_set_header X-Forwarded-Host $host;
-{{- end}}
+			proxy_set_header X-Forwarded-Host {{if .Hosts}}$host{{else}}""{{end}};
 			# Who the visitor is, from the check's answer (never from the
 			# client: these replace any it sent).
 			proxy_set_header Usher-Visitor $usher_visitor;
@@ -565,19 +663,26 @@ http {
 			proxy_set_header HTTP2-Settings "";
 			# usher reads the client from X-Forwarded-For (trust this edge's
 			# address in usher); the rest of what names the client or the
-			# public URL is the edge's to say.
+			# public URL is the edge's to say (wire.Headers).
 			proxy_set_header X-Forwarded-For $remote_addr;
 			proxy_set_header X-Real-IP $remote_addr;
 			proxy_set_header X-Forwarded-Proto $scheme;
 			proxy_set_header X-Forwarded-Host $host;
-			proxy_set_header Forwarded "";
-			proxy_set_header True-Client-IP "";
-			proxy_set_header X-Client-IP "";
-			proxy_set_header CF-Connecting-IP "";
-			proxy_set_header Fastly-Client-IP "";
-			proxy_set_header X-Cluster-Client-IP "";
-			proxy_set_header X-Forwarded-Prefix "";
-			proxy_set_header X-Forwarded-Port "";
+			proxy_set_header X-Forwarded-Uri "";
+			proxy_set_header X-Forwarded-Method "";
+{{- range .UsherDropped}}
+			proxy_set_header {{.}} "";
+{{- end}}
+{{- end}}
+{{- define "usher_wait"}}
+			proxy_pass http://usher;
+			proxy_pass_request_body off;
+			proxy_set_header Content-Length "";
+			proxy_set_header X-Original-URI $request_uri;
+			proxy_set_header X-Original-Method $usher_method;
+{{- template "usher_headers" .}}
+			proxy_connect_timeout 5s;
+			proxy_read_timeout 30s;
 {{- end}}
 `))
 
@@ -592,6 +697,14 @@ var caddyTemplate = template.Must(template.New("caddy").Funcs(funcs).Parse(`# Ca
 {{- if .Dir}}
 	storage file_system {{.Dir}}/caddy
 {{- end}}
+	# The request line and headers: at most {{.MaxHeaderBytes}} bytes, read within
+	# {{.HeaderTimeoutSecs}}s.
+	servers {
+		max_header_size {{.MaxHeaderBytes}}
+		timeouts {
+			read_header {{.HeaderTimeoutSecs}}s
+		}
+	}
 }
 
 http://:{{.ListenPort}} {
@@ -622,12 +735,18 @@ http://:{{.ListenPort}} {
 {{- if .Release}}
 		skip_log
 {{- end}}
-		# What the client may not say to usher or the origin. Caddy sets
-		# X-Forwarded-For, -Proto and -Host itself, ignoring the client's.
-{{- range .Stripped}}
+		# What the client may not say to usher or the origin (wire.Headers).
+		# Every header name with an underscore: CGI, WSGI and Rack origins
+		# would read X_Real_IP as X-Real-IP. Caddy sets X-Forwarded-For,
+		# -Proto and -Host itself, and X-Forwarded-Uri and -Method on the
+		# check.
+		request_header -*_*
+{{- range .UsherDropped}}
 		request_header -{{.}}
 {{- end}}
-		request_header -Usher-*
+{{- range .UsherReplaced}}
+		request_header -{{.}}
+{{- end}}
 		# Forward the websocket upgrade only (never h2c), and let no
 		# client-listed Connection header drop the edge's own headers.
 		@upgrade_other {
@@ -658,7 +777,9 @@ http://:{{.ListenPort}} {
 		handle {
 			# The check (forward_auth, written out): a GET to usher's
 			# /_usher/auth without the body (the trailing ? drops the
-			# query) with the raw request target ({uri}) and method.
+			# query) with the raw request target ({uri}) and method, and the
+			# client's headers, its Usher-* ones included (usher reads
+			# {{join .UsherOnly ", "}}).
 			reverse_proxy {{.Usher}} {
 				method GET
 				rewrite /_usher/auth?
@@ -667,31 +788,60 @@ http://:{{.ListenPort}} {
 				header_up -Upgrade
 				header_up -Connection
 
-				# Passed, gated: the visitor to the origin; every Set-Cookie
-				# and Usher-Pass of the answer to the client; the answer is
-				# for this visitor only. Then the route goes on to the
-				# origin. Any non-2xx answer (the waiting page, 429 with
-				# Retry-After and cookies) goes to the client whole.
-				@gated {
+				# Passed: the client's Usher-* headers are dropped, and on a
+				# gated path the origin gets the visitor and room usher
+				# names; every Set-Cookie and Usher-Pass of the answer goes
+				# to the client. An answer that carries them is stored by no
+				# cache ({{.CredentialCache}}); a gated one is for this
+				# visitor only. Then the route goes on to the origin. Any
+				# non-2xx answer (the waiting page, 429 with Retry-After and
+				# cookies, a redirect) goes to the client whole.
+				@gated_pass {
 					status 2xx
 					header Usher-Visitor *
+					header Usher-Pass *
 				}
-				handle_response @gated {
+				handle_response @gated_pass {
+{{- template "to_origin" .}}
 					request_header Usher-Visitor {rp.header.Usher-Visitor}
 					request_header Usher-Room {rp.header.Usher-Room}
 					copy_response_headers {
 						include Set-Cookie Usher-Pass
 					}
+					header Cache-Control "{{.CredentialCache}}" {
+						defer
+					}
+					header +Vary Cookie
+					header +Vary Authorization
+				}
+				@gated {
+					status 2xx
+					header Usher-Visitor *
+				}
+				handle_response @gated {
+{{- template "to_origin" .}}
+					request_header Usher-Visitor {rp.header.Usher-Visitor}
+					request_header Usher-Room {rp.header.Usher-Room}
 					header ?Cache-Control private
 					header +Vary Cookie
 					header +Vary Authorization
 				}
-				# Passed, open path.
-				@passed status 2xx
-				handle_response @passed {
+				@pass {
+					status 2xx
+					header Usher-Pass *
+				}
+				handle_response @pass {
+{{- template "to_origin" .}}
 					copy_response_headers {
 						include Set-Cookie Usher-Pass
 					}
+					header Cache-Control "{{.CredentialCache}}" {
+						defer
+					}
+				}
+				@passed status 2xx
+				handle_response @passed {
+{{- template "to_origin" .}}
 				}
 			}
 
@@ -701,9 +851,13 @@ http://:{{.ListenPort}} {
 				header_up -X-Forwarded-Host
 {{- end}}
 				header_down -Usher-Release
-				# Usher-Release: 1 ends the slot: the pass cookie cleared
-				# instead of renewed{{if .Release}}, and this request logged to usher{{end}}.
-				@release header Usher-Release 1
+				# Usher-Release: 1 or true (any case) ends the slot: the pass
+				# cookie cleared instead of renewed{{if .Release}}, and this request logged to usher{{end}}.
+				@release {
+{{- range .ReleaseValues}}
+					header Usher-Release {{.}}
+{{- end}}
+				}
 				handle_response @release {
 {{- if .Release}}
 					vars skip_log false
@@ -713,10 +867,36 @@ http://:{{.ListenPort}} {
 {{- end}}
 					header Set-Cookie "{{.ClearCookie}}"
 					header -Usher-Pass
+					header Cache-Control "{{.CredentialCache}}" {
+						defer
+					}
 					copy_response
 				}
 			}
 		}
 	}
 }
+{{- define "to_origin"}}
+					request_header -Usher-*
+{{- range .UsherOnly}}
+					request_header -{{.}}
+{{- end}}
+{{- end}}
 `))
+
+// HeaderTable renders wire.Headers as the Markdown table of docs/edge.md
+// (TestHeaderTableDoc keeps the two equal).
+func HeaderTable() string {
+	hop := func(h wire.Hop) string {
+		if h == wire.NoHop {
+			return "–"
+		}
+		return string(h)
+	}
+	var b strings.Builder
+	b.WriteString("| header | from | to usher | to the origin | to the client | why |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, row := range wire.Headers {
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", row.Name, row.From, hop(row.Usher), hop(row.Origin), hop(row.Client), row.Note)
+	}
+	return b.String()
+}

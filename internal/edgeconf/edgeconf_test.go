@@ -2,6 +2,7 @@ package edgeconf_test
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -48,6 +49,8 @@ func TestConfigErrors(t *testing.T) {
 		{"user name", func(c *edgeconf.Config) { c.User = "9/x" }, "user"},
 		{"host", func(c *edgeconf.Config) { c.Hosts = []string{"exa mple.com"} }, "whitespace"},
 		{"host name", func(c *edgeconf.Config) { c.Hosts = []string{"-x.com"} }, "host"},
+		{"header bytes", func(c *edgeconf.Config) { c.MaxHeaderBytes = 1 << 10 }, "max header bytes"},
+		{"header timeout", func(c *edgeconf.Config) { c.HeaderTimeout = time.Millisecond }, "header timeout"},
 	} {
 		c := good
 		tc.edit(&c)
@@ -380,13 +383,19 @@ type edge struct {
 }
 
 func startEdge(t *testing.T, name string, hosts []string) *edge {
+	return startEdgeWith(t, name, func(c *edgeconf.Config) { c.Hosts = hosts })
+}
+
+// startEdgeWith is startEdge with the configuration edited first.
+func startEdgeWith(t *testing.T, name string, edit func(*edgeconf.Config)) *edge {
 	u := newFakeUsher(t)
 	rc := &recorder{}
 	o := newOrigin(t, rc)
 	c := edgeconf.Config{
 		Listen: testenv.ClosedAddr(t), Origin: o.URL, Usher: u.addr(), Release: u.release,
-		Dir: t.TempDir(), Hosts: hosts, InsecureCookies: true,
+		Dir: t.TempDir(), InsecureCookies: true,
 	}
+	edit(&c)
 	e := &edge{name: name, usher: u, origin: rc}
 	switch name {
 	case "nginx":
@@ -456,10 +465,12 @@ func testEdge(t *testing.T, e *edge) {
 			if m := auth[0].Header.Get("X-Original-Method"); m != "POST" {
 				t.Errorf("X-Original-Method %q", m)
 			}
+			// The body is never read for usher: a refused upload is not
+			// stored.
 			w := e.usher.wait.since(nw)
-			if len(w) != 1 || w[0].Method != "POST" || w[0].Body != "hello=body" || w[0].URI != "/_usher/auth/wait" ||
+			if len(w) != 1 || w[0].Header.Get("X-Original-Method") != "POST" || w[0].Body != "" || w[0].URI != "/_usher/auth/wait" ||
 				w[0].Header.Get("X-Original-URI") != "/form?q=2" || w[0].Header.Get("X-Custom") != "c" {
-				t.Errorf("wait requests %+v, want the POST with its body and headers", w)
+				t.Errorf("wait requests %+v, want the POST named, with its headers and without its body", w)
 			}
 		} else if m := auth[0].Header.Get("X-Forwarded-Method"); m != "POST" {
 			t.Errorf("X-Forwarded-Method %q", m)
@@ -498,9 +509,10 @@ func testEdge(t *testing.T, e *edge) {
 		if p := resp.Header.Get("Usher-Pass"); p != "ok" {
 			t.Errorf("Usher-Pass %q", p)
 		}
-		if cc, vary := resp.Header.Get("Cache-Control"), strings.Join(resp.Header.Values("Vary"), ", "); cc != "private" ||
+		// It carries the renewed pass: stored by no cache.
+		if cc, vary := resp.Header.Values("Cache-Control"), strings.Join(resp.Header.Values("Vary"), ", "); len(cc) != 1 || cc[0] != "private, no-store" ||
 			!strings.Contains(vary, "Cookie") || !strings.Contains(vary, "Authorization") {
-			t.Errorf("Cache-Control %q Vary %q, want a private answer", cc, vary)
+			t.Errorf("Cache-Control %q Vary %q, want a private answer stored by no cache", cc, vary)
 		}
 		o := e.origin.since(n)
 		if len(o) != 1 || o[0].Body != "data" || o[0].Header.Get("Usher-Visitor") != "v1" || o[0].Header.Get("Usher-Room") != "r1" {
@@ -703,5 +715,70 @@ func TestEdgeHosts(t *testing.T) {
 				t.Errorf("origin saw %+v, want X-Forwarded-Host 127.0.0.1", o)
 			}
 		})
+	}
+}
+
+// TestEdgeHeaderBounds: each rendered front proxy refuses a request whose
+// headers pass MaxHeaderBytes, serves one within it, and drops a
+// connection whose headers do not end within HeaderTimeout.
+func TestEdgeHeaderBounds(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"nginx", "caddy"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := startEdgeWith(t, name, func(c *edgeconf.Config) { c.HeaderTimeout = time.Second })
+			headers := func(n int) string {
+				var b strings.Builder
+				for i := range n {
+					fmt.Fprintf(&b, "X-Filler-%d: %s\r\n", i, strings.Repeat("f", 1<<10))
+				}
+				return b.String()
+			}
+			send := func(head string) (int, error) {
+				c, err := net.Dial("tcp", strings.TrimPrefix(e.base, "http://"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(30 * time.Second)) // a failure ends the test, never hangs it
+				io.WriteString(c, head)
+				res, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err != nil {
+					return 0, err
+				}
+				res.Body.Close()
+				return res.StatusCode, nil
+			}
+			if st, err := send("GET /open/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + headers(20) + "\r\n"); st != 200 {
+				t.Errorf("20 KiB of headers: %d %v, want 200", st, err)
+			}
+			if st, err := send("GET /open/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + headers(80) + "\r\n"); err == nil && st < 400 {
+				t.Errorf("80 KiB of headers: %d, want a refusal", st)
+			}
+			// Headers that never end: the edge closes the connection (with
+			// or without a 408) instead of holding it.
+			if st, err := send("GET /open/x HTTP/1.1\r\nHost: x\r\n"); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) ||
+				err == nil && st != http.StatusRequestTimeout {
+				t.Errorf("unfinished headers: %d %v, want the connection closed", st, err)
+			}
+		})
+	}
+}
+
+// TestHeaderTableDoc: docs/edge.md shows wire.Headers as it is.
+func TestHeaderTableDoc(t *testing.T) {
+	t.Parallel()
+	const begin, end = "<!-- header table: edgeconf.HeaderTable -->\n", "<!-- end of header table -->"
+	b, err := os.ReadFile("../../docs/edge.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
+	if i < 0 || j < i {
+		t.Fatalf("docs/edge.md has no %q … %q section", begin, end)
+	}
+	if got, want := doc[i+len(begin):j], edgeconf.HeaderTable(); got != want {
+		t.Errorf("docs/edge.md's header table differs from wire.Headers; want:\n%s", want)
 	}
 }

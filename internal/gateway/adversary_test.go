@@ -20,6 +20,13 @@ import (
 	"usher/internal/token"
 )
 
+// overrideHeaders are the request headers some origins route by
+// (wire.Headers drops them).
+var overrideHeaders = []string{
+	"X-Original-URL", "X-Rewrite-URL", "X-Original-URI", "X-Override-URL",
+	"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override",
+}
+
 // recorder is an origin that records the request target of every request it
 // receives, and the override headers it was sent.
 type recorder struct {

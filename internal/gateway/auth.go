@@ -80,6 +80,7 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil && r.Body != http.NoBody {
 		http.NewResponseController(w).SetReadDeadline(time.Now().Add(a.c.BodyTimeout))
 	}
+	w = &noStore{ResponseWriter: w}
 	path := r.URL.Path
 	switch {
 	case path == CheckPath:

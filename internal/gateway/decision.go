@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"net"
@@ -27,8 +28,10 @@ const (
 	through verdictKind = iota
 	// own: a path under Prefix, usher's own.
 	own
-	// redirect: a GET or HEAD whose path is not canonical in structure;
-	// location is the canonical form.
+	// redirect: a GET or HEAD whose path is not canonical in structure
+	// (location is the canonical form, 308), or a request that would pass
+	// with credential parameters in its query (location is its target
+	// without them, 307: the method and body are kept).
 	redirect
 	// needsPlace: a gated path without a valid pass; wait decides further.
 	needsPlace
@@ -48,6 +51,7 @@ type verdict struct {
 	room     string
 	path     string // the canonical path, once known
 	location string // redirect
+	code     int    // redirect: 308 when 0
 	gated    bool
 	// pass: the gate's admission (through a gated path).
 	pass gate.Admitted
@@ -65,8 +69,31 @@ var ErrBadHost = fault.New(fault.HostNotServed, "this host is not served here")
 
 // judge decides on r from its target as sent (RequestURI): the host, the
 // canonical path, the rules and the pass. Its only side effect is the
-// pass's sliding renewal.
+// pass's sliding renewal. A request that would pass while its query
+// carries a credential (wire.CredentialParams) is sent to its target
+// without it instead, so that no edge forwards a credential to the
+// origin: credentials are read only by a request that takes a place.
 func (p *core) judge(r *http.Request) verdict {
+	v := p.judgeTarget(r)
+	if v.kind != through {
+		return v
+	}
+	q, stripped := wire.StripCredentials(r.URL.RawQuery)
+	if !stripped {
+		return v
+	}
+	target := r.RequestURI
+	if target == "" {
+		target = r.URL.RequestURI()
+	}
+	path, _, _ := strings.Cut(target, "?")
+	if q != "" {
+		path += "?" + q
+	}
+	return verdict{kind: redirect, code: http.StatusTemporaryRedirect, location: canon.Return(path)}
+}
+
+func (p *core) judgeTarget(r *http.Request) verdict {
 	if r.Method == http.MethodConnect || r.Method == http.MethodTrace {
 		return verdict{kind: refused, err: apierror.ErrMethodNotAllowed}
 	}
@@ -171,7 +198,7 @@ func (p *core) render(w http.ResponseWriter, r *http.Request, v verdict) {
 	case redirect:
 		w.Header().Set("Location", v.location)
 		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(http.StatusPermanentRedirect)
+		w.WriteHeader(cmp.Or(v.code, http.StatusPermanentRedirect))
 	case refused:
 		p.renderRefusal(w, r, v, asJSON)
 	case admitted:

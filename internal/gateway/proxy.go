@@ -210,6 +210,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// deadline when it reads it.
 		http.NewResponseController(w).SetReadDeadline(time.Now().Add(p.c.BodyTimeout))
 	}
+	w = &noStore{ResponseWriter: w}
 	websocket := screenUpgrade(r)
 	v := p.judge(r)
 	if v.kind == own {
@@ -267,38 +268,18 @@ func screenUpgrade(r *http.Request) bool {
 	return false
 }
 
-// overrideHeaders are request headers with which some origins (IIS URL
-// Rewrite, Symfony, some nginx set-ups) route by another URL or method than
-// the request line's: the proxy matched the request line, so they never
-// reach the origin.
-var overrideHeaders = []string{
-	"X-Original-URL", "X-Rewrite-URL", "X-Original-URI", "X-Override-URL",
-	"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override",
-}
-
-// clientHeaders name the client or the public URL: the origin gets only
-// the ones the proxy sets from what it knows.
-var clientHeaders = []string{
-	"X-Real-IP", "True-Client-IP", "X-Client-IP", "CF-Connecting-IP", "Fastly-Client-IP",
-	"X-Cluster-Client-IP", "X-ProxyUser-IP", "Forwarded", "X-Forwarded-For",
-	"X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Prefix", "X-Forwarded-Port",
-	"X-Forwarded-Scheme", "X-Forwarded-Server", "X-Forwarded-Ssl", "X-Url-Scheme", "Front-End-Https",
-}
-
-// rewrite makes the origin's request: the origin's URL, and headers that
-// say only what the proxy knows (the resolved client, the scheme, and the
-// public host when PublicHosts bounds it).
+// rewrite makes the origin's request as wire.Headers says: the origin's
+// URL without credential parameters, no header the table drops (usher's
+// own, those that name the client or the public URL, those some origins
+// route by, and every name with an underscore, which CGI-style origins read
+// as a dash), then what the proxy knows (the resolved client, the scheme,
+// and the public host when PublicHosts bounds it).
 func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(p.c.Origin)
+	pr.Out.URL.RawQuery, _ = wire.StripCredentials(pr.Out.URL.RawQuery)
 	h := pr.Out.Header
-	for _, name := range overrideHeaders {
-		h.Del(name)
-	}
-	for _, name := range clientHeaders {
-		h.Del(name)
-	}
 	for name := range h {
-		if len(name) > len(wire.HeaderPrefix) && strings.EqualFold(name[:len(wire.HeaderPrefix)], wire.HeaderPrefix) {
+		if !toOrigin(name) {
 			delete(h, name)
 		}
 	}
@@ -315,6 +296,34 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		h.Set("X-Forwarded-Host", pr.In.Host)
 	}
 }
+
+// toOrigin reports whether a client's request header of that name may
+// reach the origin as sent: only when no row of wire.Headers drops or
+// replaces it.
+func toOrigin(name string) bool {
+	if pass, ok := originHops[http.CanonicalHeaderKey(name)]; ok {
+		return pass
+	}
+	for _, row := range wire.Headers {
+		if row.From == "client" && row.Pattern() && row.Matches(name) {
+			return row.Origin == wire.Passed
+		}
+	}
+	return true
+}
+
+// originHops are wire.Headers' named client rows by canonical name: whether
+// each reaches the origin as sent.
+var originHops = func() map[string]bool {
+	m := map[string]bool{}
+	for _, row := range wire.Headers {
+		name := http.CanonicalHeaderKey(row.Name)
+		if _, seen := m[name]; row.From == "client" && !row.Pattern() && !seen {
+			m[name] = row.Origin == wire.Passed
+		}
+	}
+	return m
+}()
 
 // ErrBadPath answers a request path that the proxy will not interpret: see
 // package canon for what is refused.
@@ -362,7 +371,8 @@ func flightOf(r *http.Request) *flight {
 // adds the visitor's renewed pass. A gated answer is marked for this visitor
 // only (Cache-Control: private unless the origin chose, Vary: Cookie and
 // Authorization), so that no shared cache serves it to someone without a
-// pass.
+// pass; an answer that carries usher's cookies or a pass is stored by no
+// cache at all (noStore).
 func (p *Proxy) modifyResponse(res *http.Response) error {
 	f := flightOf(res.Request)
 	if res.StatusCode == http.StatusSwitchingProtocols &&
@@ -382,13 +392,13 @@ func (p *Proxy) modifyResponse(res *http.Response) error {
 	}
 	release := res.Header.Get(wire.ReleaseHeader)
 	res.Header.Del(wire.ReleaseHeader)
-	if release == "1" || strings.EqualFold(release, "true") {
+	if wire.Releases(release) {
 		p.release(res, f)
-		return nil
-	}
-	for k, vs := range f.extra {
-		for _, v := range vs {
-			res.Header.Add(k, v)
+	} else {
+		for k, vs := range f.extra {
+			for _, v := range vs {
+				res.Header.Add(k, v)
+			}
 		}
 	}
 	return nil

@@ -157,11 +157,11 @@ func (p *core) issueTicket(w http.ResponseWriter, room, visitor string, e queue.
 // ?usher_identity=<assertion>. The proxy enters the visitor as the invite
 // or the account and sends browsers on to the same URL without them.
 const (
-	InviteParam   = "usher_invite"
-	IdentityParam = "usher_identity"
+	InviteParam   = wire.InviteParam
+	IdentityParam = wire.IdentityParam
 	// LaneParam carries a priority lane code: the visitor (whoever it
 	// is) enters the room's priority lane.
-	LaneParam = "usher_lane"
+	LaneParam = wire.LaneParam
 )
 
 // backURL is where a visitor is sent back to: the request's own URL without

@@ -31,10 +31,11 @@ import (
 	"usher/internal/fault"
 	"usher/internal/limit"
 	"usher/internal/token"
+	"usher/internal/wire"
 )
 
 // Header is the request header that carries a solution.
-const Header = "Usher-Challenge"
+const Header = wire.ChallengeHeader
 
 // TTL is how long a challenge may be solved and used.
 const TTL = 2 * time.Minute

@@ -2,6 +2,7 @@ package main
 
 import (
 	"container/list"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -22,22 +23,59 @@ import (
 // connections.
 const defaultMaxConnsPerClient = 512
 
-// connFlags are --max-conns and --max-conns-per-client, shared by serve
-// and proxy.
-type connFlags struct{ total, perClient *int }
+// defaultMaxHeaderBytes is --max-header-bytes' default: as much as nginx's
+// default buffers hold (4 of 8 KiB), room for a site's many cookies. Go's
+// server reads up to 4 KiB past it before it answers 431, and keeps every
+// header line it has read until the request ends: a connection stalled
+// just under the bound costs about ten times the bytes in the worst case
+// (tiny header lines; docs/benchmarks.md).
+const defaultMaxHeaderBytes = 32 << 10
 
-func addConnFlags(f *flags) connFlags {
+// connFlags are the bounds on what a client's connections hold: the
+// connection caps and the size and time of a request's headers, shared by
+// serve, proxy and auth.
+type connFlags struct {
+	total, perClient, headerBytes *int
+	headerTimeout                 *time.Duration
+}
+
+// addConnFlags defines them on f; headerTimeout is --header-timeout's
+// default.
+func addConnFlags(f *flags, headerTimeout time.Duration) connFlags {
 	return connFlags{
 		total: f.int("max-conns", 10_000,
 			"most client connections open at once; from 90% on a newcomer closes the longest-idle one; at the cap with none idle, more wait to be accepted"),
 		perClient: f.int("max-conns-per-client", defaultMaxConnsPerClient,
 			"most connections open at once from one client (IPv4 address, IPv6 /64; --trusted-proxies exempt): a newcomer closes that client's longest-idle one, or is refused with 503 when none is idle"),
+		headerBytes: f.int("max-header-bytes", defaultMaxHeaderBytes,
+			"most bytes of a request's line and headers (Go reads up to 4096 more); a larger request gets 431 and its connection closes"),
+		headerTimeout: f.duration("header-timeout", headerTimeout,
+			"most time to read a request's line and headers; a client slower than that loses the connection"),
 	}
 }
+
+// minHeaderBytes is the smallest --max-header-bytes: a browser's request
+// with a few cookies.
+const minHeaderBytes = 4096
 
 func (cf connFlags) check(f *flags) {
 	f.positive("max-conns", float64(*cf.total))
 	f.positive("max-conns-per-client", float64(*cf.perClient))
+	if *cf.headerBytes < minHeaderBytes {
+		f.errs = append(f.errs, fmt.Sprintf("--max-header-bytes/%s: want at least %d", f.envName("max-header-bytes"), minHeaderBytes))
+	}
+	f.positive("header-timeout", cf.headerTimeout.Seconds())
+}
+
+// bound puts ln under the connection caps (trusted: the proxies exempt
+// from the per-client one) and srv under the header bounds; srv's
+// ConnState becomes the limiter's.
+func (cf connFlags) bound(ln net.Listener, srv *http.Server, trusted clientip.Trusted) net.Listener {
+	lim := newConnLimiter(ln, *cf.total, *cf.perClient, trusted)
+	srv.ConnState = lim.ConnState
+	srv.MaxHeaderBytes = *cf.headerBytes
+	srv.ReadHeaderTimeout = *cf.headerTimeout
+	return lim
 }
 
 // connLimiter is a listener that bounds the client connections open at

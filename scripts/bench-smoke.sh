@@ -33,6 +33,7 @@ smoke() {
   events) USHER_BASE=${USHER_BIN:-} scripts/bench-events.sh 1s 8 "$redis" 1 ;;
   eta) OLD_BIN=$USHER_BIN CHANGE_AT=1 CHANGE_FOR=1 scripts/bench-eta.sh 3s 50 2 1 ;;
   flood) scripts/bench-flood.sh 1s 20 2 ;;
+  headers) OLD_BIN=$USHER_BIN scripts/bench-headers.sh 2 65536 4 ;;
   http) scripts/bench-http.sh 1s 8 "$redis" 1 200 ;;
   inventory) scripts/bench-inventory.sh 20 100 100 5 ;;
   loadgen) scripts/bench-loadgen.sh 1s 8 ;;

@@ -167,12 +167,14 @@ func TestConnCapIdleHolderDoesNotBlock(t *testing.T) {
 	const n = 4
 	s := startLimited(t, "tcp", "127.0.0.1:0", n, 100, nil)
 	var held []*peer
-	for range n {
+	for i := range n {
 		p := dialFrom(t, "127.0.0.2", s.addr)
 		p.get(t, "/")
 		held = append(held, p)
+		// The client reads the answer before the server marks the
+		// connection idle: wait, so that held[0] is the longest idle.
+		s.waitIdle(t, i+1)
 	}
-	s.waitIdle(t, n)
 	dialFrom(t, "127.0.0.1", s.addr).get(t, "/")
 	if !held[0].closedByServer() {
 		t.Error("the longest-idle connection is still open")

@@ -36,7 +36,7 @@ func addGateFlags(f *flags, edge string) gateFlags {
 		lang:            f.string("lang", gateway.LangAuto, "waiting page language: auto (each visitor's Accept-Language, English fallback), auto:ko (Korean fallback), or en / ko for every visitor"),
 		waitingTemplate: f.string("waiting-template", "", "operator's html/template for the waiting page (see docs/proxy.md)"),
 		routes:          f.stringList("route", "path prefix → room, repeatable, such as /concert-a/=room-a; longest prefix wins"),
-		conns:           addConnFlags(f),
+		conns:           addConnFlags(f, 10*time.Second),
 		bodyTimeout:     f.duration("body-timeout", time.Minute, "most time to read a request's body, whatever its headers"),
 		publicHosts:     f.stringList("public-host", "host the "+edge+" serves, repeatable, such as tickets.example.com; others get 421, and only then is the client's Host sent to the origin (X-Forwarded-Host)"),
 		bypassCIDRs:     f.stringList("bypass-cidr", "client address or CIDR prefix that passes gated paths without a place (a monitoring probe, a partner system), repeatable, such as 10.1.0.0/16; the address --trusted-proxy derives"),
@@ -101,16 +101,16 @@ func (g gateFlags) config(ctx context.Context, c coreFlags, k *core, rules gatew
 	}, nil
 }
 
-// limit puts ln under the connection caps, which it hooks into srv.
+// limit puts ln under the connection caps and srv under the header
+// bounds (--max-header-bytes, --header-timeout).
 func (g gateFlags) limit(ln net.Listener, c coreFlags, srv *http.Server) net.Listener {
-	lim := newConnLimiter(ln, *g.conns.total, *g.conns.perClient, c.parsed.trusted)
-	srv.ConnState = lim.ConnState
-	return lim
+	return g.conns.bound(ln, srv, c.parsed.trusted)
 }
 
 // edgeServer is the edge's HTTP server: no ReadTimeout or WriteTimeout, since
 // server-sent events and websockets stream for as long as they last; the
-// gateway bounds reading a request body itself (--body-timeout).
+// gateway bounds reading a request body itself (--body-timeout), limit the
+// headers.
 func edgeServer(h http.Handler) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	return &http.Server{Handler: h, IdleTimeout: 2 * time.Minute}
 }

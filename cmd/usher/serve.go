@@ -42,7 +42,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	stockLimit := f.int("stock-limit", 4, "most general-admission units a visitor holds at once in a schedule")
 	seatMapEvery := f.duration("seat-map-every", 500*time.Millisecond, "most often a schedule's seat map is rebuilt from the database")
 	collect := f.bool("collect", true, "run the collector: count this deployment's event stream into analytics tables in --db (SQLite: <data-dir>/analytics.db)")
-	conns := addConnFlags(f)
+	conns := addConnFlags(f, 5*time.Second)
 	inventoryEvery := f.duration("inventory-every", time.Second, "how often each schedule's units left are counted into its room (sold out at 0, visitors_per_unit); 0: never")
 	if err := f.parse(args); err != nil {
 		return err
@@ -138,14 +138,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	srv := &http.Server{
-		Handler:           c.logs.accessLog(log.With("component", "access"), k.api(c, httpapi.Config{Sale: sales, Analytics: an}, console.Path)),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		Handler:      c.logs.accessLog(log.With("component", "access"), k.api(c, httpapi.Config{Sale: sales, Analytics: an}, console.Path)),
+		ReadTimeout:  15 * time.Second,
+		WriteTimeout: 30 * time.Second,
+		IdleTimeout:  2 * time.Minute,
 	}
-	lim := newConnLimiter(ln, *conns.total, *conns.perClient, c.parsed.trusted)
-	srv.ConnState, ln = lim.ConnState, lim
+	ln = conns.bound(ln, srv, c.parsed.trusted)
 	fmt.Fprintf(stdout, "usher serving on %s (store %s, db %s, nats %s)\n", baseURL(ln.Addr()), redactURL(*c.store), redactURL(*db), redactURL(*broker))
 	parts := []func(context.Context) error{sales.Run, counting}
 	if relay != nil {

@@ -95,6 +95,12 @@ func TestStartFailuresWriteNothing(t *testing.T) {
 		{"proxy port in use", func(t *testing.T, d string) []string {
 			return []string{"proxy", "--data-dir", d, "--addr", busyAddr(t), "--origin", "http://" + testenv.ClosedAddr(t)}
 		}, "--addr", "address already in use"},
+		{"proxy header bound too small", func(t *testing.T, d string) []string {
+			return []string{"proxy", "--data-dir", d, "--addr", "127.0.0.1:0", "--origin", "http://" + testenv.ClosedAddr(t), "--max-header-bytes", "1024"}
+		}, "--max-header-bytes/USHER_PROXY_MAX_HEADER_BYTES", "want at least 4096"},
+		{"serve no header timeout", func(t *testing.T, d string) []string {
+			return []string{"serve", "--data-dir", d, "--addr", "127.0.0.1:0", "--header-timeout", "0s"}
+		}, "--header-timeout/USHER_HEADER_TIMEOUT", "want more than 0"},
 		{"proxy data dir under a file", func(t *testing.T, _ string) []string {
 			return []string{"proxy", "--data-dir", filepath.Join(aFile(t), "data"), "--addr", "127.0.0.1:0", "--origin", "http://" + testenv.ClosedAddr(t)}
 		}, "--data-dir", "is a file, not a directory"},

@@ -6,7 +6,8 @@
 // Contract: sign-in takes the admin key and answers an HttpOnly,
 // SameSite=Strict session cookie signed with a key derived from it, so every
 // instance sharing the key accepts it and a new key ends every session;
-// attempts are limited per client and in all. Every request but GET and HEAD
+// attempts are limited per client only, so that strangers cannot lock the
+// operators out. Every request but GET and HEAD
 // must carry the session's CSRF token and come from the same origin, else 403
 // csrf_refused. Reads and writes of rooms, events and schedules go to the
 // JSON API in process, on an allow-list (forward.go). Every error answers

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"usher/internal/testenv"
+)
+
+// headerLines is at most n bytes of whole, small header lines, the
+// costliest kind to hold (one header kept per line).
+func headerLines(n int) string {
+	var b strings.Builder
+	for i := 0; ; i++ {
+		line := fmt.Sprintf("X-Pad-%d: a\r\n", i)
+		if b.Len()+len(line) > n {
+			return b.String()
+		}
+		b.WriteString(line)
+	}
+}
+
+// sendHeaders starts a request and writes header bytes on its own
+// goroutine, without the blank line that ends them (unless end): the
+// server may stop reading, and answer, at any point.
+func (p *peer) sendHeaders(path, headers string, end bool) {
+	go func() {
+		req := "GET " + path + " HTTP/1.1\r\nHost: usher.test\r\n" + headers
+		if end {
+			req += "\r\n"
+		}
+		io.WriteString(p, req)
+	}()
+}
+
+// visitorServers starts each command whose server faces visitors, with
+// args added; it returns their addresses and a path each serves, by name.
+func visitorServers(t *testing.T, args ...string) map[string][2]string {
+	t.Helper()
+	origin := newEdgeOrigin(t)
+	common := append([]string{"--addr", "127.0.0.1:0", "--admin-key", proxyAdminKey}, args...)
+	servers := map[string][2]string{}
+	for _, s := range []struct{ cmd, health string }{
+		{"serve", "/healthz"}, {"proxy", "/_usher/healthz"}, {"auth", "/_usher/healthz"},
+	} {
+		more := []string{"--data-dir", testenv.DataDir(t)}
+		if s.cmd == "proxy" {
+			more = append(more, "--origin", origin.URL)
+		}
+		if s.cmd == "serve" {
+			more = append(more, "--collect=false", "--events=false")
+		}
+		base := startCommand(t, s.cmd, s.health, nil, append(common, more...)...)
+		servers[s.cmd] = [2]string{strings.TrimPrefix(base, "http://"), s.health}
+	}
+	return servers
+}
+
+// TestHeaderBound: every server that faces visitors (serve, proxy, auth)
+// answers 431 to a request whose header lines pass --max-header-bytes
+// (default 32 KiB, and Go's 4 KiB of slack), as soon as it has read that
+// far: it never holds a megabyte of them waiting for the blank line. A
+// request just under the bound is served. Before the bound (Go's 1 MB),
+// the unfinished requests were held until the header timeout and closed
+// without an answer.
+func TestHeaderBound(t *testing.T) {
+	t.Parallel()
+	for name, s := range visitorServers(t) {
+		addr, path := s[0], s[1]
+		t.Run(name, func(t *testing.T) {
+			const n = 4
+			var ps []*peer
+			for range n {
+				p := dialFrom(t, "127.0.0.2", addr)
+				p.sendHeaders(path, headerLines(1<<20), false)
+				ps = append(ps, p)
+			}
+			for i, p := range ps {
+				if st, err := p.status(); st != http.StatusRequestHeaderFieldsTooLarge {
+					t.Errorf("unfinished request %d with 1 MB of header lines: %d %v, want 431", i, st, err)
+				}
+			}
+			p := dialFrom(t, "127.0.0.2", addr)
+			p.sendHeaders(path, headerLines(defaultMaxHeaderBytes-1024), true)
+			if st, err := p.status(); st != http.StatusOK {
+				t.Errorf("request with %d bytes of header lines: %d %v, want 200", defaultMaxHeaderBytes-1024, st, err)
+			}
+		})
+	}
+}
+
+// TestHeaderBoundFlag: --max-header-bytes sets the bound.
+func TestHeaderBoundFlag(t *testing.T) {
+	t.Parallel()
+	origin := newEdgeOrigin(t)
+	base := startProxy(t, nil, "--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", testenv.DataDir(t),
+		"--admin-key", proxyAdminKey, "--max-header-bytes", "8192")
+	addr := strings.TrimPrefix(base, "http://")
+	p := dialFrom(t, "127.0.0.2", addr)
+	p.sendHeaders("/_usher/healthz", headerLines(8192+8192), true)
+	if st, err := p.status(); st != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("16 KiB of headers under --max-header-bytes 8192: %d %v, want 431", st, err)
+	}
+	p = dialFrom(t, "127.0.0.2", addr)
+	p.sendHeaders("/_usher/healthz", headerLines(6000), true)
+	if st, err := p.status(); st != http.StatusOK {
+		t.Errorf("6,000 bytes of headers under --max-header-bytes 8192: %d %v, want 200", st, err)
+	}
+}
+
+// TestHeaderBoundPerClient: one client opening more unfinished requests
+// with big header lines than --max-conns-per-client gets a 503 for each
+// connection past the bound, and a 431 on each one admitted; none is held
+// waiting for the rest of its headers.
+func TestHeaderBoundPerClient(t *testing.T) {
+	t.Parallel()
+	origin := newEdgeOrigin(t)
+	base := startProxy(t, nil, "--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", testenv.DataDir(t),
+		"--admin-key", proxyAdminKey, "--max-conns-per-client", "4")
+	addr := strings.TrimPrefix(base, "http://")
+	var ps []*peer
+	for range 8 { // all open before any sends: the first 4 are fresh, not stalled
+		ps = append(ps, dialFrom(t, "127.0.0.2", addr))
+	}
+	for _, p := range ps {
+		p.sendHeaders("/_usher/healthz", headerLines(1<<20), false)
+	}
+	got := map[int]int{}
+	for _, p := range ps {
+		st, _ := p.status()
+		got[st]++
+	}
+	if want := map[int]int{431: 4, 503: 4}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("answers to 8 unfinished requests with 1 MB of header lines from one client: %v, want %v", got, want)
+	}
+}
+
+// TestStalledConnsShedForNewcomer: through usher proxy, a client holding
+// --max-conns-per-client connections that never finish their headers
+// (a slow-headers attack behind one address) does not lock the address's
+// other users out: once the oldest has stalled (2 s without a request),
+// a newcomer closes it and is served; the others are kept.
+func TestStalledConnsShedForNewcomer(t *testing.T) {
+	t.Parallel()
+	origin := newEdgeOrigin(t)
+	base := startProxy(t, nil, "--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", testenv.DataDir(t),
+		"--admin-key", proxyAdminKey, "--max-conns-per-client", "4", "--header-timeout", "2m")
+	addr := strings.TrimPrefix(base, "http://")
+	var held []*peer
+	for range 4 {
+		p := dialFrom(t, "127.0.0.2", addr)
+		p.sendHeaders("/_usher/healthz", headerLines(16<<10), false)
+		held = append(held, p)
+	}
+	refusals := 0
+	testenv.Eventually(t, guard, "a newcomer served", func() bool {
+		p := dialFrom(t, "127.0.0.2", addr)
+		p.send(t, "/_usher/healthz")
+		st, _ := p.status()
+		if st == http.StatusServiceUnavailable {
+			refusals++
+			return false
+		}
+		if st != http.StatusOK {
+			t.Fatalf("newcomer: %d, want 200 or 503", st)
+		}
+		return true
+	})
+	t.Logf("%d newcomers refused before the oldest stalled", refusals)
+	if !held[0].closedByServer() {
+		t.Error("the oldest stalled connection is still open")
+	}
+	for i, p := range held[1:] {
+		io.WriteString(p, "\r\n")
+		if st, err := p.status(); st != http.StatusOK {
+			t.Errorf("stalled connection %d, kept, then finished: %d %v, want 200", i+1, st, err)
+		}
+	}
+}
+
+// TestConnCapStalledPerClient: at its bound with no connection idle, a
+// client's newcomer is refused while its fresh connections are younger
+// than stalledAfter; then it closes the oldest stalled one. A busy
+// connection is never shed, nor one past its first request.
+func TestConnCapStalledPerClient(t *testing.T) {
+	s := startLimited(t, "tcp", "127.0.0.1:0", 100, 3, nil)
+	mu := &s.l.mu
+	now := time.Unix(1_000_000, 0)
+	mu.Lock()
+	s.l.now = func() time.Time { return now } // read under l.mu
+	mu.Unlock()
+	advance := func(d time.Duration) {
+		mu.Lock()
+		now = now.Add(d)
+		mu.Unlock()
+	}
+	busy := dialFrom(t, "127.0.0.2", s.addr)
+	busy.send(t, "/hold/busy")
+	s.waitEntered(t, 1)
+	advance(time.Hour) // busy is past its first request: never stalled
+	a := dialFrom(t, "127.0.0.2", s.addr)
+	a.sendHeaders("/", "X-A: 1\r\n", false)
+	s.waitOpen(t, 2) // a admitted at now
+	advance(time.Second)
+	b := dialFrom(t, "127.0.0.2", s.addr)
+	b.sendHeaders("/", "X-B: 1\r\n", false)
+	s.waitOpen(t, 3)
+	advance(stalledAfter - time.Second - time.Millisecond) // a is not stalled yet
+	if !dialFrom(t, "127.0.0.2", s.addr).refused(t) {
+		t.Error("a newcomer was admitted with the client at its bound and none stalled")
+	}
+	advance(time.Millisecond) // a has stalled, b not
+	dialFrom(t, "127.0.0.2", s.addr).get(t, "/")
+	if !a.closedByServer() {
+		t.Error("the stalled connection was not closed for the newcomer")
+	}
+	io.WriteString(b, "\r\n")
+	if st, err := b.status(); st != 200 {
+		t.Errorf("b (fresh, not stalled): %d %v, want 200", st, err)
+	}
+	s.release("busy")
+	if st, err := busy.status(); st != 200 {
+		t.Errorf("busy: %d %v, want 200", st, err)
+	}
+	if open, _ := s.counts(); open > 3 {
+		t.Errorf("%d open, want at most 3", open)
+	}
+}
+
+func (s *limitedServer) waitOpen(t *testing.T, n int) {
+	t.Helper()
+	testenv.Eventually(t, guard, fmt.Sprintf("%d open connections", n), func() bool {
+		open, _ := s.counts()
+		return open == n
+	})
+}
+
+// TestConnCapStalledAtTotal: at the total with none idle, a newcomer
+// closes the oldest stalled connection, whoever's it is, instead of
+// waiting for it to time out.
+func TestConnCapStalledAtTotal(t *testing.T) {
+	s := startLimited(t, "tcp", "127.0.0.1:0", 2, 100, nil)
+	now := time.Unix(1_000_000, 0)
+	s.l.mu.Lock()
+	s.l.now = func() time.Time { return now }
+	s.l.mu.Unlock()
+	a := dialFrom(t, "127.0.0.2", s.addr)
+	a.sendHeaders("/", "X-A: 1\r\n", false)
+	b := dialFrom(t, "127.0.0.3", s.addr)
+	b.send(t, "/hold/b")
+	s.waitEntered(t, 1)
+	s.l.mu.Lock()
+	now = now.Add(stalledAfter)
+	s.l.mu.Unlock()
+	dialFrom(t, "127.0.0.1", s.addr).get(t, "/")
+	if !a.closedByServer() {
+		t.Error("the stalled connection was not closed for the newcomer")
+	}
+	s.release("b")
+	if st, err := b.status(); st != 200 {
+		t.Errorf("b (busy): %d %v, want 200", st, err)
+	}
+}

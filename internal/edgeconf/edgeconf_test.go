@@ -681,16 +681,26 @@ func testEdge(t *testing.T, e *edge) {
 
 	t.Run("usher down", func(t *testing.T) {
 		e.usher.srv.Close()
-		resp, _ := do(t, "GET", e.base+"/page", "", pass)
-		want := 502 // Caddy's own answer
-		if nginx {
-			want = 503
-			if resp.Header.Get("Retry-After") == "" {
-				t.Error("no Retry-After")
-			}
+		// Fail closed: the edge's own 503, a page or usher's error JSON,
+		// with Retry-After, never the origin's answer.
+		n := e.origin.len()
+		resp, body := do(t, "GET", e.base+"/page", "", pass)
+		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" ||
+			!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(body, "High demand") {
+			t.Errorf("browser: %d Retry-After %q %s %q, want 503 with the edge's page", resp.StatusCode,
+				resp.Header.Get("Retry-After"), resp.Header.Get("Content-Type"), body)
 		}
-		if resp.StatusCode != want {
-			t.Errorf("answer %d, want %d", resp.StatusCode, want)
+		resp, body = do(t, "POST", e.base+"/page", "x", hdr("Cookie", "usher_pass=ok", "Accept", "application/json"))
+		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || resp.Header.Get("Content-Type") != "application/json" ||
+			!strings.Contains(body, `"code":"unavailable"`) {
+			t.Errorf("JSON client: %d Retry-After %q %s %q, want 503 with usher's error JSON", resp.StatusCode,
+				resp.Header.Get("Retry-After"), resp.Header.Get("Content-Type"), body)
+		}
+		if resp, body := do(t, "GET", e.base+"/_usher/api/v1/rooms/sale", "", nil); resp.StatusCode != 503 || !strings.Contains(body, `"code":"unavailable"`) {
+			t.Errorf("usher's API: %d %q, want 503 with usher's error JSON", resp.StatusCode, body)
+		}
+		if got := e.origin.since(n); len(got) > 0 {
+			t.Errorf("fail closed, the origin got %s %s", got[0].Method, got[0].URI)
 		}
 	})
 }

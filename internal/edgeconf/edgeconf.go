@@ -232,6 +232,7 @@ type view struct {
 	MaxHeaderBytes    int
 	HeaderTimeoutSecs int
 	CredentialCache   string
+	CredentialQuery   string
 }
 
 var (
@@ -377,7 +378,7 @@ func (c Config) view(needDir bool) (*view, error) {
 	} else {
 		v.Shortcut = rules
 	}
-	v.OpenMethods, v.FailOpen, v.RetryAfter = OpenMethods, c.FailOpen, UnavailableRetry
+	v.OpenMethods, v.FailOpen, v.RetryAfter, v.CredentialQuery = OpenMethods, c.FailOpen, UnavailableRetry, CredentialQuery
 	v.UnavailableHTML, v.UnavailableJSON = unavailableHTML, unavailableJSON()
 	if c.Release != "" {
 		if h, p, err := hostPort("release", c.Release, false, false); err != nil {
@@ -577,6 +578,13 @@ http {
 {{- range .Shortcut}}
 		{{nq (print "~" .Match)}} {{if .Open}}1{{else}}0{{end}};
 {{- end}}
+		default 0;
+	}
+	# A query that may carry a credential: usher strips it, so a target
+	# sent on without usher (kill switch{{if .FailOpen}}, fail open{{end}}) gets the edge's
+	# own 503 instead.
+	map $request_uri $usher_credential {
+		{{nq (print "~" .CredentialQuery)}} 1;
 		default 0;
 	}
 	map $request_method $usher_open_method {
@@ -791,6 +799,9 @@ http {
 			proxy_set_header X-Forwarded-Host {{if .Hosts}}$host{{else}}""{{end}};
 {{- end}}
 {{- define "nginx_direct"}}
+			if ($usher_credential) {
+				rewrite ^ /_usher/auth/unavailable.$usher_reply last;
+			}
 			proxy_pass {{if .OriginTLS}}https{{else}}http{{end}}://usher_origin$request_uri;
 {{- template "nginx_origin" .}}
 			proxy_set_header Usher-Visitor "";
@@ -922,6 +933,13 @@ http://:{{.ListenPort}} {
 		# decides: an escape, a dot segment, a path some gate pattern covers
 		# in any case, a credential in the query ask usher, as does any
 		# method not listed.
+		# A query that may carry a credential: usher strips it, so a target
+		# sent on without usher (kill switch{{if .FailOpen}}, fail open{{end}}) gets the edge's
+		# own 503 instead.
+		map {http.request.uri} {usher_credential} {
+			{{cq (print "~" .CredentialQuery)}} 1
+			default 0
+		}
 		map {http.request.uri} {usher_open} {
 {{- range .Shortcut}}
 			{{cq (print "~" .Match)}} {{if .Open}}1{{else}}0{{end}}
@@ -946,6 +964,9 @@ http://:{{.ListenPort}} {
 			try_files /{{.SwitchName}}
 		}
 		handle @usher_off {
+			@usher_off_credential vars {usher_credential} 1
+			vars @usher_off_credential usher_down closed
+			error @usher_off_credential 503
 {{- template "caddy_direct" .}}
 		}
 {{- end}}
@@ -989,7 +1010,7 @@ http://:{{.ListenPort}} {
 					header Usher-Pass *
 				}
 				handle_response @gated_pass {
-{{- template "to_origin" .}}
+{{- template "passed" .}}
 					request_header Usher-Visitor {rp.header.Usher-Visitor}
 					request_header Usher-Room {rp.header.Usher-Room}
 					copy_response_headers {
@@ -1006,7 +1027,7 @@ http://:{{.ListenPort}} {
 					header Usher-Visitor *
 				}
 				handle_response @gated {
-{{- template "to_origin" .}}
+{{- template "passed" .}}
 					request_header Usher-Visitor {rp.header.Usher-Visitor}
 					request_header Usher-Room {rp.header.Usher-Room}
 					header ?Cache-Control private
@@ -1018,7 +1039,7 @@ http://:{{.ListenPort}} {
 					header Usher-Pass *
 				}
 				handle_response @pass {
-{{- template "to_origin" .}}
+{{- template "passed" .}}
 					copy_response_headers {
 						include Set-Cookie Usher-Pass
 					}
@@ -1028,7 +1049,7 @@ http://:{{.ListenPort}} {
 				}
 				@passed status 2xx
 				handle_response @passed {
-{{- template "to_origin" .}}
+{{- template "passed" .}}
 				}
 			}
 
@@ -1073,11 +1094,17 @@ http://:{{.ListenPort}} {
 		handle @usher_api_down {
 {{- template "caddy_json" .}}
 		}
-		@usher_gate_down vars usher_down gate
-		handle @usher_gate_down {
 {{- if .FailOpen}}
+		@usher_open_down {
+			vars usher_down gate
+			not vars {usher_credential} 1
+		}
+		handle @usher_open_down {
 {{- template "caddy_direct" .}}
-{{- else}}
+		}
+{{- end}}
+		@usher_closed vars usher_down closed gate
+		handle @usher_closed {
 			@usher_json {
 				header_regexp Accept (?i)application/json
 				not header_regexp Accept (?i)text/html.*application/json
@@ -1091,7 +1118,6 @@ http://:{{.ListenPort}} {
 				header Content-Type "text/html; charset=utf-8"
 				respond {{cq .UnavailableHTML}} 503
 			}
-{{- end}}
 		}
 	}
 }
@@ -1115,6 +1141,10 @@ http://:{{.ListenPort}} {
 				health_interval 2s
 				health_timeout 1s
 {{- end}}
+{{- define "passed"}}
+					vars usher_down origin
+{{- template "to_origin" .}}
+{{- end}}
 {{- define "caddy_direct"}}
 {{- template "to_origin" .}}
 			reverse_proxy {{.Origin}} {
@@ -1126,7 +1156,6 @@ http://:{{.ListenPort}} {
 			}
 {{- end}}
 {{- define "to_origin"}}
-					vars usher_down origin
 					request_header -Usher-*
 {{- range .UsherOnly}}
 					request_header -{{.}}

@@ -37,6 +37,13 @@ const pathChar = `[A-Za-z0-9._/!'()*+,=@-]`
 // that ends with a dot (Windows drops it).
 var refusals = []string{`[%;\\]`, `(?i)usher`, `^[^?]*//`, `^[^?]*/\.`, `^[^?]*\.(/|\?|$)`}
 
+// CredentialQuery matches a target whose query may name a credential
+// parameter (wire.CredentialParams): a name holding "usher" in any case,
+// or an escape. usher strips those before the origin sees them; an edge
+// that sends a target on without usher (kill switch, fail open) answers
+// such a one as if closed instead.
+const CredentialQuery = `^[^?]*\?(.*[&;])?[^=&;]*(?i:usher|%)`
+
 // Shortcut returns the ordered rules that send a target straight to the
 // origin only when usher would pass it without a look at any pass: open
 // (Rules.Resolve) in the exact reading and in every case and Unicode

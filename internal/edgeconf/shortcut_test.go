@@ -103,9 +103,16 @@ func FuzzShortcut(f *testing.F) {
 	for _, target := range shortcutTargets {
 		f.Add(target)
 	}
+	credential := regexp.MustCompile(edgeconf.CredentialQuery)
 	f.Fuzz(func(t *testing.T, target string) {
 		for _, rs := range shortcutRules {
 			checkShortcut(t, rs, target)
+		}
+		// What the edge sends on without usher never carries a
+		// credential usher would strip.
+		_, query, _ := strings.Cut(target, "?")
+		if _, stripped := wire.StripCredentials(query); stripped && !credential.MatchString(target) {
+			t.Errorf("%q carries a credential, CredentialQuery does not see it", target)
 		}
 	})
 }

@@ -51,6 +51,10 @@ func TestConfigErrors(t *testing.T) {
 		{"host name", func(c *edgeconf.Config) { c.Hosts = []string{"-x.com"} }, "host"},
 		{"header bytes", func(c *edgeconf.Config) { c.MaxHeaderBytes = 1 << 10 }, "max header bytes"},
 		{"header timeout", func(c *edgeconf.Config) { c.HeaderTimeout = time.Millisecond }, "header timeout"},
+		{"second usher", func(c *edgeconf.Config) { c.Ushers = []string{"127.0.0.1:8081;"} }, "whitespace"},
+		{"second usher scheme", func(c *edgeconf.Config) { c.Ushers = []string{"https://127.0.0.1:8091"} }, "scheme"},
+		{"open pattern", func(c *edgeconf.Config) { c.Open = []string{"/static/{x}"} }, "path pattern"},
+		{"gate pattern", func(c *edgeconf.Config) { c.Gate = []string{"shop"} }, "path pattern"},
 	} {
 		c := good
 		tc.edit(&c)
@@ -83,6 +87,10 @@ func TestValidate(t *testing.T) {
 		{Listen: ":8080", Origin: "https://localhost:8443", Usher: "http://localhost:8081", // nginx -t resolves names
 			Release: "127.0.0.1:8083", User: "www-data", Hosts: []string{"example.com", "*.example.org"}},
 		{Listen: "[::1]:8080", Origin: "http://[::1]:80", Usher: "[::1]:8081", Release: "[::1]:8083", InsecureCookies: true},
+		{Listen: "127.0.0.1:8090", Origin: "127.0.0.1:8082", Ushers: []string{"127.0.0.1:8081", "http://localhost:8091"},
+			Open: []string{"/static/", "/healthz", "/café/"}, Gate: []string{"/", "/static/ſecret/"}, FailOpen: true},
+		{Listen: "127.0.0.1:8100", Origin: "127.0.0.1:8082", Usher: "127.0.0.1:8081", Ushers: []string{"127.0.0.1:8091"},
+			Open: []string{"/static/"}, Gate: []string{"/shop/", "/api"}},
 	} {
 		// Each subtest sets its own Dir on its own copy: the two run in parallel.
 		t.Run("nginx "+c.Listen, func(t *testing.T) {

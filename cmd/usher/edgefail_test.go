@@ -49,7 +49,9 @@ func startAuth(t *testing.T, args ...string) *instance {
 		if m == nil {
 			return false
 		}
-		res, err := http.Get(m[1] + "/_usher/healthz")
+		req, _ := http.NewRequest("GET", m[1]+"/_usher/healthz", nil)
+		req.Host = "localhost" // served with or without --public-host localhost
+		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return false
 		}
@@ -313,14 +315,19 @@ func testEdgeFailover(t *testing.T, edge string) {
 	keys := t.TempDir()
 	args := func() []string {
 		return []string{"--addr", "127.0.0.1:0", "--store", redisURL, "--redis-prefix", prefix, "--keys-dir", keys,
-			"--admin-key", proxyAdminKey, "--data-dir", testenv.DataDir(t), "--insecure-cookies", "--open", "/static/"}
+			"--admin-key", proxyAdminKey, "--data-dir", testenv.DataDir(t), "--insecure-cookies", "--open", "/static/",
+			"--public-host", "localhost"}
 	}
 	a := startAuth(t, args()...) // first: it writes the keys
 	b := startAuth(t, args()...)
 	addrA, _ := killable(t, a)
 	addrB, killB := killable(t, b)
 	origin := newEdgeOrigin(t)
-	base, _ := printedEdge(t, edge, "--origin", origin.URL, "--usher", addrA, "--usher", addrB, "--open", "/static/")
+	// A public host, so that the health checks must name it; the edge
+	// listens on 127.0.0.1, which clients reach as localhost.
+	base, _ := printedEdge(t, edge, "--origin", origin.URL, "--usher", addrA, "--usher", addrB, "--open", "/static/",
+		"--public-host", "localhost")
+	base = strings.Replace(base, "127.0.0.1", "localhost", 1)
 
 	const holders, waiters = 3, 3
 	c := client{t, base}

@@ -215,6 +215,7 @@ type view struct {
 	Shortcut                         []Rule
 	OpenMethods                      []string
 	Switch, SwitchName               string
+	HealthHost                       string // the Host of Caddy's health checks; "" for none
 	FailOpen                         bool
 	UnavailableHTML, UnavailableJSON string
 	RetryAfter                       int
@@ -407,6 +408,16 @@ func (c Config) view(needDir bool) (*view, error) {
 			continue
 		}
 		v.Hosts = append(v.Hosts, strings.ToLower(h))
+	}
+	v.HealthHost = "-" // any: the check's own
+	if len(v.Hosts) > 0 {
+		v.HealthHost = ""
+		for _, h := range v.Hosts {
+			if !strings.HasPrefix(h, "*.") {
+				v.HealthHost = h
+				break
+			}
+		}
 	}
 	v.ClearCookie = PassCookie + "=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax"
 	if !c.InsecureCookies {
@@ -722,6 +733,8 @@ http {
 		# to usher.
 		location /_usher/ {
 			proxy_pass http://usher;
+			# usher serves its routes for the site's hosts only.
+			proxy_set_header Host $host;
 			proxy_set_header X-Original-URI "";
 			proxy_set_header X-Original-Method "";
 {{- template "usher_headers" .}}
@@ -1129,17 +1142,26 @@ http://:{{.ListenPort}} {
 {{- end}}
 {{- define "caddy_lb"}}
 				# Passive and active health: an usher that fails twice in
-				# 10s, or whose /_usher/healthz does not answer 200 within 1s
-				# (asked every 2s), is left out; a failed request is tried on
-				# the next for up to 1s.
+				# 10s, or whose /_usher/healthz does not answer 2xx within 1s
+				# (asked every 2s{{if not .HealthHost}}; not here: no public host without a
+				# wildcard to ask it for{{end}}), is left out; a failed request is
+				# tried on the next for up to 1s.
 				lb_policy round_robin
 				lb_try_duration 1s
 				lb_try_interval 100ms
 				fail_duration 10s
 				max_fails 2
+{{- if .HealthHost}}
 				health_uri /_usher/healthz
 				health_interval 2s
 				health_timeout 1s
+{{- if .Hosts}}
+				# usher serves its routes for the site's hosts only.
+				health_headers {
+					Host {{.HealthHost}}
+				}
+{{- end}}
+{{- end}}
 {{- end}}
 {{- define "passed"}}
 					vars usher_down origin

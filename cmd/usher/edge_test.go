@@ -119,7 +119,7 @@ func testAuthBehind(t *testing.T, edge string) {
 		"--admin-key", proxyAdminKey, "--insecure-cookies", "--open", "/static/", "--release-listen", release)
 	var conf strings.Builder
 	if err := run(context.Background(), []string{"auth", "--print", edge, "--origin", origin.URL, "--listen", testenv.ClosedAddr(t),
-		"--usher", usher, "--edge-dir", t.TempDir(), "--release-listen", release, "--insecure-cookies"},
+		"--usher", usher, "--edge-dir", t.TempDir(), "--release-listen", release, "--insecure-cookies", "--open", "/static/"},
 		func(string) string { return "" }, &conf, io.Discard); err != nil {
 		t.Fatalf("usher auth --print %s: %v", edge, err)
 	}

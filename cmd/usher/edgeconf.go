@@ -5,12 +5,14 @@ import (
 	"io"
 
 	"usher/internal/edgeconf"
+	"usher/internal/gateway"
 )
 
 // printFlags are usher auth's --print flags: which front proxy's
 // configuration to write, and for which origin and addresses.
 type printFlags struct {
-	print, origin, listen, usher, dir *string
+	print, origin, listen, dir, fail *string
+	ushers                           *[]string
 }
 
 func addPrintFlags(f *flags) printFlags {
@@ -18,17 +20,30 @@ func addPrintFlags(f *flags) printFlags {
 		print:  f.string("print", "", "write a complete front-proxy configuration instead of serving: nginx or caddy (docs/edge.md)"),
 		origin: f.string("origin", "", "with --print: the site's origin, such as http://127.0.0.1:9000"),
 		listen: f.string("listen", "127.0.0.1:8000", "with --print: the address the front proxy serves visitors on"),
-		usher:  f.string("usher", "http://127.0.0.1:8080", "with --print: usher auth's --addr as the front proxy reaches it"),
-		dir:    f.string("edge-dir", "", "with --print: an absolute directory the front proxy owns (nginx's pid file, logs, temporary files; Caddy's storage)"),
+		ushers: f.stringList("usher", "with --print: usher auth's --addr as the front proxy reaches it, repeatable: one per instance on the same store (default http://127.0.0.1:8080)"),
+		dir:    f.string("edge-dir", "", "with --print: an absolute directory the front proxy owns (nginx's pid file, logs, temporary files; Caddy's storage; the kill switch file usher-off)"),
+		fail:   f.string("edge-fail", "closed", "with --print: what a gated request gets when no usher answers: closed (the edge's own 503 page) or open (the origin, unchecked)"),
 	}
 }
 
-// write prints the configuration for the gate's public hosts, its cookies
-// and its release listener.
+// write prints the configuration for the gate's path rules, public
+// hosts, cookies and release listener.
 func (p printFlags) write(c coreFlags, g gateFlags, release string, w io.Writer) error {
+	rules := gateway.Rules{DefaultRoom: *g.room, Gate: *g.gates, Open: *g.opens}
+	if err := rules.Validate(); err != nil {
+		return fmt.Errorf("bad path rules: %w", err)
+	}
+	if *p.fail != "closed" && *p.fail != "open" {
+		return fmt.Errorf("bad setting: --edge-fail=%q: want closed or open", *p.fail)
+	}
+	ushers := *p.ushers
+	if len(ushers) == 0 {
+		ushers = []string{"http://127.0.0.1:8080"}
+	}
 	ec := edgeconf.Config{
-		Listen: *p.listen, Origin: *p.origin, Usher: *p.usher, Release: release, Dir: *p.dir,
+		Listen: *p.listen, Origin: *p.origin, Ushers: ushers, Release: release, Dir: *p.dir,
 		Hosts: *g.publicHosts, InsecureCookies: *c.insecure,
+		Open: *g.opens, Gate: *g.gates, FailOpen: *p.fail == "open",
 	}
 	render := map[string]func(edgeconf.Config) (string, error){"nginx": edgeconf.Nginx, "caddy": edgeconf.Caddy}[*p.print]
 	if render == nil {

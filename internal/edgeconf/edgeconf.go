@@ -6,8 +6,13 @@
 //
 // A rendered file asks usher about every request outside /_usher/, lets
 // through what usher passes, hands the origin the visitor and room usher
-// names, and otherwise gives the client usher's answer. Both were established
-// against nginx 1.22 and Caddy 2.6.2 (edgeconf_test.go runs them).
+// names, and otherwise gives the client usher's answer. Targets Shortcut
+// finds open go to the origin unasked. The questions are spread over every
+// usher instance (Ushers), failing over between them; when none answers,
+// a gated request gets the edge's own 503 page (fail closed) or goes to
+// the origin (FailOpen), and while the file SwitchFile exists in Dir usher
+// is out of the path. Both were established against nginx 1.22 and Caddy
+// 2.6.2 (edgeconf_test.go runs them).
 //
 // Both follow wire.Headers (what reaches usher, the origin and the client),
 // bound the request's headers (size and time), never read a refused
@@ -49,7 +54,18 @@ type Config struct {
 	// https://host:port, without a path.
 	Origin string
 	// Usher is `usher auth`'s listener: host:port or http://host:port.
-	Usher string
+	// Ushers are more instances on the same store (Usher, if set, comes
+	// first): the front proxy spreads its questions over all of them,
+	// leaves out one that fails (for 10s) and asks the next instead.
+	Usher  string
+	Ushers []string
+	// Open and Gate are usher auth's --open and --gate patterns: a target
+	// that Shortcut finds open goes straight to the origin, usher unasked.
+	Open, Gate []string
+	// FailOpen sends a gated request to the origin unchecked when no usher
+	// answers; otherwise (fail closed) the edge answers it 503 with a page
+	// of its own (JSON for a client that asks for it) and Retry-After.
+	FailOpen bool
 	// Release is the host:port of usher's UDP listener for Usher-Release
 	// events (see ParseRelease); "" sends none: the header is then only
 	// hidden from the client and the slot is left to expire.
@@ -81,6 +97,15 @@ const DefaultMaxHeaderBytes = 32 << 10
 
 // PassCookie is the cookie that carries a pass.
 const PassCookie = wire.PassCookie
+
+// SwitchFile is the kill switch, a file in Dir: while it exists, the edge
+// sends every request outside /_usher/ to the origin without asking usher.
+// Both edges look for it on each request, so neither needs a reload.
+const SwitchFile = "usher-off"
+
+// UnavailableRetry is the Retry-After, in seconds, of the edge's own
+// answer when no usher answers.
+const UnavailableRetry = 5
 
 // headerNames returns the named rows of wire.Headers from the client
 // whose hop (to usher or to the origin) is one of hops, each name once.
@@ -175,15 +200,25 @@ type view struct {
 	ListenPort     string
 	Origin         string // scheme://host:port
 	OriginTLS      bool
-	OriginHostPort string // host[:port], the Host header the origin gets
-	OriginHost     string // host, for TLS server name
-	OriginAddr     string // host:port to connect to
-	Usher          string // host:port
+	OriginHostPort string   // host[:port], the Host header the origin gets
+	OriginHost     string   // host, for TLS server name
+	OriginAddr     string   // host:port to connect to
+	Ushers         []string // host:port each
 	Release        string
 	Dir            string
 	User           string
 	Hosts          []string
 	ClearCookie    string
+	// The open-path shortcut and the methods it takes; the kill switch's
+	// path and name ("" without Dir); what a gated request gets when no
+	// usher answers.
+	Shortcut                         []Rule
+	OpenMethods                      []string
+	Switch, SwitchName               string
+	HealthHost                       string // the Host of Caddy's health checks; "" for none
+	FailOpen                         bool
+	UnavailableHTML, UnavailableJSON string
+	RetryAfter                       int
 	// From wire.Headers: the client's headers usher must not get as sent
 	// (nginx sets the Replaced ones itself), those the origin must not get
 	// as sent, and those only usher may get.
@@ -198,6 +233,7 @@ type view struct {
 	MaxHeaderBytes    int
 	HeaderTimeoutSecs int
 	CredentialCache   string
+	CredentialQuery   string
 }
 
 var (
@@ -262,8 +298,8 @@ func serviceURL(what, s string, schemes ...string) (scheme, host, port string, e
 	return scheme, host, port, err
 }
 
-// cases returns every spelling of the words in upper and lower case.
-func cases(words ...string) []string {
+// everyCase returns every spelling of the words in upper and lower case.
+func everyCase(words ...string) []string {
 	var out []string
 	for _, w := range words {
 		spellings := []string{""}
@@ -287,7 +323,7 @@ func (c Config) view(needDir bool) (*view, error) {
 	v := &view{User: c.User, Release: c.Release,
 		UsherDropped: headerNames(true, wire.Dropped), UsherReplaced: headerNames(true, wire.Replaced),
 		OriginDropped: headerNames(false, wire.Dropped), OriginReplaced: headerNames(false, wire.Replaced),
-		ReleaseValues: cases("1", "true"), CredentialCache: wire.CredentialCacheControl}
+		ReleaseValues: everyCase("1", "true"), CredentialCache: wire.CredentialCacheControl}
 	for _, row := range wire.Headers {
 		if row.From == "client" && !row.Pattern() && row.Usher == wire.Passed && row.Origin != wire.Passed {
 			v.UsherOnly = append(v.UsherOnly, row.Name)
@@ -302,7 +338,7 @@ func (c Config) view(needDir bool) (*view, error) {
 	if v.HeaderTimeoutSecs < 1 {
 		errs = append(errs, fmt.Errorf("header timeout %v: want a second or more", c.HeaderTimeout))
 	}
-	if strings.ContainsAny(c.Listen+c.Origin+c.Usher+c.Release+c.Dir+c.User+strings.Join(c.Hosts, ""), "\x00\r\n\t ;{}\"'\\$#`") {
+	if strings.ContainsAny(c.Listen+c.Origin+c.Usher+strings.Join(c.Ushers, "")+c.Release+c.Dir+c.User+strings.Join(c.Hosts, ""), "\x00\r\n\t ;{}\"'\\$#`") {
 		// Belt and braces: every field below is checked against a strict
 		// form too; none of these may reach a configuration file.
 		errs = append(errs, errors.New("a field contains whitespace, a quote or one of ;{}$#\\`"))
@@ -327,11 +363,24 @@ func (c Config) view(needDir bool) (*view, error) {
 		}
 		v.Origin = scheme + "://" + v.OriginAddr
 	}
-	if _, h, p, err := serviceURL("usher", c.Usher, "http"); err != nil {
+	ushers := c.Ushers
+	if c.Usher != "" || len(ushers) == 0 {
+		ushers = append([]string{c.Usher}, ushers...)
+	}
+	for _, u := range ushers {
+		if _, h, p, err := serviceURL("usher", u, "http"); err != nil {
+			errs = append(errs, err)
+		} else if hp := net.JoinHostPort(h, p); !slices.Contains(v.Ushers, hp) {
+			v.Ushers = append(v.Ushers, hp)
+		}
+	}
+	if rules, err := Shortcut(c.Open, c.Gate); err != nil {
 		errs = append(errs, err)
 	} else {
-		v.Usher = net.JoinHostPort(h, p)
+		v.Shortcut = rules
 	}
+	v.OpenMethods, v.FailOpen, v.RetryAfter, v.CredentialQuery = OpenMethods, c.FailOpen, UnavailableRetry, CredentialQuery
+	v.UnavailableHTML, v.UnavailableJSON = unavailableHTML, unavailableJSON()
 	if c.Release != "" {
 		if h, p, err := hostPort("release", c.Release, false, false); err != nil {
 			errs = append(errs, err)
@@ -346,6 +395,9 @@ func (c Config) view(needDir bool) (*view, error) {
 		errs = append(errs, fmt.Errorf("dir %q: want a clean absolute path of letters, digits and ._/+-", c.Dir))
 	default:
 		v.Dir = c.Dir
+		if c.Dir != "" {
+			v.Switch, v.SwitchName = c.Dir+"/"+SwitchFile, SwitchFile
+		}
 	}
 	if c.User != "" && !userName.MatchString(c.User) {
 		errs = append(errs, fmt.Errorf("user %q is not a user name", c.User))
@@ -356,6 +408,16 @@ func (c Config) view(needDir bool) (*view, error) {
 			continue
 		}
 		v.Hosts = append(v.Hosts, strings.ToLower(h))
+	}
+	v.HealthHost = "-" // any: the check's own
+	if len(v.Hosts) > 0 {
+		v.HealthHost = ""
+		for _, h := range v.Hosts {
+			if !strings.HasPrefix(h, "*.") {
+				v.HealthHost = h
+				break
+			}
+		}
 	}
 	v.ClearCookie = PassCookie + "=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax"
 	if !c.InsecureCookies {
@@ -409,6 +471,8 @@ func Caddy(c Config) (string, error) {
 
 var funcs = template.FuncMap{
 	"join": strings.Join,
+	"nq":   func(s string) string { return quote(s, true) },
+	"cq":   func(s string) string { return quote(s, false) },
 	// hostport joins a host (maybe empty) and a port for nginx's listen.
 	"listen": func(host, port string) string {
 		if host == "" {
@@ -418,7 +482,7 @@ var funcs = template.FuncMap{
 	},
 }
 
-var nginxTemplate = template.Must(template.New("nginx").Funcs(funcs).Parse(`# nginx in front of {{.Origin}}, gated by usher auth at {{.Usher}}.
+var nginxTemplate = template.Must(template.New("nginx").Funcs(funcs).Parse(`# nginx in front of {{.Origin}}, gated by usher auth at {{join .Ushers ", "}}.
 # Rendered by usher (internal/edgeconf) for nginx 1.22+ with the stock
 # auth_request module. Run: nginx -p {{.Dir}} -c THIS_FILE
 {{- if .User}}
@@ -515,8 +579,51 @@ http {
 	log_format usher_release escape=json '{"pass":"$cookie_usher_pass","authorization":"$http_authorization","visitor":"$usher_visitor","room":"$usher_room","method":"$request_method","uri":"$request_uri","host":"$host","status":"$status"}';
 {{- end}}
 
+	# Open paths never wait on usher: a target that every reading usher
+	# makes of it finds open goes straight to the origin (Shortcut in
+	# internal/edgeconf). The first line that matches the raw target
+	# decides: an escape, a dot segment, a path some gate pattern covers in
+	# any case, a credential in the query ask usher, as does any method
+	# not listed.
+	map $request_uri $usher_open_target {
+{{- range .Shortcut}}
+		{{nq (print "~" .Match)}} {{if .Open}}1{{else}}0{{end}};
+{{- end}}
+		default 0;
+	}
+	# A query that may carry a credential: usher strips it, so a target
+	# sent on without usher (kill switch{{if .FailOpen}}, fail open{{end}}) gets the edge's
+	# own 503 instead.
+	map $request_uri $usher_credential {
+		{{nq (print "~" .CredentialQuery)}} 1;
+		default 0;
+	}
+	map $request_method $usher_open_method {
+{{- range .OpenMethods}}
+		{{.}} 1;
+{{- end}}
+		default 0;
+	}
+	map "$usher_open_method$usher_open_target" $usher_to_origin {
+		11 1;
+		default 0;
+	}
+	# JSON for a client whose Accept names application/json before
+	# text/html, as usher reads it.
+	map $http_accept $usher_reply {
+		"~(?i)text/html.*application/json" html;
+		"~(?i)application/json" json;
+		default html;
+	}
+
+	# Every usher auth instance (all on one store). nginx spreads the
+	# checks over them; one that fails a request is left out for 10s and
+	# the request goes to the next (proxy_next_upstream). When none
+	# answers, see "No usher answered" below.
 	upstream usher {
-		server {{.Usher}};
+{{- range .Ushers}}
+		server {{.}} max_fails=1 fail_timeout=10s;
+{{- end}}
 		keepalive 16;
 	}
 	upstream usher_origin {
@@ -560,7 +667,11 @@ http {
 			proxy_set_header X-Original-URI $request_uri;
 			proxy_set_header X-Original-Method $request_method;
 {{- template "usher_headers" .}}
-			proxy_connect_timeout 5s;
+			# The check changes nothing: asked again of the next usher
+			# when one fails.
+			proxy_next_upstream error timeout http_502 http_504;
+			proxy_next_upstream_timeout 10s;
+			proxy_connect_timeout 2s;
 			proxy_read_timeout 30s;
 		}
 
@@ -584,23 +695,64 @@ http {
 {{- template "usher_wait" .}}
 		}
 
-		# usher unreachable, or a check answer auth_request does not take
-		# (anything but 2xx, 401, 403): nginx makes it a 500, answered so.
-		location @usher_unavailable {
-			add_header Retry-After 5 always;
-			return 503 "usher is unavailable\n";
+		# No usher answered (or a check answer auth_request does not take,
+		# which nginx makes a 500): {{if .FailOpen}}fail open, the gated request goes to
+		# the origin unchecked (@usher_origin); usher's own routes get the
+		# JSON below.{{else}}fail closed, with the edge's own answer,
+		# never the origin's: 503, Retry-After and this page, or usher's
+		# error JSON to a client that asks for JSON.{{end}}
+		location = /_usher/auth/unavailable.html {
+			internal;
+			default_type "text/html; charset=utf-8";
+			add_header Retry-After {{.RetryAfter}} always;
+			add_header Cache-Control no-store always;
+			return 503 {{nq .UnavailableHTML}};
 		}
+		location = /_usher/auth/unavailable.json {
+			internal;
+			default_type application/json;
+			add_header Retry-After {{.RetryAfter}} always;
+			add_header Cache-Control no-store always;
+			return 503 {{nq .UnavailableJSON}};
+		}
+
+		# Straight to the origin, usher unasked: an open target
+		# ($usher_to_origin){{if .Switch}}, or any target while the kill switch is on{{end}}. The
+		# origin gets the raw target, as on a passed check.
+		location = /_usher/auth/origin {
+			internal;
+{{- template "nginx_direct" .}}
+		}
+{{- if .FailOpen}}
+		location @usher_origin {
+{{- template "nginx_direct" .}}
+		}
+{{- end}}
 
 		# usher's own routes (API, waiting page worker, console) go straight
 		# to usher.
 		location /_usher/ {
 			proxy_pass http://usher;
+			# usher serves its routes for the site's hosts only.
+			proxy_set_header Host $host;
 			proxy_set_header X-Original-URI "";
 			proxy_set_header X-Original-Method "";
 {{- template "usher_headers" .}}
+			error_page 502 504 = /_usher/auth/unavailable.json;
 		}
 
 		location / {
+{{- if .Switch}}
+			# The kill switch: while {{.Switch}} exists, every request
+			# goes to the origin without asking usher (touch it to take usher
+			# out of the path, remove it to put usher back; no reload).
+			if (-f {{.Switch}}) {
+				rewrite ^ /_usher/auth/origin last;
+			}
+{{- end}}
+			if ($usher_to_origin) {
+				rewrite ^ /_usher/auth/origin last;
+			}
 			set $usher_method $request_method;
 			auth_request /_usher/auth/check;
 			auth_request_set $usher_cookie $upstream_http_set_cookie;
@@ -608,7 +760,7 @@ http {
 			auth_request_set $usher_visitor $upstream_http_usher_visitor;
 			auth_request_set $usher_room $upstream_http_usher_room;
 			error_page 401 = /_usher/auth/wait;
-			error_page 500 = @usher_unavailable;
+			error_page 500 = {{template "usher_down" .}};
 			# The wait location may hand its own refusal (413) on.
 			recursive_error_pages on;
 
@@ -621,6 +773,21 @@ http {
 			add_header Vary $usher_vary always;
 
 			proxy_pass {{if .OriginTLS}}https{{else}}http{{end}}://usher_origin;
+{{- template "nginx_origin" .}}
+			# Who the visitor is, from the check's answer (never from the
+			# client: these replace any it sent).
+			proxy_set_header Usher-Visitor $usher_visitor;
+			proxy_set_header Usher-Room $usher_room;
+			proxy_hide_header Usher-Release;
+
+			access_log {{.Dir}}/access.log combined;
+{{- if .Release}}
+			access_log syslog:server={{.Release}},tag=usher_release,nohostname usher_release if=$usher_released;
+{{- end}}
+		}
+	}
+}
+{{- define "nginx_origin"}}
 			proxy_http_version 1.1;
 			# An admitted request's body streams to the origin, unstored.
 			proxy_request_buffering off;
@@ -643,19 +810,19 @@ http {
 			proxy_set_header X-Real-IP $remote_addr;
 			proxy_set_header X-Forwarded-Proto $scheme;
 			proxy_set_header X-Forwarded-Host {{if .Hosts}}$host{{else}}""{{end}};
-			# Who the visitor is, from the check's answer (never from the
-			# client: these replace any it sent).
-			proxy_set_header Usher-Visitor $usher_visitor;
-			proxy_set_header Usher-Room $usher_room;
-			proxy_hide_header Usher-Release;
-
-			access_log {{.Dir}}/access.log combined;
-{{- if .Release}}
-			access_log syslog:server={{.Release}},tag=usher_release,nohostname usher_release if=$usher_released;
 {{- end}}
-		}
-	}
-}
+{{- define "nginx_direct"}}
+			if ($usher_credential) {
+				rewrite ^ /_usher/auth/unavailable.$usher_reply last;
+			}
+			proxy_pass {{if .OriginTLS}}https{{else}}http{{end}}://usher_origin$request_uri;
+{{- template "nginx_origin" .}}
+			proxy_set_header Usher-Visitor "";
+			proxy_set_header Usher-Room "";
+			proxy_hide_header Usher-Release;
+			access_log {{.Dir}}/access.log combined;
+{{- end}}
+{{- define "usher_down"}}{{if .FailOpen}}@usher_origin{{else}}/_usher/auth/unavailable.$usher_reply{{end}}{{end}}
 {{- define "usher_headers"}}
 			proxy_http_version 1.1;
 			proxy_set_header Connection "";
@@ -681,12 +848,16 @@ http {
 			proxy_set_header X-Original-URI $request_uri;
 			proxy_set_header X-Original-Method $usher_method;
 {{- template "usher_headers" .}}
-			proxy_connect_timeout 5s;
+			# A usher that fails before answering: the next one (a known
+			# visitor keeps its place there); none: as a failed check.
+			proxy_next_upstream error timeout;
+			proxy_connect_timeout 2s;
 			proxy_read_timeout 30s;
+			error_page 502 504 = {{template "usher_down" .}};
 {{- end}}
 `))
 
-var caddyTemplate = template.Must(template.New("caddy").Funcs(funcs).Parse(`# Caddy in front of {{.Origin}}, gated by usher auth at {{.Usher}}.
+var caddyTemplate = template.Must(template.New("caddy").Funcs(funcs).Parse(`# Caddy in front of {{.Origin}}, gated by usher auth at {{join .Ushers ", "}}.
 # Rendered by usher (internal/edgeconf) for Caddy 2.6.2+.
 # Run: caddy run --adapter caddyfile --config THIS_FILE
 {
@@ -769,9 +940,56 @@ http://:{{.ListenPort}} {
 		@usher_internal path /_usher/auth /_usher/auth/*
 		respond @usher_internal 404
 
+		# Open paths never wait on usher: a target that every reading usher
+		# makes of it finds open goes straight to the origin (Shortcut in
+		# internal/edgeconf). The first line that matches the raw target
+		# decides: an escape, a dot segment, a path some gate pattern covers
+		# in any case, a credential in the query ask usher, as does any
+		# method not listed.
+		# A query that may carry a credential: usher strips it, so a target
+		# sent on without usher (kill switch{{if .FailOpen}}, fail open{{end}}) gets the edge's
+		# own 503 instead.
+		map {http.request.uri} {usher_credential} {
+			{{cq (print "~" .CredentialQuery)}} 1
+			default 0
+		}
+		map {http.request.uri} {usher_open} {
+{{- range .Shortcut}}
+			{{cq (print "~" .Match)}} {{if .Open}}1{{else}}0{{end}}
+{{- end}}
+			default 0
+		}
+
 		# usher's own routes (API, waiting page worker, console).
 		handle /_usher/* {
-			reverse_proxy {{.Usher}}
+			vars usher_down api
+			reverse_proxy {{join .Ushers " "}} {
+{{- template "caddy_lb" .}}
+			}
+		}
+{{- if .Switch}}
+
+		# The kill switch: while {{.Switch}} exists, every request
+		# goes to the origin without asking usher (touch it to take usher out
+		# of the path, remove it to put usher back; no reload).
+		@usher_off file {
+			root {{.Dir}}
+			try_files /{{.SwitchName}}
+		}
+		handle @usher_off {
+			@usher_off_credential vars {usher_credential} 1
+			vars @usher_off_credential usher_down closed
+			error @usher_off_credential 503
+{{- template "caddy_direct" .}}
+		}
+{{- end}}
+
+		@usher_open {
+			method {{join .OpenMethods " "}}
+			vars {usher_open} 1
+		}
+		handle @usher_open {
+{{- template "caddy_direct" .}}
 		}
 
 		handle {
@@ -779,8 +997,11 @@ http://:{{.ListenPort}} {
 			# /_usher/auth without the body (the trailing ? drops the
 			# query) with the raw request target ({uri}) and method, and the
 			# client's headers, its Usher-* ones included (usher reads
-			# {{join .UsherOnly ", "}}).
-			reverse_proxy {{.Usher}} {
+			# {{join .UsherOnly ", "}}). Spread over every usher, and asked
+			# again of the next when one fails (it changes nothing).
+			vars usher_down gate
+			reverse_proxy {{join .Ushers " "}} {
+{{- template "caddy_lb" .}}
 				method GET
 				rewrite /_usher/auth?
 				header_up X-Forwarded-Method {method}
@@ -802,7 +1023,7 @@ http://:{{.ListenPort}} {
 					header Usher-Pass *
 				}
 				handle_response @gated_pass {
-{{- template "to_origin" .}}
+{{- template "passed" .}}
 					request_header Usher-Visitor {rp.header.Usher-Visitor}
 					request_header Usher-Room {rp.header.Usher-Room}
 					copy_response_headers {
@@ -819,7 +1040,7 @@ http://:{{.ListenPort}} {
 					header Usher-Visitor *
 				}
 				handle_response @gated {
-{{- template "to_origin" .}}
+{{- template "passed" .}}
 					request_header Usher-Visitor {rp.header.Usher-Visitor}
 					request_header Usher-Room {rp.header.Usher-Room}
 					header ?Cache-Control private
@@ -831,7 +1052,7 @@ http://:{{.ListenPort}} {
 					header Usher-Pass *
 				}
 				handle_response @pass {
-{{- template "to_origin" .}}
+{{- template "passed" .}}
 					copy_response_headers {
 						include Set-Cookie Usher-Pass
 					}
@@ -841,7 +1062,7 @@ http://:{{.ListenPort}} {
 				}
 				@passed status 2xx
 				handle_response @passed {
-{{- template "to_origin" .}}
+{{- template "passed" .}}
 				}
 			}
 
@@ -875,7 +1096,87 @@ http://:{{.ListenPort}} {
 			}
 		}
 	}
+
+	# No usher answered (every one failed or is out): usher's own routes
+	# get usher's error JSON; a gated request {{if .FailOpen}}goes to the origin
+	# unchecked (fail open){{else}}gets the edge's own answer, never the
+	# origin's (fail closed): 503, Retry-After and a page, or the JSON to a
+	# client whose Accept names application/json before text/html{{end}}.
+	handle_errors {
+		@usher_api_down vars usher_down api
+		handle @usher_api_down {
+{{- template "caddy_json" .}}
+		}
+{{- if .FailOpen}}
+		@usher_open_down {
+			vars usher_down gate
+			not vars {usher_credential} 1
+		}
+		handle @usher_open_down {
+{{- template "caddy_direct" .}}
+		}
+{{- end}}
+		@usher_closed vars usher_down closed gate
+		handle @usher_closed {
+			@usher_json {
+				header_regexp Accept (?i)application/json
+				not header_regexp Accept (?i)text/html.*application/json
+			}
+			handle @usher_json {
+{{- template "caddy_json" .}}
+			}
+			handle {
+				header Retry-After {{.RetryAfter}}
+				header Cache-Control no-store
+				header Content-Type "text/html; charset=utf-8"
+				respond {{cq .UnavailableHTML}} 503
+			}
+		}
+	}
 }
+{{- define "caddy_json"}}
+			header Retry-After {{.RetryAfter}}
+			header Cache-Control no-store
+			header Content-Type application/json
+			respond {{cq .UnavailableJSON}} 503
+{{- end}}
+{{- define "caddy_lb"}}
+				# Passive and active health: an usher that fails twice in
+				# 10s, or whose /_usher/healthz does not answer 2xx within 1s
+				# (asked every 2s{{if not .HealthHost}}; not here: no public host without a
+				# wildcard to ask it for{{end}}), is left out; a failed request is
+				# tried on the next for up to 1s.
+				lb_policy round_robin
+				lb_try_duration 1s
+				lb_try_interval 100ms
+				fail_duration 10s
+				max_fails 2
+{{- if .HealthHost}}
+				health_uri /_usher/healthz
+				health_interval 2s
+				health_timeout 1s
+{{- if .Hosts}}
+				# usher serves its routes for the site's hosts only.
+				health_headers {
+					Host {{.HealthHost}}
+				}
+{{- end}}
+{{- end}}
+{{- end}}
+{{- define "passed"}}
+					vars usher_down origin
+{{- template "to_origin" .}}
+{{- end}}
+{{- define "caddy_direct"}}
+{{- template "to_origin" .}}
+			reverse_proxy {{.Origin}} {
+				header_up Host {upstream_hostport}
+{{- if not .Hosts}}
+				header_up -X-Forwarded-Host
+{{- end}}
+				header_down -Usher-Release
+			}
+{{- end}}
 {{- define "to_origin"}}
 					request_header -Usher-*
 {{- range .UsherOnly}}

@@ -51,6 +51,10 @@ func TestConfigErrors(t *testing.T) {
 		{"host name", func(c *edgeconf.Config) { c.Hosts = []string{"-x.com"} }, "host"},
 		{"header bytes", func(c *edgeconf.Config) { c.MaxHeaderBytes = 1 << 10 }, "max header bytes"},
 		{"header timeout", func(c *edgeconf.Config) { c.HeaderTimeout = time.Millisecond }, "header timeout"},
+		{"second usher", func(c *edgeconf.Config) { c.Ushers = []string{"127.0.0.1:8081;"} }, "whitespace"},
+		{"second usher scheme", func(c *edgeconf.Config) { c.Ushers = []string{"https://127.0.0.1:8091"} }, "scheme"},
+		{"open pattern", func(c *edgeconf.Config) { c.Open = []string{"/static/{x}"} }, "path pattern"},
+		{"gate pattern", func(c *edgeconf.Config) { c.Gate = []string{"shop"} }, "path pattern"},
 	} {
 		c := good
 		tc.edit(&c)
@@ -83,6 +87,10 @@ func TestValidate(t *testing.T) {
 		{Listen: ":8080", Origin: "https://localhost:8443", Usher: "http://localhost:8081", // nginx -t resolves names
 			Release: "127.0.0.1:8083", User: "www-data", Hosts: []string{"example.com", "*.example.org"}},
 		{Listen: "[::1]:8080", Origin: "http://[::1]:80", Usher: "[::1]:8081", Release: "[::1]:8083", InsecureCookies: true},
+		{Listen: "127.0.0.1:8090", Origin: "127.0.0.1:8082", Ushers: []string{"127.0.0.1:8081", "http://localhost:8091"},
+			Open: []string{"/static/", "/healthz", "/café/"}, Gate: []string{"/", "/static/ſecret/"}, FailOpen: true},
+		{Listen: "127.0.0.1:8100", Origin: "127.0.0.1:8082", Usher: "127.0.0.1:8081", Ushers: []string{"127.0.0.1:8091"},
+			Open: []string{"/static/"}, Gate: []string{"/shop/", "/api"}},
 	} {
 		// Each subtest sets its own Dir on its own copy: the two run in parallel.
 		t.Run("nginx "+c.Listen, func(t *testing.T) {
@@ -681,16 +689,26 @@ func testEdge(t *testing.T, e *edge) {
 
 	t.Run("usher down", func(t *testing.T) {
 		e.usher.srv.Close()
-		resp, _ := do(t, "GET", e.base+"/page", "", pass)
-		want := 502 // Caddy's own answer
-		if nginx {
-			want = 503
-			if resp.Header.Get("Retry-After") == "" {
-				t.Error("no Retry-After")
-			}
+		// Fail closed: the edge's own 503, a page or usher's error JSON,
+		// with Retry-After, never the origin's answer.
+		n := e.origin.len()
+		resp, body := do(t, "GET", e.base+"/page", "", pass)
+		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" ||
+			!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(body, "High demand") {
+			t.Errorf("browser: %d Retry-After %q %s %q, want 503 with the edge's page", resp.StatusCode,
+				resp.Header.Get("Retry-After"), resp.Header.Get("Content-Type"), body)
 		}
-		if resp.StatusCode != want {
-			t.Errorf("answer %d, want %d", resp.StatusCode, want)
+		resp, body = do(t, "POST", e.base+"/page", "x", hdr("Cookie", "usher_pass=ok", "Accept", "application/json"))
+		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || resp.Header.Get("Content-Type") != "application/json" ||
+			!strings.Contains(body, `"code":"unavailable"`) {
+			t.Errorf("JSON client: %d Retry-After %q %s %q, want 503 with usher's error JSON", resp.StatusCode,
+				resp.Header.Get("Retry-After"), resp.Header.Get("Content-Type"), body)
+		}
+		if resp, body := do(t, "GET", e.base+"/_usher/api/v1/rooms/sale", "", nil); resp.StatusCode != 503 || !strings.Contains(body, `"code":"unavailable"`) {
+			t.Errorf("usher's API: %d %q, want 503 with usher's error JSON", resp.StatusCode, body)
+		}
+		if got := e.origin.since(n); len(got) > 0 {
+			t.Errorf("fail closed, the origin got %s %s", got[0].Method, got[0].URI)
 		}
 	})
 }

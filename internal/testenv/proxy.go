@@ -128,6 +128,12 @@ func (p *Proxy) Restore(tb testing.TB) {
 	p.cut = false
 }
 
+// Kill stops listening and closes every connection, for good: what a
+// killed process looks like from outside (new connections are refused,
+// requests in flight are cut off). The address stays unused until the
+// test ends, unless another test is given it.
+func (p *Proxy) Kill() { p.close() }
+
 // Refused is the number of connections closed at once because the proxy
 // was cut.
 func (p *Proxy) Refused() int {

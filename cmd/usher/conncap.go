@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"usher/internal/clientip"
+	"usher/internal/edgeconf"
 )
 
 // defaultMaxConnsPerClient is --max-conns-per-client's default. One public
@@ -29,7 +30,7 @@ const defaultMaxConnsPerClient = 512
 // header line it has read until the request ends: a connection stalled
 // just under the bound costs about ten times the bytes in the worst case
 // (tiny header lines; docs/benchmarks.md).
-const defaultMaxHeaderBytes = 32 << 10
+const defaultMaxHeaderBytes = edgeconf.DefaultMaxHeaderBytes
 
 // connFlags are the bounds on what a client's connections hold: the
 // connection caps and the size and time of a request's headers, shared by

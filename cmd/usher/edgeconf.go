@@ -44,6 +44,7 @@ func (p printFlags) write(c coreFlags, g gateFlags, release string, w io.Writer)
 		Listen: *p.listen, Origin: *p.origin, Ushers: ushers, Release: release, Dir: *p.dir,
 		Hosts: *g.publicHosts, InsecureCookies: *c.insecure,
 		Open: *g.opens, Gate: *g.gates, FailOpen: *p.fail == "open",
+		MaxHeaderBytes: *g.conns.headerBytes, HeaderTimeout: *g.conns.headerTimeout,
 	}
 	render := map[string]func(edgeconf.Config) (string, error){"nginx": edgeconf.Nginx, "caddy": edgeconf.Caddy}[*p.print]
 	if render == nil {

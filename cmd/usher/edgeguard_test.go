@@ -537,3 +537,24 @@ func rawWSGI(t *testing.T, base string, lines ...string) (int, map[string]string
 	json.NewDecoder(res.Body).Decode(&env)
 	return res.StatusCode, env
 }
+
+// TestPrintHeaderBounds: `usher auth --print` bounds the edge's request
+// headers as --max-header-bytes and --header-timeout bound usher's own.
+func TestPrintHeaderBounds(t *testing.T) {
+	for edge, want := range map[string][]string{
+		"nginx": {"large_client_header_buffers 4 4k;", "client_header_timeout 7s;"},
+		"caddy": {"max_header_size 16384", "read_header 7s"},
+	} {
+		var conf strings.Builder
+		if err := run(context.Background(), []string{"auth", "--print", edge, "--origin", "http://127.0.0.1:9000",
+			"--edge-dir", t.TempDir(), "--max-header-bytes", "16384", "--header-timeout", "7s"},
+			func(string) string { return "" }, &conf, io.Discard); err != nil {
+			t.Fatalf("usher auth --print %s: %v", edge, err)
+		}
+		for _, w := range want {
+			if !strings.Contains(conf.String(), w) {
+				t.Errorf("--print %s with --max-header-bytes 16384 --header-timeout 7s lacks %q", edge, w)
+			}
+		}
+	}
+}

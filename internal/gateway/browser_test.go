@@ -13,8 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 

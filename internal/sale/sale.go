@@ -455,7 +455,7 @@ func (s *Service) Run(ctx context.Context) error {
 const provisionEvery = 5 * time.Second
 
 // provisionRooms creates the waiting room of every schedule that has none
-// (with roomSettings): a memory store starts empty at each start,
+// (with the default settings, open at once): a memory store starts empty at each start,
 // and `usher seed` may add schedules beside a running server. Existing rooms
 // are never changed.
 //
@@ -473,7 +473,7 @@ func (s *Service) provisionRooms(ctx context.Context) {
 				continue
 			}
 			var created bool
-			if created, err = s.cfg.Queue.EnsureRoom(ctx, sch.Room, roomSettings(sch, s.cfg.Now())); err != nil {
+			if created, err = s.cfg.Queue.EnsureRoom(ctx, sch.Room, queue.DefaultSettings()); err != nil {
 				break
 			} else if created {
 				s.cfg.Logger.Info("created the waiting room of a schedule", "schedule", sch.ID, "room", sch.Room)

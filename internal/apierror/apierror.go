@@ -31,7 +31,10 @@ var (
 	ErrBadJSON          = fault.New(fault.BadJSON, "malformed JSON body")
 	ErrBodyTooLarge     = fault.New(fault.BodyTooLarge, "body too large")
 	ErrTokenMissing     = fault.New(fault.TokenMissing, "token missing")
-	ErrAdminOnly        = fault.New(fault.AdminOnly, "admin key required")
+	ErrAdminOnly        = fault.New(fault.AdminOnly, "admin key required (send it as Authorization: Bearer <key>)")
+	// ErrAdminKeyWrong has ErrAdminOnly's code: a bearer token was sent,
+	// and it is not the admin key.
+	ErrAdminKeyWrong = fault.New(fault.AdminOnly, "wrong admin key (the bearer token sent is not this server's admin key)")
 )
 
 // RetryAfter is the Retry-After (seconds) sent with every 503.

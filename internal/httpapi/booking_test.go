@@ -405,3 +405,20 @@ func TestScheduleSaleOpening(t *testing.T) {
 		t.Errorf("sale opening after the show: %d %s, want 400 invalid_request", r.status, r.body)
 	}
 }
+
+// TestAdminKeyReadsSeatMap: as docs/api.md's route table says, the admin
+// key reads the seat map (200) but is not a pass for holding (401
+// token_invalid).
+func TestAdminKeyReadsSeatMap(t *testing.T) {
+	t.Parallel()
+	e := newBookingEnv(t)
+	sch := e.newSchedule(t, "c", `{}`)
+	e.do(nil, "POST", fmt.Sprintf("/api/v1/schedules/%d/seats", sch.ID), adminKey, `{"sections":["A"],"rows":1,"seats_per_row":3}`)
+	if r := e.do(nil, "GET", fmt.Sprintf("/api/v1/schedules/%d/seats", sch.ID), adminKey, ""); r.status != 200 {
+		t.Errorf("seat map with the admin key = %d %s, want 200", r.status, r.body)
+	}
+	r := e.do(nil, "POST", fmt.Sprintf("/api/v1/schedules/%d/holds", sch.ID), adminKey, `{"seat_ids":[1]}`)
+	if code := r.errorCode(t); r.status != 401 || code != "token_invalid" {
+		t.Errorf("hold with the admin key = %d %s, want 401 token_invalid", r.status, r.body)
+	}
+}

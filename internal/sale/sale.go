@@ -208,8 +208,11 @@ func (s *Service) SeatMap(ctx context.Context, scheduleID int64) (*SeatMap, erro
 	if slot.cur != nil && now.Sub(slot.tried) < s.cfg.SnapshotEvery {
 		return slot.cur, nil
 	}
-	slot.tried = now
 	m, err := s.buildSeatMap(ctx, scheduleID, now)
+	if err != nil && ctx.Err() != nil {
+		return nil, err // the caller left: the next one rebuilds
+	}
+	slot.tried = now
 	switch {
 	case err == nil:
 		slot.cur = m

@@ -15,29 +15,38 @@
 #     MEMORY=0).
 #
 # Needs redis-cli, redis-benchmark, sha1sum, curl and go, and a Redis at
-# REDIS_HOST:REDIS_PORT (default 127.0.0.1:6379) that nothing else is
-# loading: both numbers share the server and the CPU, and used_memory is
-# server-wide. Keys are written under usher-test:<random>: and removed
-# afterwards, on failure too. USHER_BIN=path uses a prebuilt usher.
+# $USHER_TEST_REDIS (default redis://127.0.0.1:6379/0; any database) that
+# nothing else is loading: both numbers share the server and the CPU, and
+# used_memory is server-wide. Keys are written under usher-test:<random>:
+# and removed afterwards, on failure too. USHER_BIN=path uses a prebuilt
+# usher.
 #
 # Usage: scripts/bench-redis.sh            (N=800000 enters per run, ROUNDS=3)
 #        N=200000 ROUNDS=1 MEMORY=0 scripts/bench-redis.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-host=${REDIS_HOST:-127.0.0.1}
-port=${REDIS_PORT:-6379}
+url=${USHER_TEST_REDIS:-redis://127.0.0.1:6379/0}
+export USHER_TEST_REDIS=$url
 n=${N:-800000}
 rounds=${ROUNDS:-3}
-export USHER_TEST_REDIS="redis://$host:$port"
 lua=internal/queue/redisqueue/lua
 
-cli() { redis-cli -h "$host" -p "$port" "$@"; }
+# redis-cli and redis-benchmark take the URL, its database included.
+cli() { redis-cli -u "$url" "$@"; }
 cli ping >/dev/null
+
+# The enter script's keys, in the order redisqueue passes them (its
+# keyNames: the room's keys, then the guard key as KEYS[9]).
+read -ra keynames <<<"$(sed -n 's/^var keyNames = \[\.\.\.\]string{\(.*\)}$/\1/p' internal/queue/redisqueue/redisqueue.go | tr -d '"' | tr ',' ' ')"
+if [ "${#keynames[@]}" != 9 ]; then
+	echo "bench-redis: found ${#keynames[@]} keys in redisqueue's keyNames (${keynames[*]}), want enter.lua's 9" >&2
+	exit 1
+fi
 
 . scripts/benchlib.sh
 prefixes=()
-at_exit 'for p in "${prefixes[@]}"; do cli --scan --pattern "$p*" | xargs -r -n 1000 redis-cli -h "$host" -p "$port" UNLINK >/dev/null; done'
+at_exit 'for p in "${prefixes[@]}"; do cli --scan --pattern "$p*" | xargs -r -n 1000 redis-cli -u "$url" UNLINK >/dev/null 2>&1; done'
 echo "building the test binary (outside the timed runs)…"
 go test -c -o "$tmp/redisqueue.test" ./internal/queue/redisqueue/
 
@@ -52,7 +61,7 @@ echo "host: $(nproc) cores, $(cli INFO server | tr -d '\r' | grep '^redis_versio
 # enters one visitor (so Redis runs usher's own enter script), then stops.
 room() {
 	local api=http://127.0.0.1:18489/api/v1/rooms/enter50 admin
-	start room "$usher" serve --addr 127.0.0.1:18489 --data-dir "$tmp/room" --store "redis://$host:$port" --redis-prefix "$1"
+	start room "$usher" serve --addr 127.0.0.1:18489 --data-dir "$tmp/room" --store "$url" --redis-prefix "$1"
 	wait_healthy 127.0.0.1:18489/healthz
 	admin=$(cat "$tmp/room/admin.key")
 	curl -sf -XPUT -H "Authorization: Bearer $admin" "$api" -d '{"state":"paused"}' >/dev/null
@@ -68,7 +77,8 @@ for round in $(seq 1 "$rounds"); do
 	# redis-benchmark: a paused room made by usher, so that every enter
 	# waits; the same key shape as the Go benchmark
 	# (usher-test:<16 hex>:{enter50}:…), the Store's keys and arguments
-	# (redisqueue's keys, then its guard key; visitor, now, no draw).
+	# (keynames: redisqueue's keys, then its guard key; visitor, now, no
+	# draw).
 	prefix="usher-test:$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n'):"
 	prefixes+=("$prefix")
 	room "$prefix"
@@ -78,8 +88,8 @@ for round in $(seq 1 "$rounds"); do
 		exit 1
 	fi
 	keys=()
-	for k in meta wait active pre seen parked back guard; do keys+=("$prefix{enter50}:$k"); done
-	rb=$(redis-benchmark -h "$host" -p "$port" -c 50 -n "$n" -r 1000000000 --csv \
+	for k in "${keynames[@]}"; do keys+=("$prefix{enter50}:$k"); done
+	rb=$(redis-benchmark -u "$url" -c 50 -n "$n" -r 1000000000 --csv \
 		EVALSHA "$sha" "${#keys[@]}" "${keys[@]}" v__rand_int__ "$(date +%s%3N)" "" "" |
 		tail -1 | cut -d, -f2 | tr -d '"')
 	figures "redis-benchmark" "$rb"
@@ -89,7 +99,7 @@ for round in $(seq 1 "$rounds"); do
 			"($(cli EVALSHA "$sha" "${#keys[@]}" "${keys[@]}" vcheck "$(date +%s%3N)" "" "" 2>&1 | head -3 | tr '\n' ' '))" >&2
 		exit 1
 	fi
-	cli --scan --pattern "$prefix*" | xargs -r -n 1000 redis-cli -h "$host" -p "$port" UNLINK >/dev/null
+	cli --scan --pattern "$prefix*" | xargs -r -n 1000 redis-cli -u "$url" UNLINK >/dev/null 2>&1
 
 	# The store: the same number of enters through Store.Enter.
 	status=0

@@ -13,8 +13,7 @@
 #
 # Needs what the scripts need (wrk, jq, curl, bc, nginx, redis-cli,
 # redis-benchmark, psql, pgbench; .ci/run installs them), Redis at
-# $USHER_TEST_REDIS (default redis://127.0.0.1:6379/0; bench-redis.sh uses
-# 127.0.0.1:6379), PostgreSQL at $USHER_TEST_POSTGRES (bench-pg.sh's
+# $USHER_TEST_REDIS (default redis://127.0.0.1:6379/0), PostgreSQL at $USHER_TEST_POSTGRES (bench-pg.sh's
 # default otherwise), and the Redis Cluster of scripts/cluster.sh
 # (started or reused). Each script stops what it started and deletes the
 # keys and schemas it made, on failure too. Artifacts go to a temporary
@@ -40,7 +39,7 @@ smoke() {
   pg) ROUNDS=1 SECS=1 SEATS=10000 scripts/bench-pg.sh ;;
   opening) scripts/bench-opening.sh 1 ;;
   presence) scripts/bench-presence.sh 2 3 "0 10" ;;
-  redis) N=2000 ROUNDS=1 MEMORY=0 scripts/bench-redis.sh ;;
+  redis) USHER_TEST_REDIS=$redis N=2000 ROUNDS=1 MEMORY=0 scripts/bench-redis.sh ;;
   rooms) OLD_BIN=$USHER_BIN scripts/bench-rooms.sh "10" 1 "$redis" && MODE=busy BUSY_WARM=1 BUSY_USERS=20 scripts/bench-rooms.sh "0 10" 1 "$redis" ;;
   seed) scripts/bench-seed.sh 2s 50 2 ;;
   shard) N=300 ROUNDS=1 scripts/bench-shard.sh ;;

@@ -511,3 +511,29 @@ func TestAccessLogKeepsStreaming(t *testing.T) {
 		return strings.Count(logs.String(), "msg=request") == 2
 	})
 }
+
+// TestCommandLineMistakes: a newcomer's slips are answered with what usher
+// takes instead, before anything starts.
+func TestCommandLineMistakes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"server"}, `unknown command "server": did you mean "serve"?`},
+		{[]string{"serve", "--port", "8080"}, "unknown flag --port: usher serve takes --addr host:port (such as --addr :8080)"},
+		{[]string{"proxy", "--listen=:8080"}, "unknown flag --listen: usher proxy takes --addr host:port"},
+		{[]string{"serve", "--hold-ttl", "5"}, `bad setting: --hold-ttl/USHER_HOLD_TTL="5": want a duration with its unit, such as 500ms or 5m (default 5m0s)`},
+		{[]string{"serve", "--stroe", "memory"}, "unknown flag --stroe: did you mean --store?"},
+		{[]string{"plan", "--pool", "ten"}, `bad setting: --pool/USHER_PLAN_POOL="ten": want a whole number`},
+	} {
+		var stdout, stderr strings.Builder
+		err := run(context.Background(), tc.args, noEnv, &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("usher %v: err = %v, want %q", tc.args, err, tc.want)
+		}
+		if len(tc.args) > 1 && strings.Contains(stderr.String(), "Usage of") {
+			t.Errorf("usher %v printed every flag's usage after its error:\n%.300s", tc.args, stderr.String())
+		}
+	}
+}

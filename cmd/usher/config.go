@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -110,10 +112,21 @@ func (f *flags) positive(name string, v float64) {
 	}
 }
 
-// parse parses args and reports bad environment values first.
+// parse parses args and reports bad environment values first. A command
+// line it cannot parse is explained (explain) without the whole usage;
+// -h prints the usage.
 func (f *flags) parse(args []string) error {
-	if err := f.Parse(args); err != nil {
+	out := f.Output()
+	var buf bytes.Buffer
+	f.SetOutput(&buf)
+	err := f.Parse(args)
+	f.SetOutput(out)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		out.Write(buf.Bytes())
 		return err
+	case err != nil:
+		return f.explain(err)
 	}
 	return f.check()
 }

@@ -109,3 +109,53 @@ func TestSeedsAreExplained(t *testing.T) {
 		}
 	}
 }
+
+// otherToolsFlags are flags the docs name for other programs.
+var otherToolsFlags = map[string]string{"cluster-pipeline": "redis-cli", "jetstream": "nats-server"}
+
+// TestDocsNameRealFlags: every `--flag` the docs and the README name is a
+// flag of some usher command (or of a tool listed in otherToolsFlags).
+func TestDocsNameRealFlags(t *testing.T) {
+	known := map[string]bool{}
+	for _, cmd := range [][]string{{"serve"}, {"proxy"}, {"auth"}, {"seed"}, {"keys", "list"}, {"keys", "rotate"}, {"plan"}, {"origin"}, {"loadtest"}, {"invites"}, {"verify-draw"}, {"collect"}} {
+		for _, s := range helpSettings(t, cmd...) {
+			known[s.flag] = true
+		}
+	}
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(files) < 5 {
+		t.Fatalf("docs: %v %v", files, err)
+	}
+	flagRE := regexp.MustCompile("`(?:usher [a-z-]+ [^`]*)?--([a-z][a-z0-9-]+)")
+	for _, f := range append(files, "../../README.md") {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range flagRE.FindAllStringSubmatch(string(b), -1) {
+			if !known[m[1]] && otherToolsFlags[m[1]] == "" {
+				t.Errorf("%s names --%s, which no usher command has", filepath.Base(f), m[1])
+			}
+		}
+	}
+}
+
+// TestConfigurationNamesOwnVariables: where docs/configuration.md says a
+// serve flag also applies to proxy or auth, it names the variable that
+// command reads (USHER_PROXY_…), not only serve's.
+func TestConfigurationNamesOwnVariables(t *testing.T) {
+	doc := readDoc(t, "docs/configuration.md")
+	for _, cmd := range []string{"proxy", "auth"} {
+		for _, s := range helpSettings(t, cmd) {
+			if !strings.HasPrefix(s.env, "USHER_"+strings.ToUpper(cmd)+"_") {
+				continue
+			}
+			for line := range strings.Lines(doc) {
+				if strings.HasPrefix(line, "| `--"+s.flag+"` |") && strings.Contains(line, "Also ") && strings.Contains(line, "`"+cmd+"`") &&
+					!strings.Contains(line, "`"+s.env+"`") {
+					t.Errorf("docs/configuration.md says --%s also applies to %s, but not that %s reads %s", s.flag, cmd, cmd, s.env)
+				}
+			}
+		}
+	}
+}

@@ -39,7 +39,7 @@ func addGateFlags(f *flags, edge string) gateFlags {
 		conns:           addConnFlags(f, 10*time.Second),
 		bodyTimeout:     f.duration("body-timeout", time.Minute, "most time to read a request's body, whatever its headers"),
 		publicHosts:     f.stringList("public-host", "host the "+edge+" serves, repeatable, such as tickets.example.com; others get 421, and only then is the client's Host sent to the origin (X-Forwarded-Host)"),
-		bypassCIDRs:     f.stringList("bypass-cidr", "client address or CIDR prefix that passes gated paths without a place (a monitoring probe, a partner system), repeatable, such as 10.1.0.0/16; the address --trusted-proxy derives"),
+		bypassCIDRs:     f.stringList("bypass-cidr", "client address or CIDR prefix that passes gated paths without a place (a monitoring probe, a partner system), repeatable, such as 10.1.0.0/16; the address --trusted-proxies derives"),
 		bypassSecrets:   f.string("bypass-secrets", "", "file of lines NAME SECRET: a request whose Usher-Bypass header is one of the secrets (32 characters or more) passes gated paths without a place"),
 		foldCase:        f.bool("fold-case", false, "match path rules without regard to case or Unicode form, for origins that ignore case (IIS); otherwise a path whose case or form changes the rule is refused"),
 	}

@@ -86,7 +86,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return nil
 	default:
 		fmt.Fprint(stderr, usage)
-		return fmt.Errorf("unknown command %q", cmd)
+		return errUnknownCommand(cmd)
 	}
 }
 

@@ -602,7 +602,7 @@ func seatedSchedule(t *testing.T, svc *sale.Service, rows int) (booking.Schedule
 	if err != nil {
 		t.Fatal(err)
 	}
-	sched, err := svc.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID})
+	sched, err := svc.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func plan(ctx context.Context, args []string, getenv func(string) string, stdout
 	mBody := f.string("measure-body", "", "body of the measured requests (sent as application/json)")
 	units := capacity.DefaultUnits()
 	visitors := f.int("visitors", 0, "add a scale section for a sale of this many visitors: store memory, polls/s, enters/s, Redis primaries and usher instances at the peak (docs/scaling.md)")
-	arriveOver := f.duration("arrive-over", 10*time.Minute, "with --visitors: the visitors arrive evenly over this long from the opening")
+	arriveOver := f.duration("arrive-over", time.Minute, "with --visitors: the visitors arrive evenly over this long from the opening (an opening's burst: most of the crowd comes in its first minute)")
 	waitingBytes := floatFlag(f, "waiting-bytes", units.WaitingBytes, "with --visitors: Redis memory per waiting visitor, bytes (measured: docs/benchmarks-redis.md)")
 	activeBytes := floatFlag(f, "active-bytes", units.ActiveBytes, "with --visitors: Redis memory per active visitor, bytes (measured: docs/scaling.md)")
 	primaryOps := floatFlag(f, "primary-ops", units.PrimaryOps, "with --visitors: store calls/s one Redis primary runs (measured: enters at concurrency 50, docs/benchmarks-redis.md)")

@@ -141,3 +141,29 @@ func TestPlanScale(t *testing.T) {
 		t.Errorf("scale %+v: want 9,400,000 waiting, 600 s, the given units, 2 instances (124 k polls/s at 100 k each), 100 B × polls", sc)
 	}
 }
+
+// TestPlanOpeningBurst: by default the visitors of --visitors come in an
+// opening's burst, so a concert's crowd forms a line, and the active row
+// says what it computes (the admissions by the peak, not admit_rate × TTL).
+func TestPlanOpeningBurst(t *testing.T) {
+	t.Parallel()
+	out := runPlan(t, "--pool", "50", "--service-time", "100ms", "--visitors", "200000")
+	for _, want := range []string{"arriving over 1m0s", "179,600 waiting at 1m0s", "the last is admitted at 9m48.235s",
+		"20,400 at 1m0s, when the line peaks: all admitted by then (admit_rate × 1m0s", "max_active 61,200", "--requests-per-visitor"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan of a concert's opening lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "no line forms") {
+		t.Errorf("plan of 200,000 visitors at an opening says no line forms:\n%s", out)
+	}
+	out = runPlan(t, "--pool", "50", "--service-time", "100ms", "--visitors", "200000", "--requests-per-visitor", "10", "--arrive-over", "5m")
+	for _, want := range []string{"189,800 waiting at 5m0s", "6120 at 5m0s, when the line peaks: the admissions of the last TTL (admit_rate × 3m0s), within max_active 6120"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "pass --requests-per-visitor") {
+		t.Errorf("plan with --requests-per-visitor 10 still asks for it:\n%s", out)
+	}
+}

@@ -62,7 +62,7 @@ func seed(ctx context.Context, args []string, getenv func(string) string, stdout
 	if err != nil {
 		return err
 	}
-	sch, err := svc.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID, StartsAt: time.Now().UTC().Truncate(time.Second)})
+	sch, err := svc.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID, StartsAt: time.Now().UTC().Truncate(time.Second)}, time.Time{})
 	if err != nil {
 		return err
 	}

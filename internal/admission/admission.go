@@ -95,13 +95,15 @@ func (s *Scheduler) loop(ctx context.Context, room string) {
 	defer timer.Stop()
 	control := time.NewTicker(ControlEvery)
 	defer control.Stop()
+	controlFailures := queue.NewOutageLog(s.log, "adaptive admission control", "room", room)
+	stepFailures := queue.NewOutageLog(s.log, "admission step", "room", room)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-control.C:
-			if err := s.q.Control(ctx, room); err != nil && !errors.Is(err, queue.ErrRoomNotFound) && ctx.Err() == nil {
-				s.log.Warn("adaptive admission control", "room", room, "err", err)
+			if err := s.q.Control(ctx, room); !errors.Is(err, queue.ErrRoomNotFound) && ctx.Err() == nil {
+				controlFailures.Observe(err, s.q.Now())
 			}
 			continue
 		case <-timer.C:
@@ -127,8 +129,8 @@ func (s *Scheduler) loop(ctx context.Context, room string) {
 		switch {
 		case errors.Is(err, queue.ErrRoomNotFound):
 			s.log.Debug("admission step: room not found", "room", room)
-		case err != nil && ctx.Err() == nil:
-			s.log.Warn("admission step", "room", room, "err", err)
+		case ctx.Err() == nil:
+			stepFailures.Observe(err, s.q.Now())
 		}
 		timer.Reset(s.q.ViewOrDefault(room).Settings.Interval)
 	}

@@ -31,7 +31,10 @@ var (
 	ErrBadJSON          = fault.New(fault.BadJSON, "malformed JSON body")
 	ErrBodyTooLarge     = fault.New(fault.BodyTooLarge, "body too large")
 	ErrTokenMissing     = fault.New(fault.TokenMissing, "token missing")
-	ErrAdminOnly        = fault.New(fault.AdminOnly, "admin key required")
+	ErrAdminOnly        = fault.New(fault.AdminOnly, "admin key required (send it as Authorization: Bearer <key>)")
+	// ErrAdminKeyWrong has ErrAdminOnly's code: a bearer token was sent,
+	// and it is not the admin key.
+	ErrAdminKeyWrong = fault.New(fault.AdminOnly, "wrong admin key (the bearer token sent is not this server's admin key)")
 )
 
 // RetryAfter is the Retry-After (seconds) sent with every 503.
@@ -166,10 +169,30 @@ func RetryAfterFor(err error) string {
 	return RetryAfter
 }
 
+// StatusClientClosed is the status recorded (as nginx's 499) for a request
+// whose client hung up before the answer: nobody reads it.
+const StatusClientClosed = 499
+
+// ClientGone reports whether err is the cancellation of r by its client:
+// r's context ended and err carries context.Canceled.
+func ClientGone(r *http.Request, err error) bool {
+	return errors.Is(err, context.Canceled) && errors.Is(r.Context().Err(), context.Canceled)
+}
+
 // Write answers err with its status, code and client message. It logs the
 // whole error chain: 5xx at error level, 4xx at debug level. 503 and 429
 // carry Retry-After: the caller's, if it set one, else RetryAfterFor(err).
+// A request its client hung up on (ClientGone) is no failure of usher's:
+// it is logged at debug level, counted under no code, and answered
+// StatusClientClosed without a body.
 func (wr Writer) Write(w http.ResponseWriter, r *http.Request, err error) {
+	if ClientGone(r, err) {
+		if wr.Log != nil {
+			wr.Log.Debug("client went away", "method", r.Method, "path", r.URL.Path, "err", err)
+		}
+		w.WriteHeader(StatusClientClosed)
+		return
+	}
 	status, b := bodyFor(err)
 	if wr.Log != nil {
 		level := slog.LevelDebug

@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"usher/internal/apierror"
 	"usher/internal/booking"
@@ -131,4 +135,65 @@ func TestRetryAfterFor(t *testing.T) {
 	if w.Code != 429 || w.Header().Get("Retry-After") != "30" {
 		t.Errorf("Write: %d, Retry-After %q; want 429 and 30", w.Code, w.Header().Get("Retry-After"))
 	}
+}
+
+// TestClientGone: a store call cut short because the client hung up is not
+// a 503: it is logged at debug level and counted under no code. The same
+// error while the client still waits is a 503.
+func TestClientGone(t *testing.T) {
+	cut := fmt.Errorf("redisqueue: enter r: %w: %w", queue.ErrUnavailable, context.Canceled)
+	for _, tc := range []struct {
+		name        string
+		hungUp      bool
+		err         error
+		status      int
+		level       string
+		unavailable float64
+	}{
+		{"client hung up", true, cut, apierror.StatusClientClosed, "DEBUG", 0},
+		{"database, client hung up", true, fmt.Errorf("sqlitebooking: seats: %w: %w", booking.ErrUnavailable, context.Canceled), apierror.StatusClientClosed, "DEBUG", 0},
+		{"cancelled inside, client waits", false, cut, 503, "ERROR", 1},
+		{"store down, client hung up", true, fmt.Errorf("redisqueue: enter r: %w: connection refused", queue.ErrUnavailable), 503, "ERROR", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs strings.Builder
+			reg := prometheus.NewRegistry()
+			wr := apierror.Writer{Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Counts: apierror.NewCounts(reg)}
+			ctx, cancel := context.WithCancel(context.Background())
+			if tc.hungUp {
+				cancel()
+			}
+			defer cancel()
+			rec := httptest.NewRecorder()
+			wr.Write(rec, httptest.NewRequestWithContext(ctx, "POST", "/api/v1/rooms/r/entries", nil), tc.err)
+			if rec.Code != tc.status {
+				t.Errorf("status %d, want %d", rec.Code, tc.status)
+			}
+			if !strings.Contains(logs.String(), "level="+tc.level) || (tc.level == "DEBUG" && strings.Contains(logs.String(), "level=ERROR")) {
+				t.Errorf("logged %q, want one line at %s", logs.String(), tc.level)
+			}
+			if got := unavailableCount(t, reg); got != tc.unavailable {
+				t.Errorf("counted %v unavailable, want %v", got, tc.unavailable)
+			}
+		})
+	}
+}
+
+// unavailableCount reads usher_http_errors_total{code="unavailable"}.
+func unavailableCount(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if mf.GetName() == "usher_http_errors_total" && l.GetName() == "code" && l.GetValue() == "unavailable" {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

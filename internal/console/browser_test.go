@@ -304,3 +304,23 @@ func TestBrowserScreenshots(t *testing.T) {
 	screenshot(t, ctx, "console-room.png")
 	stop()
 }
+
+// TestBrowserEventSummary: the timeline says what a settings change
+// changed, not the whole settings before and after.
+func TestBrowserEventSummary(t *testing.T) {
+	t.Parallel()
+	ctx := newBrowser(t)
+	e := newEnv(t, envOptions{})
+	run(t, ctx, "open the console", chromedp.Navigate(e.srv.URL+"/console/"), chromedp.WaitVisible(chromedp.ID("key")))
+	for _, tc := range []struct{ event, want string }{
+		{`{"type":"settings_changed","data":{"who":"admin","old":{"state":"open","admit_rate":10,"max_active":50,"opens_at":"2026-12-24T10:00:00Z"},"new":{"state":"paused","admit_rate":20,"max_active":50}}}`,
+			"by admin: state open → paused, admit_rate 10 → 20, opens_at 2026-12-24T10:00:00Z → –"},
+		{`{"type":"settings_changed","data":{"who":"console","old":{"state":"open"},"new":{"state":"open"}}}`, "by console: no change"},
+		{`{"type":"admitted","data":{"batch":3}}`, "batch 3"},
+		{`{"type":"entered"}`, ""},
+	} {
+		if got := eval[string](t, ctx, "eventSummary("+tc.event+")"); got != tc.want {
+			t.Errorf("eventSummary(%s) = %q, want %q", tc.event, got, tc.want)
+		}
+	}
+}

@@ -540,3 +540,41 @@ func TestLiveETAError(t *testing.T) {
 		return false
 	})
 }
+
+// TestIdleRoomRates: an open room nobody waits in shows what happened,
+// as the room API does: nothing admitted, nobody leaving, no abandonment,
+// in the live tick and in the chart's history alike (not the ETA's
+// estimate of the rate, which keeps its last value).
+func TestIdleRoomRates(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	s := queue.DefaultSettings()
+	s.AdmitRate = 5
+	e.room("idle", s)
+	cookie, _ := e.signIn()
+	var h struct {
+		T        []int64
+		Measured []float64 `json:"admit_rate_measured"`
+		Leave    []float64 `json:"leave_rate"`
+	}
+	testenv.Eventually(t, time.Minute, "two samples of room idle", func() bool {
+		r := e.do("GET", "/console/rooms/idle/history", "", cookie)
+		if err := json.Unmarshal(r.body, &h); r.status != 200 || err != nil {
+			t.Fatalf("history = %d %s", r.status, r.body)
+		}
+		return len(h.T) >= 2
+	})
+	for i := range h.T {
+		if h.Measured[i] != 0 || h.Leave[i] != 0 {
+			t.Errorf("history of an idle room at %d: measured %v/s, leaving %v/s, want 0 and 0", h.T[i], h.Measured[i], h.Leave[i])
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, r := range (<-e.stream(ctx, cookie)).Rooms {
+		if r.Room == "idle" && (r.AdmitRateMeasured != 0 || r.LeaveRate != 0 || r.Abandonment != nil) {
+			t.Errorf("live tick of an idle room: measured %v/s, leaving %v/s, abandonment %v; want 0, 0, none",
+				r.AdmitRateMeasured, r.LeaveRate, r.Abandonment)
+		}
+	}
+}

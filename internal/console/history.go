@@ -155,8 +155,8 @@ func sampleOf(v queue.View, now time.Time, eta [2]float64) sample {
 	}
 	return sample{
 		at: now.Unix(), waiting: float32(v.Waiting), active: float32(v.Active),
-		rate: float32(s.AdmitRate), measured: float32(v.Rate), current: float32(s.CurrentRate(v.Control)),
-		leave: float32(v.Leave), p95: p95, etaSum: eta[0], etaCount: eta[1],
+		rate: float32(s.AdmitRate), measured: float32(v.Admitted()), current: float32(s.CurrentRate(v.Control)),
+		leave: float32(leaveRate(v)), p95: p95, etaSum: eta[0], etaCount: eta[1],
 	}
 }
 

@@ -34,9 +34,10 @@ type RoomLive struct {
 	MaxActive      int64  `json:"max_active"`
 	MaxWaiting     int64  `json:"max_waiting"`
 	AdmittedTotal  int64  `json:"admitted_total"`
-	// AdmitRate is the configured rate; AdmitRateMeasured what this
-	// instance measured (visitors/s, EWMA over 10 s); AdmitRateCurrent the
-	// rate in force (the adaptive controller's, or AdmitRate).
+	// AdmitRate is the configured rate; AdmitRateMeasured the admissions
+	// this instance counted over the last 10 s (queue.View.Admitted, as the
+	// room API shows it: 0 in an idle room); AdmitRateCurrent the rate in
+	// force (the adaptive controller's, or AdmitRate).
 	AdmitRate         float64 `json:"admit_rate"`
 	AdmitRateMeasured float64 `json:"admit_rate_measured"`
 	AdmitRateCurrent  float64 `json:"admit_rate_current"`
@@ -46,9 +47,10 @@ type RoomLive struct {
 	OriginP95MS *float64 `json:"origin_p95_ms,omitempty"`
 	TargetP95MS *float64 `json:"target_p95_ms,omitempty"`
 	// LeaveRate is the rate at which waiting visitors leave the line
-	// (visitors/s); Abandonment the share of those leaving the line that
-	// leave without being admitted, LeaveRate ÷ (LeaveRate +
-	// AdmitRateMeasured), while either is above 0.
+	// (visitors/s; 0 while nobody waits); Abandonment the share of those
+	// leaving the line that leave without being admitted, LeaveRate ÷
+	// (LeaveRate + AdmitRateMeasured), while either rate shows (0.05/s or
+	// more, a visitor every 20 s).
 	LeaveRate   float64  `json:"leave_rate"`
 	Abandonment *float64 `json:"abandonment,omitempty"`
 	// ETAError is the mean of (actual − forecast) ÷ actual wait of the
@@ -87,16 +89,13 @@ func (k *Console) roomLive(room string, v queue.View, now time.Time) RoomLive {
 		Room: room, State: string(s.State), EffectiveState: string(v.EffectiveState()),
 		Waiting: v.Waiting, Active: v.Active, MaxActive: s.MaxActive, MaxWaiting: s.MaxWaiting, AdmittedTotal: v.AdmittedTotal,
 		AdmitRate: s.AdmitRate, AdmitRateMeasured: v.Admitted(), AdmitRateCurrent: s.CurrentRate(v.Control),
-		Admission: string(s.Admission), LeaveRate: v.Leave, AgeMS: max(0, now.Sub(v.At).Milliseconds()),
+		Admission: string(s.Admission), LeaveRate: leaveRate(v), AgeMS: max(0, now.Sub(v.At).Milliseconds()),
 	}
 	if s.Admission == queue.Adaptive && v.Control.P95 > 0 {
 		p95, goal := ms(v.Control.P95), ms(s.Target(v.Control))
 		l.OriginP95MS, l.TargetP95MS = &p95, &goal
 	}
-	if sum := v.Leave + v.Rate; v.Leave > 0 && sum > 0 {
-		a := v.Leave / sum
-		l.Abandonment = &a
-	}
+	l.Abandonment = abandonment(l.LeaveRate, l.AdmitRateMeasured)
 	if e, ok := k.history.etaError(room, time.Minute); ok {
 		l.ETAError = &e
 	}
@@ -105,6 +104,29 @@ func (k *Console) roomLive(room string, v queue.View, now time.Time) RoomLive {
 		l.Inventory = &n
 	}
 	return l
+}
+
+// leaveRate is the rate at which v's waiting visitors leave its line: the
+// view's estimate while someone waits, 0 otherwise (the estimate keeps its
+// last value while the room is idle).
+func leaveRate(v queue.View) float64 {
+	if v.Waiting == 0 {
+		return 0
+	}
+	return v.Leave
+}
+
+// minShownRate is the smallest rate the console shows as more than 0.
+const minShownRate = 0.05
+
+// abandonment is leave ÷ (leave + admitted), nil unless either rate shows:
+// a share of nearly nothing would read 100 % next to "0 left/s".
+func abandonment(leave, admitted float64) *float64 {
+	if leave < minShownRate && admitted < minShownRate {
+		return nil
+	}
+	a := leave / (leave + admitted)
+	return &a
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -523,6 +523,10 @@ http {
 	# for the origin here if it wants one. A refused request's body is never
 	# read past a byte (location = /_usher/auth/wait).
 	client_max_body_size 0;
+	# Room for the proxy_set_header names below: nginx 1.22 warns "could not
+	# build optimal proxy_headers_hash" with its defaults on some machines.
+	proxy_headers_hash_max_size 1024;
+	proxy_headers_hash_bucket_size 128;
 
 	# Forward the websocket upgrade only: any other Upgrade (h2c above all,
 	# which would let a client speak HTTP/2 to the origin past the gate) is

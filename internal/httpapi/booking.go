@@ -314,7 +314,7 @@ func (s *server) createSchedule() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
-		sch, err := s.Sale.CreateSchedule(r.Context(), booking.Schedule{ConcertID: concert, StartsAt: req.StartsAt, Room: req.Room})
+		sch, err := s.Sale.CreateSchedule(r.Context(), booking.Schedule{ConcertID: concert, StartsAt: req.StartsAt, Room: req.Room}, req.SaleOpensAt)
 		if err != nil {
 			s.errs.Write(w, r, err)
 			return

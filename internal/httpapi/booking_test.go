@@ -370,22 +370,55 @@ func testStockFlow(t *testing.T, e *env) {
 	}
 }
 
-// A schedule still to come gets a room that opens at its starts_at, with
-// the opening draw; one whose time has come gets a room open at once.
-func TestScheduleRoomOpensAtStart(t *testing.T) {
+// A schedule's show time is not its sale's opening: a show weeks away gets
+// a room open at once, unless the request names sale_opens_at, which
+// becomes the room's opens_at, with the opening draw.
+func TestScheduleSaleOpening(t *testing.T) {
 	t.Parallel()
 	e := newBookingEnv(t)
-	starts := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
-	sch := e.newSchedule(t, "Winter concert", fmt.Sprintf(`{"starts_at":%q}`, starts.Format(time.RFC3339)))
+	show := time.Now().Add(38 * 24 * time.Hour).UTC().Truncate(time.Second)
+
+	sch := e.newSchedule(t, "Winter concert", fmt.Sprintf(`{"starts_at":%q}`, show.Format(time.RFC3339)))
 	r := e.do(nil, "GET", "/api/v1/rooms/"+sch.Room, adminKey, "")
-	room := decodeInto[wire.Room](t, r)
-	if r.status != 200 || setting[string](room.Settings, "opens_at") != starts.Format(time.RFC3339Nano) {
-		t.Fatalf("room of a schedule starting at %v: %d %s, want opens_at", starts, r.status, r.body)
+	if room := decodeInto[wire.Room](t, r); r.status != 200 || setting[string](room.Settings, "opens_at") != "" {
+		t.Errorf("room of a show on %v without sale_opens_at: %d %s, want no opens_at", show, r.status, r.body)
+	}
+	if r := e.do(e.client(), "POST", "/api/v1/rooms/"+sch.Room+"/entries", "", ""); r.status != 201 || r.entry(t).RoomState == "pre_queue" {
+		t.Errorf("enter the room of a show still to come: %d %s, want an open room", r.status, r.body)
+	}
+
+	opens := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
+	sch = e.newSchedule(t, "Spring concert", fmt.Sprintf(`{"starts_at":%q,"sale_opens_at":%q}`, show.Format(time.RFC3339), opens.Format(time.RFC3339)))
+	r = e.do(nil, "GET", "/api/v1/rooms/"+sch.Room, adminKey, "")
+	if room := decodeInto[wire.Room](t, r); r.status != 200 || setting[string](room.Settings, "opens_at") != opens.Format(time.RFC3339Nano) {
+		t.Errorf("room with sale_opens_at %v: %d %s, want it as opens_at", opens, r.status, r.body)
 	}
 	if r := e.do(e.client(), "POST", "/api/v1/rooms/"+sch.Room+"/entries", "", ""); r.status != 201 || r.entry(t).RoomState != "pre_queue" {
-		t.Errorf("enter the room of a schedule still to come: %d %s, want the pre-queue", r.status, r.body)
+		t.Errorf("enter before the sale opens: %d %s, want the pre-queue", r.status, r.body)
 	}
 	if r := e.do(nil, "GET", "/api/v1/rooms/"+sch.Room+"/draw", "", ""); r.status != 200 {
 		t.Errorf("draw of the schedule's room: %d %s", r.status, r.body)
+	}
+
+	r = e.do(nil, "POST", "/api/v1/concerts/1/schedules", adminKey, fmt.Sprintf(`{"starts_at":%q,"sale_opens_at":%q}`, opens.Format(time.RFC3339), show.Format(time.RFC3339)))
+	if code := r.errorCode(t); r.status != 400 || code != "invalid_request" {
+		t.Errorf("sale opening after the show: %d %s, want 400 invalid_request", r.status, r.body)
+	}
+}
+
+// TestAdminKeyReadsSeatMap: as docs/api.md's route table says, the admin
+// key reads the seat map (200) but is not a pass for holding (401
+// token_invalid).
+func TestAdminKeyReadsSeatMap(t *testing.T) {
+	t.Parallel()
+	e := newBookingEnv(t)
+	sch := e.newSchedule(t, "c", `{}`)
+	e.do(nil, "POST", fmt.Sprintf("/api/v1/schedules/%d/seats", sch.ID), adminKey, `{"sections":["A"],"rows":1,"seats_per_row":3}`)
+	if r := e.do(nil, "GET", fmt.Sprintf("/api/v1/schedules/%d/seats", sch.ID), adminKey, ""); r.status != 200 {
+		t.Errorf("seat map with the admin key = %d %s, want 200", r.status, r.body)
+	}
+	r := e.do(nil, "POST", fmt.Sprintf("/api/v1/schedules/%d/holds", sch.ID), adminKey, `{"seat_ids":[1]}`)
+	if code := r.errorCode(t); r.status != 401 || code != "token_invalid" {
+		t.Errorf("hold with the admin key = %d %s, want 401 token_invalid", r.status, r.body)
 	}
 }

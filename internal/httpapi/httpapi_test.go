@@ -478,3 +478,26 @@ func setting[T any](rs wire.RoomSettings, name string) T {
 	rs.Get(name, &v)
 	return v
 }
+
+// TestWrongAdminKey: a wrong admin key is told apart from none: both are
+// 401 admin_unauthorized, and the message says which it was.
+func TestWrongAdminKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, false)
+	for _, tc := range []struct {
+		name, bearer, path, want string
+	}{
+		{"no key", "", "/api/v1/rooms", "admin key required"},
+		{"wrong key", "not-the-admin-key", "/api/v1/rooms", "wrong admin key"},
+		{"wrong key on metrics", "not-the-admin-key", "/metrics", "wrong admin key"},
+		{"no key on metrics", "", "/metrics", "admin key required"},
+	} {
+		r := e.do(nil, "GET", tc.path, tc.bearer, "")
+		var b struct {
+			Error struct{ Code, Message string }
+		}
+		if err := json.Unmarshal(r.body, &b); err != nil || r.status != 401 || b.Error.Code != "admin_unauthorized" || !strings.HasPrefix(b.Error.Message, tc.want) {
+			t.Errorf("%s: GET %s = %d %s, want 401 admin_unauthorized %q", tc.name, tc.path, r.status, r.body, tc.want)
+		}
+	}
+}

@@ -128,8 +128,8 @@ func (s *server) instrument(reg prometheus.Registerer, next http.Handler) http.H
 func (s *server) metrics() http.Handler {
 	h := promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.isAdmin(r) {
-			s.errs.Write(w, r, apierror.ErrAdminOnly)
+		if err := s.adminOnly(r); err != nil {
+			s.errs.Write(w, r, err)
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -169,11 +169,24 @@ func (s *server) isAdmin(r *http.Request) bool {
 	return ok && subtle.ConstantTimeCompare([]byte(tok), []byte(s.AdminKey)) == 1
 }
 
+// adminOnly is nil for a request with the admin key, else why not: no
+// bearer token (ErrAdminOnly), or another one (ErrAdminKeyWrong).
+func (s *server) adminOnly(r *http.Request) error {
+	switch _, sent := gate.Bearer(r); {
+	case s.isAdmin(r):
+		return nil
+	case sent:
+		return apierror.ErrAdminKeyWrong
+	default:
+		return apierror.ErrAdminOnly
+	}
+}
+
 // admin wraps an admin-only handler.
 func (s *server) admin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.isAdmin(r) {
-			s.errs.Write(w, r, apierror.ErrAdminOnly)
+		if err := s.adminOnly(r); err != nil {
+			s.errs.Write(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -479,7 +479,8 @@ func (q *Queue) Admit(ctx context.Context, room string) (AdmitResult, error) {
 }
 
 // Run refreshes the view of every room every Refresh until ctx ends. A failed
-// refresh is logged and retried; views older than two seconds are not used.
+// refresh is retried, logged once per outage (OutageLog); views older than
+// two seconds are not used.
 // It is usher's one room-discovery loop: a room the store lists or wakes
 // joins the view, a room a read or the list finds gone leaves it
 // (listEvery), and ViewRooms' subscribers (the admission scheduler) learn
@@ -503,9 +504,10 @@ func (q *Queue) Run(ctx context.Context) error {
 			q.listen(ctx, w)
 		}()
 	}
+	failures := NewOutageLog(q.log, "refresh room views")
 	for {
-		if err := q.refreshAll(ctx); err != nil && ctx.Err() == nil {
-			q.log.Warn("refresh room views", "err", err)
+		if err := q.refreshAll(ctx); ctx.Err() == nil {
+			failures.Observe(err, q.now())
 		}
 		select {
 		case <-ctx.Done():

@@ -100,7 +100,7 @@ func burst(b *testing.B, seats, visitors int) {
 	defer func() { stop(); <-done }()
 
 	c, _ := svc.CreateConcert(ctx, "burst")
-	sch, err := svc.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID})
+	sch, err := svc.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID}, time.Time{})
 	if err != nil {
 		b.Fatal(err)
 	}

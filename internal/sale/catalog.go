@@ -21,16 +21,26 @@ func (s *Service) CreateConcert(ctx context.Context, title string) (booking.Conc
 }
 
 // CreateSchedule creates a schedule and, when missing, its waiting room
-// (roomSettings; the operator tunes it with PUT /api/v1/rooms/{room}).
-func (s *Service) CreateSchedule(ctx context.Context, sch booking.Schedule) (booking.Schedule, error) {
+// with the default settings (the operator tunes it with
+// PUT /api/v1/rooms/{room}). The show's StartsAt is not the sale's opening:
+// the new room opens at saleOpensAt when that is still to come (the room's
+// opens_at, with the fair opening draw), and at once otherwise.
+func (s *Service) CreateSchedule(ctx context.Context, sch booking.Schedule, saleOpensAt time.Time) (booking.Schedule, error) {
 	if sch.Room != "" && !queue.ValidRoomID(sch.Room) {
 		return booking.Schedule{}, ErrInvalid.Detail("room %q: want [a-z0-9][a-z0-9-]{0,63}", sch.Room)
+	}
+	if !saleOpensAt.IsZero() && saleOpensAt.After(sch.StartsAt) {
+		return booking.Schedule{}, ErrInvalid.Detail("sale_opens_at: want no later than starts_at")
 	}
 	sch, err := s.cfg.Catalog.CreateSchedule(ctx, sch)
 	if err != nil {
 		return booking.Schedule{}, err
 	}
-	if _, err := s.cfg.Queue.EnsureRoom(ctx, sch.Room, roomSettings(sch, s.cfg.Now())); err != nil {
+	rs := queue.DefaultSettings()
+	if saleOpensAt.After(s.cfg.Now()) {
+		rs.OpensAt = saleOpensAt.UTC().Truncate(time.Millisecond)
+	}
+	if _, err := s.cfg.Queue.EnsureRoom(ctx, sch.Room, rs); err != nil {
 		return booking.Schedule{}, fmt.Errorf("sale: room of schedule %d: %w", sch.ID, err)
 	}
 	return sch, nil
@@ -100,16 +110,4 @@ func (s *Service) Owner(ctx context.Context, id string) (booking.Reservation, er
 		}
 	}
 	return r, err
-}
-
-// roomSettings are the settings a schedule's new room starts with: the
-// defaults, opening (queue.Settings.OpensAt, with the fair opening draw) at
-// the schedule's StartsAt when that is still to come, so that a room never
-// admits anyone before its sale starts.
-func roomSettings(sch booking.Schedule, now time.Time) queue.Settings {
-	s := queue.DefaultSettings()
-	if sch.StartsAt.After(now) {
-		s.OpensAt = sch.StartsAt.UTC().Truncate(time.Millisecond)
-	}
-	return s
 }

@@ -137,7 +137,7 @@ func TestHoldExpiredEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sch, err := a.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID})
+	sch, err := a.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -208,8 +208,11 @@ func (s *Service) SeatMap(ctx context.Context, scheduleID int64) (*SeatMap, erro
 	if slot.cur != nil && now.Sub(slot.tried) < s.cfg.SnapshotEvery {
 		return slot.cur, nil
 	}
-	slot.tried = now
 	m, err := s.buildSeatMap(ctx, scheduleID, now)
+	if err != nil && ctx.Err() != nil {
+		return nil, err // the caller left: the next one rebuilds
+	}
+	slot.tried = now
 	switch {
 	case err == nil:
 		slot.cur = m
@@ -455,7 +458,7 @@ func (s *Service) Run(ctx context.Context) error {
 const provisionEvery = 5 * time.Second
 
 // provisionRooms creates the waiting room of every schedule that has none
-// (with roomSettings): a memory store starts empty at each start,
+// (with the default settings, open at once): a memory store starts empty at each start,
 // and `usher seed` may add schedules beside a running server. Existing rooms
 // are never changed.
 //
@@ -473,7 +476,7 @@ func (s *Service) provisionRooms(ctx context.Context) {
 				continue
 			}
 			var created bool
-			if created, err = s.cfg.Queue.EnsureRoom(ctx, sch.Room, roomSettings(sch, s.cfg.Now())); err != nil {
+			if created, err = s.cfg.Queue.EnsureRoom(ctx, sch.Room, queue.DefaultSettings()); err != nil {
 				break
 			} else if created {
 				s.cfg.Logger.Info("created the waiting room of a schedule", "schedule", sch.ID, "room", sch.Room)

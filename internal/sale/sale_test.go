@@ -96,7 +96,7 @@ func newRigMetrics(t *testing.T, seats int, catalog booking.Store, reg prometheu
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.sched, err = r.svc.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID}); err != nil {
+	if r.sched, err = r.svc.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID}, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if r.seats, err = r.svc.AddSeats(ctx, r.sched.ID, sale.SeatLayout{Sections: []string{"A"}, Rows: 1, SeatsPerRow: seats, Price: 100}); err != nil {

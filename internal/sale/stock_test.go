@@ -196,7 +196,7 @@ func TestRebuildStock(t *testing.T) {
 	if got := r.wait(t, "alice", res.ID); got.Status != booking.Confirmed {
 		t.Fatalf("reservation = %+v, want confirmed", got)
 	}
-	soldOut, err := r.svc.CreateSchedule(ctx, booking.Schedule{ConcertID: r.sched.ConcertID})
+	soldOut, err := r.svc.CreateSchedule(ctx, booking.Schedule{ConcertID: r.sched.ConcertID}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

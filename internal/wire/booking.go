@@ -51,10 +51,13 @@ type ConcertRequest struct {
 }
 
 // ScheduleRequest is the body of POST /api/v1/concerts/{id}/schedules
-// (admin); Room defaults to schedule-<id>.
+// (admin); Room defaults to schedule-<id>. StartsAt is the show's time;
+// SaleOpensAt, when set and still to come, is the opening of a new room
+// (its opens_at); without it the new room opens at once.
 type ScheduleRequest struct {
-	StartsAt time.Time `json:"starts_at"`
-	Room     string    `json:"room"`
+	StartsAt    time.Time `json:"starts_at"`
+	Room        string    `json:"room"`
+	SaleOpensAt time.Time `json:"sale_opens_at,omitzero"`
 }
 
 // StockRequest is the body of PUT /api/v1/schedules/{id}/stock (admin).

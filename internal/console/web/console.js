@@ -491,7 +491,7 @@ async function loadEvents(first) {
   if (!r.ok) { list.replaceChildren(el("li", { class: "error" }, message(r))); return; }
   for (const e of r.data.events || []) {
     const at = new Date(e.at);
-    const data = e.data && Object.keys(e.data).length ? JSON.stringify(e.data) : "";
+    const data = eventSummary(e);
     list.append(el("li", {}, el("time", { datetime: e.at, title: e.at }, clock(at)), el("b", {}, e.type),
       el("span", {}, e.visitor ? el("span", { class: "sub" }, e.visitor + " ") : null, el("code", {}, data))));
   }
@@ -499,6 +499,21 @@ async function loadEvents(first) {
   $("events-more").hidden = !state.eventsNext;
 }
 $("events-more").addEventListener("click", () => loadEvents(false));
+
+// eventSummary is an event's data in a line: for settings_changed, who
+// changed what ("by admin: state open → paused"), not the whole settings.
+function eventSummary(e) {
+  const d = e.data || {};
+  const show = (v) => v === undefined ? "–" : typeof v === "string" ? v : JSON.stringify(v);
+  if (e.type === "settings_changed" && (d.old || d.new)) {
+    const old = d.old || {}, now = d.new || {};
+    const keys = [...new Set([...Object.keys(old), ...Object.keys(now)])];
+    const changed = keys.filter((k) => JSON.stringify(old[k]) !== JSON.stringify(now[k]))
+      .map((k) => k + " " + show(old[k]) + " → " + show(now[k]));
+    return (d.who ? "by " + d.who + ": " : "") + (changed.length ? changed.join(", ") : "no change");
+  }
+  return Object.entries(d).map(([k, v]) => k + " " + show(v)).join(", ");
+}
 
 // --- schedules ---------------------------------------------------------
 // The sales change while the screen is open: its first page is read again

@@ -71,6 +71,13 @@ type Scale struct {
 	PeakWaiting int64         `json:"peak_waiting"`
 	PeakAt      time.Duration `json:"-"`
 	PeakActive  int64         `json:"peak_active"`
+	// ActiveBound says which bound PeakActive is: "arrivals" (the
+	// visitors admitted by PeakAt: admit_rate × PeakAt, or all of them)
+	// or "ttl" (the admissions of the last TTL, admit_rate × TTL, within
+	// the room's max_active).
+	ActiveBound string `json:"active_bound"`
+	maxActive   int64
+	ttl         time.Duration
 	// LastAdmitted is when the last visitor is admitted: Visitors ÷
 	// AdmitRate after the opening, or the end of the arrivals.
 	LastAdmitted time.Duration `json:"-"`
@@ -179,8 +186,16 @@ func MakeScale(p Plan, in ScaleInput) (Scale, error) {
 	sc.LastAdmitted = max(in.ArriveOver, time.Duration(n/s.AdmitRate*float64(time.Second)))
 	// Admitted visitors stay active for the TTL: by the peak the active set
 	// holds the admissions of the last TTL, up to the cap.
-	admitted := min(n, s.AdmitRate*window)
-	sc.PeakActive = int64(min(float64(s.MaxActive), admitted, s.AdmitRate*s.ActiveTTL.Seconds()))
+	admitted, lastTTL := min(n, s.AdmitRate*window), s.AdmitRate*s.ActiveTTL.Seconds()
+	sc.PeakActive = int64(min(float64(s.MaxActive), admitted, lastTTL))
+	sc.maxActive, sc.ttl = s.MaxActive, s.ActiveTTL
+	sc.ActiveBound = "ttl"
+	if admitted < min(float64(s.MaxActive), lastTTL) {
+		sc.ActiveBound = "arrivals"
+	}
+	if p.Input.RequestsPerVisitor == 1 {
+		sc.Notes = append(sc.Notes, "the plan counts one pool-bound request per admitted visitor; a buyer who loads the seat map, holds and reserves makes several: pass --requests-per-visitor")
+	}
 	sc.WaitingMemory = float64(sc.PeakWaiting) * u.WaitingBytes
 	sc.ActiveMemory = float64(sc.PeakActive) * u.ActiveBytes
 

@@ -147,7 +147,13 @@ func (sc Scale) WriteText(w io.Writer) error {
 	}
 	row("peak line", "%s waiting at %s (visitors − admit_rate × arrival time); the last is admitted at %s",
 		fmtInt(sc.PeakWaiting), fmtDuration(sc.PeakAt), fmtDuration(sc.LastAdmitted))
-	row("active", "%s visitors at most (admit_rate × TTL, within max_active)", fmtInt(sc.PeakActive))
+	if sc.ActiveBound == "arrivals" {
+		row("active", "%s at %s, when the line peaks: all admitted by then (admit_rate × %s, at most the visitors); max_active %s (admit_rate × TTL %s) once a line has been admitted for a whole TTL",
+			fmtInt(sc.PeakActive), fmtDuration(sc.PeakAt), fmtDuration(sc.PeakAt), fmtInt(sc.maxActive), fmtDuration(sc.ttl))
+	} else {
+		row("active", "%s at %s, when the line peaks: the admissions of the last TTL (admit_rate × %s), within max_active %s",
+			fmtInt(sc.PeakActive), fmtDuration(sc.PeakAt), fmtDuration(sc.ttl), fmtInt(sc.maxActive))
+	}
 	row("store memory", "%s waiting (%s × %s B) + %s active (%s × %s B) = %s",
 		fmtBytes(sc.WaitingMemory), fmtInt(sc.PeakWaiting), fmtNum(u.WaitingBytes),
 		fmtBytes(sc.ActiveMemory), fmtInt(sc.PeakActive), fmtNum(u.ActiveBytes), fmtBytes(sc.WaitingMemory+sc.ActiveMemory))

@@ -25,6 +25,9 @@
 #
 #   scripts/bench-rehearsal.sh [duration=90] [arrivals/s=20] [origin pool=2] [seats=400] [drain=duration/2]
 #
+# FAULTS (default kill,failover,nats) names the faults to cause, in that
+# order; FAULTS=none rehearses a calm sale, to tell what the faults cost.
+#
 # Own processes on their own ports (18400-18431, Redis 16480-16481,
 # sentinels 26480-26482, NATS 14331): the Sentinel topology of
 # scripts/sentinel.sh (USHER_SENTINEL_PORTS) and a NATS JetStream server,
@@ -39,6 +42,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dur=${1:-90} arrive=${2:-20} pool=${3:-2} seats=${4:-400}
 drain=${5:-$((dur / 2))}
+faults_wanted=${FAULTS:-kill,failover,nats}
 out=${RESULTS:-artifacts/rehearsal}
 mkdir -p "$out"
 pg=${USHER_TEST_POSTGRES:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}
@@ -175,24 +179,35 @@ at() { # at PERCENT: sleep until that share of the arrival time
   local wait=$((t0 + dur * $1 / 100 - SECONDS))
   [ "$wait" -le 0 ] || sleep "$wait"
 }
-faults=()
-at 20
-kill "${auth_pids[2]}"
-faults+=("usher auth ${auth[2]} killed at $((SECONDS - t0)) s")
-at 35
-faults+=("Redis primary failover asked at $((SECONDS - t0)) s")
-scripts/sentinel.sh failover >"$tmp/failover.log" 2>&1 &
-failover=$!
-at 55
-kill "$nats_pid"
-for _ in $(seq 50); do kill -0 "$nats_pid" 2>/dev/null || break; sleep 0.1; done
-faults+=("NATS stopped at $((SECONDS - t0)) s")
-sleep 2
-start nats2 "$tmp/nats-server" -c "$tmp/nats.conf"
-wait_healthy 127.0.0.1:18431/healthz
-faults+=("NATS back at $((SECONDS - t0)) s")
-wait "$failover" || { cat "$tmp/failover.log" >&2; exit 1; }
-faults+=("$(tail -n 1 "$tmp/failover.log")")
+fault() { [[ ,$faults_wanted, == *,$1,* ]]; }
+faults=(none)
+if fault kill; then
+  at 20
+  kill "${auth_pids[2]}"
+  faults=("usher auth ${auth[2]} killed at $((SECONDS - t0)) s")
+fi
+failover=
+if fault failover; then
+  at 35
+  faults+=("Redis primary failover asked at $((SECONDS - t0)) s")
+  scripts/sentinel.sh failover >"$tmp/failover.log" 2>&1 &
+  failover=$!
+fi
+if fault nats; then
+  at 55
+  kill "$nats_pid"
+  for _ in $(seq 50); do kill -0 "$nats_pid" 2>/dev/null || break; sleep 0.1; done
+  faults+=("NATS stopped at $((SECONDS - t0)) s")
+  sleep 2
+  start nats2 "$tmp/nats-server" -c "$tmp/nats.conf"
+  wait_healthy 127.0.0.1:18431/healthz
+  faults+=("NATS back at $((SECONDS - t0)) s")
+fi
+if [ -n "$failover" ]; then
+  wait "$failover" || { cat "$tmp/failover.log" >&2; exit 1; }
+  faults+=("$(tail -n 1 "$tmp/failover.log")")
+fi
+[ "${faults[0]}" != none ] || [ ${#faults[@]} = 1 ] || faults=("${faults[@]:1}")
 for p in "${bg[@]}"; do wait "$p"; done
 kill "$sampler" 2>/dev/null || true
 
@@ -220,6 +235,8 @@ got=$(jq -er --argjson planned "$((rate * 2))" '.[0] as $r |
   \([$r.visits.failed // {} | to_entries[] | select(.key | startswith("enter ")) | .value] | add // 0)
   \($r.origin.requests) \($r.origin.requests - $r.origin.successes)"' "$out/honest.json" | tr '\n' ' ')
 read -r present ticks started admitted gave lost enter_failed calls call_errors <<<"$got"
+buyers=$(jq -er '.[0] | "\(.visits.started) \(.visits.admitted) \([.visits.failed // {} | to_entries[] | select((.key | startswith("poll ")) or .key == "expired") | .value] | add // 0) \(.origin.requests) \(.origin.requests - .origin.successes)"' "$out/buyers.json")
+read -r b_started b_admitted b_lost b_calls b_errors <<<"$buyers"
 flood=$(jq -s -e '[.[] | (.statuses["201"] // 0) + (.statuses["200"] // 0)] | add' "$out/flood-plain.json" "$out/flood-mint.json")
 flood_req=$(jq -s -e '[.[].requests] | add' "$out/flood-plain.json" "$out/flood-mint.json")
 open=$(jq -er '.[0].origin | "\(.requests) \(.requests - .successes)"' "$out/open.json")
@@ -228,7 +245,7 @@ caps=$(jq -s -e '[.[] | select(.max_active == null or .active > .max_active)] | 
 samples=$(jq -s -e 'length' "$out/samples.jsonl")
 peak=$(jq -s -e '[.[].active] | max // 0' "$out/samples.jsonl")
 figures report "$present" "$ticks" "$started" "$admitted" "$gave" "$lost" "$enter_failed" "$calls" "$call_errors" \
-  "$flood" "$flood_req" "$open_req" "$open_err" "$caps" "$samples" "$peak" "$bought" "$decided" "$confirmed" "$oversold" "$sold"
+  "$b_started" "$b_admitted" "$b_lost" "$b_calls" "$b_errors" "$flood" "$flood_req" "$open_req" "$open_err" "$caps" "$samples" "$peak" "$bought" "$decided" "$confirmed" "$oversold" "$sold"
 lost_res=$((bought > decided ? bought - decided : 0))
 
 cat <<REPORT
@@ -243,7 +260,8 @@ Faults: $(printf '%s; ' "${faults[@]}" | sed 's/; $//').
 | failed requests on the open path | $open_err of $open_req |
 | failed honest entries / origin calls | $enter_failed / $call_errors of $calls |
 | cap violations (samples with active > max_active) | $caps of $samples (peak active $peak) |
-| lost entries (honest places vanished) | $lost |
+| lost entries (honest places vanished): sale / seats room | $lost / $b_lost |
+| buyers: arrived / admitted / failed booking calls | $b_started / $b_admitted / $b_errors of $b_calls |
 | seats sold / reservations accepted / decided / confirmed | $sold / $bought / $decided / $confirmed |
 | oversold seats | $oversold |
 | lost reservations (accepted, never decided) | $lost_res |

@@ -39,6 +39,7 @@ smoke() {
   pg) ROUNDS=1 SECS=1 SEATS=10000 scripts/bench-pg.sh ;;
   opening) scripts/bench-opening.sh 1 ;;
   presence) scripts/bench-presence.sh 2 3 "0 10" ;;
+  rehearsal) scripts/bench-rehearsal.sh 20 10 2 60 10 ;;
   redis) USHER_TEST_REDIS=$redis N=2000 ROUNDS=1 MEMORY=0 scripts/bench-redis.sh ;;
   rooms) OLD_BIN=$USHER_BIN scripts/bench-rooms.sh "10" 1 "$redis" && MODE=busy BUSY_WARM=1 BUSY_USERS=20 scripts/bench-rooms.sh "0 10" 1 "$redis" ;;
   seed) scripts/bench-seed.sh 2s 50 2 ;;

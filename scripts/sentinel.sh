@@ -8,17 +8,26 @@
 #   scripts/sentinel.sh start   start it, or reuse it if it already answers
 #   scripts/sentinel.sh stop    stop the processes this script started
 #   scripts/sentinel.sh url     print the store URL (USHER_TEST_REDIS_SENTINEL)
+#   scripts/sentinel.sh failover  promote the replica, and wait until the old
+#                                 primary follows it (the roles swap)
 #
 # Ports: primary 16380, replica 16381, sentinels 26380-26382 (after a
-# failover the roles may be swapped; clients ask the sentinels). Failure
+# failover the roles may be swapped; clients ask the sentinels), or the
+# five of USHER_SENTINEL_PORTS ("DATA DATA SENTINEL SENTINEL SENTINEL"), for
+# a topology of one's own that a failover may disturb. Failure
 # detection is fast, for tests: down-after-milliseconds 1000,
 # failover-timeout 5000.
 set -euo pipefail
 
 dir=${USHER_SENTINEL_DIR:-/tmp/usher-sentinel}
 host=127.0.0.1
-data_ports=(16380 16381)
-sentinel_ports=(26380 26381 26382)
+ports=(${USHER_SENTINEL_PORTS:-16380 16381 26380 26381 26382})
+if [ ${#ports[@]} != 5 ]; then
+  echo "sentinel: USHER_SENTINEL_PORTS wants five ports, two data then three sentinels" >&2
+  exit 2
+fi
+data_ports=("${ports[@]:0:2}")
+sentinel_ports=("${ports[@]:2:3}")
 master_set=usher
 
 url() {
@@ -96,9 +105,32 @@ stop() {
   echo "sentinel: stopped"
 }
 
+master_port() {
+  redis-cli -h $host -p "${sentinel_ports[0]}" sentinel get-master-addr-by-name $master_set | tail -n 1
+}
+
+# failover: a manual failover (SENTINEL FAILOVER), done when every
+# sentinel names the other data node and the topology is healthy again.
+failover() {
+  local old new
+  old=$(master_port)
+  redis-cli -h $host -p "${sentinel_ports[0]}" sentinel failover $master_set >/dev/null
+  for _ in $(seq 1 120); do
+    new=$(master_port)
+    if [ -n "$new" ] && [ "$new" != "$old" ] && healthy; then
+      echo "sentinel: failed over from $old to $new"
+      return 0
+    fi
+    sleep 0.25
+  done
+  echo "sentinel: no failover from $old within 30 s; logs in $dir" >&2
+  return 1
+}
+
 case ${1:-} in
 start) start ;;
 stop) stop ;;
 url) url ;;
-*) echo "usage: $0 start|stop|url" >&2; exit 2 ;;
+failover) failover ;;
+*) echo "usage: $0 start|stop|url|failover" >&2; exit 2 ;;
 esac

@@ -45,7 +45,46 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-var servingRE = regexp.MustCompile(`serving on (http://\S+)`)
+var (
+	servingRE = regexp.MustCompile(`serving on (http://\S+)`)
+	adminRE   = regexp.MustCompile(`admin on (http://\S+)`)
+)
+
+// adminURLs maps the base URL of a command a test started to the URL of
+// its operators' listener (--admin-addr).
+var adminURLs sync.Map
+
+// adminOf returns the URL of the operators' listener of the command that
+// serves visitors at base.
+func adminOf(t testing.TB, base string) string {
+	t.Helper()
+	u, ok := adminURLs.Load(base)
+	if !ok {
+		t.Fatalf("no admin listener known for %s", base)
+	}
+	return u.(string)
+}
+
+// withAdminAddr adds --admin-addr 127.0.0.1:0 to args unless they or env
+// set it: tests run in parallel, and the default port is fixed.
+func withAdminAddr(args []string, env map[string]string) []string {
+	if env["USHER_ADMIN_ADDR"] != "" {
+		return args
+	}
+	for _, a := range args {
+		if a == "--admin-addr" || a == "-admin-addr" || strings.HasPrefix(a, "--admin-addr=") || strings.HasPrefix(a, "-admin-addr=") {
+			return args
+		}
+	}
+	return append(slices.Clip(args), "--admin-addr", "127.0.0.1:0")
+}
+
+// noteAdmin records the admin URL that stdout announces for base.
+func noteAdmin(base, stdout string) {
+	if m := adminRE.FindStringSubmatch(stdout); m != nil {
+		adminURLs.Store(base, m[1])
+	}
+}
 
 // startCommand runs `usher <command> args…` (through run) until the test
 // ends and returns its base URL once healthPath answers 200.
@@ -63,6 +102,7 @@ func startCommandOutput(t *testing.T, command, healthPath string, env map[string
 	stdout, stderr = &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
 	getenv := func(k string) string { return env[k] }
+	args = withAdminAddr(args, env)
 	go func() { done <- run(ctx, append([]string{command}, args...), getenv, stdout, stderr) }()
 	t.Cleanup(func() {
 		cancel()
@@ -73,6 +113,7 @@ func startCommandOutput(t *testing.T, command, healthPath string, env map[string
 	testenv.Eventually(t, time.Minute, "usher "+command+" to answer "+healthPath, func() bool {
 		select {
 		case err := <-done:
+			done <- nil // for the cleanup
 			t.Fatalf("usher %s exited early: %v\n%s", command, err, stderr)
 		default:
 		}
@@ -86,6 +127,7 @@ func startCommandOutput(t *testing.T, command, healthPath string, env map[string
 		}
 		res.Body.Close()
 		base = m[1]
+		noteAdmin(base, stdout.String())
 		return res.StatusCode == 200
 	})
 	return base, stdout, stderr

@@ -32,7 +32,7 @@ func startInstance(t *testing.T, args ...string) *instance {
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, append([]string{"serve"}, args...), func(string) string { return "" }, stdout, stderr)
+		done <- run(ctx, append([]string{"serve"}, withAdminAddr(args, nil)...), func(string) string { return "" }, stdout, stderr)
 	}()
 	var once sync.Once
 	in := &instance{stop: func() {
@@ -61,6 +61,7 @@ func startInstance(t *testing.T, args ...string) *instance {
 		}
 		res.Body.Close()
 		in.base = m[1]
+		noteAdmin(in.base, stdout.String())
 		return res.StatusCode == 200
 	})
 	return in

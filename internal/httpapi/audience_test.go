@@ -32,7 +32,7 @@ func TestAudiences(t *testing.T) {
 	c := httpapi.Config{Queue: q, Keys: keys, AdminKey: adminKey, Registry: reg, Sale: new(sale.Service)}
 	h := httpapi.New(c)
 	visitorPaths := map[string]bool{}
-	routes := httpapi.RoutesOf(httpapi.Config{Registry: prometheus.NewRegistry(), Sale: c.Sale})
+	routes := httpapi.Routes(httpapi.Config{Registry: prometheus.NewRegistry(), Sale: c.Sale})
 	for _, r := range routes {
 		if r.Audience == httpapi.Visitors {
 			_, path, _ := strings.Cut(r.Pattern, " ")

@@ -201,7 +201,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 	t.Parallel()
 	s := mustSpec(t)
 	var routes, adminRoutes []string
-	for _, r := range httpapi.RoutesOf(httpapi.Config{Registry: prometheus.NewRegistry(), Sale: new(sale.Service)}) {
+	for _, r := range httpapi.Routes(httpapi.Config{Registry: prometheus.NewRegistry(), Sale: new(sale.Service)}) {
 		routes = append(routes, r.Pattern)
 		if r.Audience == httpapi.Operators {
 			adminRoutes = append(adminRoutes, r.Pattern)

@@ -28,6 +28,9 @@ type Route struct {
 	handler  http.Handler
 }
 
+// Routes lists the routes that New serves for c, with their audiences.
+func Routes(c Config) []Route { return newServer(c).routes() }
+
 // routes lists every route.
 func (s *server) routes() []Route {
 	v := func(p string, h http.Handler) Route { return Route{p, Visitors, h} }

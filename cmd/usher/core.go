@@ -35,13 +35,13 @@ import (
 
 // coreFlags are the settings serve and proxy share.
 type coreFlags struct {
-	addr, adminAddr, store, dataDir, keysDir, adminKey   *string
-	redisPrefix                                          *string
-	failOpen, insecure, console                          *bool
-	logs                                                 logFlags
-	storeTimeout                                         *time.Duration
-	trustedProxies, metricsAddr                          *string
-	identitySecret, identityKey                          *string
+	addr, adminAddr, store, dataDir, keysDir, adminKey *string
+	redisPrefix                                        *string
+	failOpen, insecure, console                        *bool
+	logs                                               logFlags
+	storeTimeout                                       *time.Duration
+	trustedProxies, metricsAddr                        *string
+	identitySecret, identityKey                        *string
 	// command is the subcommand (serve, proxy, auth), which names its lock
 	// of the data directory.
 	command string

@@ -46,7 +46,7 @@ for mode in static adaptive; do
   o=$((port + 1))
   mkdir -p "$tmp/$mode"
   start "origin-$mode" "$usher" origin --addr "127.0.0.1:$o" --workers 200 --conns 10 --service lognormal:50ms:0.25 --phases "$phases"
-  USHER_ADMIN_ADDR=127.0.0.1:$((port + 1000)) start "proxy-$mode" "$usher" proxy --addr "127.0.0.1:$port" --origin "http://127.0.0.1:$o" --room sale \
+  USHER_PROXY_ADMIN_ADDR=127.0.0.1:$((port + 1000)) start "proxy-$mode" "$usher" proxy --addr "127.0.0.1:$port" --origin "http://127.0.0.1:$o" --room sale \
     --data-dir "$tmp/$mode" --insecure-cookies
   wait_healthy "localhost:$o/healthz" "localhost:$port/_usher/healthz"
   admin=$(cat "$tmp/$mode/admin.key")

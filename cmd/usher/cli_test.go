@@ -451,7 +451,7 @@ func TestServeRebuildsStockAfterRestart(t *testing.T) {
 	available := func(c client, admin string) float64 {
 		t.Helper()
 		waitFor(t, "the schedule's room", func() bool {
-			st, _, _ := c.do("GET", "/api/v1/rooms/schedule-1", admin, "")
+			st, _, _ := c.admin().do("GET", "/api/v1/rooms/schedule-1", admin, "")
 			return st == 200
 		})
 		_, _, body := c.do("POST", "/api/v1/rooms/schedule-1/entries", admin, `{"visitor_id":"v"}`)
@@ -468,7 +468,7 @@ func TestServeRebuildsStockAfterRestart(t *testing.T) {
 	key, _ := os.ReadFile(filepath.Join(dir, "admin.key"))
 	admin := strings.TrimSpace(string(key))
 	c := client{t, base}
-	if st, _, body := c.do("PUT", "/api/v1/schedules/1/stock", admin, `{"total":8}`); st != 200 {
+	if st, _, body := c.admin().do("PUT", "/api/v1/schedules/1/stock", admin, `{"total":8}`); st != 200 {
 		t.Fatalf("PUT stock: %d %v", st, body)
 	}
 	if got := available(c, admin); got != 8 {

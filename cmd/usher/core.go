@@ -45,6 +45,10 @@ type coreFlags struct {
 	// command is the subcommand (serve, proxy, auth), which names its lock
 	// of the data directory.
 	command string
+	// adminEnv is --admin-addr's variable: USHER_ADMIN_ADDR for serve, the
+	// command's own for proxy and auth (their defaults differ, as
+	// USHER_ORIGIN_ADDR's does from USHER_ADDR's).
+	adminEnv string
 	// roomsFile is the memory store's rooms file in the data directory.
 	roomsFile string
 	// parsed holds what check read from the settings, for openCore.
@@ -63,8 +67,14 @@ type parsedCore struct {
 // directory), adminAddr is the command's default --admin-addr (one per
 // command, so that serve, proxy and auth may share a host).
 func addCoreFlags(f *flags, dataDirUse, roomsFile, adminAddr string) coreFlags {
+	adminEnv := sharedPrefix + "ADMIN_ADDR"
+	if f.Name() != "serve" {
+		adminEnv = sharedPrefix + strings.ToUpper(f.Name()) + "_ADMIN_ADDR"
+	}
+	f.env["admin-addr"] = adminEnv
 	return coreFlags{
 		command:   f.Name(),
+		adminEnv:  adminEnv,
 		roomsFile: roomsFile,
 		parsed:    new(parsedCore),
 		addr:      f.string("addr", ":8080", "the visitors' listen address"),
@@ -100,7 +110,7 @@ func (c coreFlags) check(f *flags) {
 		f.errs = append(f.errs, err.Error())
 	}
 	if a := *c.adminAddr; a != "" && !strings.HasSuffix(a, ":0") && (a == *c.addr || a == *c.metricsAddr) {
-		f.errs = append(f.errs, fmt.Sprintf("--admin-addr/%sADMIN_ADDR=%q: the operators' listener needs an address of its own, not --addr's or --metrics-addr's", sharedPrefix, a))
+		f.errs = append(f.errs, fmt.Sprintf("--admin-addr/%s=%q: the operators' listener needs an address of its own, not --addr's or --metrics-addr's", c.adminEnv, a))
 	}
 	if k := *c.adminKey; k != "" && len(k) < minAdminKey {
 		f.errs = append(f.errs, fmt.Sprintf("--admin-key/%sADMIN_KEY: %d characters, want at least %d (the generated key has 32)", sharedPrefix, len(k), minAdminKey))
@@ -176,7 +186,11 @@ func (c coreFlags) listen(cl *closers) (listeners, error) {
 		if b.addr == "" && b.name != "addr" {
 			continue
 		}
-		ln, err := listenTCP(sharedSetting(b.name, b.addr), b.addr)
+		setting := sharedSetting(b.name, b.addr)
+		if b.name == "admin-addr" {
+			setting = fmt.Sprintf("--admin-addr/%s=%q", c.adminEnv, b.addr)
+		}
+		ln, err := listenTCP(setting, b.addr)
 		if err != nil {
 			return l, err
 		}

@@ -65,10 +65,12 @@ func adminOf(t testing.TB, base string) string {
 	return u.(string)
 }
 
-// withAdminAddr adds --admin-addr 127.0.0.1:0 to args unless they or env
-// set it: tests run in parallel, and the default port is fixed.
-func withAdminAddr(args []string, env map[string]string) []string {
-	if env["USHER_ADMIN_ADDR"] != "" {
+// withAdminAddr adds --admin-addr 127.0.0.1:0 to the args of serve, proxy
+// or auth unless they or env set it: tests run in parallel, and the
+// default port is fixed.
+func withAdminAddr(command string, args []string, env map[string]string) []string {
+	if !slices.Contains([]string{"serve", "proxy", "auth"}, command) ||
+		env["USHER_ADMIN_ADDR"] != "" && command == "serve" || env["USHER_"+strings.ToUpper(command)+"_ADMIN_ADDR"] != "" {
 		return args
 	}
 	for _, a := range args {
@@ -78,6 +80,11 @@ func withAdminAddr(args []string, env map[string]string) []string {
 	}
 	return append(slices.Clip(args), "--admin-addr", "127.0.0.1:0")
 }
+
+// aliasAdmin makes the admin listener of the command at usher that of
+// base too: a front proxy's address, for the tests that set up rooms
+// "through the edge".
+func aliasAdmin(t testing.TB, base, usher string) { adminURLs.Store(base, adminOf(t, usher)) }
 
 // noteAdmin records the admin URL that stdout announces for base.
 func noteAdmin(base, stdout string) {
@@ -102,7 +109,7 @@ func startCommandOutput(t *testing.T, command, healthPath string, env map[string
 	stdout, stderr = &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
 	getenv := func(k string) string { return env[k] }
-	args = withAdminAddr(args, env)
+	args = withAdminAddr(command, args, env)
 	go func() { done <- run(ctx, append([]string{command}, args...), getenv, stdout, stderr) }()
 	t.Cleanup(func() {
 		cancel()
@@ -144,6 +151,9 @@ type client struct {
 	base string
 }
 
+// admin is the client of the admin listener of the command at c.base.
+func (c client) admin() client { return client{c.t, adminOf(c.t, c.base)} }
+
 func (c client) do(method, path, bearer, body string) (int, http.Header, map[string]any) {
 	c.t.Helper()
 	req, _ := http.NewRequest(method, c.base+path, strings.NewReader(body))
@@ -177,7 +187,7 @@ func TestServeEmbeddedDefaults(t *testing.T) {
 	}
 	admin := strings.TrimSpace(string(key))
 	c := client{t, base}
-	if st, _, body := c.do("PUT", "/api/v1/rooms/sale", admin, `{"max_active":2,"admit_rate":20,"interval_ms":50}`); st != 201 {
+	if st, _, body := c.admin().do("PUT", "/api/v1/rooms/sale", admin, `{"max_active":2,"admit_rate":20,"interval_ms":50}`); st != 201 {
 		t.Fatalf("create room: %d %v", st, body)
 	}
 	tickets := make([]string, 5)
@@ -330,7 +340,7 @@ func TestServeRedisOutage(t *testing.T) {
 // queues visitor b; it returns a's pass and b's ticket.
 func (c client) oneSlotSale(admin string) (pass, ticket string) {
 	c.t.Helper()
-	if st, _, body := c.do("PUT", "/api/v1/rooms/sale", admin, `{"max_active":1}`); st != 201 {
+	if st, _, body := c.admin().do("PUT", "/api/v1/rooms/sale", admin, `{"max_active":1}`); st != 201 {
 		c.t.Fatalf("create room: %d %v", st, body)
 	}
 	_, _, body := c.do("POST", "/api/v1/rooms/sale/entries", admin, `{"visitor_id":"a"}`)
@@ -377,7 +387,7 @@ func TestProductionStack(t *testing.T) {
 	admin := strings.TrimSpace(string(key))
 	c := client{t, base}
 	room := fmt.Sprintf("schedule-%d", seeded.ScheduleID)
-	if st, _, body := c.do("GET", "/api/v1/rooms/"+room, admin, ""); st != 200 {
+	if st, _, body := c.admin().do("GET", "/api/v1/rooms/"+room, admin, ""); st != 200 {
 		t.Fatalf("seed did not create the room in Redis: %d %v", st, body)
 	}
 	_, _, body := c.do("POST", "/api/v1/rooms/"+room+"/entries", admin, `{"visitor_id":"alice"}`)
@@ -529,7 +539,7 @@ func TestSeedThenServeEmbedded(t *testing.T) {
 	admin := strings.TrimSpace(string(key))
 	c := client{t, base}
 	waitFor(t, "the schedule's room", func() bool {
-		st, _, _ := c.do("GET", "/api/v1/rooms/schedule-1", admin, "")
+		st, _, _ := c.admin().do("GET", "/api/v1/rooms/schedule-1", admin, "")
 		return st == 200
 	})
 	_, _, body := c.do("POST", "/api/v1/rooms/schedule-1/entries", admin, `{"visitor_id":"v"}`)

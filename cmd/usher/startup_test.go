@@ -124,7 +124,7 @@ func TestStartFailuresWriteNothing(t *testing.T) {
 			dataDir := filepath.Join(parent, "data")
 			args := tc.args(t, dataDir)
 			if slices.Contains([]string{"serve", "proxy", "auth"}, args[0]) {
-				args = append(args[:1], withAdminAddr(args[1:], nil)...)
+				args = append(args[:1], withAdminAddr(args[0], args[1:], nil)...)
 			}
 			err := run(context.Background(), args, noEnv, io.Discard, io.Discard)
 			if err == nil {

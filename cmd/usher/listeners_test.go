@@ -142,7 +142,27 @@ func TestDataDirLocked(t *testing.T) {
 	}()
 	waitFor(t, "the first serve", func() bool { return servingRE.MatchString(stdout.String()) })
 
-	err := run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}, env, io.Discard, io.Discard)
+	// The second, until it fails or (today's bug) serves.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	second, out2 := make(chan error, 1), &syncBuffer{}
+	go func() {
+		second <- run(ctx2, []string{"serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}, env, out2, io.Discard)
+	}()
+	var err error
+	waitFor(t, "the second serve to stop or serve", func() bool {
+		select {
+		case err = <-second:
+			return true
+		default:
+			if servingRE.MatchString(out2.String()) {
+				cancel2()
+				<-second
+				t.Fatalf("a second serve on %s started: %s", dir, out2)
+			}
+			return false
+		}
+	})
 	pid := "pid " + strconv.Itoa(os.Getpid())
 	if err == nil || !strings.Contains(err.Error(), "USHER_DATA_DIR") || !strings.Contains(err.Error(), "in use by another usher serve") ||
 		!strings.Contains(err.Error(), pid) {

@@ -46,14 +46,14 @@ for mode in static adaptive; do
   o=$((port + 1))
   mkdir -p "$tmp/$mode"
   start "origin-$mode" "$usher" origin --addr "127.0.0.1:$o" --workers 200 --conns 10 --service lognormal:50ms:0.25 --phases "$phases"
-  start "proxy-$mode" "$usher" proxy --addr "127.0.0.1:$port" --origin "http://127.0.0.1:$o" --room sale \
+  USHER_PROXY_ADMIN_ADDR=127.0.0.1:$((port + 1000)) start "proxy-$mode" "$usher" proxy --addr "127.0.0.1:$port" --origin "http://127.0.0.1:$o" --room sale \
     --data-dir "$tmp/$mode" --insecure-cookies
   wait_healthy "localhost:$o/healthz" "localhost:$port/_usher/healthz"
   admin=$(cat "$tmp/$mode/admin.key")
   room=$static
   [ "$mode" = adaptive ] && room=$adaptive
   "$usher" loadtest --scenario queued --target "http://127.0.0.1:$port/seats" --usher "http://127.0.0.1:$port/_usher" \
-    --room sale --setup-room "$room" --admin-key "$admin" --origin-stats "http://127.0.0.1:$o/stats" \
+    --usher-admin "http://127.0.0.1:$((port + 1000))" --room sale --setup-room "$room" --admin-key "$admin" --origin-stats "http://127.0.0.1:$o/stats" \
     --users "$users" --spawn-rate 100 --duration "${secs}s" --calls "$calls" --max-error-rate 1 \
     --out "$out/$mode.json" --progress=false >"$out/$mode.txt"
   no_refusals "$out/$mode.json"

@@ -30,9 +30,9 @@ go build -o "$tmp/trivialjson" ./scripts/trivialjson
 # nginx alone :18194. Both ushers on the memory store, with the same key.
 key=bench-edge-admin-key-0123456789abcdef
 start origin "$tmp/trivialjson" --addr 127.0.0.1:18190
-start auth "$usher" auth --addr 127.0.0.1:18192 --data-dir "$tmp/auth" --admin-key "$key" --insecure-cookies \
+start auth "$usher" auth --addr 127.0.0.1:18192 --admin-addr 127.0.0.1:19192 --data-dir "$tmp/auth" --admin-key "$key" --insecure-cookies \
   --route /in/=fast
-start proxy "$usher" proxy --addr 127.0.0.1:18191 --origin http://127.0.0.1:18190 --data-dir "$tmp/proxy" \
+start proxy "$usher" proxy --addr 127.0.0.1:18191 --admin-addr 127.0.0.1:19191 --origin http://127.0.0.1:18190 --data-dir "$tmp/proxy" \
   --admin-key "$key" --insecure-cookies --route /in/=fast
 mkdir -p "$tmp/edge" "$tmp/alone"
 "$usher" auth --print nginx --origin http://127.0.0.1:18190 --listen 127.0.0.1:18193 \
@@ -68,12 +68,12 @@ for e in edge alone; do start "nginx-$e" "$nginx" -p "$tmp/$e" -c "$tmp/$e/nginx
 wait_healthy localhost:18190/status localhost:18192/_usher/healthz localhost:18191/_usher/healthz \
   localhost:18193/_usher/healthz localhost:18194/status
 
-declare -A port=([alone]=18194 [auth]=18193 [proxy]=18191)
+declare -A port=([alone]=18194 [auth]=18193 [proxy]=18191) admin=([auth]=19192 [proxy]=19191)
 edges=(alone auth proxy)
 for e in auth proxy; do
-  curl -sf -XPUT -H "Authorization: Bearer $key" "localhost:${port[$e]}/_usher/api/v1/rooms/sale" \
+  curl -sf -XPUT -H "Authorization: Bearer $key" "localhost:${admin[$e]}/api/v1/rooms/sale" \
     -d '{"state":"paused","client_enters_per_minute":0}' >/dev/null
-  curl -sf -XPUT -H "Authorization: Bearer $key" "localhost:${port[$e]}/_usher/api/v1/rooms/fast" \
+  curl -sf -XPUT -H "Authorization: Bearer $key" "localhost:${admin[$e]}/api/v1/rooms/fast" \
     -d '{"max_active":1000}' >/dev/null
 done
 
@@ -144,5 +144,5 @@ for e in "${edges[@]}"; do
   echo
 done
 echo "(×: ÷ nginx alone to the origin in the same rounds)"
-echo "waiting in sale: auth $(curl -sf -H "Authorization: Bearer $key" localhost:18192/_usher/api/v1/rooms/sale | grep -o '"waiting":[0-9]*')," \
-  "proxy $(curl -sf -H "Authorization: Bearer $key" localhost:18191/_usher/api/v1/rooms/sale | grep -o '"waiting":[0-9]*')"
+echo "waiting in sale: auth $(curl -sf -H "Authorization: Bearer $key" localhost:19192/api/v1/rooms/sale | grep -o '"waiting":[0-9]*')," \
+  "proxy $(curl -sf -H "Authorization: Bearer $key" localhost:19191/api/v1/rooms/sale | grep -o '"waiting":[0-9]*')"

@@ -46,22 +46,24 @@ echo "room: $room"
 run() { # run NAME BINARY SCENARIO(steady|change)
   local name=$1 bin=$2 scenario=$3 data="$tmp/data-$1" port=18189
   rm -rf "$data"
-  "$bin" serve --addr 127.0.0.1:$port --data-dir "$data" >"$tmp/serve-$name.log" 2>&1 &
+  USHER_ADMIN_ADDR=127.0.0.1:$((port + 1000)) "$bin" serve --addr 127.0.0.1:$port --data-dir "$data" >"$tmp/serve-$name.log" 2>&1 &
   local pid=$!
   pids+=("$pid")
   wait_healthy localhost:$port/healthz
   local admin changer=
   admin=$(cat "$data/admin.key")
+  local ap
+  ap=$(admin_port $port)
   if [ "$scenario" = change ]; then
     local half
     half=$(jq -c '.admit_rate /= 2' <<<"$room")
-    (sleep "$change_at" && curl -sf -X PUT -H "Authorization: Bearer $admin" "localhost:$port/api/v1/rooms/sale" -d "$half" >/dev/null &&
-      sleep "$change_for" && curl -sf -X PUT -H "Authorization: Bearer $admin" "localhost:$port/api/v1/rooms/sale" -d "$room" >/dev/null) &
+    (sleep "$change_at" && curl -sf -X PUT -H "Authorization: Bearer $admin" "localhost:$ap/api/v1/rooms/sale" -d "$half" >/dev/null &&
+      sleep "$change_for" && curl -sf -X PUT -H "Authorization: Bearer $admin" "localhost:$ap/api/v1/rooms/sale" -d "$room" >/dev/null) &
     changer=$!
     pids+=("$changer")
   fi
   "$usher" loadtest --scenario queued --target "$origin/seats" --usher http://127.0.0.1:$port --admin-key "$admin" \
-    --room sale --setup-room "$room" --users "$users" --spawn-rate 100 --duration "$dur" --calls "$calls" \
+    --usher-admin http://127.0.0.1:$ap --room sale --setup-room "$room" --users "$users" --spawn-rate 100 --duration "$dur" --calls "$calls" \
     --max-error-rate 1 --progress=false --out "$out/$name.json" >"$out/$name.txt"
   if [ -n "$changer" ]; then wait "$changer"; fi
   no_refusals "$out/$name.json"

@@ -42,14 +42,14 @@ for b in "${builds[@]}"; do
     flags=()
     [ "$ev" = off ] && flags=(--events=false --collect=false)
     # Each server its own Redis prefix and embedded NATS (data directory).
-    start "$c" "${bin[$b]}" serve --addr "127.0.0.1:$p" --data-dir "$tmp/$c" --store "$redis" \
+    USHER_ADMIN_ADDR=127.0.0.1:$((p + 1000)) start "$c" "${bin[$b]}" serve --addr "127.0.0.1:$p" --data-dir "$tmp/$c" --store "$redis" \
       --redis-prefix "$prefix$c:" --nats-name "bench$p" "${flags[@]}"
     p=$((p + 1))
   done
 done
 for c in "${configs[@]}"; do wait_healthy "localhost:${port[$c]}/healthz"; done
 for c in "${configs[@]}"; do
-  curl -sf -XPUT -H "Authorization: Bearer $(cat "$tmp/$c/admin.key")" "localhost:${port[$c]}/api/v1/rooms/crowd" \
+  curl -sf -XPUT -H "Authorization: Bearer $(cat "$tmp/$c/admin.key")" "localhost:$(admin_port "${port[$c]}")/api/v1/rooms/crowd" \
     -d '{"state":"paused","admit_rate":50,"client_enters_per_minute":0}' >/dev/null
 done
 printf 'wrk.method = "POST"\n' >"$tmp/enter.lua"
@@ -79,7 +79,7 @@ done
 for c in "${configs[@]}"; do
   [[ $c == *-on ]] || continue
   admin=$(cat "$tmp/$c/admin.key")
-  base=localhost:${port[$c]}/api/v1/rooms/crowd
+  base=localhost:$(admin_port "${port[$c]}")/api/v1/rooms/crowd
   waiting=$(curl -sf -H "Authorization: Bearer $admin" "$base" | jq -er .stats.waiting)
   got=0
   for _ in $(seq 150); do # up to 30 s for the collector to catch up

@@ -21,8 +21,8 @@ out=${RESULTS:-artifacts/flood}
 mkdir -p "$out"
 . scripts/benchlib.sh
 go build -o "$tmp/flood" ./scripts/flood
-base=http://127.0.0.1:18189
-start usher "$usher" serve --addr 127.0.0.1:18189 --data-dir "$tmp/data" --trusted-proxies 127.0.0.1/32
+base=http://127.0.0.1:18189 adm=http://127.0.0.1:19189
+start usher "$usher" serve --addr 127.0.0.1:18189 --admin-addr 127.0.0.1:19189 --data-dir "$tmp/data" --trusted-proxies 127.0.0.1/32
 start origin "$usher" origin --addr 127.0.0.1:18191 --workers 400 --conns 100 --service lognormal:10ms:0.25
 wait_healthy $base/healthz 127.0.0.1:18191/healthz
 admin=$(cat "$tmp/data/admin.key")
@@ -38,10 +38,10 @@ for limit in 0 600 60; do
   # the flood's first requests may find no room yet (404), which costs it
   # nothing and makes no place.
   "$usher" loadtest --scenario queued --room "$room" --setup-room "$settings" --admin-key "$admin" \
-    --usher $base --target http://127.0.0.1:18191/seats --users "$users" --duration "$dur" --calls 1 \
+    --usher $base --usher-admin $adm --target http://127.0.0.1:18191/seats --users "$users" --duration "$dur" --calls 1 \
     --forwarded-for --max-error-rate 1 --progress=false --out "$out/honest-$limit.json" >/dev/null
   wait "$fpid"
-  stats=$(curl -sf -H "Authorization: Bearer $admin" "$base/api/v1/rooms/$room")
+  stats=$(curl -sf -H "Authorization: Bearer $admin" "$adm/api/v1/rooms/$room")
   admitted_total=$(echo "$stats" | jq -e .stats.admitted_total)
   waiting=$(echo "$stats" | jq -e .stats.waiting)
   flood_places=$(jq -e '(.statuses["201"] // 0) + (.statuses["200"] // 0)' "$out/flood-$limit.json")
@@ -62,11 +62,11 @@ $rows
 TABLE
 
 room=flood-mint
-curl -sf -X PUT -H "Authorization: Bearer $admin" "$base/api/v1/rooms/$room" \
+curl -sf -X PUT -H "Authorization: Bearer $admin" "$adm/api/v1/rooms/$room" \
   -d '{"max_active":10,"admit_rate":1,"pow_bits":16,"client_enters_per_minute":5}' >/dev/null
 "$tmp/flood" -url "$base/api/v1/rooms/$room/entries" -mint "$base/api/v1/rooms/no-such-room/entries" \
   -from 127.0.0.2 -conns "$conns" -duration "$dur" >"$out/flood-mint.json"
-stats=$(curl -sf -H "Authorization: Bearer $admin" "$base/api/v1/rooms/$room")
+stats=$(curl -sf -H "Authorization: Bearer $admin" "$adm/api/v1/rooms/$room")
 places=$(echo "$stats" | jq -e '.stats.waiting + .stats.active')
 read -r req secs <<<"$(jq -er '"\(.requests) \(.seconds)"' "$out/flood-mint.json")"
 figures "mint" "$req" "$places" "$secs"

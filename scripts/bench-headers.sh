@@ -46,7 +46,7 @@ unread() { ss -Htn state established "( sport = :18592 )" | awk '{ n += $1 } END
 # BYTES header bytes; prints "added_kib peak_added_kib statuses".
 measure() {
   local build=$1 bin=$2 n=$3 b=$4 name="$1-$3-$4" pid base rss hwm report
-  "$bin" proxy --addr 127.0.0.1:18592 --origin http://127.0.0.1:18591 --data-dir "$tmp/data-$name" \
+  USHER_PROXY_ADMIN_ADDR=127.0.0.1:19592 "$bin" proxy --addr 127.0.0.1:18592 --origin http://127.0.0.1:18591 --data-dir "$tmp/data-$name" \
     --admin-key "$key" >"$tmp/proxy-$name.log" 2>&1 &
   pid=$!
   pids+=("$pid")

@@ -32,13 +32,14 @@ if [ "$redis" != none ]; then
 fi
 go build -o "$tmp/trivialjson" ./scripts/trivialjson
 
-# Servers: memory on :18089, Redis on :18091, the trivial handler on :18090.
+# Servers: memory on :18089, Redis on :18091 (their admin listeners on
+# :19089 and :19091), the trivial handler on :18090.
 declare -A port=([memory]=18089 [redis]=18091)
 stores=(memory)
-start memory "$usher" serve --addr 127.0.0.1:18089 --data-dir "$tmp/memory" --store memory
+start memory "$usher" serve --addr 127.0.0.1:18089 --admin-addr 127.0.0.1:19089 --data-dir "$tmp/memory" --store memory
 if [ "$redis" != none ]; then
   stores+=(redis)
-  start redis "$usher" serve --addr 127.0.0.1:18091 --data-dir "$tmp/redis" --store "$redis" --redis-prefix "$prefix"
+  start redis "$usher" serve --addr 127.0.0.1:18091 --admin-addr 127.0.0.1:19091 --data-dir "$tmp/redis" --store "$redis" --redis-prefix "$prefix"
 fi
 start trivialjson "$tmp/trivialjson" --addr 127.0.0.1:18090
 for s in "${stores[@]}"; do wait_healthy "localhost:${port[$s]}/healthz"; done
@@ -50,12 +51,12 @@ wait_healthy localhost:18090/status
 # (client_enters_per_minute, 600 by default) would refuse most of them.
 declare -A ticket
 for s in "${stores[@]}"; do
-  base=localhost:${port[$s]}/api/v1/rooms
+  base=localhost:${port[$s]}/api/v1/rooms adm=localhost:$((port[$s] + 1000))/api/v1/rooms
   admin=$(cat "$tmp/$s/admin.key")
   for room in sale crowd; do # a build older than the per-client limit refuses its setting
-    curl -sf -XPUT -H "Authorization: Bearer $admin" "$base/$room" \
+    curl -sf -XPUT -H "Authorization: Bearer $admin" "$adm/$room" \
       -d '{"state":"paused","admit_rate":50,"client_enters_per_minute":0}' >/dev/null ||
-      curl -sf -XPUT -H "Authorization: Bearer $admin" "$base/$room" -d '{"state":"paused","admit_rate":50}' >/dev/null
+      curl -sf -XPUT -H "Authorization: Bearer $admin" "$adm/$room" -d '{"state":"paused","admit_rate":50}' >/dev/null
   done
   for i in $(seq 2000); do # one curl for all 2,000 (a process each is slow)
     [ "$i" = 1 ] || echo next
@@ -65,7 +66,7 @@ for s in "${stores[@]}"; do
   curl -sf --no-progress-meter --parallel --parallel-max 8 -K "$tmp/fill.conf"
   ticket[$s]=$(curl -sf -XPOST -H "Authorization: Bearer $admin" "$base/sale/entries" \
     -d '{"visitor_id":"bench-last"}' | jq -er .ticket)
-  waiting=$(curl -sf -H "Authorization: Bearer $admin" "$base/sale" | jq -er .stats.waiting)
+  waiting=$(curl -sf -H "Authorization: Bearer $admin" "$adm/sale" | jq -er .stats.waiting)
   if [ "$waiting" != 2001 ]; then echo "$s: $waiting waiting in sale, not 2001" >&2; exit 1; fi
 done
 printf 'wrk.method = "POST"\n' >"$tmp/enter.lua"
@@ -139,11 +140,11 @@ for s in "${stores[@]}"; do
 done
 echo "enter, paused room (req/s; p99 ms) per round:"
 for s in "${stores[@]}"; do
-  waiting=$(curl -sf -H "Authorization: Bearer $(cat "$tmp/$s/admin.key")" "localhost:${port[$s]}/api/v1/rooms/crowd" | jq -er .stats.waiting)
+  waiting=$(curl -sf -H "Authorization: Bearer $(cat "$tmp/$s/admin.key")" "localhost:$((port[$s] + 1000))/api/v1/rooms/crowd" | jq -er .stats.waiting)
   printf '  %-8s %s;  p99 %s;  at %s/s: p50 %s p99 %s (%s waiting at the end)\n' \
     "$s" "${enters[$s]}" "${p99s[$s]}" "$rate" "${op50s[$s]}" "${op99s[$s]}" "$waiting"
 done
-curl -sf -H "Authorization: Bearer $(cat "$tmp/memory/admin.key")" localhost:18089/metrics | awk '/^usher_status_polls_total/ {print "  memory " $0}'
+curl -sf -H "Authorization: Bearer $(cat "$tmp/memory/admin.key")" localhost:19089/metrics | awk '/^usher_status_polls_total/ {print "  memory " $0}'
 if [ "$redis" != none ]; then
   # ratios a/b of the sums, and per round (the median of the rounds too).
   ratios() {

@@ -26,20 +26,20 @@ port=18301
 for every in 0 1s; do
   data=$tmp/data-$every
   "$usher" seed --seats "$seats" --data-dir "$data" >/dev/null
-  start "usher-$every" "$usher" serve --addr 127.0.0.1:$port --data-dir "$data" --inventory-every "$every"
-  base=http://127.0.0.1:$port
+  start "usher-$every" "$usher" serve --addr 127.0.0.1:$port --admin-addr 127.0.0.1:$((port + 1000)) --data-dir "$data" --inventory-every "$every"
+  base=http://127.0.0.1:$port adm=http://127.0.0.1:$((port + 1000))
   wait_healthy $base/healthz
   admin=$(cat "$data/admin.key")
   for i in $(seq 100); do # the room of schedule 1, provisioned at start
-    [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $admin" $base/api/v1/rooms/schedule-1)" = 200 ] && break
+    [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $admin" $adm/api/v1/rooms/schedule-1)" = 200 ] && break
     [ "$i" != 100 ] || { echo "bench: no room schedule-1 after 20 s" >&2; exit 1; }
     sleep 0.2
   done
   "$usher" loadtest --scenario queued --buy 1 --room schedule-1 --setup-room "$settings" --admin-key "$admin" \
-    --usher $base --users "$visitors" --spawn-rate "$spawn" --iterations 1 --duration "${duration}s" \
+    --usher $base --usher-admin $adm --users "$visitors" --spawn-rate "$spawn" --iterations 1 --duration "${duration}s" \
     --max-error-rate 1 --progress=false --out "$out/run-$every.json" >"$out/run-$every.txt"
   no_refusals "$out/run-$every.json"
-  room=$(curl -sf -H "Authorization: Bearer $admin" $base/api/v1/rooms/schedule-1)
+  room=$(curl -sf -H "Authorization: Bearer $admin" $adm/api/v1/rooms/schedule-1)
   kill "${pids[-1]}"
   wait "${pids[-1]}" 2>/dev/null || true
   port=$((port + 1))

@@ -16,15 +16,15 @@ arrive=${1:-120} drain=${2:-240} timeouts=${3:-0 10 15 30}
 out=${RESULTS:-artifacts/presence}
 mkdir -p "$out"
 . scripts/benchlib.sh
-base=http://127.0.0.1:18289
-start usher "$usher" serve --addr 127.0.0.1:18289 --data-dir "$tmp/data"
+base=http://127.0.0.1:18289 adm=http://127.0.0.1:19289
+start usher "$usher" serve --addr 127.0.0.1:18289 --admin-addr 127.0.0.1:19289 --data-dir "$tmp/data"
 start origin "$usher" origin --addr 127.0.0.1:18291 --workers 400 --conns 100 --service lognormal:10ms:0.25
 wait_healthy $base/healthz 127.0.0.1:18291/healthz
 admin=$(cat "$tmp/data/admin.key")
 rate=10
 
 metric() { # metric NAME ROOM ACTION: a counter of /metrics, 0 when absent
-  curl -sf -H "Authorization: Bearer $admin" $base/metrics |
+  curl -sf -H "Authorization: Bearer $admin" $adm/metrics |
     awk -v n="$1" -v r="room=\"$2\"" -v a="action=\"$3\"" '$1 ~ "^"n"{" && index($1, r) && index($1, a) {print $2; f=1} END {if (!f) print 0}'
 }
 
@@ -33,7 +33,7 @@ for presence in $timeouts; do
   room=presence-$presence
   settings="{\"admit_rate\":$rate,\"interval_ms\":1000,\"max_active\":100000,\"claim_window_seconds\":30,\"client_enters_per_minute\":0,\"presence_timeout_seconds\":$presence}"
   "$usher" loadtest --scenario queued --room "$room" --setup-room "$settings" --admin-key "$admin" \
-    --usher $base --target http://127.0.0.1:18291/seats --calls 1 --give-up 0.3 \
+    --usher $base --usher-admin $adm --target http://127.0.0.1:18291/seats --calls 1 --give-up 0.3 \
     --users $((arrive * 30)) --spawn-rate 30 --iterations 1 --duration "$((arrive + drain))s" --max-error-rate 1 --progress=false \
     --out "$out/run-$presence.json" >/dev/null
   no_refusals "$out/run-$presence.json"
@@ -46,7 +46,7 @@ for presence in $timeouts; do
   read -r present ticks gave started admitted <<<"$got"
   skipped=$(metric usher_absent_total "$room" skipped)
   removed=$(metric usher_absent_total "$room" removed)
-  total=$(curl -sf -H "Authorization: Bearer $admin" "$base/api/v1/rooms/$room" | jq -e .stats.admitted_total)
+  total=$(curl -sf -H "Authorization: Bearer $admin" "$adm/api/v1/rooms/$room" | jq -e .stats.admitted_total)
   figures "presence $presence" "$present" "$ticks" "$gave" "$started" "$admitted" "$skipped" "$removed" "$total"
   rows+="| $presence | $started | $gave | $admitted | $total | $(awk -v p="$present" 'BEGIN{printf "%.2f", p}')/s ($(awk -v p="$present" -v r=$rate 'BEGIN{printf "%.0f", 100*p/r}') %, $ticks s) | $skipped | $removed |"$'\n'
 done

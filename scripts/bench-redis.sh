@@ -61,10 +61,10 @@ echo "host: $(nproc) cores, $(cli INFO server | tr -d '\r' | grep '^redis_versio
 # enters one visitor (so Redis runs usher's own enter script), then stops.
 room() {
 	local api=http://127.0.0.1:18489/api/v1/rooms/enter50 admin
-	start room "$usher" serve --addr 127.0.0.1:18489 --data-dir "$tmp/room" --store "$url" --redis-prefix "$1"
+	start room "$usher" serve --addr 127.0.0.1:18489 --admin-addr 127.0.0.1:19489 --data-dir "$tmp/room" --store "$url" --redis-prefix "$1"
 	wait_healthy 127.0.0.1:18489/healthz
 	admin=$(cat "$tmp/room/admin.key")
-	curl -sf -XPUT -H "Authorization: Bearer $admin" "$api" -d '{"state":"paused"}' >/dev/null
+	curl -sf -XPUT -H "Authorization: Bearer $admin" "${api/18489/19489}" -d '{"state":"paused"}' >/dev/null
 	curl -sf -XPOST -H "Authorization: Bearer $admin" "$api/entries" -d '{"visitor_id":"first"}' >/dev/null
 	kill "${pids[-1]}"
 	wait "${pids[-1]}" 2>/dev/null || true

@@ -48,20 +48,21 @@ tick=$(getconf CLK_TCK)
 commands() { redis-cli -u "$redis" info stats | awk -F: '/^total_commands_processed/ { print $2 + 0 }'; }
 cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; } # utime + stime, in ticks
 
-key=bench-rooms-admin-key-0123456789 port=18195
-idle_rooms() { curl -sf -H "Authorization: Bearer $key" localhost:$port/api/v1/rooms | { grep -o '"room":"idle-' || true; } | wc -l; }
+key=bench-rooms-admin-key-0123456789 port=18195 ap=18195
+idle_rooms() { curl -sf -H "Authorization: Bearer $key" localhost:$ap/api/v1/rooms | { grep -o '"room":"idle-' || true; } | wc -l; }
 serve() { # serve NAME BINARY N: starts usher on its own prefix with N idle rooms; sets pid
   local name=$1 bin=$2 n=$3 data="$tmp/data-$1-$3"
-  "$bin" serve --addr 127.0.0.1:$port --data-dir "$data" --store "$redis" --redis-prefix "$prefix$name-$n:" \
+  USHER_ADMIN_ADDR=127.0.0.1:$((port + 1000)) "$bin" serve --addr 127.0.0.1:$port --data-dir "$data" --store "$redis" --redis-prefix "$prefix$name-$n:" \
     --admin-key $key --collect=false >"$tmp/serve-$name-$n.log" 2>&1 &
   pid=$!
   pids+=("$pid")
   wait_healthy localhost:$port/healthz
+  ap=$(admin_port $port)
   local got
   got=$(idle_rooms)
   if [ "$got" != "$n" ]; then # not made yet (busy mode keeps them)
     seq 1 "$n" | xargs -P 8 -I{} curl -sf --retry 10 --retry-all-errors --retry-delay 1 -o /dev/null -X PUT -H "Authorization: Bearer $key" \
-      "localhost:$port/api/v1/rooms/idle-{}" -d '{"state":"open"}'
+      "localhost:$ap/api/v1/rooms/idle-{}" -d '{"state":"open"}'
     got=$(idle_rooms)
   fi
   [ "$got" = "$n" ] || { echo "bench-rooms: $name made $got rooms of $n" >&2; exit 1; }
@@ -87,7 +88,7 @@ busy() { # busy N ROUND: prints a table row; adds to the sums by N
   local room="{\"state\":\"open\",\"admit_rate\":$rate,\"interval_ms\":100,\"max_active\":100000,\"client_enters_per_minute\":0}"
   serve busy "$usher" "$n"
   "$usher" loadtest --scenario queued --target http://127.0.0.1:18196/seats --usher http://127.0.0.1:$port --admin-key $key \
-    --room busy --setup-room "$room" --users "$users" --spawn-rate 100 --calls 1 --duration "$((warm + secs + 2))s" \
+    --usher-admin http://127.0.0.1:$ap --room busy --setup-room "$room" --users "$users" --spawn-rate 100 --calls 1 --duration "$((warm + secs + 2))s" \
     --max-error-rate 1 --progress=false --json >"$tmp/busy-$n-$r.json" 2>"$tmp/loadtest-$n-$r.log" &
   local lt=$!
   pids+=("$lt")
@@ -97,7 +98,7 @@ busy() { # busy N ROUND: prints a table row; adds to the sums by N
   sleep "$secs"
   a1=$(admitted) t1=$(date +%s.%N) u1=$(cpu "$pid")
   wait "$lt"
-  curl -sf -o /dev/null -X DELETE -H "Authorization: Bearer $key" "localhost:$port/api/v1/rooms/busy?force=true"
+  curl -sf -o /dev/null -X DELETE -H "Authorization: Bearer $key" "localhost:$ap/api/v1/rooms/busy?force=true"
   kill "$pid"
   wait "$pid" 2>/dev/null || true
   local p50 p99
@@ -106,7 +107,7 @@ busy() { # busy N ROUND: prints a table row; adds to the sums by N
   awk -v n="$n" -v r="$r" -v a="$((a1 - a0))" -v t0="$t0" -v t1="$t1" -v u="$((u1 - u0))" -v tick="$tick" -v p50="$p50" -v p99="$p99" \
     'BEGIN { s = t1 - t0; printf "| %d | %d | %.2f | %.1f / %.1f ms | %.1f %% |\n", n, r, a / s, p50, p99, 100 * u / tick / s }' | tee -a "$tmp/rows"
 }
-admitted() { curl -sf -H "Authorization: Bearer $key" localhost:$port/api/v1/rooms/busy | jq -e '.stats.admitted_total'; }
+admitted() { curl -sf -H "Authorization: Bearer $key" localhost:$ap/api/v1/rooms/busy | jq -e '.stats.admitted_total'; }
 
 if [ "$mode" = busy ]; then
   start origin "$usher" origin --addr 127.0.0.1:18196 --service constant:1ms

@@ -22,7 +22,7 @@ dur=${1:-60s} users=${2:-2000} calls=${3:-10}
 out=${RESULTS:-artifacts/seed}
 mkdir -p "$out"
 . scripts/benchlib.sh
-start usher "$usher" serve --addr 127.0.0.1:18089 --data-dir "$tmp/data"
+start usher "$usher" serve --addr 127.0.0.1:18089 --admin-addr 127.0.0.1:19089 --data-dir "$tmp/data"
 start origin "$usher" origin --addr 127.0.0.1:18091 --workers 200 --conns 10 --service lognormal:50ms:0.25
 wait_healthy localhost:18089/healthz localhost:18091/healthz
 admin=$(cat "$tmp/data/admin.key")
@@ -49,7 +49,7 @@ echo "room (seed 002 margins): $room002"
 # 3. The runs.
 # --max-error-rate 1: an overloaded direct run's errors are a result here,
 # reported in the table, not a reason to stop before writing it.
-common=(--target "$origin/seats" --usher http://127.0.0.1:18089 --admin-key "$admin" --users "$users"
+common=(--target "$origin/seats" --usher http://127.0.0.1:18089 --usher-admin http://127.0.0.1:19089 --admin-key "$admin" --users "$users"
   --spawn-rate 100 --duration "$dur" --calls "$calls" --pause 5s --max-error-rate 1)
 "$usher" loadtest --scenario direct,queued --room sale --setup-room "$room" --out "$out/seed.json" "${common[@]}"
 "$usher" loadtest --scenario queued --room sale002 --setup-room "$room002" --out "$out/seed002.json" "${common[@]}"

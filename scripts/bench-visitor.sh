@@ -60,7 +60,7 @@ wait_healthy localhost:18491/healthz
 declare -A inst
 serve() {
   local name=$1 bin=$2 i=$3
-  "$bin" serve --addr "127.0.0.1:${ports[$i]}" --data-dir "$tmp/$name-$i" --keys-dir "$tmp/$name-keys" \
+  USHER_ADMIN_ADDR=127.0.0.1:$((ports[$i] + 1000)) "$bin" serve --addr "127.0.0.1:${ports[$i]}" --data-dir "$tmp/$name-$i" --keys-dir "$tmp/$name-keys" \
     --store "$redis" --redis-prefix "$prefix$name:" --admin-key "$key" --collect=false \
     >>"$tmp/serve-$name-$i.log" 2>&1 &
   inst[$i]=$!
@@ -75,7 +75,7 @@ stop() { # stop I: SIGTERM, as a rolling restart does; requests in flight finish
 # rooms (no sample before the first rise: 0).
 rises() {
   local m
-  m=$(curl -sf -H "Authorization: Bearer $key" "localhost:${ports[$1]}/metrics")
+  m=$(curl -sf -H "Authorization: Bearer $key" "localhost:$(admin_port "${ports[$1]}")/metrics")
   awk '/^usher_position_rises_total/ { n += $NF } END { print n + 0 }' <<<"$m"
 }
 
@@ -122,7 +122,7 @@ for which in old new; do
   ngx=${pids[-1]}
   wait_healthy "$lb/healthz"
   "$usher" loadtest --scenario queued --target http://127.0.0.1:18491/seats --usher "$lb" --admin-key "$key" \
-    --room sale --setup-room "$room" --users "$users" --spawn-rate 100 --iterations 1 --duration "${secs}s" \
+    --usher-admin "http://127.0.0.1:$(admin_port "${ports[0]}")" --room sale --setup-room "$room" --users "$users" --spawn-rate 100 --iterations 1 --duration "${secs}s" \
     --calls 2 --give-up "${GIVE_UP:-0}" --max-error-rate 1 --progress=false --out "$out/$which.json" >"$out/$which.txt" &
   lt=$!
   pids+=("$lt")

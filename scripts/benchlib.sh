@@ -8,6 +8,7 @@
 #   wait_healthy URL...               # fail unless every URL answers within 20 s
 #   figures WHAT VALUE...             # fail unless every VALUE is a number
 #   no_refusals REPORT...             # fail if a loadtest report has enters refused
+#   admin_port PORT                   # the admin listener of the usher serving on PORT
 #
 # A tool's figures read with `read -r a b < <(tool)` hide its failure; read
 # them from a variable (`out=$(tool)`, which fails under set -e) and pass
@@ -73,6 +74,15 @@ figures() { # figures WHAT VALUE...
 # no_refusals REPORT...: fail if a usher loadtest report (--out) counts
 # enters refused with a 4xx answer (the per-client limit's 429, a room
 # that is not there): its figures would measure the refusals.
+# admin_port PORT: the port of the admin API of the usher whose visitors'
+# listener is PORT. The scripts give each usher --admin-addr (through
+# USHER_ADMIN_ADDR, which an older usher ignores) on PORT+1000; an usher
+# older than the admin listener serves its admin API on PORT itself.
+admin_port() {
+  local a=$(($1 + 1000))
+  if curl -sf -o /dev/null "localhost:$a/healthz"; then echo "$a"; else echo "$1"; fi
+}
+
 no_refusals() {
   local f n
   for f in "$@"; do

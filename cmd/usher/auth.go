@@ -18,7 +18,7 @@ import (
 // configuration instead (edgeconf.go).
 func auth(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newFlags("auth", getenv, stderr)
-	c := addCoreFlags(f, "keys, admin key, rooms", "auth-rooms.json")
+	c := addCoreFlags(f, "keys, admin key, rooms", "auth-rooms.json", "127.0.0.1:8092")
 	f.own("auth")
 	g := addGateFlags(f, "front proxy")
 	p := addPrintFlags(f)
@@ -48,7 +48,7 @@ func auth(ctx context.Context, args []string, getenv func(string) string, stdout
 	}
 	var cl closers
 	defer cl.Close()
-	ln, metrics, err := c.listen(&cl)
+	lns, err := c.listen(&cl)
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func auth(ctx context.Context, args []string, getenv func(string) string, stdout
 	if err != nil {
 		return err
 	}
-	k, err := openCore(c, o, metrics, log, eventsConfig{}) // no NATS: no events (docs/architecture.md#events)
+	k, err := openCore(c, o, lns, log, eventsConfig{}) // no NATS: no events (docs/architecture.md#events)
 	if err != nil {
 		return err
 	}
@@ -77,12 +77,11 @@ func auth(ctx context.Context, args []string, getenv func(string) string, stdout
 		return err
 	}
 	srv := edgeServer(c.logs.accessLog(log.With("component", "access"), a))
-	ln = g.limit(ln, c, srv)
+	ln := g.limit(lns.public, c, srv)
 	var parts []func(context.Context) error
 	if releases != nil {
 		parts = append(parts, func(ctx context.Context) error { return a.ServeReleases(ctx, releases) })
 	}
-	fmt.Fprintf(stdout, "usher auth serving on %s (store %s, rooms %s)\n",
-		baseURL(ln.Addr()), redactURL(*c.store), strings.Join(rules.Rooms(), ","))
+	k.announce(c, stdout, "usher auth", detail{"store", redactURL(*c.store)}, detail{"rooms", strings.Join(rules.Rooms(), ",")})
 	return stopped(log, k.run(ctx, srv, ln, parts...))
 }

@@ -32,10 +32,13 @@ type closers []func()
 
 func (c *closers) add(f func()) { *c = append(*c, f) }
 
-func (c closers) Close() error {
-	for i := len(c) - 1; i >= 0; i-- {
-		c[i]()
+// Close runs them. Its pointer receiver matters: `defer cl.Close()` then
+// reads cl when it runs, not the empty slice it was when deferred.
+func (c *closers) Close() error {
+	for i := len(*c) - 1; i >= 0; i-- {
+		(*c)[i]()
 	}
+	*c = nil
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -258,10 +259,11 @@ func TestBaseURL(t *testing.T) {
 	}
 }
 
-// TestServeLogs runs serve with JSON logs at debug: every line is JSON,
-// the start line has a URL a person can click, each request gets a line,
-// the embedded NATS server's banner is there (at debug only), and the
-// shutdown is logged.
+// TestServeLogs runs serve with JSON logs at debug: every line is JSON
+// and stdout holds none, the start records name each listener's URL (one a
+// person can click) and what it binds, each request gets a line, the
+// embedded NATS server's banner is there (at debug only), and the shutdown
+// is logged.
 func TestServeLogs(t *testing.T) {
 	for _, level := range []string{"debug", "info"} {
 		t.Run(level, func(t *testing.T) {
@@ -272,18 +274,29 @@ func TestServeLogs(t *testing.T) {
 			env := map[string]string{"USHER_DATA_DIR": dir, "USHER_LOG_FORMAT": "json", "USHER_LOG_LEVEL": level}
 			done := make(chan error, 1)
 			go func() {
-				done <- run(ctx, []string{"serve", "--addr", ":0"}, func(k string) string { return env[k] }, stdout, stderr)
+				done <- run(ctx, []string{"serve", "--addr", ":0", "--admin-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, stdout, stderr)
 			}()
-			var base string
-			waitFor(t, "the serving line", func() bool {
-				m := servingRE.FindStringSubmatch(stdout.String())
-				if m != nil {
-					base = m[1]
+			serving := map[string]map[string]any{} // by listener
+			waitFor(t, "the serving records", func() bool {
+				for line := range strings.Lines(stderr.String()) {
+					var rec map[string]any
+					if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "serving" {
+						serving[fmt.Sprint(rec["listener"])] = rec
+					}
 				}
-				return m != nil
+				return len(serving) == 2
 			})
+			visitors, admin := serving["visitors"], serving["admin"]
+			base, _ := visitors["url"].(string)
 			if !strings.HasPrefix(base, "http://127.0.0.1:") {
 				t.Errorf("serving on %s, want http://127.0.0.1:<port> for --addr :0", base)
+			}
+			if l, _ := visitors["listen"].(string); !strings.HasPrefix(l, "[::]:") || visitors["interfaces"] != "every interface" {
+				t.Errorf("visitors' listener record %v, want it bound to [::] on every interface", visitors)
+			}
+			if l, _ := admin["listen"].(string); !strings.HasPrefix(l, "127.0.0.1:") || admin["interfaces"] != "loopback only" ||
+				!strings.HasSuffix(fmt.Sprint(admin["url"]), strings.TrimPrefix(l, "127.0.0.1")) {
+				t.Errorf("admin listener record %v, want it bound to 127.0.0.1, loopback only, its URL on that port", admin)
 			}
 			res, err := http.Get(base + "/healthz")
 			if err != nil {
@@ -293,6 +306,9 @@ func TestServeLogs(t *testing.T) {
 			cancel()
 			if err := <-done; err != nil {
 				t.Fatal(err)
+			}
+			if out := stdout.String(); out != "" {
+				t.Errorf("stdout in JSON mode: %q, want nothing (every line a JSON record on stderr)", out)
 			}
 			var requests, banner, stopped int
 			for line := range strings.Lines(stderr.String()) {
@@ -399,7 +415,7 @@ func serveUntil(t *testing.T, dir string) (base string, log *syncBuffer, stop fu
 	done := make(chan error, 1)
 	env := map[string]string{"USHER_DATA_DIR": dir}
 	go func() {
-		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, stdout, stderr)
+		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, stdout, stderr)
 	}()
 	var once bool
 	stop = func() {
@@ -417,6 +433,7 @@ func serveUntil(t *testing.T, dir string) (base string, log *syncBuffer, stop fu
 		m := servingRE.FindStringSubmatch(stdout.String())
 		if m != nil {
 			base = m[1]
+			noteAdmin(base, stdout.String())
 		}
 		return m != nil
 	})
@@ -434,7 +451,7 @@ func TestServeRebuildsStockAfterRestart(t *testing.T) {
 	available := func(c client, admin string) float64 {
 		t.Helper()
 		waitFor(t, "the schedule's room", func() bool {
-			st, _, _ := c.do("GET", "/api/v1/rooms/schedule-1", admin, "")
+			st, _, _ := c.admin().do("GET", "/api/v1/rooms/schedule-1", admin, "")
 			return st == 200
 		})
 		_, _, body := c.do("POST", "/api/v1/rooms/schedule-1/entries", admin, `{"visitor_id":"v"}`)
@@ -451,7 +468,7 @@ func TestServeRebuildsStockAfterRestart(t *testing.T) {
 	key, _ := os.ReadFile(filepath.Join(dir, "admin.key"))
 	admin := strings.TrimSpace(string(key))
 	c := client{t, base}
-	if st, _, body := c.do("PUT", "/api/v1/schedules/1/stock", admin, `{"total":8}`); st != 200 {
+	if st, _, body := c.admin().do("PUT", "/api/v1/schedules/1/stock", admin, `{"total":8}`); st != 200 {
 		t.Fatalf("PUT stock: %d %v", st, body)
 	}
 	if got := available(c, admin); got != 8 {

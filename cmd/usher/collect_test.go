@@ -109,18 +109,18 @@ func TestServeCollects(t *testing.T) {
 	publish("sale", 12)
 	q := url.Values{"from": {time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)}}
 	waitFor(t, "the analytics to count 12 admissions", func() bool {
-		status, _, body := c.do("GET", "/api/v1/rooms/sale/analytics?"+q.Encode(), admin, "")
+		status, _, body := c.admin().do("GET", "/api/v1/rooms/sale/analytics?"+q.Encode(), admin, "")
 		totals, _ := body["totals"].(map[string]any)
 		return status == 200 && totals["admissions"] == 12.0 && totals["wait_p50_ms"] != 0.0
 	})
-	status, _, body := c.do("GET", "/api/v1/rooms/sale/events?limit=5", admin, "")
+	status, _, body := c.admin().do("GET", "/api/v1/rooms/sale/events?limit=5", admin, "")
 	if evs, _ := body["events"].([]any); status != 200 || len(evs) != 5 || body["next"] == nil {
 		t.Errorf("GET …/events?limit=5: %d %v", status, body)
 	}
 
 	off := map[string]string{"USHER_DATA_DIR": testenv.DataDir(t), "USHER_ADMIN_KEY": admin}
 	c = client{t, startServe(t, off, "--addr", "127.0.0.1:0", "--collect=false")}
-	if status, _, body := c.do("GET", "/api/v1/rooms/sale/analytics", admin, ""); status != 200 || body["room"] != "sale" {
+	if status, _, body := c.admin().do("GET", "/api/v1/rooms/sale/analytics", admin, ""); status != 200 || body["room"] != "sale" {
 		t.Errorf("analytics without the collector: %d %v, want 200 (empty)", status, body)
 	}
 }

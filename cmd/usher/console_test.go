@@ -67,13 +67,18 @@ func consoleTicks(t *testing.T, ctx context.Context, base string, c *http.Cookie
 	return out
 }
 
-// TestConsoleOnServe: `usher serve` mounts the console at /console/, and
-// its live stream outlives the server's read and write timeouts (15 s and
-// 30 s): a tab stays live for the night.
+// TestConsoleOnServe: `usher serve` mounts the console at /console/ on
+// its admin listener, not on the visitors' one, and its live stream
+// outlives the server's read and write timeouts (15 s and 30 s): a tab
+// stays live for the night.
 func TestConsoleOnServe(t *testing.T) {
 	t.Parallel()
 	const key = "serve-console-admin-key-0123456789"
-	base := startServe(t, nil, "--addr", "127.0.0.1:0", "--data-dir", testenv.DataDir(t), "--admin-key", key, "--insecure-cookies") + "/console/"
+	public := startServe(t, nil, "--addr", "127.0.0.1:0", "--data-dir", testenv.DataDir(t), "--admin-key", key, "--insecure-cookies")
+	if code, _ := get(t, http.DefaultClient, public+"/console/"); code != 404 {
+		t.Errorf("GET /console/ on the visitors' listener = %d, want 404", code)
+	}
+	base := adminOf(t, public) + "/console/"
 	c := consoleSignIn(t, base, key)
 	if c.Path != "/console/" || c.Secure {
 		t.Errorf("cookie path %q secure %v, want /console/ without Secure (--insecure-cookies)", c.Path, c.Secure)
@@ -93,9 +98,10 @@ func TestConsoleOnServe(t *testing.T) {
 	t.Fatal("the live stream ended within 35 s")
 }
 
-// TestConsoleOnProxy: `usher proxy` mounts the console under its reserved
-// prefix, never forwarding it to the origin, with the cookie scoped there;
-// --console=false leaves it out.
+// TestConsoleOnProxy: `usher proxy` serves the console at /console/ on
+// its admin listener, with the cookie scoped there; its reserved prefix on
+// the visitors' listener answers 404 for the console and the admin API,
+// never forwarding them to the origin; --console=false leaves it out.
 func TestConsoleOnProxy(t *testing.T) {
 	t.Parallel()
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -104,13 +110,19 @@ func TestConsoleOnProxy(t *testing.T) {
 	defer origin.Close()
 	base := startProxy(t, nil, "--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", testenv.DataDir(t),
 		"--admin-key", proxyAdminKey, "--insecure-cookies")
-	console := base + "/_usher/console/"
+	if code, _ := get(t, http.DefaultClient, base+"/_usher/console/"); code != 404 {
+		t.Errorf("GET /_usher/console/ on the visitors' listener = %d, want 404", code)
+	}
+	if code, _, _ := (client{t, base}).do("GET", "/_usher/api/v1/rooms", proxyAdminKey, ""); code != 404 {
+		t.Errorf("GET /_usher/api/v1/rooms with the admin key on the visitors' listener = %d, want 404", code)
+	}
+	console := adminOf(t, base) + "/console/"
 	if code, body := get(t, http.DefaultClient, console); code != 200 || !strings.Contains(body, "usher console") {
 		t.Fatalf("GET %s = %d", console, code)
 	}
 	c := consoleSignIn(t, console, proxyAdminKey)
-	if c.Path != "/_usher/console/" {
-		t.Errorf("cookie path %q, want /_usher/console/", c.Path)
+	if c.Path != "/console/" {
+		t.Errorf("cookie path %q, want /console/", c.Path)
 	}
 	req, _ := http.NewRequest("GET", console+"api/v1/rooms/sale", nil)
 	req.AddCookie(c)
@@ -136,7 +148,7 @@ func TestConsoleOnProxy(t *testing.T) {
 
 	off := startProxy(t, nil, "--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", testenv.DataDir(t),
 		"--admin-key", proxyAdminKey, "--console=false")
-	if code, _ := get(t, http.DefaultClient, off+"/_usher/console/"); code != 404 {
-		t.Errorf("--console=false: GET /_usher/console/ = %d, want 404", code)
+	if code, _ := get(t, http.DefaultClient, adminOf(t, off)+"/console/"); code != 404 {
+		t.Errorf("--console=false: GET /console/ on the admin listener = %d, want 404", code)
 	}
 }

@@ -5,11 +5,13 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,12 +35,20 @@ import (
 
 // coreFlags are the settings serve and proxy share.
 type coreFlags struct {
-	addr, store, dataDir, keysDir, adminKey, redisPrefix *string
-	failOpen, insecure, console                          *bool
-	logs                                                 logFlags
-	storeTimeout                                         *time.Duration
-	trustedProxies, metricsAddr                          *string
-	identitySecret, identityKey                          *string
+	addr, adminAddr, store, dataDir, keysDir, adminKey *string
+	redisPrefix                                        *string
+	failOpen, insecure, console                        *bool
+	logs                                               logFlags
+	storeTimeout                                       *time.Duration
+	trustedProxies, metricsAddr                        *string
+	identitySecret, identityKey                        *string
+	// command is the subcommand (serve, proxy, auth), which names its lock
+	// of the data directory.
+	command string
+	// adminEnv is --admin-addr's variable: USHER_ADMIN_ADDR for serve, the
+	// command's own for proxy and auth (their defaults differ, as
+	// USHER_ORIGIN_ADDR's does from USHER_ADDR's).
+	adminEnv string
 	// roomsFile is the memory store's rooms file in the data directory.
 	roomsFile string
 	// parsed holds what check read from the settings, for openCore.
@@ -54,12 +64,22 @@ type parsedCore struct {
 // addCoreFlags adds the shared flags; dataDirUse says what the command
 // keeps in the data directory, roomsFile names the memory store's file of
 // rooms there (one per command, so that serve and proxy may share a
-// directory).
-func addCoreFlags(f *flags, dataDirUse, roomsFile string) coreFlags {
+// directory), adminAddr is the command's default --admin-addr (one per
+// command, so that serve, proxy and auth may share a host).
+func addCoreFlags(f *flags, dataDirUse, roomsFile, adminAddr string) coreFlags {
+	adminEnv := sharedPrefix + "ADMIN_ADDR"
+	if f.Name() != "serve" {
+		adminEnv = sharedPrefix + strings.ToUpper(f.Name()) + "_ADMIN_ADDR"
+	}
+	f.env["admin-addr"] = adminEnv
 	return coreFlags{
-		roomsFile:   roomsFile,
-		parsed:      new(parsedCore),
-		addr:        f.string("addr", ":8080", "listen address"),
+		command:   f.Name(),
+		adminEnv:  adminEnv,
+		roomsFile: roomsFile,
+		parsed:    new(parsedCore),
+		addr:      f.string("addr", ":8080", "the visitors' listen address"),
+		adminAddr: f.string("admin-addr", adminAddr,
+			"the operators' listen address: the admin API, the console at /console/ and /metrics, each with the admin key (loopback by default); empty: none"),
 		store:       f.string("store", "memory", "queue and hold store: memory (one instance; rooms and their settings kept in <data-dir>/"+roomsFile+", queues lost on restart) or redis://host:port/db"),
 		dataDir:     f.string("data-dir", "./data", "directory for what the embedded defaults keep ("+dataDirUse+")"),
 		keysDir:     f.string("keys-dir", "", "signing keys directory, shared by all instances (default <data-dir>/keys)"),
@@ -67,12 +87,12 @@ func addCoreFlags(f *flags, dataDirUse, roomsFile string) coreFlags {
 		redisPrefix: f.string("redis-prefix", "usher:", "prefix of every Redis key"),
 		failOpen:    f.bool("fail-open", false, "let visitors with a signed pass through when the store is down"),
 		insecure:    f.bool("insecure-cookies", false, "drop the Secure cookie attribute (plain HTTP on a non-localhost host)"),
-		console:     f.bool("console", true, "serve the operator's console at /console/ (/_usher/console/ on proxy), signed in with the admin key"),
+		console:     f.bool("console", true, "serve the operator's console at /console/ on --admin-addr, signed in with the admin key"),
 		logs:        addLogFlags(f),
 		storeTimeout: f.duration("store-timeout", queue.DefaultStoreTimeout,
 			"deadline of each queue and hold store call on request paths; a call that misses it is a store outage (503, or --fail-open); 0: none"),
 		metricsAddr: f.string("metrics-addr", "",
-			"a second listen address that serves /metrics without the admin key (for Prometheus on an internal network); the main address serves it to the admin key only"),
+			"one more listen address that serves /metrics without the admin key (for Prometheus on an internal network); --admin-addr serves it to the admin key"),
 		identitySecret: f.string("identity-secret", "",
 			"shared secret (at least 32 bytes) with which the site signs identity assertions (HS256 JWTs); empty: none"),
 		identityKey: f.string("identity-public-key", "",
@@ -88,6 +108,9 @@ func (c coreFlags) check(f *flags) {
 	c.logs.check(f)
 	if err := checkStore(*c.store); err != nil {
 		f.errs = append(f.errs, err.Error())
+	}
+	if a := *c.adminAddr; a != "" && !strings.HasSuffix(a, ":0") && (a == *c.addr || a == *c.metricsAddr) {
+		f.errs = append(f.errs, fmt.Sprintf("--admin-addr/%s=%q: the operators' listener needs an address of its own, not --addr's or --metrics-addr's", c.adminEnv, a))
 	}
 	if k := *c.adminKey; k != "" && len(k) < minAdminKey {
 		f.errs = append(f.errs, fmt.Sprintf("--admin-key/%sADMIN_KEY: %d characters, want at least %d (the generated key has 32)", sharedPrefix, len(k), minAdminKey))
@@ -144,20 +167,37 @@ func missing(path string) bool {
 	return err != nil
 }
 
-// listen binds --addr, and --metrics-addr when it is set (else metrics is
-// nil); cl closes them if the command stops before it serves.
-func (c coreFlags) listen(cl *closers) (ln, metrics net.Listener, err error) {
-	if ln, err = listenTCP(sharedSetting("addr", *c.addr), *c.addr); err != nil {
-		return nil, nil, err
-	}
-	cl.add(func() { ln.Close() })
-	if *c.metricsAddr != "" {
-		if metrics, err = listenTCP(sharedSetting("metrics-addr", *c.metricsAddr), *c.metricsAddr); err != nil {
-			return nil, nil, err
+// listeners are a command's listeners: the visitors' (--addr), the
+// operators' (--admin-addr) and the keyless /metrics (--metrics-addr); the
+// last two are nil when their flag is empty.
+type listeners struct {
+	public, admin, metrics net.Listener
+}
+
+// listen binds --addr, --admin-addr and --metrics-addr; cl closes them if
+// the command stops before it serves.
+func (c coreFlags) listen(cl *closers) (listeners, error) {
+	var l listeners
+	for _, b := range []struct {
+		name string
+		addr string
+		ln   *net.Listener
+	}{{"addr", *c.addr, &l.public}, {"admin-addr", *c.adminAddr, &l.admin}, {"metrics-addr", *c.metricsAddr, &l.metrics}} {
+		if b.addr == "" && b.name != "addr" {
+			continue
 		}
-		cl.add(func() { metrics.Close() })
+		setting := sharedSetting(b.name, b.addr)
+		if b.name == "admin-addr" {
+			setting = fmt.Sprintf("--admin-addr/%s=%q", c.adminEnv, b.addr)
+		}
+		ln, err := listenTCP(setting, b.addr)
+		if err != nil {
+			return l, err
+		}
+		cl.add(func() { ln.Close() })
+		*b.ln = ln
 	}
-	return ln, metrics, nil
+	return l, nil
 }
 
 // opened is what openCore builds on: the fast store, the signing keys and
@@ -172,9 +212,25 @@ type opened struct {
 
 // open opens the fast store, then the command's own parts (more), then the
 // keys, in the order of openInOrder: what lives outside the process before
-// what the data directory holds.
+// what the data directory holds. When the command keeps state there (the
+// memory store's rooms, a local step of more), it first locks the data
+// directory against a second instance (lockDataDir).
 func (c coreFlags) open(ctx context.Context, log *slog.Logger, cl *closers, more ...step) (opened, error) {
 	o := opened{adminKey: *c.adminKey}
+	state := *c.store == "memory"
+	for _, s := range more {
+		state = state || s.local
+	}
+	lock := step{local: true, open: func() error {
+		if !state {
+			return nil
+		}
+		f, err := lockDataDir(*c.dataDir, c.command)
+		if f != nil {
+			cl.add(func() { f.Close() })
+		}
+		return err
+	}}
 	stores := step{local: *c.store == "memory", open: func() (err error) {
 		o.qs, o.hs, o.ls, err = openStores(ctx, *c.store, *c.redisPrefix, filepath.Join(*c.dataDir, c.roomsFile), cl)
 		return err
@@ -195,7 +251,7 @@ func (c coreFlags) open(ctx context.Context, log *slog.Logger, cl *closers, more
 		}
 		return nil
 	}}
-	steps := append(append([]step{stores}, more...), keys)
+	steps := append(append([]step{lock, stores}, more...), keys)
 	return o, openInOrder(steps...)
 }
 
@@ -214,9 +270,11 @@ type core struct {
 	sched        *admission.Scheduler
 	flood        *flood.Guard
 	identity     *identity.Verifier
-	// metrics is the listener of the public /metrics (--metrics-addr), or
-	// nil.
-	metrics net.Listener
+	// lns are the command's listeners.
+	lns listeners
+	// admin is what the operators' listener serves, once api built it:
+	// every route of the API, and the console.
+	admin http.Handler
 	// console is the operator's console, once api mounted it (--console).
 	console *console.Console
 	// events publishes the queue's, holds' and settings' events (nil:
@@ -227,10 +285,10 @@ type core struct {
 }
 
 // openCore builds the core on what open opened, logging to log, serving
-// the public /metrics on metrics (nil: none) and publishing events as ec
-// says.
-func openCore(c coreFlags, o opened, metrics net.Listener, log *slog.Logger, ec eventsConfig) (*core, error) {
-	k := &core{log: log, keys: o.keys, adminKey: o.adminKey, metrics: metrics}
+// the operators' listener and the keyless /metrics of lns and publishing
+// events as ec says.
+func openCore(c coreFlags, o opened, lns listeners, log *slog.Logger, ec eventsConfig) (*core, error) {
+	k := &core{log: log, keys: o.keys, adminKey: o.adminKey, lns: lns}
 	k.holds = hold.WithTimeout(o.hs, *c.storeTimeout)
 	k.reg = prometheus.NewRegistry()
 	k.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -249,27 +307,29 @@ func openCore(c coreFlags, o opened, metrics net.Listener, log *slog.Logger, ec 
 	return k, nil
 }
 
-// api is the JSON API on the core; sale may be nil. With --console the
-// operator's console is mounted on it at console.Path, which browsers
-// reach at publicPath.
-func (k *core) api(c coreFlags, cfg httpapi.Config, publicPath string) http.Handler {
+// api builds the JSON API on the core (sale may be nil) and returns the
+// visitors' part, for --addr. The operators' listener serves every route,
+// and with --console the operator's console at console.Path (k.admin).
+func (k *core) api(c coreFlags, cfg httpapi.Config) http.Handler {
 	cfg.Queue, cfg.Keys, cfg.AdminKey, cfg.Registry = k.q, k.keys, k.adminKey, k.reg
 	cfg.Logger, cfg.InsecureCookies, cfg.FailOpen = k.log.With("component", "http"), *c.insecure, *c.failOpen
 	cfg.Flood, cfg.Identity, cfg.Events = k.flood, k.identity, k.emitter()
-	api := httpapi.NewServer(cfg)
-	if !*c.console {
-		return api
+	api := httpapi.New(cfg)
+	k.admin = api.Operators
+	if *c.console {
+		// The console reads the ETA error every second: from a registry of
+		// its own, not by gathering every room's metrics.
+		eta := prometheus.NewRegistry()
+		eta.MustRegister(k.queueMetrics.ETAErrors())
+		k.console = console.New(console.Config{
+			Queue: k.q, API: api.Operators, AdminKey: k.adminKey,
+			InsecureCookies: *c.insecure, Trusted: c.parsed.trusted, Gatherer: eta, Booking: cfg.Sale != nil,
+			Logger: k.log.With("component", "console"),
+		})
+		k.admin = k.console.Mount(api.Operators)
 	}
-	// The console reads the ETA error every second: from a registry of its
-	// own, not by gathering every room's metrics.
-	eta := prometheus.NewRegistry()
-	eta.MustRegister(k.queueMetrics.ETAErrors())
-	k.console = console.New(console.Config{
-		Queue: k.q, API: api, AdminKey: k.adminKey, PublicPath: publicPath,
-		InsecureCookies: *c.insecure, Trusted: c.parsed.trusted, Gatherer: eta, Booking: cfg.Sale != nil,
-		Logger: k.log.With("component", "console"),
-	})
-	return k.console.Mount(api)
+	k.admin = c.logs.accessLog(k.log.With("component", "access", "listener", "admin"), k.admin)
+	return api.Visitors
 }
 
 // run serves srv on ln and runs the room views' refresher, the admission
@@ -301,8 +361,16 @@ func (k *core) run(ctx context.Context, srv *http.Server, ln net.Listener, parts
 	for _, part := range parts {
 		g.Go(func() error { return part(gctx) })
 	}
-	if k.metrics != nil {
-		g.Go(func() error { return k.serveMetrics(gctx) })
+	if k.lns.admin != nil {
+		admin := &http.Server{Handler: k.admin, ReadTimeout: 15 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+			ErrorLog: srv.ErrorLog}
+		g.Go(func() error { return serveAdmin(gctx, admin, k.lns.admin) })
+	}
+	if k.lns.metrics != nil {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(k.reg, promhttp.HandlerOpts{}))
+		metrics := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second, ErrorLog: srv.ErrorLog}
+		g.Go(func() error { return serveAdmin(gctx, metrics, k.lns.metrics) })
 	}
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -322,20 +390,96 @@ func (k *core) run(ctx context.Context, srv *http.Server, ln net.Listener, parts
 	return g.Wait()
 }
 
-// serveMetrics serves /metrics without the admin key on --metrics-addr
-// until ctx ends.
-func (k *core) serveMetrics(ctx context.Context) error {
-	ln := k.metrics
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(k.reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}
-	k.log.Info("metrics serving", "url", baseURL(ln.Addr())+"/metrics")
+// serveAdmin serves srv on ln until ctx ends, then shuts it down as run
+// does the visitors' server.
+func serveAdmin(ctx context.Context, srv *http.Server, ln net.Listener) error {
+	done := make(chan error, 1)
 	go func() {
 		<-ctx.Done()
-		srv.Close()
+		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(shutdown); err != nil {
+			done <- srv.Close()
+			return
+		}
+		done <- nil
 	}()
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	return nil
+	return <-done
+}
+
+// detail is one thing the start line says about the command's setup.
+type detail struct{ key, value string }
+
+// announce says where the command (usher, usher proxy, usher auth) serves,
+// and what each listener binds: in text, a line on stdout per listener; in
+// JSON, a log record each, so that the stream holds nothing but JSON.
+func (k *core) announce(c coreFlags, stdout io.Writer, command string, details ...detail) {
+	type line struct {
+		name, what, url string
+		addr            net.Addr
+		details         []detail
+	}
+	lines := []line{{"visitors", "serving", baseURL(k.lns.public.Addr()), k.lns.public.Addr(), details}}
+	if ln := k.lns.admin; ln != nil {
+		serves := "the admin API, /metrics"
+		if k.console != nil {
+			serves = "the admin API, /console/, /metrics"
+		}
+		lines = append(lines, line{"admin", "admin", baseURL(ln.Addr()), ln.Addr(), []detail{{"serves", serves}}})
+	}
+	if ln := k.lns.metrics; ln != nil {
+		lines = append(lines, line{"metrics", "metrics", baseURL(ln.Addr()) + "/metrics", ln.Addr(), []detail{{"serves", "/metrics without the admin key"}}})
+	}
+	for _, l := range lines {
+		bound, scope := bindScope(l.addr)
+		if *c.logs.format == "json" {
+			attrs := []any{"listener", l.name, "url", l.url, "listen", bound}
+			if scope != "" {
+				attrs = append(attrs, "interfaces", scope)
+			}
+			for _, d := range l.details {
+				attrs = append(attrs, d.key, d.value)
+			}
+			k.log.Info("serving", attrs...)
+			continue
+		}
+		listen := "listening on " + bound
+		if scope != "" {
+			listen += ", " + scope
+		}
+		var more []string
+		for _, d := range l.details {
+			if d.key == "serves" {
+				more = append(more, d.value)
+			} else {
+				more = append(more, d.key+" "+d.value)
+			}
+		}
+		if len(more) > 0 {
+			listen += "; " + strings.Join(more, ", ")
+		}
+		fmt.Fprintf(stdout, "%s %s on %s (%s)\n", command, l.what, l.url, listen)
+	}
+}
+
+// bindScope is the address ln binds and which interfaces that reaches:
+// "every interface" ([::], which takes IPv4 too), "every IPv4 interface"
+// (0.0.0.0), "loopback only", or "" for one address.
+func bindScope(addr net.Addr) (bound, scope string) {
+	bound = addr.String()
+	host, _, err := net.SplitHostPort(bound)
+	ip := net.ParseIP(host)
+	switch {
+	case err != nil || ip == nil:
+	case ip.IsUnspecified() && ip.To4() != nil:
+		scope = "every IPv4 interface"
+	case ip.IsUnspecified():
+		scope = "every interface"
+	case ip.IsLoopback():
+		scope = "loopback only"
+	}
+	return bound, scope
 }

@@ -129,8 +129,9 @@ func testAuthBehind(t *testing.T, edge string) {
 	} else {
 		base = testenv.Caddy(t, conf.String())
 	}
+	aliasAdmin(t, base, usher)
 	c := client{t, base}
-	if st, _, body := c.do("PUT", "/_usher/api/v1/rooms/sale", proxyAdminKey, `{"max_active":1,"admit_rate":20,"interval_ms":50}`); st != 200 && st != 201 {
+	if st, _, body := c.admin().do("PUT", "/api/v1/rooms/sale", proxyAdminKey, `{"max_active":1,"admit_rate":20,"interval_ms":50}`); st != 200 && st != 201 {
 		t.Fatalf("room through the edge: %d %v", st, body)
 	}
 
@@ -240,7 +241,7 @@ func testAuthBehind(t *testing.T, edge string) {
 	// 60 minutes, the second visitor's next request uses more than half of
 	// its pass's life, so the edge hands on a renewed pass cookie, which
 	// then passes in its turn.
-	if st, _, body := c.do("PUT", "/_usher/api/v1/rooms/sale", proxyAdminKey, `{"active_ttl_seconds":3600}`); st != 200 {
+	if st, _, body := c.admin().do("PUT", "/api/v1/rooms/sale", proxyAdminKey, `{"active_ttl_seconds":3600}`); st != 200 {
 		t.Fatalf("raising active_ttl: %d %v", st, body)
 	}
 	old := passCookie(b, u)

@@ -26,7 +26,7 @@ func startAuth(t *testing.T, args ...string) *instance {
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, append([]string{"auth"}, args...), func(string) string { return "" }, stdout, stderr)
+		done <- run(ctx, append([]string{"auth"}, withAdminAddr("auth", args, nil)...), func(string) string { return "" }, stdout, stderr)
 	}()
 	var once sync.Once
 	in := &instance{stop: func() {
@@ -57,6 +57,7 @@ func startAuth(t *testing.T, args ...string) *instance {
 		}
 		res.Body.Close()
 		in.base = m[1]
+		noteAdmin(in.base, stdout.String())
 		return res.StatusCode == 200
 	})
 	return in
@@ -243,8 +244,9 @@ func TestEdgeKillSwitch(t *testing.T) {
 				"--insecure-cookies", "--open", "/static/")
 			tap, asked := tapUsher(t, in.base)
 			base, dir := printedEdge(t, edge, "--origin", origin.URL, "--usher", tap, "--open", "/static/")
+			aliasAdmin(t, base, in.base)
 			c := client{t, base}
-			if st, _, body := c.do("PUT", "/_usher/api/v1/rooms/sale", proxyAdminKey, `{"state":"paused"}`); st != 200 && st != 201 {
+			if st, _, body := c.admin().do("PUT", "/api/v1/rooms/sale", proxyAdminKey, `{"state":"paused"}`); st != 200 && st != 201 {
 				t.Fatalf("pausing the room: %d %v", st, body)
 			}
 			b := newBrowser(t)
@@ -275,7 +277,7 @@ func TestEdgeKillSwitch(t *testing.T) {
 					t.Errorf("kill switch on: the origin got %s with Usher-Visitor %q", r.RequestURI, r.Header.Get("Usher-Visitor"))
 				}
 			}
-			if st, _, _ := c.do("GET", "/_usher/api/v1/rooms/sale", proxyAdminKey, ""); st != 200 {
+			if st, _, _ := c.admin().do("GET", "/api/v1/rooms/sale", proxyAdminKey, ""); st != 200 {
 				t.Errorf("usher's API, kill switch on: %d, want usher's 200", st)
 			}
 
@@ -330,8 +332,9 @@ func testEdgeFailover(t *testing.T, edge string) {
 	base = strings.Replace(base, "127.0.0.1", "localhost", 1)
 
 	const holders, waiters = 3, 3
+	aliasAdmin(t, base, a.base)
 	c := client{t, base}
-	if st, _, body := c.do("PUT", "/_usher/api/v1/rooms/sale", proxyAdminKey, fmt.Sprintf(`{"state":"open","max_active":%d,`+
+	if st, _, body := c.admin().do("PUT", "/api/v1/rooms/sale", proxyAdminKey, fmt.Sprintf(`{"state":"open","max_active":%d,`+
 		`"admit_rate":100,"interval_ms":50,"active_ttl_seconds":600,"claim_window_seconds":600,"presence_timeout_seconds":0}`, holders)); st != 200 && st != 201 {
 		t.Fatalf("room through the edge: %d %v", st, body)
 	}

@@ -155,6 +155,7 @@ func startGuarded(t *testing.T, edge, origin string) (string, *recording) {
 		} else {
 			base = testenv.Caddy(t, conf.String())
 		}
+		aliasAdmin(t, base, usher)
 	}
 	c := client{t, base}
 	for room, settings := range map[string]string{
@@ -163,7 +164,7 @@ func startGuarded(t *testing.T, edge, origin string) (string, *recording) {
 		"pow":  `{"max_active":1000,"admit_rate":100,"interval_ms":50,"pow_bits":8}`,
 		"one":  `{"max_active":1,"admit_rate":20,"interval_ms":50}`,
 	} {
-		if st, _, body := c.do("PUT", "/_usher/api/v1/rooms/"+room, proxyAdminKey, settings); st != 200 && st != 201 {
+		if st, _, body := c.admin().do("PUT", "/api/v1/rooms/"+room, proxyAdminKey, settings); st != 200 && st != 201 {
 			t.Fatalf("room %s through %s: %d %v", room, edge, st, body)
 		}
 	}

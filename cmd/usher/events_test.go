@@ -66,7 +66,7 @@ func TestEventsCountedOnceAcrossRestart(t *testing.T) {
 	key, _ := os.ReadFile(filepath.Join(dir, "admin.key"))
 	admin := strings.TrimSpace(string(key))
 	waitFor(t, "serve to create the schedule's room", func() bool {
-		st, _, _ := client{t, base}.do("GET", "/api/v1/rooms/"+room, admin, "")
+		st, _, _ := client{t, base}.admin().do("GET", "/api/v1/rooms/"+room, admin, "")
 		return st == 200
 	})
 	sell(client{t, base}, admin, 0, half)
@@ -75,20 +75,20 @@ func TestEventsCountedOnceAcrossRestart(t *testing.T) {
 	base, _, _ = serveUntil(t, dir)
 	c := client{t, base}
 	waitFor(t, "the room again", func() bool {
-		st, _, _ := c.do("GET", "/api/v1/rooms/"+room, admin, "")
+		st, _, _ := c.admin().do("GET", "/api/v1/rooms/"+room, admin, "")
 		return st == 200
 	})
 	sell(c, admin, half, all)
 
 	confirmed := func() int {
-		_, _, body := c.do("GET", fmt.Sprintf("/api/v1/schedules/%d/reservations?state=confirmed&limit=500", seeded.ScheduleID), admin, "")
+		_, _, body := c.admin().do("GET", fmt.Sprintf("/api/v1/schedules/%d/reservations?state=confirmed&limit=500", seeded.ScheduleID), admin, "")
 		list, _ := body["reservations"].([]any)
 		return len(list)
 	}
 	waitFor(t, "every reservation confirmed in SQL", func() bool { return confirmed() == all })
 	counted := func() int {
 		q := url.Values{"from": {from}, "to": {time.Now().Add(2 * time.Minute).UTC().Format(time.RFC3339)}}
-		st, _, body := c.do("GET", "/api/v1/rooms/"+room+"/analytics?"+q.Encode(), admin, "")
+		st, _, body := c.admin().do("GET", "/api/v1/rooms/"+room+"/analytics?"+q.Encode(), admin, "")
 		if st != http.StatusOK {
 			t.Fatalf("analytics: %d %v", st, body)
 		}

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
-	"usher/internal/console"
 	"usher/internal/gateway"
 	"usher/internal/httpapi"
 	"usher/internal/queue"
@@ -93,7 +91,7 @@ func (g gateFlags) config(ctx context.Context, c coreFlags, k *core, rules gatew
 	}
 	return gateway.Config{
 		Queue: k.q, Keys: k.keys, Rules: rules, Registry: k.reg,
-		API:             k.api(c, httpapi.Config{Bypass: rules.BypassList}, strings.TrimSuffix(gateway.Prefix, "/")+console.Path),
+		API:             k.api(c, httpapi.Config{Bypass: rules.BypassList}),
 		Logger:          k.log.With("component", component),
 		InsecureCookies: *c.insecure, FailOpen: *c.failOpen, Flood: k.flood, Identity: k.identity,
 		BodyTimeout: *g.bodyTimeout, PublicHosts: *g.publicHosts, Trusted: c.parsed.trusted,

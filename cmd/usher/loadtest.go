@@ -28,6 +28,7 @@ func loadtest(ctx context.Context, args []string, getenv func(string) string, st
 	expect := f.string("expect", "404,409", "non-2xx statuses of origin calls that count as successes (seed 002: seat missing or taken)")
 	usherURL := f.string("usher", "http://127.0.0.1:8080", "usher base URL (queued)")
 	room := f.string("room", "sale", "room id (queued)")
+	usherAdmin := f.string("usher-admin", "http://127.0.0.1:8090", "usher's admin listener (its --admin-addr), for --setup-room and admit_rate_current")
 	setupRoom := f.string("setup-room", "", "room settings to PUT before the queued scenario, e.g. from usher plan --json | jq -c .plan.room")
 	adminKey := f.string("admin-key", "", "admin API key, for --setup-room and to chart the room's admission rate in force (admit_rate_current)")
 	users := f.int("users", 100, "closed model: concurrent users")
@@ -143,9 +144,9 @@ func loadtest(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		c := cfg
 		c.Scenario = name
-		c.AdminKey = *adminKey
+		c.AdminKey, c.Admin = *adminKey, strings.TrimRight(*usherAdmin, "/")
 		if name == loadgen.Queued && *setupRoom != "" {
-			if err := loadgen.PutRoom(ctx, cfg.Client, c.Usher, c.Room, *adminKey, []byte(*setupRoom)); err != nil {
+			if err := loadgen.PutRoom(ctx, cfg.Client, c.Admin, c.Room, *adminKey, []byte(*setupRoom)); err != nil {
 				return err
 			}
 		}

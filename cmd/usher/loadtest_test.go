@@ -75,7 +75,7 @@ func TestLoadtestBothScenarios(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "results", "run.json")
-	reports := runLoadtest(t, "--scenario", "direct,queued", "--target", originURL+"/seats", "--usher", usherURL,
+	reports := runLoadtest(t, "--scenario", "direct,queued", "--target", originURL+"/seats", "--usher", usherURL, "--usher-admin", adminOf(t, usherURL),
 		"--room", "sale", "--setup-room", string(planned.Plan.Room), "--admin-key", strings.TrimSpace(string(key)),
 		"--users", "20", "--spawn-rate", "200", "--iterations", "1", "--calls", "2", "--duration", "30s", "--tick", "200ms",
 		"--out", out)
@@ -144,7 +144,7 @@ func TestLoadtestGatedOrigin(t *testing.T) {
 		t.Fatal(err)
 	}
 	originURL := startOrigin(t, "--addr", "127.0.0.1:0", "--service", "constant:1ms", "--usher", usherURL, "--gate-room", "sale")
-	common := []string{"--target", originURL + "/seats", "--usher", usherURL, "--room", "sale", "--admin-key", strings.TrimSpace(string(key)),
+	common := []string{"--target", originURL + "/seats", "--usher", usherURL, "--usher-admin", adminOf(t, usherURL), "--room", "sale", "--admin-key", strings.TrimSpace(string(key)),
 		"--setup-room", `{"max_active":100,"admit_rate":100,"interval_ms":50}`,
 		"--users", "3", "--iterations", "1", "--calls", "2", "--duration", "20s",
 		"--max-error-rate", "1"} // every direct call is refused
@@ -197,11 +197,11 @@ func TestLoadtestBuy(t *testing.T) {
 	}
 	c := client{t, usherURL}
 	waitFor(t, "the schedule's room counts its 10 seats", func() bool {
-		status, _, room := c.do("GET", "/api/v1/rooms/schedule-1", strings.TrimSpace(string(key)), "")
+		status, _, room := c.admin().do("GET", "/api/v1/rooms/schedule-1", strings.TrimSpace(string(key)), "")
 		stats, _ := room["stats"].(map[string]any)
 		return status == 200 && stats["inventory"] == float64(10)
 	})
-	reports := runLoadtest(t, "--scenario", "queued", "--buy", "1", "--usher", usherURL, "--room", "schedule-1",
+	reports := runLoadtest(t, "--scenario", "queued", "--buy", "1", "--usher", usherURL, "--usher-admin", adminOf(t, usherURL), "--room", "schedule-1",
 		"--setup-room", `{"client_enters_per_minute":0,"admit_rate":20,"interval_ms":100,"visitors_per_unit":2}`,
 		"--admin-key", strings.TrimSpace(string(key)), "--users", "60", "--spawn-rate", "100", "--iterations", "1",
 		"--duration", "60s", "--tick", "200ms", "--max-error-rate", "1")

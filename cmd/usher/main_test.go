@@ -45,7 +45,53 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-var servingRE = regexp.MustCompile(`serving on (http://\S+)`)
+var (
+	servingRE = regexp.MustCompile(`serving on (http://\S+)`)
+	adminRE   = regexp.MustCompile(`admin on (http://\S+)`)
+)
+
+// adminURLs maps the base URL of a command a test started to the URL of
+// its operators' listener (--admin-addr).
+var adminURLs sync.Map
+
+// adminOf returns the URL of the operators' listener of the command that
+// serves visitors at base.
+func adminOf(t testing.TB, base string) string {
+	t.Helper()
+	u, ok := adminURLs.Load(base)
+	if !ok {
+		t.Fatalf("no admin listener known for %s", base)
+	}
+	return u.(string)
+}
+
+// withAdminAddr adds --admin-addr 127.0.0.1:0 to the args of serve, proxy
+// or auth unless they or env set it: tests run in parallel, and the
+// default port is fixed.
+func withAdminAddr(command string, args []string, env map[string]string) []string {
+	if !slices.Contains([]string{"serve", "proxy", "auth"}, command) ||
+		env["USHER_ADMIN_ADDR"] != "" && command == "serve" || env["USHER_"+strings.ToUpper(command)+"_ADMIN_ADDR"] != "" {
+		return args
+	}
+	for _, a := range args {
+		if a == "--admin-addr" || a == "-admin-addr" || strings.HasPrefix(a, "--admin-addr=") || strings.HasPrefix(a, "-admin-addr=") {
+			return args
+		}
+	}
+	return append(slices.Clip(args), "--admin-addr", "127.0.0.1:0")
+}
+
+// aliasAdmin makes the admin listener of the command at usher that of
+// base too: a front proxy's address, for the tests that set up rooms
+// "through the edge".
+func aliasAdmin(t testing.TB, base, usher string) { adminURLs.Store(base, adminOf(t, usher)) }
+
+// noteAdmin records the admin URL that stdout announces for base.
+func noteAdmin(base, stdout string) {
+	if m := adminRE.FindStringSubmatch(stdout); m != nil {
+		adminURLs.Store(base, m[1])
+	}
+}
 
 // startCommand runs `usher <command> args…` (through run) until the test
 // ends and returns its base URL once healthPath answers 200.
@@ -63,6 +109,7 @@ func startCommandOutput(t *testing.T, command, healthPath string, env map[string
 	stdout, stderr = &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
 	getenv := func(k string) string { return env[k] }
+	args = withAdminAddr(command, args, env)
 	go func() { done <- run(ctx, append([]string{command}, args...), getenv, stdout, stderr) }()
 	t.Cleanup(func() {
 		cancel()
@@ -73,6 +120,7 @@ func startCommandOutput(t *testing.T, command, healthPath string, env map[string
 	testenv.Eventually(t, time.Minute, "usher "+command+" to answer "+healthPath, func() bool {
 		select {
 		case err := <-done:
+			done <- nil // for the cleanup
 			t.Fatalf("usher %s exited early: %v\n%s", command, err, stderr)
 		default:
 		}
@@ -86,6 +134,7 @@ func startCommandOutput(t *testing.T, command, healthPath string, env map[string
 		}
 		res.Body.Close()
 		base = m[1]
+		noteAdmin(base, stdout.String())
 		return res.StatusCode == 200
 	})
 	return base, stdout, stderr
@@ -101,6 +150,9 @@ type client struct {
 	t    *testing.T
 	base string
 }
+
+// admin is the client of the admin listener of the command at c.base.
+func (c client) admin() client { return client{c.t, adminOf(c.t, c.base)} }
 
 func (c client) do(method, path, bearer, body string) (int, http.Header, map[string]any) {
 	c.t.Helper()
@@ -135,7 +187,7 @@ func TestServeEmbeddedDefaults(t *testing.T) {
 	}
 	admin := strings.TrimSpace(string(key))
 	c := client{t, base}
-	if st, _, body := c.do("PUT", "/api/v1/rooms/sale", admin, `{"max_active":2,"admit_rate":20,"interval_ms":50}`); st != 201 {
+	if st, _, body := c.admin().do("PUT", "/api/v1/rooms/sale", admin, `{"max_active":2,"admit_rate":20,"interval_ms":50}`); st != 201 {
 		t.Fatalf("create room: %d %v", st, body)
 	}
 	tickets := make([]string, 5)
@@ -288,7 +340,7 @@ func TestServeRedisOutage(t *testing.T) {
 // queues visitor b; it returns a's pass and b's ticket.
 func (c client) oneSlotSale(admin string) (pass, ticket string) {
 	c.t.Helper()
-	if st, _, body := c.do("PUT", "/api/v1/rooms/sale", admin, `{"max_active":1}`); st != 201 {
+	if st, _, body := c.admin().do("PUT", "/api/v1/rooms/sale", admin, `{"max_active":1}`); st != 201 {
 		c.t.Fatalf("create room: %d %v", st, body)
 	}
 	_, _, body := c.do("POST", "/api/v1/rooms/sale/entries", admin, `{"visitor_id":"a"}`)
@@ -335,7 +387,7 @@ func TestProductionStack(t *testing.T) {
 	admin := strings.TrimSpace(string(key))
 	c := client{t, base}
 	room := fmt.Sprintf("schedule-%d", seeded.ScheduleID)
-	if st, _, body := c.do("GET", "/api/v1/rooms/"+room, admin, ""); st != 200 {
+	if st, _, body := c.admin().do("GET", "/api/v1/rooms/"+room, admin, ""); st != 200 {
 		t.Fatalf("seed did not create the room in Redis: %d %v", st, body)
 	}
 	_, _, body := c.do("POST", "/api/v1/rooms/"+room+"/entries", admin, `{"visitor_id":"alice"}`)
@@ -487,7 +539,7 @@ func TestSeedThenServeEmbedded(t *testing.T) {
 	admin := strings.TrimSpace(string(key))
 	c := client{t, base}
 	waitFor(t, "the schedule's room", func() bool {
-		st, _, _ := c.do("GET", "/api/v1/rooms/schedule-1", admin, "")
+		st, _, _ := c.admin().do("GET", "/api/v1/rooms/schedule-1", admin, "")
 		return st == 200
 	})
 	_, _, body := c.do("POST", "/api/v1/rooms/schedule-1/entries", admin, `{"visitor_id":"v"}`)

@@ -54,10 +54,13 @@ func startEdge(t *testing.T, edge string, args ...string) string {
 		func(string) string { return "" }, &conf, io.Discard); err != nil {
 		t.Fatalf("usher auth --print %s: %v", edge, err)
 	}
+	base := testenv.Caddy
 	if edge == "nginx" {
-		return testenv.Nginx(t, conf.String())
+		base = testenv.Nginx
 	}
-	return testenv.Caddy(t, conf.String())
+	b := base(t, conf.String())
+	aliasAdmin(t, b, usher)
+	return b
 }
 
 func testOnePlacePerClient(t *testing.T, base string) {
@@ -66,7 +69,7 @@ func testOnePlacePerClient(t *testing.T, base string) {
 		"sale": `{"max_active":1,"admit_rate":1,"interval_ms":60000,"pow_bits":8,"client_enters_per_minute":5}`,
 		"free": `{"max_active":1,"admit_rate":1,"interval_ms":60000,"pow_bits":0,"client_enters_per_minute":0}`,
 	} {
-		if st, _, body := c.do("PUT", "/_usher/api/v1/rooms/"+room, proxyAdminKey, settings); st != 200 && st != 201 {
+		if st, _, body := c.admin().do("PUT", "/api/v1/rooms/"+room, proxyAdminKey, settings); st != 200 && st != 201 {
 			t.Fatalf("room %s: %d %v", room, st, body)
 		}
 	}
@@ -132,7 +135,7 @@ func testOnePlacePerClient(t *testing.T, base string) {
 			t.Fatalf("solved entry: %d %s", st, body)
 		}
 	}
-	_, _, room := c.do("GET", "/_usher/api/v1/rooms/sale", proxyAdminKey, "")
+	_, _, room := c.admin().do("GET", "/api/v1/rooms/sale", proxyAdminKey, "")
 	stats, _ := room["stats"].(map[string]any)
 	held, _ := stats["waiting"].(float64)
 	active, _ := stats["active"].(float64)

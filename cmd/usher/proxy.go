@@ -15,7 +15,7 @@ import (
 // the room views' refresher and the admission scheduler, until ctx ends.
 func proxy(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newFlags("proxy", getenv, stderr)
-	c := addCoreFlags(f, "keys, admin key, rooms", "proxy-rooms.json")
+	c := addCoreFlags(f, "keys, admin key, rooms", "proxy-rooms.json", "127.0.0.1:8091")
 	f.own("proxy")
 	originFlag := f.string("origin", "", "origin URL to gate, such as http://127.0.0.1:9000 (required)")
 	originTimeout := f.duration("origin-timeout", 30*time.Second, "most time to connect to the origin and get its response headers (then 504)")
@@ -42,7 +42,7 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	var cl closers
 	defer cl.Close()
-	ln, metrics, err := c.listen(&cl)
+	lns, err := c.listen(&cl)
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	k, err := openCore(c, o, metrics, log, eventsConfig{}) // no NATS: no events (docs/architecture.md#events)
+	k, err := openCore(c, o, lns, log, eventsConfig{}) // no NATS: no events (docs/architecture.md#events)
 	if err != nil {
 		return err
 	}
@@ -65,9 +65,9 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	srv := edgeServer(c.logs.accessLog(log.With("component", "access"), p))
-	ln = g.limit(ln, c, srv)
-	fmt.Fprintf(stdout, "usher proxy serving on %s for %s (store %s, rooms %s)\n",
-		baseURL(ln.Addr()), redactURL(origin.String()), redactURL(*c.store), strings.Join(rules.Rooms(), ","))
+	ln := g.limit(lns.public, c, srv)
+	k.announce(c, stdout, "usher proxy", detail{"origin", redactURL(origin.String())}, detail{"store", redactURL(*c.store)},
+		detail{"rooms", strings.Join(rules.Rooms(), ",")})
 	return stopped(log, k.run(ctx, srv, ln))
 }
 

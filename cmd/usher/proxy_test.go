@@ -60,7 +60,7 @@ func TestProxyEndToEnd(t *testing.T) {
 		"--admin-key", proxyAdminKey, "--insecure-cookies")
 	c := client{t, base}
 	for _, room := range []string{"sale", "room-b"} { // both created at start
-		if st, _, body := c.do("PUT", "/_usher/api/v1/rooms/"+room, proxyAdminKey, `{"max_active":1,"admit_rate":20,"interval_ms":50}`); st != 200 && st != 201 {
+		if st, _, body := c.admin().do("PUT", "/api/v1/rooms/"+room, proxyAdminKey, `{"max_active":1,"admit_rate":20,"interval_ms":50}`); st != 200 && st != 201 {
 			t.Fatalf("room %s: %d %v", room, st, body)
 		}
 	}
@@ -92,10 +92,14 @@ func TestProxyEndToEnd(t *testing.T) {
 		t.Errorf("released visitor: %d, want 429 (the slot is taken)", st)
 	}
 
-	if st, _ := get(t, http.DefaultClient, base+"/_usher/metrics"); st != http.StatusUnauthorized {
+	if st, _, _ := (client{t, base}).do("GET", "/_usher/metrics", proxyAdminKey, ""); st != http.StatusNotFound {
+		t.Errorf("metrics on the visitors' listener: %d, want 404", st)
+	}
+	admin := adminOf(t, base)
+	if st, _ := get(t, http.DefaultClient, admin+"/metrics"); st != http.StatusUnauthorized {
 		t.Errorf("metrics without the admin key: %d, want 401", st)
 	}
-	req, _ := http.NewRequest("GET", base+"/_usher/metrics", nil)
+	req, _ := http.NewRequest("GET", admin+"/metrics", nil)
 	req.Header.Set("Authorization", "Bearer "+proxyAdminKey)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -143,7 +147,7 @@ func TestProxyWaitingPageLanguageAndTemplate(t *testing.T) {
 		base := startProxy(t, env, append([]string{"--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", testenv.DataDir(t),
 			"--admin-key", proxyAdminKey, "--insecure-cookies"}, args...)...)
 		c := client{t, base}
-		if st, _, body := c.do("PUT", "/_usher/api/v1/rooms/sale", proxyAdminKey, `{"state":"paused"}`); st != 200 && st != 201 {
+		if st, _, body := c.admin().do("PUT", "/api/v1/rooms/sale", proxyAdminKey, `{"state":"paused"}`); st != 200 && st != 201 {
 			t.Fatalf("pause: %d %v", st, body)
 		}
 		_, body := get(t, newBrowser(t), base+"/shop")

@@ -26,6 +26,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -352,29 +353,35 @@ func (sh *shell) usher(args []string) string {
 	return stdout.String()
 }
 
-// startServe starts serve on a free port instead of the documented one,
-// and maps the documented address to it.
+// startServe starts serve on free ports instead of the documented ones
+// (--addr, --admin-addr), and maps the documented addresses to them.
 func (sh *shell) startServe(args []string) string {
 	sh.t.Helper()
-	documented := "localhost:8080"
+	documented := map[string]string{"addr": "localhost:8080", "admin-addr": "localhost:8090"}
 	args = append([]string(nil), args...)
-	for i := range args {
-		if args[i] == "--addr" && i+1 < len(args) {
-			documented, args[i+1] = args[i+1], "127.0.0.1:0"
+	for name := range documented {
+		i := slices.Index(args, "--"+name)
+		if i < 0 {
+			args = append(args, "--"+name, "127.0.0.1:0")
+		} else if i+1 < len(args) {
+			documented[name], args[i+1] = args[i+1], "127.0.0.1:0"
 		}
-	}
-	if !strings.Contains(strings.Join(args, " "), "--addr") {
-		args = append(args, "--addr", "127.0.0.1:0")
 	}
 	base, stdout, stderr := startCommandOutput(sh.t, "serve", "/healthz", map[string]string{}, args...)
 	u, _ := url.Parse(base)
-	sh.hosts[documented] = u.Host
-	// What serve logs comes after its first line; the README shows some of
+	sh.hosts[documented["addr"]] = u.Host
+	a, _ := url.Parse(adminOf(sh.t, base))
+	sh.hosts[documented["admin-addr"]] = a.Host
+	// What serve logs comes after its start lines; the README shows some of
 	// it: each documented log line must appear (by its msg), in time.
 	var logs []string
-	for len(sh.want) > 1 && strings.HasPrefix(sh.want[1], "time=") {
-		logs = append(logs, sh.want[1])
-		sh.want = append(sh.want[:1:1], sh.want[2:]...)
+	k := 1 // after the start lines
+	if len(sh.want) > 1 && strings.HasPrefix(sh.want[1], "usher admin on ") {
+		k = 2
+	}
+	for len(sh.want) > k && strings.HasPrefix(sh.want[k], "time=") {
+		logs = append(logs, sh.want[k])
+		sh.want = append(sh.want[:k:k], sh.want[k+1:]...)
 	}
 	for _, l := range logs {
 		msg := regexp.MustCompile(`msg=("[^"]*"|\S+)`).FindString(l)
@@ -382,8 +389,9 @@ func (sh *shell) startServe(args []string) string {
 			return strings.Contains(stderr.String(), msg)
 		})
 	}
-	first, _, _ := strings.Cut(stdout.String(), "\n")
-	return first + "\n"
+	// The start lines: the visitors' listener's and the admin one's.
+	lines := strings.SplitAfter(stdout.String(), "\n")
+	return strings.Join(lines[:min(2, len(lines))], "")
 }
 
 // curl sends the request the flags describe and returns what curl -s

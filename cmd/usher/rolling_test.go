@@ -32,7 +32,7 @@ func startInstance(t *testing.T, args ...string) *instance {
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, append([]string{"serve"}, args...), func(string) string { return "" }, stdout, stderr)
+		done <- run(ctx, append([]string{"serve"}, withAdminAddr("serve", args, nil)...), func(string) string { return "" }, stdout, stderr)
 	}()
 	var once sync.Once
 	in := &instance{stop: func() {
@@ -61,6 +61,7 @@ func startInstance(t *testing.T, args ...string) *instance {
 		}
 		res.Body.Close()
 		in.base = m[1]
+		noteAdmin(in.base, stdout.String())
 		return res.StatusCode == 200
 	})
 	return in
@@ -176,7 +177,7 @@ func testRollingRestart(t *testing.T, redisVar string) {
 	}
 
 	room := "/api/v1/rooms/sale"
-	if st, _, _ := do("PUT", room, admin, fmt.Sprintf(`{"state":"open","max_active":%d,"admit_rate":100,"interval_ms":250,`+
+	if st, _, _ := (client{t, insts[0].base}).admin().do("PUT", room, admin, fmt.Sprintf(`{"state":"open","max_active":%d,"admit_rate":100,"interval_ms":250,`+
 		`"active_ttl_seconds":600,"claim_window_seconds":600,"presence_timeout_seconds":0}`, maxActive)); st != 200 && st != 201 {
 		t.Fatalf("PUT room: %d", st)
 	}
@@ -384,7 +385,7 @@ func TestInstancesThroughput(t *testing.T) {
 	}
 	c := client{t, bases[0]}
 	for _, room := range []string{"sale", "crowd"} {
-		if st, _, m := c.do("PUT", "/api/v1/rooms/"+room, admin, `{"state":"paused","admit_rate":50,"client_enters_per_minute":0}`); st != 200 && st != 201 {
+		if st, _, m := c.admin().do("PUT", "/api/v1/rooms/"+room, admin, `{"state":"paused","admit_rate":50,"client_enters_per_minute":0}`); st != 200 && st != 201 {
 			t.Fatalf("PUT %s: %d %v", room, st, m)
 		}
 	}

@@ -18,7 +18,6 @@ import (
 
 	"usher/internal/analytics"
 	"usher/internal/booking"
-	"usher/internal/console"
 	"usher/internal/httpapi"
 	"usher/internal/mq"
 	"usher/internal/mq/natsmq"
@@ -30,7 +29,7 @@ import (
 // ends, then shuts them down.
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newFlags("serve", getenv, stderr)
-	c := addCoreFlags(f, "keys, admin key, rooms, SQLite, NATS", "rooms.json")
+	c := addCoreFlags(f, "keys, admin key, rooms, SQLite, NATS", "rooms.json", "127.0.0.1:8090")
 	db := f.string("db", "sqlite", "booking database: sqlite (<data-dir>/usher.db), sqlite:PATH or postgres://…")
 	dbPool := f.int("db-pool", 10, "database connections at most; also the reservation consumer's concurrency")
 	broker := f.string("nats", "embedded", "message broker: embedded (NATS in this process, files in <data-dir>/nats) or nats://…")
@@ -77,7 +76,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	var cl closers
 	defer cl.Close()
-	ln, metrics, err := c.listen(&cl)
+	lns, err := c.listen(&cl)
 	if err != nil {
 		return err
 	}
@@ -115,7 +114,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if *events {
 		ec.nc = nc
 	}
-	k, err := openCore(c, o, metrics, log, ec)
+	k, err := openCore(c, o, lns, log, ec)
 	if err != nil {
 		return err
 	}
@@ -138,13 +137,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	srv := &http.Server{
-		Handler:      c.logs.accessLog(log.With("component", "access"), k.api(c, httpapi.Config{Sale: sales, Analytics: an}, console.Path)),
+		Handler:      c.logs.accessLog(log.With("component", "access"), k.api(c, httpapi.Config{Sale: sales, Analytics: an})),
 		ReadTimeout:  15 * time.Second,
 		WriteTimeout: 30 * time.Second,
 		IdleTimeout:  2 * time.Minute,
 	}
-	ln = conns.bound(ln, srv, c.parsed.trusted)
-	fmt.Fprintf(stdout, "usher serving on %s (store %s, db %s, nats %s)\n", baseURL(ln.Addr()), redactURL(*c.store), redactURL(*db), redactURL(*broker))
+	ln := conns.bound(lns.public, srv, c.parsed.trusted)
+	k.announce(c, stdout, "usher", detail{"store", redactURL(*c.store)}, detail{"db", redactURL(*db)}, detail{"nats", redactURL(*broker)})
 	parts := []func(context.Context) error{sales.Run, counting}
 	if relay != nil {
 		parts = append(parts, relay.Run)

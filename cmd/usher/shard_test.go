@@ -28,7 +28,7 @@ func TestServeShardedRoom(t *testing.T) {
 					"--keys-dir", keys, "--admin-key", admin, "--data-dir", testenv.DataDir(t)))
 			}
 			a, b := client{t, bases[0]}, client{t, bases[1]}
-			if st, _, body := a.do("PUT", "/api/v1/rooms/hot", admin, `{"shards":3,"shard_strategy":"timestamp",`+
+			if st, _, body := a.admin().do("PUT", "/api/v1/rooms/hot", admin, `{"shards":3,"shard_strategy":"timestamp",`+
 				`"presence_timeout_seconds":0,"visitors_per_unit":0,"claim_window_seconds":60,"active_ttl_seconds":60,`+
 				`"state":"paused","max_active":3,"admit_rate":20,"interval_ms":50}`); st != 201 || body["shards"] != 3.0 {
 				t.Fatalf("create a sharded room: %d %v", st, body)
@@ -42,13 +42,13 @@ func TestServeShardedRoom(t *testing.T) {
 				}
 				tickets[i] = body["ticket"].(string)
 			}
-			if st, _, body := b.do("PUT", "/api/v1/rooms/hot", admin, `{"state":"open"}`); st != 200 || body["shards"] != 3.0 {
+			if st, _, body := b.admin().do("PUT", "/api/v1/rooms/hot", admin, `{"state":"open"}`); st != 200 || body["shards"] != 3.0 {
 				t.Fatalf("open the room: %d %v", st, body)
 			}
 			// Three at a time: each admitted visitor leaves, freeing a slot.
 			done := map[int]bool{}
 			waitFor(t, "everyone admitted in turn", func() bool {
-				_, _, room := a.do("GET", "/api/v1/rooms/hot", admin, "")
+				_, _, room := a.admin().do("GET", "/api/v1/rooms/hot", admin, "")
 				if stats, _ := room["stats"].(map[string]any); stats == nil || stats["active"].(float64) > 3 {
 					t.Fatalf("room %v: want at most 3 active", room)
 				}
@@ -71,7 +71,7 @@ func TestServeShardedRoom(t *testing.T) {
 				}
 				return len(done) == len(tickets)
 			})
-			_, _, room := b.do("GET", "/api/v1/rooms/hot", admin, "")
+			_, _, room := b.admin().do("GET", "/api/v1/rooms/hot", admin, "")
 			if stats := room["stats"].(map[string]any); stats["admitted_total"] != 9.0 || stats["waiting"] != 0.0 {
 				t.Errorf("room after the sale: %v, want 9 admitted, none waiting", stats)
 			}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -122,6 +123,9 @@ func TestStartFailuresWriteNothing(t *testing.T) {
 			parent := testenv.DataDir(t)
 			dataDir := filepath.Join(parent, "data")
 			args := tc.args(t, dataDir)
+			if slices.Contains([]string{"serve", "proxy", "auth"}, args[0]) {
+				args = append(args[:1], withAdminAddr(args[0], args[1:], nil)...)
+			}
 			err := run(context.Background(), args, noEnv, io.Discard, io.Discard)
 			if err == nil {
 				t.Fatalf("usher %v: err = nil, want a failure naming %s", args, tc.flag)

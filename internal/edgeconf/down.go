@@ -27,9 +27,15 @@ var unavailableHTML = strings.Join([]string{
 
 // unavailableJSON is the same answer to a client that asks for JSON, in
 // usher's error shape (apierror): code unavailable.
-func unavailableJSON() string {
+func unavailableJSON() string { return errorJSON(fault.Unavailable, apierror.UnavailableMessage) }
+
+// notFoundJSON is usher's answer to a route it does not serve.
+func notFoundJSON() string { return errorJSON(fault.NotFound, apierror.ErrNotFound.Error()) }
+
+// errorJSON is usher's error body with code and message.
+func errorJSON(code, message string) string {
 	var b apierror.Body
-	b.Error.Code, b.Error.Message = fault.Unavailable, apierror.UnavailableMessage
+	b.Error.Code, b.Error.Message = code, message
 	out, err := json.Marshal(b)
 	if err != nil {
 		panic(err) // a fixed value

@@ -219,6 +219,10 @@ type view struct {
 	FailOpen                         bool
 	UnavailableHTML, UnavailableJSON string
 	RetryAfter                       int
+	// OperatorPaths matches the paths of usher's operators' routes under
+	// /_usher/; NotFoundJSON is usher's answer to them on its visitors'
+	// listener, which the edge gives without asking.
+	OperatorPaths, NotFoundJSON string
 	// From wire.Headers: the client's headers usher must not get as sent
 	// (nginx sets the Replaced ones itself), those the origin must not get
 	// as sent, and those only usher may get.
@@ -235,6 +239,13 @@ type view struct {
 	CredentialCache   string
 	CredentialQuery   string
 }
+
+// OperatorPaths matches the paths under /_usher/ that only operators use:
+// the console, /metrics, and the admin API's paths that have no visitors'
+// method (usher's visitors' listener answers 405 on the others). usher
+// serves them on its admin listener only; the printed configs answer them
+// 404 themselves, never forwarding them.
+const OperatorPaths = `^/_usher/(console(/.*)?|metrics|api/v1/(bypass|rooms/?|rooms/[^/]+/?|rooms/[^/]+/(invites|signals|analytics|events)|concerts/[^/]+/schedules|schedules/[^/]+/(reservations|sales)))$`
 
 var (
 	dnsName  = regexp.MustCompile(`^(\*\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
@@ -381,6 +392,7 @@ func (c Config) view(needDir bool) (*view, error) {
 	}
 	v.OpenMethods, v.FailOpen, v.RetryAfter, v.CredentialQuery = OpenMethods, c.FailOpen, UnavailableRetry, CredentialQuery
 	v.UnavailableHTML, v.UnavailableJSON = unavailableHTML, unavailableJSON()
+	v.OperatorPaths, v.NotFoundJSON = OperatorPaths, notFoundJSON()
 	if c.Release != "" {
 		if h, p, err := hostPort("release", c.Release, false, false); err != nil {
 			errs = append(errs, err)
@@ -733,8 +745,17 @@ http {
 		}
 {{- end}}
 
-		# usher's own routes (API, waiting page worker, console) go straight
-		# to usher.
+		# The operators' routes (console, /metrics, admin API) are on
+		# usher's admin listener only: answered here as usher's visitors'
+		# listener would, never forwarded.
+		location ~ {{nq .OperatorPaths}} {
+			default_type application/json;
+			add_header Cache-Control no-store always;
+			return 404 {{nq .NotFoundJSON}};
+		}
+
+		# usher's own routes (API, waiting page worker) go straight to
+		# usher.
 		location /_usher/ {
 			proxy_pass http://usher;
 			# usher serves its routes for the site's hosts only.
@@ -944,6 +965,14 @@ http://:{{.ListenPort}} {
 		@usher_internal path /_usher/auth /_usher/auth/*
 		respond @usher_internal 404
 
+		# The operators' routes (console, /metrics, admin API) are on
+		# usher's admin listener only: answered here as usher's visitors'
+		# listener would, never forwarded.
+		@usher_operators path_regexp {{cq .OperatorPaths}}
+		header @usher_operators Content-Type application/json
+		header @usher_operators Cache-Control no-store
+		respond @usher_operators {{cq .NotFoundJSON}} 404
+
 		# Open paths never wait on usher: a target that every reading usher
 		# makes of it finds open goes straight to the origin (Shortcut in
 		# internal/edgeconf). The first line that matches the raw target
@@ -964,7 +993,7 @@ http://:{{.ListenPort}} {
 			default 0
 		}
 
-		# usher's own routes (API, waiting page worker, console).
+		# usher's own routes (API, waiting page worker).
 		handle /_usher/* {
 			vars usher_down api
 			reverse_proxy {{join .Ushers " "}} {

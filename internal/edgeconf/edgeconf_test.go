@@ -11,12 +11,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"usher/internal/edgeconf"
+	"usher/internal/httpapi"
+	"usher/internal/sale"
 	"usher/internal/testenv"
 )
 
@@ -577,6 +582,31 @@ func testEdge(t *testing.T, e *edge) {
 		}
 	})
 
+	// The operators' routes are on usher's admin listener only: the edge
+	// answers them 404 itself, as usher's visitors' listener would.
+	t.Run("operators' routes", func(t *testing.T) {
+		nu, no := e.usher.api.len(), e.origin.len()
+		for _, p := range []string{"/_usher/console/", "/_usher/console", "/_usher/console/api/v1/rooms/sale", "/_usher/metrics",
+			"/_usher/api/v1/rooms", "/_usher/api/v1/rooms/sale", "/_usher/api/v1/rooms/sale/invites", "/_usher/api/v1/bypass",
+			"/_usher/api/v1/schedules/7/sales", "/_usher/api/v1/%72ooms"} {
+			resp, body := raw(t, e.base, "GET "+p+" HTTP/1.1\nHost: 127.0.0.1\nAuthorization: Bearer k")
+			if resp.StatusCode != 404 || !strings.Contains(body, `"code":"not_found"`) || resp.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("GET %s: %d %s %q, want 404 with usher's not_found JSON", p, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+			}
+		}
+		if api := e.usher.api.since(nu); len(api) != 0 || e.origin.len() != no {
+			t.Errorf("usher got %d of the operators' routes (want none), the origin %d", len(api), e.origin.len()-no)
+		}
+		for _, p := range []string{"/_usher/api/v1/rooms/sale/entries/me", "/_usher/api/v1/schedules/7/seats", "/_usher/consoles"} {
+			if resp, _ := do(t, "GET", e.base+p, "", nil); resp.StatusCode != 200 {
+				t.Errorf("GET %s: %d, want usher's answer", p, resp.StatusCode)
+			}
+		}
+		if got := e.usher.api.since(nu); len(got) != 3 {
+			t.Errorf("usher got %d of the visitors' routes, want 3", len(got))
+		}
+	})
+
 	t.Run("h2c", func(t *testing.T) {
 		n := e.origin.len()
 		resp, body := raw(t, e.base, "GET /ws/h2c HTTP/1.1\nHost: 127.0.0.1\nCookie: usher_pass=ok\n"+
@@ -704,7 +734,7 @@ func testEdge(t *testing.T, e *edge) {
 			t.Errorf("JSON client: %d Retry-After %q %s %q, want 503 with usher's error JSON", resp.StatusCode,
 				resp.Header.Get("Retry-After"), resp.Header.Get("Content-Type"), body)
 		}
-		if resp, body := do(t, "GET", e.base+"/_usher/api/v1/rooms/sale", "", nil); resp.StatusCode != 503 || !strings.Contains(body, `"code":"unavailable"`) {
+		if resp, body := do(t, "GET", e.base+"/_usher/api/v1/rooms/sale/entries/me", "", nil); resp.StatusCode != 503 || !strings.Contains(body, `"code":"unavailable"`) {
 			t.Errorf("usher's API: %d %q, want 503 with usher's error JSON", resp.StatusCode, body)
 		}
 		if got := e.origin.since(n); len(got) > 0 {
@@ -798,5 +828,34 @@ func TestHeaderTableDoc(t *testing.T) {
 	}
 	if got, want := doc[i+len(begin):j], edgeconf.HeaderTable(); got != want {
 		t.Errorf("docs/edge.md's header table differs from wire.Headers; want:\n%s", want)
+	}
+}
+
+// TestOperatorPaths: the edge's pattern of the operators' routes matches
+// every path of usher's API on which only operators have a method, and no
+// path a visitor uses.
+func TestOperatorPaths(t *testing.T) {
+	t.Parallel()
+	re := regexp.MustCompile(edgeconf.OperatorPaths)
+	visitors := map[string]bool{}
+	routes := httpapi.Routes(httpapi.Config{Registry: prometheus.NewRegistry(), Sale: new(sale.Service)})
+	for _, r := range routes {
+		if r.Audience == httpapi.Visitors {
+			_, path, _ := strings.Cut(r.Pattern, " ")
+			visitors[path] = true
+		}
+	}
+	fill := strings.NewReplacer("{room}", "sale", "{id}", "7", "{hold}", "h1")
+	for _, r := range routes {
+		_, path, _ := strings.Cut(r.Pattern, " ")
+		p := "/_usher" + fill.Replace(path)
+		if want := !visitors[path]; re.MatchString(p) != want {
+			t.Errorf("%s (%s): matched %v, want %v", p, r.Pattern, !want, want)
+		}
+	}
+	for _, p := range []string{"/_usher/console/", "/_usher/console/session", "/_usher/auth/check", "/_usher/worker.js"} {
+		if want := strings.HasPrefix(p, "/_usher/console/"); re.MatchString(p) != want {
+			t.Errorf("%s: matched %v, want %v", p, !want, want)
+		}
 	}
 }

@@ -1,7 +1,9 @@
 // Package httpapi is usher's JSON API v1: entering and polling the queue,
 // leaving, the admin room endpoints, the pass check, JWKS, health and
-// metrics. Every route is listed in routes.go; every error goes through the
-// one table in package apierror.
+// metrics. Every route is listed in routes.go with its audience: New
+// returns a handler of the visitors' routes, on which the operators' routes
+// (the admin key's) do not exist, and one of every route for the admin
+// listener. Every error goes through the one table in package apierror.
 package httpapi
 
 import (
@@ -72,8 +74,32 @@ type server struct {
 	streams *streams
 }
 
-// NewServer returns the API handler. It starts nothing.
-func NewServer(c Config) http.Handler {
+// Handlers are the API's handlers, one per listener.
+type Handlers struct {
+	// Visitors serves the visitors' routes; an operators' route answers
+	// there as if it did not exist (404, or 405 where its path has a
+	// visitors' method).
+	Visitors http.Handler
+	// Operators serves every route: the admin listener.
+	Operators http.Handler
+}
+
+// New returns the API's handlers. It starts nothing.
+func New(c Config) Handlers {
+	s := newServer(c)
+	routes := s.routes()
+	count := s.instrument(c.Registry)
+	return Handlers{
+		Visitors:  count(s.mux(routes, Visitors)),
+		Operators: count(s.mux(routes, Operators)),
+	}
+}
+
+// NewServer returns the handler of every route, as one listener serves
+// them (New(c).Operators). It starts nothing.
+func NewServer(c Config) http.Handler { return New(c).Operators }
+
+func newServer(c Config) *server {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -92,13 +118,12 @@ func NewServer(c Config) http.Handler {
 		Logger:       c.Logger,
 		Unmeasured:   true, // its one handler, /pass, is usher's own
 	})
-	mux := http.NewServeMux()
-	s.routes(mux)
-	return s.instrument(c.Registry, mux)
+	return s
 }
 
-// instrument counts requests by route pattern and status.
-func (s *server) instrument(reg prometheus.Registerer, next http.Handler) http.Handler {
+// instrument returns a wrapper that counts requests by route pattern and
+// status, into one counter for every handler it wraps.
+func (s *server) instrument(reg prometheus.Registerer) func(http.Handler) http.Handler {
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "usher_http_requests_total", Help: "HTTP requests by route pattern and status.",
 	}, []string{"route", "status"})
@@ -110,30 +135,25 @@ func (s *server) instrument(reg prometheus.Registerer, next http.Handler) http.H
 		status int
 	}
 	var counters sync.Map // key → prometheus.Counter
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &gate.StatusWriter{ResponseWriter: w}
-		next.ServeHTTP(rec, r)
-		k := key{r.Pattern, rec.Status()}
-		c, ok := counters.Load(k)
-		if !ok {
-			c, _ = counters.LoadOrStore(k, requests.WithLabelValues(k.route, strconv.Itoa(k.status)))
-		}
-		c.(prometheus.Counter).Inc()
-	})
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rec := &gate.StatusWriter{ResponseWriter: w}
+			next.ServeHTTP(rec, r)
+			k := key{r.Pattern, rec.Status()}
+			c, ok := counters.Load(k)
+			if !ok {
+				c, _ = counters.LoadOrStore(k, requests.WithLabelValues(k.route, strconv.Itoa(k.status)))
+			}
+			c.(prometheus.Counter).Inc()
+		})
+	}
 }
 
-// metrics serves the registry to the admin key only: the metrics name
-// every room and count its visitors. Prometheus sends the key as a bearer
-// token, or scrapes the separate listener of --metrics-addr.
+// metrics serves the registry, an operators' route: the metrics name
+// every room and count its visitors. Prometheus sends the admin key as a
+// bearer token, or scrapes the separate listener of --metrics-addr.
 func (s *server) metrics() http.Handler {
-	h := promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := s.adminOnly(r); err != nil {
-			s.errs.Write(w, r, err)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
+	return promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{})
 }
 
 func (s *server) healthz() http.Handler {

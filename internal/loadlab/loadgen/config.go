@@ -35,6 +35,9 @@ type Config struct {
 	// AdminKey, if set, lets each tick read the room's admission rate in
 	// force (admit_rate_current, Tick.AdmitRate).
 	AdminKey string
+	// Admin is usher's admin listener (its --admin-addr), where AdminKey's
+	// reads go; default Usher.
+	Admin string
 
 	// Closed model: Users users, started SpawnRate per second (0: at once),
 	// each running Iterations iterations (0: until Duration ends). An

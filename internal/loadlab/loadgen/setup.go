@@ -10,12 +10,13 @@ import (
 	"time"
 )
 
-// PutRoom configures a room before a run: PUT {usher}/api/v1/rooms/{room}
-// with settings (the JSON that usher plan prints) and the admin key.
-func PutRoom(ctx context.Context, client *http.Client, usher, room, adminKey string, settings []byte) error {
+// PutRoom configures a room before a run: PUT {admin}/api/v1/rooms/{room}
+// on usher's admin listener, with settings (the JSON that usher plan
+// prints) and the admin key.
+func PutRoom(ctx context.Context, client *http.Client, admin, room, adminKey string, settings []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, usher+"/api/v1/rooms/"+room, bytes.NewReader(settings))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, admin+"/api/v1/rooms/"+room, bytes.NewReader(settings))
 	if err != nil {
 		return err
 	}

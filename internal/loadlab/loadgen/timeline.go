@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -179,7 +180,7 @@ func (r *runner) originStats() (simorigin.Stats, error) {
 func (r *runner) admitRate() (float64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.cfg.Usher+"/api/v1/rooms/"+r.cfg.Room, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cmp.Or(r.cfg.Admin, r.cfg.Usher)+"/api/v1/rooms/"+r.cfg.Room, nil)
 	if err != nil {
 		return 0, err
 	}

@@ -15,19 +15,20 @@ cd "$(dirname "$0")/.."
 rounds=${1:-10}
 . scripts/benchlib.sh
 base=http://127.0.0.1:18193
-start usher "$usher" serve --addr 127.0.0.1:18193 --data-dir "$tmp/data"
+USHER_ADMIN_ADDR=127.0.0.1:19193 start usher "$usher" serve --addr 127.0.0.1:18193 --data-dir "$tmp/data"
 wait_healthy $base/healthz
+adminbase=http://127.0.0.1:$(admin_port 18193)
 admin=$(cat "$tmp/data/admin.key")
 api() { curl -sf -H "Authorization: Bearer $admin" "$@"; }
 
 slow=0 all=""
 for r in $(seq 1 "$rounds"); do
   room=opening-$r
-  api -X PUT "$base/api/v1/rooms/$room" -d '{"state":"paused","max_active":100,"admit_rate":10}' >/dev/null
+  api -X PUT "$adminbase/api/v1/rooms/$room" -d '{"state":"paused","max_active":100,"admit_rate":10}' >/dev/null
   api -X POST "$base/api/v1/rooms/$room/entries" -d '{"visitor_id":"alice"}' >/dev/null
   ticket=$(api -X POST "$base/api/v1/rooms/$room/entries" -d '{"visitor_id":"bob"}' | grep -o '"ticket":"[^"]*"' | cut -d'"' -f4)
   curl -sf "$base/api/v1/rooms/$room/entries/me" -H "Authorization: Bearer $ticket" >/dev/null
-  api -X PUT "$base/api/v1/rooms/$room" -d '{"state":"open"}' >/dev/null
+  api -X PUT "$adminbase/api/v1/rooms/$room" -d '{"state":"open"}' >/dev/null
   opened=$(date +%s.%N)
   for _ in $(seq 1 60); do
     sleep 0.5

@@ -34,8 +34,8 @@
 # so that the failover and the restart disturb nothing else; PostgreSQL at
 # $USHER_TEST_POSTGRES (default postgres://postgres@127.0.0.1:5432/test?sslmode=disable),
 # in a schema of its own, dropped on exit. Admin calls (room PUT, stats
-# GET) go to ADMIN_AUTH[i] / ADMIN_SERVE, each instance's admin base URL
-# (today its public one). Needs nginx, redis-server, redis-cli, psql, jq,
+# GET) go to ADMIN_AUTH[i] / ADMIN_SERVE, each instance's admin listener
+# (--admin-addr, on its port + 1000). Needs nginx, redis-server, redis-cli, psql, jq,
 # curl. USHER_BIN=path uses a prebuilt usher. Loopback only; every loop is
 # bounded in count and time.
 set -euo pipefail
@@ -56,10 +56,10 @@ edge=http://127.0.0.1:$edge_port
 serve=http://127.0.0.1:$serve_port
 auth=()
 for p in "${auth_ports[@]}"; do auth+=("http://127.0.0.1:$p"); done
-# The admin base of each instance; today the public one (usher auth serves
-# the admin API under /_usher/, usher serve at the root).
-ADMIN_AUTH=("${auth[@]/%//_usher}")
-ADMIN_SERVE=$serve
+# The admin base of each instance: its --admin-addr, on its port + 1000.
+ADMIN_AUTH=()
+for p in "${auth_ports[@]}"; do ADMIN_AUTH+=("http://127.0.0.1:$((p + 1000))"); done
+ADMIN_SERVE=http://127.0.0.1:$((serve_port + 1000))
 admin=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 prefix=rehearsal-$$:
 
@@ -95,12 +95,12 @@ schedule=$("$usher" seed --seats "$seats" --db "$db" --store "$store" --redis-pr
 figures schedule "$schedule"
 common=(--store "$store" --redis-prefix "$prefix" --keys-dir "$tmp/keys" --admin-key "$admin"
   --trusted-proxies 127.0.0.1/32 --insecure-cookies)
-start serve "$usher" serve --addr 127.0.0.1:$serve_port --data-dir "$tmp/serve" --db "$db" --nats "$nats" \
+start serve "$usher" serve --addr 127.0.0.1:$serve_port --admin-addr "127.0.0.1:$((serve_port + 1000))" --data-dir "$tmp/serve" --db "$db" --nats "$nats" \
   --nats-name rehearsal "${common[@]}"
 wait_healthy $serve/healthz
 auth_pids=()
 for i in 0 1 2; do
-  start "auth$i" "$usher" auth --addr "127.0.0.1:${auth_ports[$i]}" --data-dir "$tmp/auth$i" --room sale \
+  start "auth$i" "$usher" auth --addr "127.0.0.1:${auth_ports[$i]}" --admin-addr "127.0.0.1:$((auth_ports[i] + 1000))" --data-dir "$tmp/auth$i" --room sale \
     --open /stats "${common[@]}"
   auth_pids+=("${pids[-1]}")
 done

@@ -30,7 +30,7 @@ func TestRunbookCommands(t *testing.T) {
 	cmds := shCommands(readDoc(t, "docs/runbook.md"))
 	key := strings.Repeat("k", 32)
 	base := startServe(t, nil, "--addr", "127.0.0.1:0", "--data-dir", testenv.DataDir(t), "--admin-key", key)
-	vars := map[string]string{"ADMIN": base, "KEY": key}
+	vars := map[string]string{"ADMIN": adminOf(t, base), "KEY": key}
 
 	printed := map[string]string{}  // file the runbook writes → the configuration
 	edgeDirs := map[string]string{} // that file → its --edge-dir

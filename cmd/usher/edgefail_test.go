@@ -22,45 +22,7 @@ import (
 // stop or the end of the test, and returns once /_usher/healthz answers.
 func startAuth(t *testing.T, args ...string) *instance {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, append([]string{"auth"}, withAdminAddr("auth", args, nil)...), func(string) string { return "" }, stdout, stderr)
-	}()
-	var once sync.Once
-	in := &instance{stop: func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("usher auth returned %v after shutdown, want nil\n%s", err, stderr)
-			}
-		})
-	}}
-	t.Cleanup(in.stop)
-	testenv.Eventually(t, time.Minute, "usher auth to answer /_usher/healthz", func() bool {
-		select {
-		case err := <-done:
-			done <- err
-			t.Fatalf("usher auth exited early: %v\n%s", err, stderr)
-		default:
-		}
-		m := servingRE.FindStringSubmatch(stdout.String())
-		if m == nil {
-			return false
-		}
-		req, _ := http.NewRequest("GET", m[1]+"/_usher/healthz", nil)
-		req.Host = "localhost" // served with or without --public-host localhost
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false
-		}
-		res.Body.Close()
-		in.base = m[1]
-		noteAdmin(in.base, stdout.String())
-		return res.StatusCode == 200
-	})
-	return in
+	return startStoppable(t, "auth", "/_usher/healthz", args...)
 }
 
 // killable puts a TCP proxy in front of in: the address the edge is given

@@ -28,34 +28,44 @@ type instance struct {
 // until stop or the end of the test, and returns once /healthz answers.
 func startInstance(t *testing.T, args ...string) *instance {
 	t.Helper()
+	return startStoppable(t, "serve", "/healthz", args...)
+}
+
+// startStoppable runs `usher command args…` (through run, no environment)
+// until stop or the end of the test, and returns once healthPath answers
+// 200 (asked for Host localhost, which a --public-host localhost serves).
+func startStoppable(t *testing.T, command, healthPath string, args ...string) *instance {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, append([]string{"serve"}, withAdminAddr("serve", args, nil)...), func(string) string { return "" }, stdout, stderr)
+		done <- run(ctx, append([]string{command}, withAdminAddr(command, args, nil)...), func(string) string { return "" }, stdout, stderr)
 	}()
 	var once sync.Once
 	in := &instance{stop: func() {
 		once.Do(func() {
 			cancel()
 			if err := <-done; err != nil {
-				t.Errorf("usher serve returned %v after shutdown, want nil\n%s", err, stderr)
+				t.Errorf("usher %s returned %v after shutdown, want nil\n%s", command, err, stderr)
 			}
 		})
 	}}
 	t.Cleanup(in.stop)
-	testenv.Eventually(t, time.Minute, "usher serve to answer /healthz", func() bool {
+	testenv.Eventually(t, time.Minute, "usher "+command+" to answer "+healthPath, func() bool {
 		select {
 		case err := <-done:
 			done <- err
-			t.Fatalf("usher serve exited early: %v\n%s", err, stderr)
+			t.Fatalf("usher %s exited early: %v\n%s", command, err, stderr)
 		default:
 		}
 		m := servingRE.FindStringSubmatch(stdout.String())
 		if m == nil {
 			return false
 		}
-		res, err := http.Get(m[1] + "/healthz")
+		req, _ := http.NewRequest("GET", m[1]+healthPath, nil)
+		req.Host = "localhost"
+		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return false
 		}

@@ -217,16 +217,20 @@ func TestEdgeGuards(t *testing.T) {
 func testHeaderTable(t *testing.T, edge, base string, origin, tap *recording) {
 	const v = "198.51.100.7"
 	samples := map[string][]string{"Usher-*": {"Usher-Other"}, "*_*": {"X_Real_IP", "Usher_Visitor", "X_Forwarded_For"}}
+	// names are the header names a client row is sent as: its own, or
+	// the samples of its class.
+	names := func(row wire.EdgeHeader) []string {
+		if row.Pattern() {
+			return samples[row.Name]
+		}
+		return []string{row.Name}
+	}
 	var lines []string
 	for _, row := range wire.Headers {
 		if row.From != "client" {
 			continue
 		}
-		names := samples[row.Name]
-		if !row.Pattern() {
-			names = []string{row.Name}
-		}
-		for _, n := range names {
+		for _, n := range names(row) {
 			lines = append(lines, n+": "+v)
 		}
 	}
@@ -280,11 +284,7 @@ func testHeaderTable(t *testing.T, edge, base string, origin, tap *recording) {
 			if row.From != "client" {
 				continue
 			}
-			names := samples[row.Name]
-			if !row.Pattern() {
-				names = []string{row.Name}
-			}
-			for _, n := range names {
+			for _, n := range names(row) {
 				got := strings.Join(check.Header.Values(n), ",")
 				switch {
 				case row.Usher == wire.Passed && got != v:

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -161,4 +162,97 @@ func TestConfigurationNamesOwnVariables(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDocsLinksResolve: every relative link in the docs and the README, and
+// every docs/…md#anchor a Go comment cites, names a file that exists and,
+// with an anchor, a heading of that file.
+func TestDocsLinksResolve(t *testing.T) {
+	files, _ := filepath.Glob("../../docs/*.md")
+	files = append(files, "../../README.md")
+	headings := map[string]map[string]bool{} // clean path → anchors
+	anchors := func(path string) map[string]bool {
+		if h, ok := headings[path]; ok {
+			return h
+		}
+		h := map[string]bool{}
+		b, err := os.ReadFile(path)
+		if err == nil {
+			inCode := false
+			for line := range strings.Lines(string(b)) {
+				if strings.HasPrefix(line, "```") {
+					inCode = !inCode
+				}
+				if !inCode && strings.HasPrefix(line, "#") {
+					h[slug(strings.TrimLeft(strings.TrimSpace(line), "# "))] = true
+				}
+			}
+		} else {
+			h = nil
+		}
+		headings[path] = h
+		return h
+	}
+	check := func(from, target string) {
+		path, anchor, _ := strings.Cut(target, "#")
+		full := filepath.Clean(filepath.Join(filepath.Dir(from), path))
+		if path == "" {
+			full = filepath.Clean(from)
+		}
+		if !strings.HasSuffix(full, ".md") {
+			if _, err := os.Stat(full); err != nil {
+				t.Errorf("%s links %s, which does not exist", from, target)
+			}
+			return
+		}
+		h := anchors(full)
+		switch {
+		case h == nil:
+			t.Errorf("%s links %s, which does not exist", from, target)
+		case anchor != "" && !h[anchor]:
+			t.Errorf("%s links %s, which has no heading #%s", from, target, anchor)
+		}
+	}
+	linkRE := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range linkRE.FindAllStringSubmatch(string(b), -1) {
+			if strings.Contains(m[1], "://") || strings.HasPrefix(m[1], "mailto:") {
+				continue
+			}
+			check(f, m[1])
+		}
+	}
+	citeRE := regexp.MustCompile(`docs/([a-z0-9-]+\.md)(#[a-z0-9-]+)?`)
+	filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		b, _ := os.ReadFile(path)
+		for _, m := range citeRE.FindAllStringSubmatch(string(b), -1) {
+			check(filepath.Join("../../docs", "cited-in-"+filepath.Base(path)), m[1]+m[2])
+		}
+		return nil
+	})
+}
+
+// slug is GitHub's anchor for a heading: lower case, punctuation dropped,
+// spaces to hyphens.
+func slug(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

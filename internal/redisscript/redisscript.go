@@ -23,7 +23,7 @@ var RefillLua string
 const TryAgainFor = time.Second
 
 // Exec runs script, and again while Redis Cluster refuses it with TRYAGAIN:
-// during a slot migration (docs/operations.md#redis-cluster) a script whose
+// during a slot migration (docs/operations.md#redis-high-availability) a script whose
 // keys are split between the two nodes, or not all on the target yet, is
 // refused before it runs, so running it again is safe. The retries back off
 // from 1 ms to 16 ms and stop at the context's end (the store deadline) or

@@ -165,7 +165,8 @@ func TestConfigurationNamesOwnVariables(t *testing.T) {
 }
 
 // TestDocsLinksResolve: every relative link in the docs and the README, and
-// every docs/…md#anchor a Go comment cites, names a file that exists and,
+// every docs/…md#anchor a source file (Go, Lua, scripts, deploy
+// files) cites, names a file that exists and,
 // with an anchor, a heading of that file.
 func TestDocsLinksResolve(t *testing.T) {
 	files, _ := filepath.Glob("../../docs/*.md")
@@ -231,7 +232,9 @@ func TestDocsLinksResolve(t *testing.T) {
 		if err != nil || d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
 			return filepath.SkipDir
 		}
-		if !strings.HasSuffix(path, ".go") {
+		switch filepath.Ext(path) {
+		case ".go", ".sh", ".yml", ".yaml", ".json", ".lua", ".tmpl":
+		default:
 			return nil
 		}
 		b, _ := os.ReadFile(path)

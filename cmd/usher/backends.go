@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go"
+	"github.com/redis/rueidis"
 
 	"usher/internal/booking"
 	"usher/internal/booking/pgbooking"
@@ -46,11 +47,13 @@ func (c *closers) Close() error {
 // the subcommands call them before they write a file or open a connection,
 // and the open functions below refuse what they refuse.
 
-func checkStore(spec string) error {
-	if spec == "memory" || strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://") {
+// checkStore checks a fast store's setting: --store, or --queue-store,
+// --hold-store or --limit-store, which default to it.
+func checkStore(name, spec string) error {
+	if spec == "memory" || isRedis(spec) {
 		return nil
 	}
-	return fmt.Errorf("%s: want memory, redis://…, rediss://…, redis://sentinel:port/db?addr=…&master_set=name (Sentinel) or redis://node:port?addr=node:port… (Cluster)", sharedSetting("store", spec))
+	return fmt.Errorf("%s: want memory, redis://…, rediss://…, redis://sentinel:port/db?addr=…&master_set=name (Sentinel) or redis://node:port?addr=node:port… (Cluster)", sharedSetting(name, spec))
 }
 
 func checkDB(spec string) error {
@@ -99,36 +102,93 @@ func natsURLs(spec string) bool {
 	return true
 }
 
-// openStores is the switch that picks the fast store: the queue, the holds
-// and the per-client limits live in the same backend. A redis:// URL with
-// master_set goes through Sentinel; one whose nodes run Redis Cluster is a
-// cluster client (redisqueue.Open). The memory store
-// keeps its rooms in roomsFile ("": nowhere), creating its directory.
-func openStores(ctx context.Context, spec, prefix, roomsFile string, cl *closers) (queue.Store, hold.Store, limit.Store, error) {
+// fastStores opens the fast tier: the queue, hold and limit stores, each
+// from its own setting. Settings that name the same Redis share one
+// client, opened once and closed by cl.
+type fastStores struct {
+	prefix string
+	cl     *closers
+	redis  map[string]rueidis.Client
+}
+
+// client is the Redis client for spec (a redis:// or rediss:// URL; a
+// master_set goes through Sentinel, a cluster's nodes give a cluster
+// client: redisqueue.Open), opened on first use.
+func (f *fastStores) client(ctx context.Context, name, spec string) (rueidis.Client, error) {
+	if c, ok := f.redis[spec]; ok {
+		return c, nil
+	}
+	c, err := redisqueue.Open(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", sharedSetting(name, spec), err)
+	}
+	if f.redis == nil {
+		f.redis = map[string]rueidis.Client{}
+	}
+	f.redis[spec] = c
+	f.cl.add(c.Close)
+	return c, nil
+}
+
+// isRedis reports whether spec names a Redis server.
+func isRedis(spec string) bool {
+	return strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://")
+}
+
+// queue is the switch that picks the queue store. The memory store keeps
+// its rooms in roomsFile ("": nowhere), creating its directory.
+func (f *fastStores) queue(ctx context.Context, name, spec, roomsFile string) (queue.Store, error) {
 	switch {
+	case spec == "memory" && roomsFile == "":
+		return memqueue.New(), nil
 	case spec == "memory":
-		if roomsFile == "" {
-			return memqueue.New(), memhold.New(), memlimit.New(), nil
-		}
 		dataDir := filepath.Dir(roomsFile)
 		if err := os.MkdirAll(dataDir, 0o700); err != nil {
-			return nil, nil, nil, fmt.Errorf("%s: %w", sharedSetting("data-dir", dataDir), err)
+			return nil, fmt.Errorf("%s: %w", sharedSetting("data-dir", dataDir), err)
 		}
 		qs, err := memqueue.Open(roomsFile)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("%s: %w", sharedSetting("data-dir", dataDir), err)
+			return nil, fmt.Errorf("%s: %w", sharedSetting("data-dir", dataDir), err)
 		}
-		return qs, memhold.New(), memlimit.New(), nil
-	case strings.HasPrefix(spec, "redis://"), strings.HasPrefix(spec, "rediss://"):
-		c, err := redisqueue.Open(ctx, spec)
+		return qs, nil
+	case isRedis(spec):
+		c, err := f.client(ctx, name, spec)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("%s: %w", sharedSetting("store", spec), err)
+			return nil, err
 		}
-		cl.add(c.Close)
-		return redisshard.NewRouter(c, prefix), redishold.New(c, prefix+"hold:"), redislimit.New(c, prefix), nil
-	default:
-		return nil, nil, nil, fmt.Errorf("bad setting: %w", checkStore(spec))
+		return redisshard.NewRouter(c, f.prefix), nil
 	}
+	return nil, fmt.Errorf("bad setting: %w", checkStore(name, spec))
+}
+
+// hold is the switch that picks the hold store.
+func (f *fastStores) hold(ctx context.Context, name, spec string) (hold.Store, error) {
+	switch {
+	case spec == "memory":
+		return memhold.New(), nil
+	case isRedis(spec):
+		c, err := f.client(ctx, name, spec)
+		if err != nil {
+			return nil, err
+		}
+		return redishold.New(c, f.prefix+"hold:"), nil
+	}
+	return nil, fmt.Errorf("bad setting: %w", checkStore(name, spec))
+}
+
+// limit is the switch that picks the store of per-client limits.
+func (f *fastStores) limit(ctx context.Context, name, spec string) (limit.Store, error) {
+	switch {
+	case spec == "memory":
+		return memlimit.New(), nil
+	case isRedis(spec):
+		c, err := f.client(ctx, name, spec)
+		if err != nil {
+			return nil, err
+		}
+		return redislimit.New(c, f.prefix), nil
+	}
+	return nil, fmt.Errorf("bad setting: %w", checkStore(name, spec))
 }
 
 // sqlitePath is the file of a SQLite --db setting ("" for the data

@@ -37,11 +37,13 @@ import (
 type coreFlags struct {
 	addr, adminAddr, store, dataDir, keysDir, adminKey *string
 	redisPrefix                                        *string
-	failOpen, insecure, console                        *bool
-	logs                                               logFlags
-	storeTimeout                                       *time.Duration
-	trustedProxies, metricsAddr                        *string
-	identitySecret, identityKey                        *string
+	// queueStore, holdStore and limitStore default to store (check).
+	queueStore, holdStore, limitStore *string
+	failOpen, insecure, console       *bool
+	logs                              logFlags
+	storeTimeout                      *time.Duration
+	trustedProxies, metricsAddr       *string
+	identitySecret, identityKey       *string
 	// command is the subcommand (serve, proxy, auth), which names its lock
 	// of the data directory.
 	command string
@@ -59,6 +61,9 @@ type coreFlags struct {
 type parsedCore struct {
 	trusted     clientip.Trusted
 	identityPub ed25519.PublicKey // nil without --identity-public-key
+	// storeFlag names, for each of queue-store, hold-store and
+	// limit-store, the flag its value came from (itself or store).
+	storeFlag map[string]string
 }
 
 // addCoreFlags adds the shared flags; dataDirUse says what the command
@@ -76,11 +81,14 @@ func addCoreFlags(f *flags, dataDirUse, roomsFile, adminAddr string) coreFlags {
 		command:   f.Name(),
 		adminEnv:  adminEnv,
 		roomsFile: roomsFile,
-		parsed:    new(parsedCore),
+		parsed:    &parsedCore{storeFlag: map[string]string{}},
 		addr:      f.string("addr", ":8080", "the visitors' listen address"),
 		adminAddr: f.string("admin-addr", adminAddr,
 			"the operators' listen address: the admin API, the console at /console/ and /metrics, each with the admin key (loopback by default); empty: none"),
-		store:       f.string("store", "memory", "queue and hold store: memory (one instance; rooms and their settings kept in <data-dir>/"+roomsFile+", queues lost on restart) or redis://host:port/db"),
+		store:       f.string("store", "memory", "the fast store (queue, holds, per-client limits): memory (one instance; rooms and their settings kept in <data-dir>/"+roomsFile+", queues lost on restart) or redis://host:port/db"),
+		queueStore:  f.string("queue-store", "", "the queue store, if not --store's: memory or redis://…"),
+		holdStore:   f.string("hold-store", "", "the hold store, if not --store's: memory or redis://…"),
+		limitStore:  f.string("limit-store", "", "the store of per-client limits, if not --store's: memory or redis://…"),
 		dataDir:     f.string("data-dir", "./data", "directory for what the embedded defaults keep ("+dataDirUse+")"),
 		keysDir:     f.string("keys-dir", "", "signing keys directory, shared by all instances (default <data-dir>/keys)"),
 		adminKey:    f.string("admin-key", "", "admin API key (default: generated into <data-dir>/admin.key)"),
@@ -106,8 +114,18 @@ func addCoreFlags(f *flags, dataDirUse, roomsFile, adminAddr string) coreFlags {
 // opened or written.
 func (c coreFlags) check(f *flags) {
 	c.logs.check(f)
-	if err := checkStore(*c.store); err != nil {
-		f.errs = append(f.errs, err.Error())
+	for _, s := range []struct {
+		name string
+		spec *string
+	}{{"store", c.store}, {"queue-store", c.queueStore}, {"hold-store", c.holdStore}, {"limit-store", c.limitStore}} {
+		c.parsed.storeFlag[s.name] = s.name
+		if *s.spec == "" { // checked as --store
+			*s.spec, c.parsed.storeFlag[s.name] = *c.store, "store"
+			continue
+		}
+		if err := checkStore(s.name, *s.spec); err != nil {
+			f.errs = append(f.errs, err.Error())
+		}
 	}
 	if a := *c.adminAddr; a != "" && !strings.HasSuffix(a, ":0") && (a == *c.addr || a == *c.metricsAddr) {
 		f.errs = append(f.errs, fmt.Sprintf("--admin-addr/%s=%q: the operators' listener needs an address of its own, not --addr's or --metrics-addr's", c.adminEnv, a))
@@ -140,7 +158,7 @@ const minAdminKey = 24
 // alsoDataDir says the command does (its SQLite files, its embedded NATS);
 // --keys-dir when it holds no key yet.
 func (c coreFlags) checkDirs(alsoDataDir bool) error {
-	if alsoDataDir || *c.store == "memory" ||
+	if alsoDataDir || *c.queueStore == "memory" ||
 		(*c.keysDir == "" && noKeys(keysDir("", *c.dataDir))) ||
 		(*c.adminKey == "" && missing(filepath.Join(*c.dataDir, "admin.key"))) {
 		if err := checkWritable(sharedSetting("data-dir", *c.dataDir), *c.dataDir); err != nil {
@@ -217,7 +235,7 @@ type opened struct {
 // directory against a second instance (lockDataDir).
 func (c coreFlags) open(ctx context.Context, log *slog.Logger, cl *closers, more ...step) (opened, error) {
 	o := opened{adminKey: *c.adminKey}
-	state := *c.store == "memory"
+	state := *c.queueStore == "memory"
 	for _, s := range more {
 		state = state || s.local
 	}
@@ -231,8 +249,17 @@ func (c coreFlags) open(ctx context.Context, log *slog.Logger, cl *closers, more
 		}
 		return err
 	}}
-	stores := step{local: *c.store == "memory", open: func() (err error) {
-		o.qs, o.hs, o.ls, err = openStores(ctx, *c.store, *c.redisPrefix, filepath.Join(*c.dataDir, c.roomsFile), cl)
+	fast := fastStores{prefix: *c.redisPrefix, cl: cl}
+	queueStore := step{local: *c.queueStore == "memory", open: func() (err error) {
+		o.qs, err = fast.queue(ctx, c.parsed.storeFlag["queue-store"], *c.queueStore, filepath.Join(*c.dataDir, c.roomsFile))
+		return err
+	}}
+	holdStore := step{open: func() (err error) {
+		o.hs, err = fast.hold(ctx, c.parsed.storeFlag["hold-store"], *c.holdStore)
+		return err
+	}}
+	limitStore := step{open: func() (err error) {
+		o.ls, err = fast.limit(ctx, c.parsed.storeFlag["limit-store"], *c.limitStore)
 		return err
 	}}
 	keys := step{local: true, open: func() (err error) {
@@ -251,7 +278,7 @@ func (c coreFlags) open(ctx context.Context, log *slog.Logger, cl *closers, more
 		}
 		return nil
 	}}
-	steps := append(append([]step{lock, stores}, more...), keys)
+	steps := append(append([]step{lock, queueStore, holdStore, limitStore}, more...), keys)
 	return o, openInOrder(steps...)
 }
 

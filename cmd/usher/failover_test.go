@@ -27,7 +27,7 @@ import (
 // TestSentinelFailover kills the Redis primary of a Sentinel topology of its
 // own (testenv.StartSentinel) with SIGKILL while visitors enter, poll, are
 // admitted, hold seats, reserve them and leave. The queue and hold stores
-// are the ones openStores builds from the Sentinel URL, with the store
+// are the ones fastStores builds from the Sentinel URL, with the store
 // deadline usher serves with; holds and reservations go through the sale
 // service, as the API's do: the reservations through NATS (embedded, or
 // USHER_TEST_NATS) to SQL (PostgreSQL at USHER_TEST_POSTGRES, else
@@ -54,10 +54,7 @@ func TestSentinelFailover(t *testing.T) {
 	ctx := context.Background()
 	var cl closers
 	t.Cleanup(func() { cl.Close() })
-	qs, hs, _, err := openStores(ctx, top.URL, "usher:", "", &cl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	qs, hs := openQueueHold(t, top.URL, "usher:", &cl)
 	qs = queue.WithTimeout(qs, queue.DefaultStoreTimeout)
 	hs = hold.WithTimeout(hs, queue.DefaultStoreTimeout)
 	catalog, err := openCatalog(ctx, testDB(t), t.TempDir(), 4, &cl)
@@ -595,4 +592,19 @@ func (l *failoverLog) check(t *testing.T, qs queue.Store, hs hold.Store, room, s
 		}
 	}
 	return r
+}
+
+// openQueueHold opens the queue and hold stores that --store=spec gives.
+func openQueueHold(t *testing.T, spec, prefix string, cl *closers) (queue.Store, hold.Store) {
+	t.Helper()
+	fast := fastStores{prefix: prefix, cl: cl}
+	qs, err := fast.queue(context.Background(), "store", spec, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := fast.hold(context.Background(), "store", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return qs, hs
 }

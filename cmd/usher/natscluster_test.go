@@ -102,10 +102,7 @@ func TestNATSClusterFailover(t *testing.T) {
 	ctx := context.Background()
 	var cl closers
 	t.Cleanup(func() { cl.Close() })
-	qs, hs, _, err := openStores(ctx, redisURL, prefix, "", &cl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	qs, hs := openQueueHold(t, redisURL, prefix, &cl)
 	catalog, err := openCatalog(ctx, dbSpec, t.TempDir(), 4, &cl)
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ import (
 // use between the primaries of a Redis Cluster of its own
 // (testenv.StartCluster: CI's shared cluster is not disturbed) while
 // visitors enter, poll, are admitted, hold seats and leave through the
-// stores that openStores builds from the cluster URL, with the store
+// stores that fastStores builds from the cluster URL, with the store
 // deadline usher serves with. The room and the scope are named so that
 // their slots are among the lowest: three times, `redis-cli --cluster
 // reshard` moves the sixteen lowest slots of their primary to the next one.
@@ -46,10 +46,7 @@ func TestClusterReshard(t *testing.T) {
 	var closers closers
 	t.Cleanup(func() { closers.Close() })
 	ctx := context.Background()
-	qs, hs, _, err := openStores(ctx, cl.URL, "usher:", "", &closers)
-	if err != nil {
-		t.Fatal(err)
-	}
+	qs, hs := openQueueHold(t, cl.URL, "usher:", &closers)
 	qs = queue.WithTimeout(qs, queue.DefaultStoreTimeout)
 	hs = hold.WithTimeout(hs, queue.DefaultStoreTimeout)
 

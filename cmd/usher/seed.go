@@ -20,7 +20,8 @@ func seed(ctx context.Context, args []string, getenv func(string) string, stdout
 	f := newFlags("seed", getenv, stderr)
 	seats := f.Int("seats", 50_000, "number of seats (seed 002 uses 50,000)")
 	title := f.String("title", "usher demo concert", "concert title")
-	store := f.string("store", "memory", "queue store, as for serve (the schedule's room is created there)")
+	store := f.string("store", "memory", "fast store, as for serve")
+	queueStore := f.string("queue-store", "", "queue store, as for serve (the schedule's room is created there; default: --store's)")
 	dataDir := f.string("data-dir", "./data", "data directory, as for serve")
 	db := f.string("db", "sqlite", "booking database, as for serve")
 	redisPrefix := f.string("redis-prefix", "usher:", "prefix of every Redis key")
@@ -31,7 +32,10 @@ func seed(ctx context.Context, args []string, getenv func(string) string, stdout
 	if *seats < 1 || *seats > 1_000_000 {
 		f.errs = append(f.errs, fmt.Sprintf("--seats=%d: want 1 to 1000000", *seats))
 	}
-	for _, err := range []error{checkStore(*store), checkDB(*db)} {
+	if *queueStore == "" {
+		*queueStore = *store
+	}
+	for _, err := range []error{checkStore("store", *store), checkStore("queue-store", *queueStore), checkDB(*db)} {
 		if err != nil {
 			f.errs = append(f.errs, err.Error())
 		}
@@ -49,7 +53,8 @@ func seed(ctx context.Context, args []string, getenv func(string) string, stdout
 	}
 	var cl closers
 	defer cl.Close()
-	qs, _, _, err := openStores(ctx, *store, *redisPrefix, "", &cl)
+	fast := fastStores{prefix: *redisPrefix, cl: &cl}
+	qs, err := fast.queue(ctx, "queue-store", *queueStore, "")
 	if err != nil {
 		return err
 	}

@@ -90,6 +90,12 @@ func TestStartFailuresWriteNothing(t *testing.T) {
 		{"serve bad value", func(t *testing.T, d string) []string {
 			return []string{"serve", "--data-dir", d, "--addr", "127.0.0.1:0", "--hold-ttl", "0s"}
 		}, "--hold-ttl", "want more than 0"},
+		{"serve hold store down", func(t *testing.T, d string) []string {
+			return []string{"serve", "--data-dir", d, "--addr", "127.0.0.1:0", "--hold-store", "redis://" + testenv.ClosedAddr(t) + "/0"}
+		}, "--hold-store", "connection refused"},
+		{"serve bad limit store", func(t *testing.T, d string) []string {
+			return []string{"serve", "--data-dir", d, "--addr", "127.0.0.1:0", "--limit-store", "mem"}
+		}, "--limit-store", "want memory"},
 		{"serve bad store", func(t *testing.T, d string) []string {
 			return []string{"serve", "--data-dir", d, "--addr", "127.0.0.1:0", "--store", "mem"}
 		}, "--store", "want memory"},

@@ -14,11 +14,6 @@ import (
 	"usher/internal/wire"
 )
 
-// Entry is the answer that tells a visitor its place: the queue's Place in
-// the wire's words. The two types hold the same fields (a conversion), so
-// that queue does not depend on the wire.
-func Entry(p queue.Place) wire.Entry { return wire.EntryFor(wire.Place(p)) }
-
 // IssueTicket signs the ticket for visitor's entry e in room (TicketFor)
 // and returns it with the cookie that carries it, named name and scoped to
 // path: the API and the proxy each name and scope it their own way.

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"usher/internal/gate"
 	"usher/internal/queue"
 	"usher/internal/wire"
 )
@@ -24,7 +23,7 @@ func TestEntryWords(t *testing.T) {
 		}
 	}
 	opens := time.Date(2026, 12, 24, 20, 0, 0, 0, time.UTC)
-	got := gate.Entry(queue.Place{Room: "sale", RoomState: string(queue.InPreQueue), Status: string(queue.Waiting),
+	got := wire.EntryFor(wire.Place{Room: "sale", RoomState: string(queue.InPreQueue), Status: string(queue.Waiting),
 		ETA: 90 * time.Second, PollAfter: 8 * time.Second, OpensAt: opens})
 	if got.State != wire.StateWaiting || got.RoomState != wire.RoomPreQueue || got.OpensAt == nil || !got.OpensAt.Equal(opens) ||
 		got.ETASeconds != 90 || got.PollAfterMS != 8000 {

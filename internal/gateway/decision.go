@@ -170,7 +170,7 @@ func (p *core) wait(w http.ResponseWriter, r *http.Request, v verdict) verdict {
 		return v
 	}
 	place := p.c.Queue.Place(v.room, e)
-	place.Issued(ticket)
+	queue.Issued(&place, ticket)
 	v.visitor = visitor
 	if e.Status == queue.Active {
 		pass, exp, cookie, err := gate.IssuePass(p.c.Keys, v.room, visitor, e.ExpiresAt, p.secure)
@@ -183,7 +183,7 @@ func (p *core) wait(w http.ResponseWriter, r *http.Request, v verdict) verdict {
 	} else {
 		v.kind, v.ticket = waiting, ticket
 	}
-	v.entry = gate.Entry(place)
+	v.entry = wire.EntryFor(place)
 	return v
 }
 

@@ -144,7 +144,7 @@ func (s *server) status() http.Handler {
 // respond writes the entry answer for e.
 func (s *server) respond(w http.ResponseWriter, r *http.Request, status int, room, ticket string, e queue.Entry) {
 	p := s.Queue.Place(room, e)
-	p.Issued(ticket)
+	queue.Issued(&p, ticket)
 	if e.Status == queue.Active {
 		pass, exp, c, err := gate.IssuePass(s.Keys, room, e.Visitor, e.ExpiresAt, s.secure)
 		if err != nil {
@@ -154,7 +154,7 @@ func (s *server) respond(w http.ResponseWriter, r *http.Request, status int, roo
 		p.Pass, p.PassExpiresAt = pass, exp
 		http.SetCookie(w, c)
 	}
-	resp := gate.Entry(p)
+	resp := wire.EntryFor(p)
 	w.Header()["Content-Type"] = jsonContentType
 	w.Header()["Cache-Control"] = noStore
 	w.WriteHeader(status)

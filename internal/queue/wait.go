@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"usher/internal/queue/forecast"
+	"usher/internal/wire"
 )
 
 // ViewOrDefault returns this instance's view of room, or, before the first
@@ -27,7 +28,7 @@ func defaultView() View {
 // ViewOrDefault's. It reads the view by pointer, without a copy; a status
 // poll reads it twice, in Status and here, as a held poll
 // (Queue.AwaitTurn) must answer with the view of when it ends.
-func (q *Queue) Place(room string, e Entry) Place {
+func (q *Queue) Place(room string, e Entry) wire.Place {
 	v := q.view(room)
 	if v == nil {
 		d := defaultView()
@@ -86,34 +87,13 @@ func (v *View) RoomState(now time.Time) string {
 	return string(state)
 }
 
-// Place is what a visitor is told about its entry; the edges answer it as
-// a wire.Entry (wire.EntryFor(wire.Place(p)): the two types are the same
-// fields, pinned by gate's tests).
-type Place struct {
-	Room   string
-	Ticket string
-	// RoomState is View.RoomState's.
-	RoomState string
-	// Status is the Entry's.
-	Status string
-	// Position (1 at the head), ETA and PollAfter count when waiting;
-	// ETALow and ETAHigh are the ETA's range (both zero: none).
-	Position                        int64
-	ETA, ETALow, ETAHigh, PollAfter time.Duration
-	// Pass and PassExpiresAt count when active; the edge sets them.
-	Pass          string
-	PassExpiresAt time.Time
-	// OpensAt counts in the pre-queue: ETA is the time left until it.
-	OpensAt time.Time
-}
-
 // Place is what a visitor is told, at now, about entry e in room by view
 // v: the room's state as visitors see it, the position with its ETA and
 // poll pacing, or in the pre-queue (a waiting entry at position 0) the
 // countdown to the opening. The API and the proxy both answer through it;
 // the caller adds the ticket and, for an active entry, the pass.
-func (v *View) Place(now time.Time, room string, e Entry) Place {
-	p := Place{Room: room, RoomState: v.RoomState(now), Status: string(e.Status), Position: e.Position}
+func (v *View) Place(now time.Time, room string, e Entry) wire.Place {
+	p := wire.Place{Room: room, RoomState: v.RoomState(now), Status: string(e.Status), Position: e.Position}
 	switch {
 	case e.Status == Waiting && e.Position == 0:
 		p.RoomState, p.OpensAt = string(InPreQueue), v.Settings.OpensAt
@@ -130,7 +110,7 @@ func (v *View) Place(now time.Time, room string, e Entry) Place {
 // changes): an entry's, or a changed place's (after the opening draw). The
 // first poll on a new ticket comes at a random point of its interval
 // (forecast.First).
-func (p *Place) Issued(ticket string) {
+func Issued(p *wire.Place, ticket string) {
 	if ticket == "" {
 		return
 	}

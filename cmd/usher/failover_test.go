@@ -85,7 +85,7 @@ func TestSentinelFailover(t *testing.T) {
 	if err := set.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if err := qs.PutRoom(ctx, sched.Room, set); err != nil {
+	if _, err := qs.PutRoom(ctx, sched.Room, set, queue.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -351,7 +351,7 @@ func (l *failoverLog) visit(qs queue.Store, room string, steps saleSteps, v stri
 		}
 		var err error
 		start := time.Now()
-		if e, _, err = qs.Enter(ctx, room, v, start); l.call("enter", start, err, true) {
+		if e, _, err = qs.Enter(ctx, room, v, start, queue.EnterOptions{}); l.call("enter", start, err, true) {
 			break
 		}
 	}

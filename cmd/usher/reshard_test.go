@@ -64,7 +64,7 @@ func TestClusterReshard(t *testing.T) {
 	if err := set.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if err := qs.PutRoom(ctx, room, set); err != nil {
+	if _, err := qs.PutRoom(ctx, room, set, queue.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := hs.SetStock(ctx, scope, 1); err != nil { // the scope's stock key, so its slot has a key from the start

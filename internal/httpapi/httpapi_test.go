@@ -41,11 +41,20 @@ func (f *flakyStore) fail() error {
 	return nil
 }
 
-func (f *flakyStore) Enter(ctx context.Context, room, v string, now time.Time) (queue.Entry, bool, error) {
+// AddSignals and SetControl pass the controller's calls to the store.
+func (f *flakyStore) AddSignals(ctx context.Context, room string, s queue.Signals) (queue.Signals, error) {
+	return f.Store.(queue.ControlStore).AddSignals(ctx, room, s)
+}
+
+func (f *flakyStore) SetControl(ctx context.Context, room string, next queue.Control, used queue.Signals) (bool, error) {
+	return f.Store.(queue.ControlStore).SetControl(ctx, room, next, used)
+}
+
+func (f *flakyStore) Enter(ctx context.Context, room, v string, now time.Time, o queue.EnterOptions) (queue.Entry, bool, error) {
 	if err := f.fail(); err != nil {
 		return queue.Entry{}, false, err
 	}
-	return f.Store.Enter(ctx, room, v, now)
+	return f.Store.Enter(ctx, room, v, now, o)
 }
 
 func (f *flakyStore) Status(ctx context.Context, room, v string, now time.Time) (queue.Entry, error) {

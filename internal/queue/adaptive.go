@@ -62,7 +62,7 @@ func (q *Queue) Control(ctx context.Context, room string) error {
 	delete(q.local, room)
 	q.sigMu.Unlock()
 	v, ok := q.View(room)
-	if !ok || v.Settings.Admission != Adaptive {
+	if !ok || v.Settings.Admission != Adaptive || q.control == nil {
 		return nil
 	}
 	now := q.now()
@@ -73,7 +73,7 @@ func (q *Queue) Control(ctx context.Context, room string) error {
 	if local == nil {
 		local = new(Signals)
 	}
-	pool, err := q.store.AddSignals(ctx, room, *local)
+	pool, err := q.control.AddSignals(ctx, room, *local)
 	if err != nil || !due {
 		return err
 	}
@@ -81,7 +81,7 @@ func (q *Queue) Control(ctx context.Context, room string) error {
 	if !used {
 		return nil
 	}
-	stored, err := q.store.SetControl(ctx, room, next, pool)
+	stored, err := q.control.SetControl(ctx, room, next, pool)
 	if err != nil || !stored {
 		return err
 	}

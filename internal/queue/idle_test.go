@@ -148,7 +148,7 @@ func TestRoomListGrowsApart(t *testing.T) {
 	store := &roomsCounter{Store: raw}
 	q := queue.New(store, queue.Options{Now: c.now})
 	for i := range 2500 {
-		if err := raw.PutRoom(ctx, fmt.Sprintf("r%d", i), queue.DefaultSettings()); err != nil {
+		if _, err := raw.PutRoom(ctx, fmt.Sprintf("r%d", i), queue.DefaultSettings(), queue.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -170,7 +170,7 @@ func TestRoomListGrowsApart(t *testing.T) {
 	if got := store.n.Load() - before; got != 5 {
 		t.Errorf("10 refreshes over 2,500 rooms listed them %d times, want 5 (every 200 ms)", got)
 	}
-	if err := raw.PutRoom(ctx, "elsewhere", queue.DefaultSettings()); err != nil {
+	if _, err := raw.PutRoom(ctx, "elsewhere", queue.DefaultSettings(), queue.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	step()

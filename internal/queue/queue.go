@@ -350,16 +350,15 @@ type Waker interface {
 // caller's clock.
 type Store interface {
 	// PutRoom creates a room or replaces its settings; queue, active set and
-	// counters are kept. When s.OpensAt is set and the room has no draw
-	// seed yet, the store chooses one (NewSeed) and keeps it for good (so
-	// does CreateRoom). Settings that switch an existing room whose
-	// controller has stepped to Adaptive reset its controller state in the same step (a zero
-	// Control with the next Version), so the controller starts afresh and
-	// a concurrent step over the old state loses.
-	PutRoom(ctx context.Context, room string, s Settings) error
-	// CreateRoom creates a room with s unless it exists; an existing room is
-	// left unchanged. created tells which.
-	CreateRoom(ctx context.Context, room string, s Settings) (created bool, err error)
+	// counters are kept. With o.OnlyCreate an existing room is left
+	// unchanged. created reports whether the room is new. When s.OpensAt
+	// is set and the room has no draw seed yet, the store chooses one
+	// (NewSeed) and keeps it for good. Settings that switch an existing
+	// room whose controller has stepped to Adaptive reset its controller
+	// state in the same step (a zero Control with the next Version), so
+	// the controller starts afresh and a concurrent step over the old
+	// state loses.
+	PutRoom(ctx context.Context, room string, s Settings, o PutOptions) (created bool, err error)
 	// Rooms lists room ids in ascending order.
 	Rooms(ctx context.Context) ([]string, error)
 	// Enter puts visitor in the room's queue, or returns its current entry if
@@ -378,14 +377,14 @@ type Store interface {
 	// reported before the store assigns it (Redis assigns them as the
 	// admission reaches them); a Seq reported once never grows, and
 	// Position is always exact.
-	Enter(ctx context.Context, room, visitor string, now time.Time) (e Entry, created bool, err error)
-	// EnterLane is Enter into the room's priority lane (lane.go) with a
-	// lane code: an existing entry wins (a visitor waiting in the main
-	// line keeps that place) and uses nothing; a new place (or a
-	// passthrough) uses the code once, refused with ErrLaneCodeUsed once
-	// it has made code.Uses places, counted atomically with the entry.
-	// ErrLanesOff when the room's PriorityShare is 0.
-	EnterLane(ctx context.Context, room, visitor string, code LaneCode, now time.Time) (e Entry, created bool, err error)
+	//
+	// With o.Lane, a new place is in the room's priority lane (lane.go):
+	// an existing entry wins (a visitor waiting in the main line keeps
+	// that place) and uses nothing; a new place (or a passthrough) uses
+	// the code once, refused with ErrLaneCodeUsed once it has made
+	// code.Uses places, counted atomically with the entry. ErrLanesOff
+	// when the room's PriorityShare is 0.
+	Enter(ctx context.Context, room, visitor string, now time.Time, o EnterOptions) (e Entry, created bool, err error)
 	// Status returns the visitor's exact entry. For an active visitor it is
 	// also a renewal: the expiry becomes at least now+ActiveTTL (this is how
 	// an admitted visitor claims the slot, and how the gate slides it).
@@ -421,10 +420,34 @@ type Store interface {
 	// below InventoryCap. A room never set acts as before (unknown).
 	SetInventory(ctx context.Context, room string, units int64) error
 
-	// Adaptive admission (control.go). Admit and Enter refill the bucket at
-	// Settings.CurrentRate(Control), so an adaptive room admits at the
-	// rate its controller last stored.
-	//
+	// DeleteRoom removes the room and everything the store keeps of it
+	// (settings, queue, active set, counters, draw, inventory; its record
+	// in the room list and, for a store that keeps rooms on disk, there).
+	// Unless force, it refuses with ErrRoomInUse, changing nothing, while
+	// anyone waits (the pre-queue included) or holds an unexpired active
+	// slot at now; the check and the removal are one atomic step.
+	DeleteRoom(ctx context.Context, room string, force bool, now time.Time) error
+}
+
+// PutOptions say how PutRoom treats a room that exists.
+type PutOptions struct {
+	// OnlyCreate leaves an existing room as it is.
+	OnlyCreate bool
+}
+
+// EnterOptions say where Enter puts a new place; the zero value is the
+// main line.
+type EnterOptions struct {
+	// Lane, when set, puts a new place in the priority lane with this code.
+	Lane *LaneCode
+}
+
+// ControlStore keeps a room's adaptive controller state (control.go): the
+// pool of origin signals and the controller's last step. Admit and Enter
+// refill the bucket at Settings.CurrentRate(Control), so a Store that
+// implements ControlStore serves adaptive rooms; Queue finds it on the
+// Store it wraps, and refuses adaptive rooms on a Store without it.
+type ControlStore interface {
 	// AddSignals adds s to the room's pool of origin signals and returns
 	// the pool, in one atomic step.
 	AddSignals(ctx context.Context, room string, s Signals) (Signals, error)
@@ -433,11 +456,4 @@ type Store interface {
 	// pool (samples added since stay for the next step), atomically. ok is
 	// false, and nothing changes, when another caller stepped first.
 	SetControl(ctx context.Context, room string, next Control, used Signals) (ok bool, err error)
-	// DeleteRoom removes the room and everything the store keeps of it
-	// (settings, queue, active set, counters, draw, inventory; its record
-	// in the room list and, for a store that keeps rooms on disk, there).
-	// Unless force, it refuses with ErrRoomInUse, changing nothing, while
-	// anyone waits (the pre-queue included) or holds an unexpired active
-	// slot at now; the check and the removal are one atomic step.
-	DeleteRoom(ctx context.Context, room string, force bool, now time.Time) error
 }

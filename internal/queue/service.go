@@ -79,8 +79,11 @@ type viewSlot struct{ v atomic.Pointer[View] }
 // view of every room that Run refreshes, so that a status poll far from the
 // front of the queue costs no store round trip.
 type Queue struct {
-	store   Store
-	raw     Store // store without the deadlines (its optional interfaces)
+	store Store
+	raw   Store // store without the deadlines (its optional interfaces)
+	// control is the store's ControlStore, under the deadlines; nil when
+	// it keeps no controller state (adaptive rooms are refused).
+	control ControlStore
 	now     func() time.Time
 	refresh time.Duration
 	// idleRefresh is Options.IdleRefresh; woken holds the rooms to re-read
@@ -141,7 +144,7 @@ func New(store Store, o Options) *Queue {
 	if o.MaxHeld <= 0 {
 		o.MaxHeld = DefaultMaxHeld
 	}
-	q := &Queue{store: WithTimeout(store, o.StoreTimeout), raw: store, now: o.Now, refresh: o.Refresh, idleRefresh: o.IdleRefresh,
+	q := &Queue{store: WithTimeout(store, o.StoreTimeout), control: controlOf(store, o.StoreTimeout), raw: store, now: o.Now, refresh: o.Refresh, idleRefresh: o.IdleRefresh,
 		metrics: o.Metrics, log: o.Logger,
 		local: make(map[string]*Signals), events: o.Events, countEvery: o.CountEvery}
 	q.views.Store(&map[string]*viewSlot{})
@@ -185,14 +188,26 @@ func (q *Queue) PutRoom(ctx context.Context, room string, s Settings) error {
 	if err := checkRoom(room); err != nil {
 		return err
 	}
-	s = s.ForShards()
-	if err := s.Validate(); err != nil {
+	s, err := q.valid(s)
+	if err != nil {
 		return err
 	}
-	if err := q.store.PutRoom(ctx, room, s); err != nil {
+	if _, err := q.store.PutRoom(ctx, room, s, PutOptions{}); err != nil {
 		return err
 	}
 	return q.refreshRoom(ctx, room)
+}
+
+// valid is s as stored, or why the room cannot have it.
+func (q *Queue) valid(s Settings) (Settings, error) {
+	s = s.ForShards()
+	if err := s.Validate(); err != nil {
+		return s, err
+	}
+	if s.Admission == Adaptive && q.control == nil {
+		return s, ErrInvalid.Detail("admission: adaptive needs a store that keeps controller state; this one does not")
+	}
+	return s, nil
 }
 
 // EnsureRoom creates the room with settings s unless it exists; an
@@ -201,11 +216,10 @@ func (q *Queue) EnsureRoom(ctx context.Context, room string, s Settings) (create
 	if err := checkRoom(room); err != nil {
 		return false, err
 	}
-	s = s.ForShards()
-	if err := s.Validate(); err != nil {
+	if s, err = q.valid(s); err != nil {
 		return false, err
 	}
-	if created, err = q.store.CreateRoom(ctx, room, s); err != nil || !created {
+	if created, err = q.store.PutRoom(ctx, room, s, PutOptions{OnlyCreate: true}); err != nil || !created {
 		return created, err
 	}
 	return true, q.refreshRoom(ctx, room)
@@ -260,11 +274,13 @@ func (q *Queue) Enter(ctx context.Context, room, visitor string) (Entry, bool, e
 	if q.counts != nil {
 		ctx = context.WithoutCancel(ctx)
 	}
-	return q.entered(ctx, room, func(ctx context.Context) (Entry, bool, error) { return q.store.Enter(ctx, room, visitor, q.now()) })
+	return q.entered(ctx, room, func(ctx context.Context) (Entry, bool, error) {
+		return q.store.Enter(ctx, room, visitor, q.now(), EnterOptions{})
+	})
 }
 
 // EnterLane puts the visitor in the room's priority lane with a verified
-// lane code (Store.EnterLane), as Enter does in the line.
+// lane code (EnterOptions.Lane), as Enter does in the line.
 func (q *Queue) EnterLane(ctx context.Context, room, visitor string, code LaneCode) (Entry, bool, error) {
 	if err := checkVisitor(room, visitor); err != nil {
 		return Entry{}, false, err
@@ -276,7 +292,7 @@ func (q *Queue) EnterLane(ctx context.Context, room, visitor string, code LaneCo
 		ctx = context.WithoutCancel(ctx)
 	}
 	return q.entered(ctx, room, func(ctx context.Context) (Entry, bool, error) {
-		return q.store.EnterLane(ctx, room, visitor, code, q.now())
+		return q.store.Enter(ctx, room, visitor, q.now(), EnterOptions{Lane: &code})
 	})
 }
 

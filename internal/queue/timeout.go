@@ -32,33 +32,18 @@ func call[T any](t *timeoutStore, ctx context.Context, op string, f func(context
 	return fault.Bounded(ctx, t.d, ErrUnavailable, "queue: "+op, f)
 }
 
-func (t *timeoutStore) PutRoom(ctx context.Context, room string, s Settings) error {
-	_, err := call(t, ctx, "put room", func(ctx context.Context) (struct{}, error) { return struct{}{}, t.s.PutRoom(ctx, room, s) })
-	return err
-}
-
-func (t *timeoutStore) CreateRoom(ctx context.Context, room string, s Settings) (bool, error) {
-	return call(t, ctx, "create room", func(ctx context.Context) (bool, error) { return t.s.CreateRoom(ctx, room, s) })
+func (t *timeoutStore) PutRoom(ctx context.Context, room string, s Settings, o PutOptions) (bool, error) {
+	return call(t, ctx, "put room", func(ctx context.Context) (bool, error) { return t.s.PutRoom(ctx, room, s, o) })
 }
 
 func (t *timeoutStore) Rooms(ctx context.Context) ([]string, error) {
 	return call(t, ctx, "rooms", t.s.Rooms)
 }
 
-func (t *timeoutStore) Enter(ctx context.Context, room, visitor string, now time.Time) (Entry, bool, error) {
+func (t *timeoutStore) Enter(ctx context.Context, room, visitor string, now time.Time, o EnterOptions) (Entry, bool, error) {
 	var created bool
 	e, err := call(t, ctx, "enter", func(ctx context.Context) (Entry, error) {
-		e, c, err := t.s.Enter(ctx, room, visitor, now)
-		created = c
-		return e, err
-	})
-	return e, created, err
-}
-
-func (t *timeoutStore) EnterLane(ctx context.Context, room, visitor string, code LaneCode, now time.Time) (Entry, bool, error) {
-	var created bool
-	e, err := call(t, ctx, "enter lane", func(ctx context.Context) (Entry, error) {
-		e, c, err := t.s.EnterLane(ctx, room, visitor, code, now)
+		e, c, err := t.s.Enter(ctx, room, visitor, now, o)
 		created = c
 		return e, err
 	})
@@ -89,12 +74,31 @@ func (t *timeoutStore) SetInventory(ctx context.Context, room string, units int6
 	return err
 }
 
-func (t *timeoutStore) AddSignals(ctx context.Context, room string, s Signals) (Signals, error) {
-	return call(t, ctx, "add signals", func(ctx context.Context) (Signals, error) { return t.s.AddSignals(ctx, room, s) })
+// timeoutControl is the ControlStore of a timeoutStore's Store.
+type timeoutControl struct {
+	*timeoutStore
+	c ControlStore
 }
 
-func (t *timeoutStore) SetControl(ctx context.Context, room string, next Control, used Signals) (bool, error) {
-	return call(t, ctx, "set control", func(ctx context.Context) (bool, error) { return t.s.SetControl(ctx, room, next, used) })
+// controlOf is the ControlStore of s under the deadlines of t (nil when s
+// keeps no controller state).
+func controlOf(s Store, d time.Duration) ControlStore {
+	c, ok := s.(ControlStore)
+	if !ok {
+		return nil
+	}
+	if d <= 0 {
+		return c
+	}
+	return timeoutControl{&timeoutStore{s: s, d: d}, c}
+}
+
+func (t timeoutControl) AddSignals(ctx context.Context, room string, s Signals) (Signals, error) {
+	return call(t.timeoutStore, ctx, "add signals", func(ctx context.Context) (Signals, error) { return t.c.AddSignals(ctx, room, s) })
+}
+
+func (t timeoutControl) SetControl(ctx context.Context, room string, next Control, used Signals) (bool, error) {
+	return call(t.timeoutStore, ctx, "set control", func(ctx context.Context) (bool, error) { return t.c.SetControl(ctx, room, next, used) })
 }
 
 func (t *timeoutStore) DeleteRoom(ctx context.Context, room string, force bool, now time.Time) error {

@@ -61,7 +61,7 @@ func simulate(t testing.TB, n int64, over, until time.Duration, s queue.Settings
 	heapBefore := ms.HeapAlloc
 
 	store := memqueue.New()
-	if err := store.PutRoom(ctx, "sim", s); err != nil {
+	if _, err := store.PutRoom(ctx, "sim", s, queue.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var v queue.View
@@ -97,7 +97,7 @@ func simulate(t testing.TB, n int64, over, until time.Duration, s queue.Settings
 			refresh(now)
 		}
 		for ; next < n && time.Duration(next)*over/time.Duration(n) <= time.Duration(k)*tick; next++ {
-			e, _, err := store.Enter(ctx, "sim", ids[next], now)
+			e, _, err := store.Enter(ctx, "sim", ids[next], now, queue.EnterOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -32,7 +32,10 @@ import (
 	"usher/internal/queue"
 )
 
-var _ queue.Store = (*Store)(nil)
+var (
+	_ queue.Store        = (*Store)(nil)
+	_ queue.ControlStore = (*Store)(nil)
+)
 
 // Store is an in-memory queue.Store. The zero value is not usable; call New
 // or Open.
@@ -152,31 +155,34 @@ func (s *Store) room(name string) (*room, error) {
 }
 
 // PutRoom implements queue.Store.
-func (s *Store) PutRoom(ctx context.Context, name string, set queue.Settings) error {
+func (s *Store) PutRoom(ctx context.Context, name string, set queue.Settings, o queue.PutOptions) (bool, error) {
 	s.mu.Lock()
 	r := s.rooms[name]
 	if r == nil {
 		r = newRoom(set)
 		if err := s.save(name, r); err != nil { // nothing was created
 			s.mu.Unlock()
-			return err
+			return false, err
 		}
 		s.rooms[name] = r
 		s.mu.Unlock()
-		return nil
+		return true, nil
 	}
 	s.mu.Unlock()
+	if o.OnlyCreate {
+		return false, nil
+	}
 	r.mu.Lock()
 	if r.deleted { // deleted since: create it afresh
 		r.mu.Unlock()
-		return s.PutRoom(ctx, name, set)
+		return s.PutRoom(ctx, name, set, o)
 	}
 	defer r.mu.Unlock()
 	if r.draw.Done && !set.OpensAt.Equal(r.settings.OpensAt) {
-		return fmt.Errorf("memqueue: put room %s: %w", name, queue.ErrDrawn)
+		return false, fmt.Errorf("memqueue: put room %s: %w", name, queue.ErrDrawn)
 	}
 	if set.Shards != r.settings.Shards || set.Sharded() && set.ShardStrategy != r.settings.ShardStrategy {
-		return fmt.Errorf("memqueue: put room %s: %w", name, queue.ErrShardsFixed)
+		return false, fmt.Errorf("memqueue: put room %s: %w", name, queue.ErrShardsFixed)
 	}
 	old, oldTokens, oldDraw, oldPre, oldControl := r.settings, r.tokens, r.draw, r.pre, r.control
 	if set.Admission == queue.Adaptive && old.Admission != queue.Adaptive && r.control.Version > 0 {
@@ -187,24 +193,9 @@ func (s *Store) PutRoom(ctx context.Context, name string, set queue.Settings) er
 	r.seed()
 	if err := s.save(name, r); err != nil { // nothing changes
 		r.settings, r.tokens, r.draw, r.pre, r.control = old, oldTokens, oldDraw, oldPre, oldControl
-		return err
-	}
-	return nil
-}
-
-// CreateRoom implements queue.Store.
-func (s *Store) CreateRoom(_ context.Context, name string, set queue.Settings) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.rooms[name] != nil {
-		return false, nil
-	}
-	r := newRoom(set)
-	if err := s.save(name, r); err != nil { // nothing was created
 		return false, err
 	}
-	s.rooms[name] = r
-	return true, nil
+	return false, nil
 }
 
 // Rooms implements queue.Store.
@@ -220,13 +211,8 @@ func (s *Store) Rooms(context.Context) ([]string, error) {
 }
 
 // Enter implements queue.Store.
-func (s *Store) Enter(_ context.Context, name, visitor string, now time.Time) (queue.Entry, bool, error) {
-	return s.enter(name, visitor, nil, now)
-}
-
-// EnterLane implements queue.Store.
-func (s *Store) EnterLane(_ context.Context, name, visitor string, code queue.LaneCode, now time.Time) (queue.Entry, bool, error) {
-	return s.enter(name, visitor, &code, now)
+func (s *Store) Enter(_ context.Context, name, visitor string, now time.Time, o queue.EnterOptions) (queue.Entry, bool, error) {
+	return s.enter(name, visitor, o.Lane, now)
 }
 
 // enterLane makes a new place in the priority lane (or a passthrough)
@@ -569,7 +555,7 @@ func (r *room) state() queue.RoomState {
 	return queue.Stats{Settings: r.settings, Inventory: r.inventory}.EffectiveState()
 }
 
-// AddSignals implements queue.Store.
+// AddSignals implements queue.ControlStore.
 func (s *Store) AddSignals(_ context.Context, name string, sig queue.Signals) (queue.Signals, error) {
 	r, err := s.room(name)
 	if err != nil {
@@ -580,7 +566,7 @@ func (s *Store) AddSignals(_ context.Context, name string, sig queue.Signals) (q
 	return r.signals, nil
 }
 
-// SetControl implements queue.Store.
+// SetControl implements queue.ControlStore.
 func (s *Store) SetControl(_ context.Context, name string, next queue.Control, used queue.Signals) (bool, error) {
 	r, err := s.room(name)
 	if err != nil {

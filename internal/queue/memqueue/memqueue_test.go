@@ -37,13 +37,13 @@ func BenchmarkCollectWithLongLine(b *testing.B) {
 	set := queue.DefaultSettings()
 	set.State = queue.Paused
 	ctx := context.Background()
-	if err := s.PutRoom(ctx, "r", set); err != nil {
+	if _, err := s.PutRoom(ctx, "r", set, queue.PutOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	now := time.Now()
 	for i := range 300_000 {
 		// One allocation per id, as the HTTP layer makes them.
-		if _, _, err := s.Enter(ctx, "r", fmt.Sprintf("visitor-%022d", i), now); err != nil {
+		if _, _, err := s.Enter(ctx, "r", fmt.Sprintf("visitor-%022d", i), now, queue.EnterOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}

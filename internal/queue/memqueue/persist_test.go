@@ -42,13 +42,13 @@ func TestRoomsSurviveRestart(t *testing.T) {
 	pending := queue.DefaultSettings()
 	pending.OpensAt = t0.Add(time.Hour)
 	for room, set := range map[string]queue.Settings{"tuned": tuned, "drawn": drawn, "pending": pending} {
-		if err := s.PutRoom(ctx, room, set); err != nil {
+		if _, err := s.PutRoom(ctx, room, set, queue.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, v := range []string{"a", "b", "c"} {
 		for _, room := range []string{"drawn", "pending"} {
-			if _, _, err := s.Enter(ctx, room, v, t0); err != nil {
+			if _, _, err := s.Enter(ctx, room, v, t0, queue.EnterOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -116,7 +116,7 @@ func TestUnwritableRoomsFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutRoom(ctx, "r", queue.DefaultSettings()); err != nil {
+	if _, err := s.PutRoom(ctx, "r", queue.DefaultSettings(), queue.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.RemoveAll(dir); err != nil { // no file can be written there now
@@ -124,22 +124,22 @@ func TestUnwritableRoomsFile(t *testing.T) {
 	}
 	set := queue.DefaultSettings()
 	set.OpensAt, set.MaxActive = time.Now().Add(time.Hour).Truncate(time.Millisecond), 7
-	if err := s.PutRoom(ctx, "r", set); !errors.Is(err, queue.ErrUnavailable) {
+	if _, err := s.PutRoom(ctx, "r", set, queue.PutOptions{}); !errors.Is(err, queue.ErrUnavailable) {
 		t.Fatalf("PutRoom with an unwritable file: %v, want ErrUnavailable", err)
 	}
 	st, err := s.Stats(ctx, "r", time.Now())
 	if err != nil || st.Settings.MaxActive != queue.DefaultSettings().MaxActive || st.Draw.Seed != nil {
 		t.Errorf("room after a refused PutRoom = %+v, %v; want it unchanged", st, err)
 	}
-	if _, _, err := s.Enter(ctx, "r", "v", time.Now()); err != nil {
+	if _, _, err := s.Enter(ctx, "r", "v", time.Now(), queue.EnterOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if e, _ := s.Status(ctx, "r", "v", time.Now()); e.Status != queue.Active {
 		t.Errorf("entry after a refused PutRoom = %+v, want passthrough (no pre-queue)", e)
 	}
 	for _, create := range []func() error{
-		func() error { return s.PutRoom(ctx, "new", set) },
-		func() error { _, err := s.CreateRoom(ctx, "new", set); return err },
+		func() error { _, err := s.PutRoom(ctx, "new", set, queue.PutOptions{}); return err },
+		func() error { _, err := s.PutRoom(ctx, "new", set, queue.PutOptions{OnlyCreate: true}); return err },
 	} {
 		if err := create(); !errors.Is(err, queue.ErrUnavailable) {
 			t.Errorf("creating a room with an unwritable file: %v, want ErrUnavailable", err)
@@ -198,7 +198,7 @@ func TestDeletedRoomStaysDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, room := range []string{"gone", "kept"} {
-		if err := s.PutRoom(ctx, room, queue.DefaultSettings()); err != nil {
+		if _, err := s.PutRoom(ctx, room, queue.DefaultSettings(), queue.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -28,7 +28,7 @@ func Bench(b *testing.B, newStore NewStore) {
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				if _, _, err := s.Enter(ctx, "r", fmt.Sprintf("v%d", n.Add(1)), t0); err != nil {
+				if _, _, err := s.Enter(ctx, "r", fmt.Sprintf("v%d", n.Add(1)), t0, queue.EnterOptions{}); err != nil {
 					b.Error(err)
 					return
 				}

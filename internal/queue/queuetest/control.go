@@ -32,7 +32,7 @@ func testAdaptiveRate(t *testing.T, s queue.Store) {
 	}
 	for _, room := range []string{"adaptive", "static"} {
 		next := queue.Control{Rate: 2, Version: 1, At: t0}
-		if ok, err := s.SetControl(ctx, room, next, queue.Signals{}); err != nil || !ok {
+		if ok, err := s.(queue.ControlStore).SetControl(ctx, room, next, queue.Signals{}); err != nil || !ok {
 			t.Fatalf("SetControl(%s) = %v, %v; want stored", room, ok, err)
 		}
 	}
@@ -105,10 +105,10 @@ func testControlSteps(t *testing.T, s queue.Store) {
 		a.Add(time.Duration(10+i)*time.Millisecond, i%10 == 0)
 	}
 	b.Add(2*time.Second, true)
-	if _, err := s.AddSignals(ctx, "r", a); err != nil {
+	if _, err := s.(queue.ControlStore).AddSignals(ctx, "r", a); err != nil {
 		t.Fatal(err)
 	}
-	pool, err := s.AddSignals(ctx, "r", b)
+	pool, err := s.(queue.ControlStore).AddSignals(ctx, "r", b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,16 +118,16 @@ func testControlSteps(t *testing.T, s queue.Store) {
 		t.Fatalf("pool after two adds = %+v, want %+v", pool, want)
 	}
 	next := fullControl(t)
-	if ok, err := s.SetControl(ctx, "r", next, a); err != nil || !ok {
+	if ok, err := s.(queue.ControlStore).SetControl(ctx, "r", next, a); err != nil || !ok {
 		t.Fatalf("SetControl over version 0 = %v, %v; want stored", ok, err)
 	}
-	if ok, err := s.SetControl(ctx, "r", queue.Control{Rate: 99, Version: 1}, a); err != nil || ok {
+	if ok, err := s.(queue.ControlStore).SetControl(ctx, "r", queue.Control{Rate: 99, Version: 1}, a); err != nil || ok {
 		t.Fatalf("a second SetControl over version 0 = %v, %v; want refused", ok, err)
 	}
 	if got := mustStats(t, s, "r", t0).Control; got != next {
 		t.Errorf("Control = %+v, want %+v", got, next)
 	}
-	if pool, err = s.AddSignals(ctx, "r", queue.Signals{}); err != nil || pool != b {
+	if pool, err = s.(queue.ControlStore).AddSignals(ctx, "r", queue.Signals{}); err != nil || pool != b {
 		t.Errorf("pool after the step = %+v, %v; want the samples added since (%+v)", pool, err, b)
 	}
 	mustPut(t, s, "r", settings(20, 2))
@@ -143,15 +143,15 @@ func testControlSteps(t *testing.T, s queue.Store) {
 	if got := mustStats(t, s, "r", t0).Control; got != afresh {
 		t.Errorf("Control after switching to adaptive = %+v, want %+v", got, afresh)
 	}
-	if ok, err := s.SetControl(ctx, "r", queue.Control{Rate: 99, Version: next.Version + 1}, queue.Signals{}); err != nil || ok {
+	if ok, err := s.(queue.ControlStore).SetControl(ctx, "r", queue.Control{Rate: 99, Version: next.Version + 1}, queue.Signals{}); err != nil || ok {
 		t.Errorf("a step over the state before the switch = %v, %v; want refused", ok, err)
 	}
 	mustPut(t, s, "r", adaptive)
 	if got := mustStats(t, s, "r", t0).Control; got != afresh {
 		t.Errorf("Control after PutRoom of an adaptive room = %+v, want %+v kept", got, afresh)
 	}
-	_, err = s.AddSignals(ctx, "nope", a)
-	_, err2 := s.SetControl(ctx, "nope", next, a)
+	_, err = s.(queue.ControlStore).AddSignals(ctx, "nope", a)
+	_, err2 := s.(queue.ControlStore).SetControl(ctx, "nope", next, a)
 	if !errors.Is(err, queue.ErrRoomNotFound) || !errors.Is(err2, queue.ErrRoomNotFound) {
 		t.Errorf("unknown room: AddSignals err %v, SetControl err %v; want ErrRoomNotFound", err, err2)
 	}

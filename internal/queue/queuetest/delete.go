@@ -85,7 +85,7 @@ func assertDeleted(t *testing.T, s queue.Store, room string) {
 	t.Helper()
 	ctx := context.Background()
 	checks := map[string]error{}
-	_, _, checks["Enter"] = s.Enter(ctx, room, "v", t0)
+	_, _, checks["Enter"] = s.Enter(ctx, room, "v", t0, queue.EnterOptions{})
 	_, checks["Status"] = s.Status(ctx, room, "v", t0)
 	_, checks["Admit"] = s.Admit(ctx, room, t0)
 	_, checks["Stats"] = s.Stats(ctx, room, t0)

@@ -70,13 +70,13 @@ func testDrawPreQueue(t *testing.T, s queue.Store) {
 	var pre []string
 	for i := range 40 {
 		v := fmt.Sprintf("p%d", i)
-		e, created, err := s.Enter(context.Background(), "r", v, t0.Add(time.Duration(i)*time.Second))
+		e, created, err := s.Enter(context.Background(), "r", v, t0.Add(time.Duration(i)*time.Second), queue.EnterOptions{})
 		if err != nil || !created || e.Status != queue.Waiting || e.Seq != 0 || e.Position != 0 {
 			t.Fatalf("pre-queue Enter(%s) = %+v, %v, %v; want a new waiting entry without seq or position", v, e, created, err)
 		}
 		pre = append(pre, v)
 	}
-	if e, created, err := s.Enter(context.Background(), "r", "p3", t0.Add(time.Minute)); err != nil || created || e.Seq != 0 {
+	if e, created, err := s.Enter(context.Background(), "r", "p3", t0.Add(time.Minute), queue.EnterOptions{}); err != nil || created || e.Seq != 0 {
 		t.Errorf("second pre-queue Enter = %+v, %v, %v; want the same entry, not created", e, created, err)
 	}
 	if e := mustStatus(t, s, "r", "p5", t0.Add(time.Minute)); e.Status != queue.Waiting || e.Position != 0 {
@@ -170,7 +170,7 @@ func testDrawPreQueue(t *testing.T, s queue.Store) {
 	// A room draws once: its opening cannot move now; other settings can.
 	moved := set
 	moved.OpensAt = opens.Add(time.Hour)
-	if err := s.PutRoom(context.Background(), "r", moved); !errors.Is(err, queue.ErrInvalid) {
+	if _, err := s.PutRoom(context.Background(), "r", moved, queue.PutOptions{}); !errors.Is(err, queue.ErrInvalid) {
 		t.Errorf("PutRoom moving the opening after the draw: %v, want ErrInvalid", err)
 	}
 	set.MaxActive++
@@ -183,7 +183,7 @@ func testDrawPreQueue(t *testing.T, s queue.Store) {
 // testDrawClearedOpening: clearing OpensAt before the opening draws at
 // once; a room created with OpensAt has a seed; a room without has none.
 func testDrawClearedOpening(t *testing.T, s queue.Store) {
-	if created, err := s.CreateRoom(context.Background(), "r", drawSettings(t0.Add(time.Hour))); err != nil || !created {
+	if created, err := s.PutRoom(context.Background(), "r", drawSettings(t0.Add(time.Hour)), queue.PutOptions{OnlyCreate: true}); err != nil || !created {
 		t.Fatalf("CreateRoom = %v, %v", created, err)
 	}
 	for _, v := range []string{"a", "b", "c", "d"} {
@@ -226,7 +226,7 @@ func testDrawConcurrentOpening(t *testing.T, s queue.Store) {
 			for i := range each {
 				v := fmt.Sprintf("w%d-%d", w, i)
 				now := opens.Add(time.Duration(i-each/2) * time.Millisecond) // half before the opening
-				e, _, err := s.Enter(context.Background(), "r", v, now)
+				e, _, err := s.Enter(context.Background(), "r", v, now, queue.EnterOptions{})
 				if err != nil {
 					t.Error(err)
 					return

@@ -37,7 +37,7 @@ func testInventorySoldOut(t *testing.T, s queue.Store) {
 	if st.Settings != set || st.EffectiveState() != queue.SoldOut {
 		t.Errorf("after SetInventory(0): settings %+v, effective state %s; want the settings unchanged, sold_out", st.Settings, st.EffectiveState())
 	}
-	if _, _, err := s.Enter(ctx, "r", "new", t0); !errors.Is(err, queue.ErrRoomClosed) {
+	if _, _, err := s.Enter(ctx, "r", "new", t0, queue.EnterOptions{}); !errors.Is(err, queue.ErrRoomClosed) {
 		t.Errorf("Enter into a room without inventory: err = %v, want ErrRoomClosed", err)
 	}
 	if e := mustEnter(t, s, "r", "v2", t0); e.Status != queue.Waiting || e.Position != 2 {

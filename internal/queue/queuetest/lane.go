@@ -19,9 +19,12 @@ func laneCode(id string, uses int64) queue.LaneCode {
 	return queue.LaneCode{ID: id, Uses: uses, ExpiresAt: t0.Add(time.Hour)}
 }
 
+// inLane is Enter's options for the priority lane with code c.
+func inLane(c queue.LaneCode) queue.EnterOptions { return queue.EnterOptions{Lane: &c} }
+
 func mustEnterLane(t testing.TB, s queue.Store, room, visitor string, code queue.LaneCode, now time.Time) (queue.Entry, bool) {
 	t.Helper()
-	e, created, err := s.EnterLane(context.Background(), room, visitor, code, now)
+	e, created, err := s.Enter(context.Background(), room, visitor, now, queue.EnterOptions{Lane: &code})
 	if err != nil {
 		t.Fatalf("EnterLane(%s, %s): %v", room, visitor, err)
 	}
@@ -177,13 +180,13 @@ func testLaneCodes(t *testing.T, s queue.Store) {
 			t.Errorf("EnterLane(%s) = %+v, %v; want a new place", v, e, created)
 		}
 	}
-	if _, _, err := s.EnterLane(ctx, "r", "d", laneCode("c3", 3), t0); !errors.Is(err, queue.ErrLaneCodeUsed) {
+	if _, _, err := s.Enter(ctx, "r", "d", t0, inLane(laneCode("c3", 3))); !errors.Is(err, queue.ErrLaneCodeUsed) {
 		t.Errorf("a fourth use of a 3-use code: %v, want ErrLaneCodeUsed", err)
 	}
 	if _, created := mustEnterLane(t, s, "r", "d", laneCode("c1", 1), t0); !created {
 		t.Errorf("another code: not created")
 	}
-	if _, _, err := s.EnterLane(ctx, "r", "e", laneCode("c1", 1), t0); !errors.Is(err, queue.ErrLaneCodeUsed) {
+	if _, _, err := s.Enter(ctx, "r", "e", t0, inLane(laneCode("c1", 1))); !errors.Is(err, queue.ErrLaneCodeUsed) {
 		t.Errorf("a second use of a single-use code: %v, want ErrLaneCodeUsed", err)
 	}
 	if e := mustStatus(t, s, "r", "e", t0); e.Status != queue.Gone {
@@ -191,10 +194,10 @@ func testLaneCodes(t *testing.T, s queue.Store) {
 	}
 	off := settings(1000, 10)
 	mustPut(t, s, "off", off)
-	if _, _, err := s.EnterLane(ctx, "off", "a", laneCode("x", 1), t0); !errors.Is(err, queue.ErrLanesOff) {
+	if _, _, err := s.Enter(ctx, "off", "a", t0, inLane(laneCode("x", 1))); !errors.Is(err, queue.ErrLanesOff) {
 		t.Errorf("EnterLane into a room without a lane: %v, want ErrLanesOff", err)
 	}
-	if _, _, err := s.EnterLane(ctx, "nope", "a", laneCode("x", 1), t0); !errors.Is(err, queue.ErrRoomNotFound) {
+	if _, _, err := s.Enter(ctx, "nope", "a", t0, inLane(laneCode("x", 1))); !errors.Is(err, queue.ErrRoomNotFound) {
 		t.Errorf("EnterLane into an unknown room: %v, want ErrRoomNotFound", err)
 	}
 	// The lane is waiting: a room with one is in use.
@@ -219,7 +222,7 @@ func testLaneCodeConcurrent(t *testing.T, s queue.Store) {
 	ok, used := 0, 0
 	for i := range 60 {
 		wg.Go(func() {
-			_, created, err := s.EnterLane(context.Background(), "r", fmt.Sprintf("v%d", i), laneCode("ten", 10), t0)
+			_, created, err := s.Enter(context.Background(), "r", fmt.Sprintf("v%d", i), t0, inLane(laneCode("ten", 10)))
 			mu.Lock()
 			defer mu.Unlock()
 			switch {

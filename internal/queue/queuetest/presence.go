@@ -25,10 +25,10 @@ func testMaxWaiting(t *testing.T, s queue.Store) {
 	for _, v := range []string{"b", "c", "d"} {
 		mustEnter(t, s, "r", v, t0)
 	}
-	if _, _, err := s.Enter(ctx, "r", "e", t0); !errors.Is(err, queue.ErrQueueFull) {
+	if _, _, err := s.Enter(ctx, "r", "e", t0, queue.EnterOptions{}); !errors.Is(err, queue.ErrQueueFull) {
 		t.Fatalf("Enter into a full line: %v, want ErrQueueFull", err)
 	}
-	if e, created, err := s.Enter(ctx, "r", "d", t0); err != nil || created || e.Position != 3 {
+	if e, created, err := s.Enter(ctx, "r", "d", t0, queue.EnterOptions{}); err != nil || created || e.Position != 3 {
 		t.Errorf("re-Enter of a waiting visitor into a full line = %+v, %v, %v; want its place", e, created, err)
 	}
 	if st := mustStats(t, s, "r", t0); st.Waiting != 3 || st.LastSeq != 4 {
@@ -49,7 +49,7 @@ func testMaxWaiting(t *testing.T, s queue.Store) {
 	mustPut(t, s, "pre", pre)
 	mustEnter(t, s, "pre", "p1", t0)
 	mustEnter(t, s, "pre", "p2", t0)
-	if _, _, err := s.Enter(ctx, "pre", "p3", t0); !errors.Is(err, queue.ErrQueueFull) {
+	if _, _, err := s.Enter(ctx, "pre", "p3", t0, queue.EnterOptions{}); !errors.Is(err, queue.ErrQueueFull) {
 		t.Errorf("Enter into a full pre-queue: %v, want ErrQueueFull", err)
 	}
 	if st := mustStats(t, s, "pre", t0); st.Waiting != 2 || st.Draw.Entrants != 2 {

@@ -39,14 +39,14 @@ func settings(maxActive int64, rate float64) queue.Settings {
 
 func mustPut(t testing.TB, s queue.Store, room string, set queue.Settings) {
 	t.Helper()
-	if err := s.PutRoom(context.Background(), room, set); err != nil {
+	if _, err := s.PutRoom(context.Background(), room, set, queue.PutOptions{}); err != nil {
 		t.Fatalf("PutRoom(%s): %v", room, err)
 	}
 }
 
 func mustEnter(t testing.TB, s queue.Store, room, visitor string, now time.Time) queue.Entry {
 	t.Helper()
-	e, _, err := s.Enter(context.Background(), room, visitor, now)
+	e, _, err := s.Enter(context.Background(), room, visitor, now, queue.EnterOptions{})
 	if err != nil {
 		t.Fatalf("Enter(%s, %s): %v", room, visitor, err)
 	}
@@ -178,7 +178,7 @@ func testRooms(t *testing.T, s queue.Store) {
 func testUnknownRoom(t *testing.T, s queue.Store) {
 	ctx := context.Background()
 	checks := map[string]error{}
-	_, _, checks["Enter"] = s.Enter(ctx, "nope", "v", t0)
+	_, _, checks["Enter"] = s.Enter(ctx, "nope", "v", t0, queue.EnterOptions{})
 	_, checks["Status"] = s.Status(ctx, "nope", "v", t0)
 	checks["Leave"] = s.Leave(ctx, "nope", "v")
 	_, checks["Admit"] = s.Admit(ctx, "nope", t0)
@@ -194,7 +194,7 @@ func testUnknownRoom(t *testing.T, s queue.Store) {
 func testEnterIdempotent(t *testing.T, s queue.Store) {
 	ctx := context.Background()
 	fill(t, s, "r", settings(10, 1), 3)
-	first, created, err := s.Enter(ctx, "r", "late", t0)
+	first, created, err := s.Enter(ctx, "r", "late", t0, queue.EnterOptions{})
 	if err != nil || !created {
 		t.Fatalf("first Enter: created=%v err=%v, want created", created, err)
 	}
@@ -202,7 +202,7 @@ func testEnterIdempotent(t *testing.T, s queue.Store) {
 		t.Fatalf("first Enter = %+v, want waiting at position 4, seq 4", first)
 	}
 	mustEnter(t, s, "r", "later", t0)
-	again, created, err := s.Enter(ctx, "r", "late", t0.Add(time.Hour))
+	again, created, err := s.Enter(ctx, "r", "late", t0.Add(time.Hour), queue.EnterOptions{})
 	if err != nil || created {
 		t.Fatalf("second Enter: created=%v err=%v, want not created", created, err)
 	}
@@ -223,7 +223,7 @@ func testEnterConcurrentSameVisitor(t *testing.T, s queue.Store) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e, created, err := s.Enter(ctx, "r", "tabby", t0)
+			e, created, err := s.Enter(ctx, "r", "tabby", t0, queue.EnterOptions{})
 			seqs[i], errs[i] = e.Seq, err
 			if created {
 				createdCount.Add(1)
@@ -495,7 +495,7 @@ func testPassthrough(t *testing.T, s queue.Store) {
 	ctx := context.Background()
 	set := settings(2, 10) // batch 1: one passthrough per 100 ms
 	mustPut(t, s, "r", set)
-	e, created, err := s.Enter(ctx, "r", "a", t0)
+	e, created, err := s.Enter(ctx, "r", "a", t0, queue.EnterOptions{})
 	if err != nil || !created || e.Status != queue.Active || !e.ExpiresAt.Equal(t0.Add(set.ActiveTTL)) {
 		t.Fatalf("Enter into an empty room = %+v, created=%v, %v; want active until %v", e, created, err, t0.Add(set.ActiveTTL))
 	}
@@ -531,7 +531,7 @@ func testRoomStates(t *testing.T, s queue.Store) {
 	}
 	set.State = queue.Closed
 	mustPut(t, s, "r", set)
-	if _, _, err := s.Enter(ctx, "r", "b", t0); !errors.Is(err, queue.ErrRoomClosed) {
+	if _, _, err := s.Enter(ctx, "r", "b", t0, queue.EnterOptions{}); !errors.Is(err, queue.ErrRoomClosed) {
 		t.Errorf("Enter into a closed room: err = %v, want ErrRoomClosed", err)
 	}
 	if e := mustEnter(t, s, "r", "a", t0); e.Status != queue.Waiting || e.Position != 1 {
@@ -542,7 +542,7 @@ func testRoomStates(t *testing.T, s queue.Store) {
 	}
 	set.State = queue.SoldOut
 	mustPut(t, s, "r", set)
-	if _, _, err := s.Enter(ctx, "r", "c", t0); !errors.Is(err, queue.ErrRoomClosed) {
+	if _, _, err := s.Enter(ctx, "r", "c", t0, queue.EnterOptions{}); !errors.Is(err, queue.ErrRoomClosed) {
 		t.Errorf("Enter into a sold-out room: err = %v, want ErrRoomClosed", err)
 	}
 	if res := mustAdmit(t, s, "r", t0.Add(2500*time.Millisecond)); len(res.Admitted) != 0 {
@@ -628,12 +628,12 @@ func testStatusNeverShortensExpiry(t *testing.T, s queue.Store) {
 func testCreateRoom(t *testing.T, s queue.Store) {
 	ctx := context.Background()
 	first := settings(7, 3)
-	if created, err := s.CreateRoom(ctx, "r", first); err != nil || !created {
+	if created, err := s.PutRoom(ctx, "r", first, queue.PutOptions{OnlyCreate: true}); err != nil || !created {
 		t.Fatalf("CreateRoom of a new room = %v, %v; want created", created, err)
 	}
 	mustEnter(t, s, "r", "a", t0)
 	other := settings(9, 5)
-	if created, err := s.CreateRoom(ctx, "r", other); err != nil || created {
+	if created, err := s.PutRoom(ctx, "r", other, queue.PutOptions{OnlyCreate: true}); err != nil || created {
 		t.Fatalf("CreateRoom of an existing room = %v, %v; want not created", created, err)
 	}
 	st := mustStats(t, s, "r", t0)
@@ -682,7 +682,7 @@ func testSettingsRoundTrip(t *testing.T, s queue.Store) {
 	mustPut(t, s, "put", want)
 	mustPut(t, s, "replaced", def)
 	mustPut(t, s, "replaced", want)
-	if created, err := s.CreateRoom(ctx, "created", want); err != nil || !created {
+	if created, err := s.PutRoom(ctx, "created", want, queue.PutOptions{OnlyCreate: true}); err != nil || !created {
 		t.Fatalf("CreateRoom = %v, %v; want created", created, err)
 	}
 	wantV := reflect.ValueOf(want)

@@ -94,7 +94,7 @@ func testShardedSettings(t *testing.T, s queue.Store, strategy queue.ShardStrate
 		t.Fatalf("queuetest: sharded settings %+v are invalid: %v", want, err)
 	}
 	mustPut(t, s, "put", want)
-	if created, err := s.CreateRoom(ctx, "created", want); err != nil || !created {
+	if created, err := s.PutRoom(ctx, "created", want, queue.PutOptions{OnlyCreate: true}); err != nil || !created {
 		t.Fatalf("CreateRoom = %v, %v; want created", created, err)
 	}
 	for _, room := range []string{"put", "created"} {
@@ -127,7 +127,7 @@ func testShardedLayoutFixed(t *testing.T, s queue.Store, strategy queue.ShardStr
 		func() queue.Settings { b := set; b.ShardStrategy, b.MaxActive = other, 99; return b }(),
 		one,
 	} {
-		if err := s.PutRoom(ctx, "r", bad); !errors.Is(err, queue.ErrShardsFixed) || !errors.Is(err, queue.ErrInvalid) {
+		if _, err := s.PutRoom(ctx, "r", bad, queue.PutOptions{}); !errors.Is(err, queue.ErrShardsFixed) || !errors.Is(err, queue.ErrInvalid) {
 			t.Errorf("PutRoom to %d shards, %s = %v; want ErrShardsFixed", bad.Shards, bad.ShardStrategy, err)
 		}
 	}
@@ -143,7 +143,7 @@ func testShardedLayoutFixed(t *testing.T, s queue.Store, strategy queue.ShardStr
 	plain := settings(10, 5)
 	mustPut(t, s, "plain", plain)
 	plain.Shards, plain.ShardStrategy, plain.VisitorsPerUnit, plain.ClaimWindow = 4, strategy, 0, plain.ActiveTTL
-	if err := s.PutRoom(ctx, "plain", plain); !errors.Is(err, queue.ErrShardsFixed) {
+	if _, err := s.PutRoom(ctx, "plain", plain, queue.PutOptions{}); !errors.Is(err, queue.ErrShardsFixed) {
 		t.Errorf("PutRoom making a room sharded = %v, want ErrShardsFixed", err)
 	}
 	plain = settings(10, 5)
@@ -151,12 +151,12 @@ func testShardedLayoutFixed(t *testing.T, s queue.Store, strategy queue.ShardStr
 	if settings(10, 5).ShardStrategy == queue.ShardCounter {
 		plain.ShardStrategy = queue.ShardEstimate
 	}
-	if err := s.PutRoom(ctx, "plain", plain); err != nil {
+	if _, err := s.PutRoom(ctx, "plain", plain, queue.PutOptions{}); err != nil {
 		t.Errorf("PutRoom changing a one-shard room's strategy to %s = %v, want nil", plain.ShardStrategy, err)
 	} else if got := mustStats(t, s, "plain", t0).Settings; got != plain {
 		t.Errorf("settings after PutRoom = %+v, want %+v", got, plain)
 	}
-	if created, err := s.CreateRoom(ctx, "r", shardedSettings(strategy, 1, 1)); err != nil || created {
+	if created, err := s.PutRoom(ctx, "r", shardedSettings(strategy, 1, 1), queue.PutOptions{OnlyCreate: true}); err != nil || created {
 		t.Errorf("CreateRoom of an existing room = %v, %v; want not created", created, err)
 	}
 }
@@ -164,11 +164,11 @@ func testShardedLayoutFixed(t *testing.T, s queue.Store, strategy queue.ShardStr
 func testShardedEnterIdempotent(t *testing.T, s queue.Store, strategy queue.ShardStrategy) {
 	ctx := context.Background()
 	_, now := fillSharded(t, s, "r", shardedSettings(strategy, 10, 1), 20)
-	first, created, err := s.Enter(ctx, "r", "late", now)
+	first, created, err := s.Enter(ctx, "r", "late", now, queue.EnterOptions{})
 	if err != nil || !created || first.Status != queue.Waiting {
 		t.Fatalf("first Enter = %+v, created=%v, %v; want a new waiting entry", first, created, err)
 	}
-	again, created, err := s.Enter(ctx, "r", "late", now.Add(time.Hour))
+	again, created, err := s.Enter(ctx, "r", "late", now.Add(time.Hour), queue.EnterOptions{})
 	if err != nil || created || again != first {
 		t.Errorf("second Enter = %+v, created=%v, %v; want the same entry %+v, not created", again, created, err, first)
 	}
@@ -181,7 +181,7 @@ func testShardedEnterIdempotent(t *testing.T, s queue.Store, strategy queue.Shar
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
-			_, created, err := s.Enter(ctx, "r", "tabby", now)
+			_, created, err := s.Enter(ctx, "r", "tabby", now, queue.EnterOptions{})
 			errs[i] = err
 			if created {
 				createdCount.Add(1)
@@ -233,7 +233,7 @@ func testShardedFIFO(t *testing.T, s queue.Store, strategy queue.ShardStrategy) 
 	if e.Status != queue.Active || !e.ExpiresAt.Equal(now.Add(set.ActiveTTL)) {
 		t.Errorf("Status of the first admitted = %+v, want active until %v", e, now.Add(set.ActiveTTL))
 	}
-	if e, _, err := s.Enter(context.Background(), "r", vs[0], now); err != nil || e.Status != queue.Active {
+	if e, _, err := s.Enter(context.Background(), "r", vs[0], now, queue.EnterOptions{}); err != nil || e.Status != queue.Active {
 		t.Errorf("Enter of an admitted visitor = %+v, %v; want active", e, err)
 	}
 	st := mustStats(t, s, "r", now)
@@ -346,7 +346,7 @@ func testShardedStates(t *testing.T, s queue.Store, strategy queue.ShardStrategy
 		set.State = state
 		mustPut(t, s, "r", set)
 		for j := range 12 { // newcomers of every shard
-			if _, _, err := s.Enter(ctx, "r", fmt.Sprintf("new%d-%d", i, j), now); !errors.Is(err, queue.ErrRoomClosed) {
+			if _, _, err := s.Enter(ctx, "r", fmt.Sprintf("new%d-%d", i, j), now, queue.EnterOptions{}); !errors.Is(err, queue.ErrRoomClosed) {
 				t.Errorf("Enter into a %s room: err = %v, want ErrRoomClosed", state, err)
 			}
 		}

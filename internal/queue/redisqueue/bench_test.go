@@ -33,7 +33,7 @@ func BenchmarkEnterConcurrency50(b *testing.B) {
 	s := newStoreFunc(c)(b)
 	set := queue.DefaultSettings()
 	set.State = queue.Paused
-	if err := s.PutRoom(ctx, "enter50", set); err != nil {
+	if _, err := s.PutRoom(ctx, "enter50", set, queue.PutOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	now := time.Now()
@@ -48,7 +48,7 @@ func BenchmarkEnterConcurrency50(b *testing.B) {
 			var buf []byte
 			for left.Add(-1) >= 0 {
 				buf = fmt.Appendf(buf[:0], "v%012d", mathrand.IntN(1_000_000_000))
-				if _, _, err := s.Enter(ctx, "enter50", string(buf), now); err != nil {
+				if _, _, err := s.Enter(ctx, "enter50", string(buf), now, queue.EnterOptions{}); err != nil {
 					b.Error(err)
 					return
 				}
@@ -89,7 +89,7 @@ func BenchmarkMemoryPerWaitingVisitor(b *testing.B) {
 		s := redisqueue.New(c, prefix)
 		set := queue.DefaultSettings()
 		set.State = queue.Paused
-		if err := s.PutRoom(ctx, "mem", set); err != nil {
+		if _, err := s.PutRoom(ctx, "mem", set, queue.PutOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		before := usedMemory(b, c)
@@ -102,7 +102,7 @@ func BenchmarkMemoryPerWaitingVisitor(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				for i := next.Add(1) - 1; i < visitors; i = next.Add(1) - 1 {
-					if _, _, err := s.Enter(ctx, "mem", ids[i], now); err != nil {
+					if _, _, err := s.Enter(ctx, "mem", ids[i], now, queue.EnterOptions{}); err != nil {
 						b.Error(err)
 						return
 					}
@@ -164,7 +164,7 @@ func BenchmarkMemoryPerActiveVisitor(b *testing.B) {
 		set := queue.DefaultSettings()
 		set.State, set.MaxActive, set.AdmitRate, set.Interval, set.PresenceTimeout = queue.Paused, visitors, step, time.Second, 0
 		set.ActiveTTL = time.Hour
-		if err := s.PutRoom(ctx, "mem", set); err != nil {
+		if _, err := s.PutRoom(ctx, "mem", set, queue.PutOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		before := usedMemory(b, c)
@@ -176,7 +176,7 @@ func BenchmarkMemoryPerActiveVisitor(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				for i := next.Add(1) - 1; i < visitors; i = next.Add(1) - 1 {
-					if _, _, err := s.Enter(ctx, "mem", ids[i], now); err != nil {
+					if _, _, err := s.Enter(ctx, "mem", ids[i], now, queue.EnterOptions{}); err != nil {
 						b.Error(err)
 						return
 					}
@@ -185,7 +185,7 @@ func BenchmarkMemoryPerActiveVisitor(b *testing.B) {
 		}
 		wg.Wait()
 		set.State = queue.Open
-		if err := s.PutRoom(ctx, "mem", set); err != nil {
+		if _, err := s.PutRoom(ctx, "mem", set, queue.PutOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
@@ -259,11 +259,11 @@ func BenchmarkHotPath(b *testing.B) {
 	drawn := paused
 	drawn.OpensAt = now.Add(-time.Minute)
 	for room, set := range map[string]queue.Settings{"line": paused, "drawn": drawn} {
-		if err := s.PutRoom(ctx, room, set); err != nil {
+		if _, err := s.PutRoom(ctx, room, set, queue.PutOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		for i := range 100 {
-			if _, _, err := s.Enter(ctx, room, fmt.Sprintf("ahead-%03d", i), now); err != nil {
+			if _, _, err := s.Enter(ctx, room, fmt.Sprintf("ahead-%03d", i), now, queue.EnterOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -288,7 +288,7 @@ func BenchmarkHotPath(b *testing.B) {
 	b.Run("enter", func(b *testing.B) {
 		run := strconv.FormatInt(time.Now().UnixNano(), 36)
 		measure(b, func(i int) error {
-			_, _, err := s.Enter(ctx, "line", "v-"+run+"-"+strconv.Itoa(i), now)
+			_, _, err := s.Enter(ctx, "line", "v-"+run+"-"+strconv.Itoa(i), now, queue.EnterOptions{})
 			return err
 		})
 	})

@@ -37,11 +37,11 @@ func TestRoomsSpreadOverPrimaries(t *testing.T) {
 	const rooms = 60
 	for i := range rooms {
 		room := fmt.Sprintf("room-%d", i)
-		if err := s.PutRoom(ctx, room, set); err != nil {
+		if _, err := s.PutRoom(ctx, room, set, queue.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		for _, v := range []string{"a", "b", "c"} {
-			if _, _, err := s.Enter(ctx, room, v, now); err != nil {
+			if _, _, err := s.Enter(ctx, room, v, now, queue.EnterOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -94,7 +94,7 @@ func BenchmarkEnterRooms(b *testing.B) {
 			set := queue.DefaultSettings()
 			set.State = queue.Paused
 			for r := range rooms {
-				if err := s.PutRoom(ctx, fmt.Sprintf("room-%d", r), set); err != nil {
+				if _, err := s.PutRoom(ctx, fmt.Sprintf("room-%d", r), set, queue.PutOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -109,7 +109,7 @@ func BenchmarkEnterRooms(b *testing.B) {
 					var buf []byte
 					for left.Add(-1) >= 0 {
 						buf = fmt.Appendf(buf[:0], "v%012d", mathrand.IntN(1_000_000_000))
-						if _, _, err := s.Enter(ctx, room, string(buf), now); err != nil {
+						if _, _, err := s.Enter(ctx, room, string(buf), now, queue.EnterOptions{}); err != nil {
 							b.Error(err)
 							return
 						}

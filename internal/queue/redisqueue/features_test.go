@@ -59,7 +59,7 @@ func TestMatchesMemqueueFeatures(t *testing.T) {
 						set.MinAdmitRate, set.MaxAdmitRate = 1, 40
 					}
 					op = fmt.Sprintf("PutRoom(%s, %+v)", room, set)
-					got, want = errKind(redis.PutRoom(ctx, room, set)), errKind(mem.PutRoom(ctx, room, set))
+					got, want = errKind(put(redis, room, set)), errKind(put(mem, room, set))
 				case r < 4:
 					force := rnd.IntN(2) == 0
 					op = fmt.Sprintf("DeleteRoom(%s, %v)", room, force)
@@ -79,13 +79,13 @@ func TestMatchesMemqueueFeatures(t *testing.T) {
 					n2.Version++
 					n2.Rate = rate
 					op = fmt.Sprintf("SetControl(%s, %v)", room, rate)
-					ok1, e1 := redis.SetControl(ctx, room, n1, queue.Signals{})
+					ok1, e1 := redis.(queue.ControlStore).SetControl(ctx, room, n1, queue.Signals{})
 					ok2, e2 := mem.SetControl(ctx, room, n2, queue.Signals{})
 					got, want = fmt.Sprint(ok1, errKind(e1)), fmt.Sprint(ok2, errKind(e2))
 				case r < 45:
 					op = fmt.Sprintf("Enter(%s, %s)", room, visitor)
-					e1, c1, err1 := redis.Enter(ctx, room, visitor, now)
-					e2, c2, err2 := mem.Enter(ctx, room, visitor, now)
+					e1, c1, err1 := redis.Enter(ctx, room, visitor, now, queue.EnterOptions{})
+					e2, c2, err2 := mem.Enter(ctx, room, visitor, now, queue.EnterOptions{})
 					if !sameEntry(e1, e2) || c1 != c2 || errKind(err1) != errKind(err2) {
 						got, want = fmt.Sprint(e1, c1, errKind(err1)), fmt.Sprint(e2, c2, errKind(err2))
 					}
@@ -143,7 +143,7 @@ func putPaused(t *testing.T, rooms []string, stores ...queue.Store) {
 	set.State = queue.Paused
 	for _, room := range rooms {
 		for _, s := range stores {
-			if err := s.PutRoom(context.Background(), room, set); err != nil {
+			if _, err := s.PutRoom(context.Background(), room, set, queue.PutOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -174,4 +174,10 @@ func errKind(err error) string {
 func sameEntry(a, b queue.Entry) bool {
 	return a.Visitor == b.Visitor && a.Status == b.Status && a.Seq == b.Seq &&
 		a.Position == b.Position && a.ExpiresAt.Equal(b.ExpiresAt)
+}
+
+// put is PutRoom replacing the room's settings, for errKind.
+func put(s queue.Store, room string, set queue.Settings) error {
+	_, err := s.PutRoom(context.Background(), room, set, queue.PutOptions{})
+	return err
 }

@@ -37,7 +37,10 @@ import (
 	"usher/internal/redisscript"
 )
 
-var _ queue.Store = (*Store)(nil)
+var (
+	_ queue.Store        = (*Store)(nil)
+	_ queue.ControlStore = (*Store)(nil)
+)
 
 var (
 	//go:embed lua/put_room.lua
@@ -378,20 +381,14 @@ func ints(arr []rueidis.RedisMessage) ([]int64, error) {
 	return out, nil
 }
 
-// PutRoom implements queue.Store.
-func (s *Store) PutRoom(ctx context.Context, room string, set queue.Settings) error {
-	_, err := s.putRoom(ctx, "put room", room, set, "0")
-	return err
-}
-
-// CreateRoom implements queue.Store.
-func (s *Store) CreateRoom(ctx context.Context, room string, set queue.Settings) (bool, error) {
-	return s.putRoom(ctx, "create room", room, set, "1")
-}
-
-// putRoom runs put_room.lua, then lists the room (a separate command: the
-// rooms set is outside the room's slot; a retry repairs a failure between).
-func (s *Store) putRoom(ctx context.Context, op, room string, set queue.Settings, onlyCreate string) (bool, error) {
+// PutRoom implements queue.Store: it runs put_room.lua, then lists the
+// room (a separate command: the rooms set is outside the room's slot; a
+// retry repairs a failure between).
+func (s *Store) PutRoom(ctx context.Context, room string, set queue.Settings, o queue.PutOptions) (bool, error) {
+	op, onlyCreate := "put room", "0"
+	if o.OnlyCreate {
+		op, onlyCreate = "create room", "1"
+	}
 	fields := queue.SettingFields()
 	args := make([]string, 0, 4+2*len(fields))
 	seed, commitment := "", ""
@@ -432,14 +429,13 @@ func (s *Store) Rooms(ctx context.Context) ([]string, error) {
 	return rooms, nil
 }
 
-// Enter implements queue.Store.
-func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time) (queue.Entry, bool, error) {
-	return s.enterIn(ctx, "enter", room, visitor, now, s.keys(room))
-}
-
-// EnterLane implements queue.Store: the code's uses are counted in
+// Enter implements queue.Store. A lane code's uses are counted in
 // <prefix>{room}:lanecode:<id>, which expires with the code.
-func (s *Store) EnterLane(ctx context.Context, room, visitor string, code queue.LaneCode, now time.Time) (queue.Entry, bool, error) {
+func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time, o queue.EnterOptions) (queue.Entry, bool, error) {
+	if o.Lane == nil {
+		return s.enterIn(ctx, "enter", room, visitor, now, s.keys(room))
+	}
+	code := *o.Lane
 	keys := s.keys(room).with(8, s.prefix+"{"+room+"}:lanecode:"+code.ID)
 	return s.enterIn(ctx, "enter lane", room, visitor, now, keys, strconv.FormatInt(code.Uses, 10), ms(code.ExpiresAt))
 }
@@ -609,7 +605,7 @@ func (s *Store) signalKeys(room string) []string {
 	return s.keys(room).with(1, s.prefix+"{"+room+"}:signals2")
 }
 
-// AddSignals implements queue.Store.
+// AddSignals implements queue.ControlStore.
 func (s *Store) AddSignals(ctx context.Context, room string, sig queue.Signals) (queue.Signals, error) {
 	arr, err := s.exec(ctx, s.signals, s.signalKeys(room), sig.SignalPairs()).ToArray()
 	if err != nil {
@@ -637,7 +633,7 @@ func (s *Store) AddSignals(ctx context.Context, room string, sig queue.Signals) 
 	return pool, nil
 }
 
-// SetControl implements queue.Store.
+// SetControl implements queue.ControlStore.
 func (s *Store) SetControl(ctx context.Context, room string, next queue.Control, used queue.Signals) (bool, error) {
 	fields := queue.ControlFields()
 	args := []string{strconv.FormatInt(next.Version-1, 10), strconv.Itoa(len(fields))}

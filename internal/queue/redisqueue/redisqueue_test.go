@@ -70,17 +70,17 @@ func TestKeys(t *testing.T) {
 	s := redisqueue.New(c, prefix)
 	set := queue.DefaultSettings()
 	set.State = queue.Paused
-	if err := s.PutRoom(ctx, "r1", set); err != nil {
+	if _, err := s.PutRoom(ctx, "r1", set, queue.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
 	for _, v := range []string{"a", "b", "c"} {
-		if _, _, err := s.Enter(ctx, "r1", v, now); err != nil {
+		if _, _, err := s.Enter(ctx, "r1", v, now, queue.EnterOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	set.State = queue.Open
-	if err := s.PutRoom(ctx, "r1", set); err != nil {
+	if _, err := s.PutRoom(ctx, "r1", set, queue.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Admit(ctx, "r1", now); err != nil {
@@ -129,13 +129,19 @@ func TestUnavailable(t *testing.T) {
 	s := redisqueue.New(c, "usher:")
 	now := time.Now()
 	checks := map[string]func(ctx context.Context) error{
-		"PutRoom": func(ctx context.Context) error { return s.PutRoom(ctx, "r", queue.DefaultSettings()) },
-		"Rooms":   func(ctx context.Context) error { _, err := s.Rooms(ctx); return err },
-		"Enter":   func(ctx context.Context) error { _, _, err := s.Enter(ctx, "r", "v", now); return err },
-		"Status":  func(ctx context.Context) error { _, err := s.Status(ctx, "r", "v", now); return err },
-		"Leave":   func(ctx context.Context) error { return s.Leave(ctx, "r", "v") },
-		"Admit":   func(ctx context.Context) error { _, err := s.Admit(ctx, "r", now); return err },
-		"Stats":   func(ctx context.Context) error { _, err := s.Stats(ctx, "r", now); return err },
+		"PutRoom": func(ctx context.Context) error {
+			_, err := s.PutRoom(ctx, "r", queue.DefaultSettings(), queue.PutOptions{})
+			return err
+		},
+		"Rooms": func(ctx context.Context) error { _, err := s.Rooms(ctx); return err },
+		"Enter": func(ctx context.Context) error {
+			_, _, err := s.Enter(ctx, "r", "v", now, queue.EnterOptions{})
+			return err
+		},
+		"Status": func(ctx context.Context) error { _, err := s.Status(ctx, "r", "v", now); return err },
+		"Leave":  func(ctx context.Context) error { return s.Leave(ctx, "r", "v") },
+		"Admit":  func(ctx context.Context) error { _, err := s.Admit(ctx, "r", now); return err },
+		"Stats":  func(ctx context.Context) error { _, err := s.Stats(ctx, "r", now); return err },
 	}
 	for op, call := range checks {
 		t.Run(op, func(t *testing.T) {
@@ -165,7 +171,7 @@ func TestUnavailableTimeout(t *testing.T) {
 	s := redisqueue.New(c, "usher:")
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	_, _, err := s.Enter(ctx, "r", "v", time.Now())
+	_, _, err := s.Enter(ctx, "r", "v", time.Now(), queue.EnterOptions{})
 	if !errors.Is(err, queue.ErrUnavailable) {
 		t.Errorf("err = %v, want ErrUnavailable", err)
 	}
@@ -212,11 +218,11 @@ func TestMatchesMemqueue(t *testing.T) {
 				Shards:      1, ShardStrategy: queue.ShardTimestamp, // fixed
 			}
 			op = fmt.Sprintf("PutRoom(%s, %+v)", room, set)
-			got, want = errKind(redis.PutRoom(ctx, room, set)), errKind(mem.PutRoom(ctx, room, set))
+			got, want = errKind(put(redis, room, set)), errKind(put(mem, room, set))
 		case r < 45:
 			op = fmt.Sprintf("Enter(%s, %s)", room, visitor)
-			e1, c1, err1 := redis.Enter(ctx, room, visitor, now)
-			e2, c2, err2 := mem.Enter(ctx, room, visitor, now)
+			e1, c1, err1 := redis.Enter(ctx, room, visitor, now, queue.EnterOptions{})
+			e2, c2, err2 := mem.Enter(ctx, room, visitor, now, queue.EnterOptions{})
 			if !sameEntry(e1, e2) || c1 != c2 || errKind(err1) != errKind(err2) {
 				got, want = fmt.Sprint(e1, c1, errKind(err1)), fmt.Sprint(e2, c2, errKind(err2))
 			}
@@ -263,19 +269,19 @@ func TestAdmitLargeBatch(t *testing.T) {
 	const n = 2500
 	set := queue.DefaultSettings()
 	set.MaxActive, set.AdmitRate, set.State = n, n, queue.Paused
-	if err := s.PutRoom(ctx, "r", set); err != nil {
+	if _, err := s.PutRoom(ctx, "r", set, queue.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
 	want := make([]string, n)
 	for i := range want {
 		want[i] = fmt.Sprintf("v%d", i)
-		if _, _, err := s.Enter(ctx, "r", want[i], now); err != nil {
+		if _, _, err := s.Enter(ctx, "r", want[i], now, queue.EnterOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	set.State = queue.Open
-	if err := s.PutRoom(ctx, "r", set); err != nil {
+	if _, err := s.PutRoom(ctx, "r", set, queue.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := s.Admit(ctx, "r", now)
@@ -347,7 +353,7 @@ func TestRoomFromOldVersion(t *testing.T) {
 	if err != nil || st.Settings != want || st.LastSeq != 0 || st.HeadSeq != 1 {
 		t.Fatalf("Stats of an old room = %+v, %v; want settings %+v, last seq 0, head 1", st, err, want)
 	}
-	if e, _, err := s.Enter(ctx, "old", "a", now); err != nil || e.Status != queue.Active {
+	if e, _, err := s.Enter(ctx, "old", "a", now, queue.EnterOptions{}); err != nil || e.Status != queue.Active {
 		t.Fatalf("Enter = %+v, %v; want active (passthrough)", e, err)
 	}
 	// An inventory writes the setting's default into the old hash, so
@@ -359,7 +365,7 @@ func TestRoomFromOldVersion(t *testing.T) {
 		t.Errorf("visitors_per_unit of an old room after SetInventory = %q, %v; want the default, 2", v, err)
 	}
 	want.MaxActive = 9
-	if err := s.PutRoom(ctx, "old", want); err != nil {
+	if _, err := s.PutRoom(ctx, "old", want, queue.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := s.Stats(ctx, "old", now); err != nil || st.Settings != want || st.Active != 1 || st.LastSeq != 1 {
@@ -377,10 +383,10 @@ func TestDeleteRoomKeys(t *testing.T) {
 	set := queue.DefaultSettings()
 	set.OpensAt = time.Now().Add(time.Hour).Truncate(time.Millisecond) // a pre-queue and a seed
 	for _, room := range []string{"gone", "kept"} {
-		if err := s.PutRoom(ctx, room, set); err != nil {
+		if _, err := s.PutRoom(ctx, room, set, queue.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := s.Enter(ctx, room, "v", time.Now()); err != nil {
+		if _, _, err := s.Enter(ctx, room, "v", time.Now(), queue.EnterOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		var sig queue.Signals // the adaptive controller's pool, a key of its own

@@ -43,21 +43,11 @@ var (
 )
 
 // PutRoom implements queue.Store.
-func (q *QueueStore) PutRoom(ctx context.Context, room string, set queue.Settings) error {
-	_, err := q.put(ctx, room, set, false)
-	return err
-}
-
-// CreateRoom implements queue.Store.
-func (q *QueueStore) CreateRoom(ctx context.Context, room string, set queue.Settings) (bool, error) {
-	return q.put(ctx, room, set, true)
-}
-
-func (q *QueueStore) put(ctx context.Context, room string, set queue.Settings, onlyCreate bool) (bool, error) {
+func (q *QueueStore) PutRoom(ctx context.Context, room string, set queue.Settings, po queue.PutOptions) (bool, error) {
 	if !set.Sharded() {
 		return false, fmt.Errorf("redisshard: put room %s: %w", room, errOneShard)
 	}
-	o := putOptions{onlyCreate: onlyCreate}
+	o := putOptions{onlyCreate: po.OnlyCreate}
 	for _, f := range queue.SettingFields() {
 		o.extra = append(o.extra, f.Name, f.Encode(set))
 	}
@@ -103,20 +93,18 @@ func entry(e Entry) queue.Entry {
 }
 
 // Enter implements queue.Store. Position is the estimate from the
-// visitor's shard.
-func (q *QueueStore) Enter(ctx context.Context, room, visitor string, now time.Time) (queue.Entry, bool, error) {
+// visitor's shard. A sharded room has no priority lane
+// (queue.Settings.PriorityShare is 0 for it): o.Lane gets ErrLanesOff, or
+// ErrRoomNotFound for a room it does not hold.
+func (q *QueueStore) Enter(ctx context.Context, room, visitor string, now time.Time, o queue.EnterOptions) (queue.Entry, bool, error) {
+	if o.Lane != nil {
+		if _, err := q.Stats(ctx, room, now); err != nil {
+			return queue.Entry{}, false, err
+		}
+		return queue.Entry{}, false, fmt.Errorf("redisshard: enter lane %s: %w", room, queue.ErrLanesOff)
+	}
 	e, created, err := q.s.Enter(ctx, room, visitor, now)
 	return entry(e), created, err
-}
-
-// EnterLane implements queue.Store: a sharded room has no priority lane
-// (queue.Settings.PriorityShare is 0 for it): ErrLanesOff, or
-// ErrRoomNotFound for a room it does not hold.
-func (q *QueueStore) EnterLane(ctx context.Context, room, visitor string, _ queue.LaneCode, now time.Time) (queue.Entry, bool, error) {
-	if _, err := q.Stats(ctx, room, now); err != nil {
-		return queue.Entry{}, false, err
-	}
-	return queue.Entry{}, false, fmt.Errorf("redisshard: enter lane %s: %w", room, queue.ErrLanesOff)
 }
 
 // Status implements queue.Store; Position is exact under counter and
@@ -179,16 +167,6 @@ func (q *QueueStore) Stats(ctx context.Context, room string, now time.Time) (que
 // SetInventory implements queue.Store: a sharded room keeps none yet.
 func (q *QueueStore) SetInventory(ctx context.Context, room string, units int64) error {
 	return fmt.Errorf("redisshard: set inventory %s: %w", room, errShardedInventory)
-}
-
-// AddSignals implements queue.Store: a sharded room is never adaptive.
-func (q *QueueStore) AddSignals(ctx context.Context, room string, s queue.Signals) (queue.Signals, error) {
-	return queue.Signals{}, fmt.Errorf("redisshard: signals %s: %w", room, errShardedAdaptive)
-}
-
-// SetControl implements queue.Store: a sharded room is never adaptive.
-func (q *QueueStore) SetControl(ctx context.Context, room string, next queue.Control, used queue.Signals) (bool, error) {
-	return false, fmt.Errorf("redisshard: set control %s: %w", room, errShardedAdaptive)
 }
 
 // DeleteRoom implements queue.Store: a sharded room cannot be deleted yet.

@@ -31,7 +31,10 @@ type Router struct {
 	wakes   []string // both stores' wake channels
 }
 
-var _ queue.Store = (*Router)(nil)
+var (
+	_ queue.Store        = (*Router)(nil)
+	_ queue.ControlStore = (*Router)(nil)
+)
 
 // NewRouter returns the store of rooms under prefix on the server or
 // cluster behind c: rooms of one shard under prefix (redisqueue), rooms of
@@ -79,15 +82,8 @@ func route[T any](r *Router, room string, f func(queue.Store) (T, error)) (T, er
 // PutRoom implements queue.Store: a room of several shards goes to the
 // QueueStore, any other to redisqueue; each refuses a name the other
 // holds (a room's shards are fixed once it exists).
-func (r *Router) PutRoom(ctx context.Context, room string, s queue.Settings) error {
-	err := r.storeFor(s).PutRoom(ctx, room, s)
-	r.placed(room, s, err)
-	return err
-}
-
-// CreateRoom implements queue.Store.
-func (r *Router) CreateRoom(ctx context.Context, room string, s queue.Settings) (bool, error) {
-	created, err := r.storeFor(s).CreateRoom(ctx, room, s)
+func (r *Router) PutRoom(ctx context.Context, room string, s queue.Settings, o queue.PutOptions) (bool, error) {
+	created, err := r.storeFor(s).PutRoom(ctx, room, s, o)
 	r.placed(room, s, err)
 	return created, err
 }
@@ -100,7 +96,7 @@ func (r *Router) storeFor(s queue.Settings) queue.Store {
 	return r.plain
 }
 
-// placed remembers where a PutRoom or CreateRoom that succeeded put room.
+// placed remembers where a PutRoom that succeeded put room.
 func (r *Router) placed(room string, s queue.Settings, err error) {
 	switch {
 	case err != nil:
@@ -125,26 +121,13 @@ func (r *Router) Rooms(ctx context.Context) ([]string, error) {
 }
 
 // Enter implements queue.Store.
-func (r *Router) Enter(ctx context.Context, room, visitor string, now time.Time) (queue.Entry, bool, error) {
+func (r *Router) Enter(ctx context.Context, room, visitor string, now time.Time, o queue.EnterOptions) (queue.Entry, bool, error) {
 	type entered struct {
 		e       queue.Entry
 		created bool
 	}
 	v, err := route(r, room, func(s queue.Store) (entered, error) {
-		e, created, err := s.Enter(ctx, room, visitor, now)
-		return entered{e, created}, err
-	})
-	return v.e, v.created, err
-}
-
-// EnterLane implements queue.Store.
-func (r *Router) EnterLane(ctx context.Context, room, visitor string, code queue.LaneCode, now time.Time) (queue.Entry, bool, error) {
-	type entered struct {
-		e       queue.Entry
-		created bool
-	}
-	v, err := route(r, room, func(s queue.Store) (entered, error) {
-		e, created, err := s.EnterLane(ctx, room, visitor, code, now)
+		e, created, err := s.Enter(ctx, room, visitor, now, o)
 		return entered{e, created}, err
 	})
 	return v.e, v.created, err
@@ -177,14 +160,15 @@ func (r *Router) SetInventory(ctx context.Context, room string, units int64) err
 	return err
 }
 
-// AddSignals implements queue.Store.
+// AddSignals implements queue.ControlStore: a sharded room is never
+// adaptive, so only redisqueue's rooms keep controller state.
 func (r *Router) AddSignals(ctx context.Context, room string, add queue.Signals) (queue.Signals, error) {
-	return route(r, room, func(s queue.Store) (queue.Signals, error) { return s.AddSignals(ctx, room, add) })
+	return r.plain.AddSignals(ctx, room, add)
 }
 
-// SetControl implements queue.Store.
+// SetControl implements queue.ControlStore.
 func (r *Router) SetControl(ctx context.Context, room string, next queue.Control, used queue.Signals) (bool, error) {
-	return route(r, room, func(s queue.Store) (bool, error) { return s.SetControl(ctx, room, next, used) })
+	return r.plain.SetControl(ctx, room, next, used)
 }
 
 // DeleteRoom implements queue.Store.

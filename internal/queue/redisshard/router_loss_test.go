@@ -45,11 +45,11 @@ func lostRoom(t *testing.T, strategy queue.ShardStrategy) (rueidis.Client, strin
 	s := redisshard.NewRouter(c, prefix)
 	set := lostRoomSettings(t)
 	set.ShardStrategy = strategy
-	if err := s.PutRoom(context.Background(), "hot", set); err != nil {
+	if _, err := s.PutRoom(context.Background(), "hot", set, queue.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	now := time.UnixMilli(1_900_000_000_000)
-	if _, _, err := s.Enter(context.Background(), "hot", "a", now); err != nil { // s learns the layout
+	if _, _, err := s.Enter(context.Background(), "hot", "a", now, queue.EnterOptions{}); err != nil { // s learns the layout
 		t.Fatal(err)
 	}
 	testenv.DeleteKeys(t, c, prefix) // the data is lost
@@ -75,14 +75,14 @@ func TestShardedRoomMadeAgainUnsharded(t *testing.T) {
 	fresh := redisshard.NewRouter(c, prefix)
 	ctx := context.Background()
 	set.Shards = 1
-	if err := fresh.PutRoom(ctx, "hot", set); err != nil {
+	if _, err := fresh.PutRoom(ctx, "hot", set, queue.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := stale.Stats(ctx, "hot", now); err != nil || st.Settings.Shards != 1 {
 		t.Fatalf("stale instance's Stats = %+v, %v; want one shard", st, err)
 	}
 	v := visitorOf(0, 3)
-	if _, _, err := stale.Enter(ctx, "hot", v, now); err != nil {
+	if _, _, err := stale.Enter(ctx, "hot", v, now, queue.EnterOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e, err := fresh.Status(ctx, "hot", v, now)
@@ -108,7 +108,7 @@ func TestShardedLostRoom(t *testing.T) {
 
 			for i := range 3 {
 				v := visitorOf(i, 3)
-				if e, _, err := s.Enter(ctx, "hot", v, now); !errors.Is(err, queue.ErrRoomNotFound) {
+				if e, _, err := s.Enter(ctx, "hot", v, now, queue.EnterOptions{}); !errors.Is(err, queue.ErrRoomNotFound) {
 					t.Errorf("Enter(%s, shard %d) into the lost room = %+v, %v; want not found", v, i, e, err)
 				}
 			}
@@ -118,13 +118,13 @@ func TestShardedLostRoom(t *testing.T) {
 			if _, err := s.Stats(ctx, "hot", now); !errors.Is(err, queue.ErrRoomNotFound) {
 				t.Errorf("Stats of the lost room: %v; want not found", err)
 			}
-			if created, err := s.CreateRoom(ctx, "hot", set); err != nil || !created {
+			if created, err := s.PutRoom(ctx, "hot", set, queue.PutOptions{OnlyCreate: true}); err != nil || !created {
 				t.Fatalf("CreateRoom of the lost room = %v, %v; want created", created, err)
 			}
-			if e, created, err := s.Enter(ctx, "hot", "b", now); err != nil || !created || e.Status != queue.Waiting {
+			if e, created, err := s.Enter(ctx, "hot", "b", now, queue.EnterOptions{}); err != nil || !created || e.Status != queue.Waiting {
 				t.Errorf("Enter into the room made again = %+v, %v, %v; want a new place", e, created, err)
 			}
-			if _, _, err := redisshard.NewRouter(c, prefix).Enter(ctx, "hot", "c", now); err != nil {
+			if _, _, err := redisshard.NewRouter(c, prefix).Enter(ctx, "hot", "c", now, queue.EnterOptions{}); err != nil {
 				t.Errorf("a fresh instance's Enter: %v", err)
 			}
 			if st, err := s.Stats(ctx, "hot", now); err != nil || st.Waiting != 2 || st.Settings.Shards != 3 {
@@ -150,10 +150,10 @@ func TestShardedLeftoverHash(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if created, err := s.CreateRoom(ctx, "created", set); err != nil || !created {
+	if created, err := s.PutRoom(ctx, "created", set, queue.PutOptions{OnlyCreate: true}); err != nil || !created {
 		t.Errorf("CreateRoom over a leftover hash = %v, %v; want created", created, err)
 	}
-	if err := s.PutRoom(ctx, "put", set); err != nil {
+	if _, err := s.PutRoom(ctx, "put", set, queue.PutOptions{}); err != nil {
 		t.Errorf("PutRoom over a leftover hash: %v", err)
 	}
 	for _, room := range []string{"created", "put"} {
@@ -174,7 +174,7 @@ func TestShardedStateRepaired(t *testing.T) {
 	ctx := context.Background()
 	s := redisshard.NewRouter(c, prefix)
 	set := lostRoomSettings(t)
-	if err := s.PutRoom(ctx, "hot", set); err != nil {
+	if _, err := s.PutRoom(ctx, "hot", set, queue.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The version the open room's copies carry (none before versions).
@@ -185,7 +185,7 @@ func TestShardedStateRepaired(t *testing.T) {
 		t.Fatal(err)
 	}
 	set.State = queue.Closed
-	if err := s.PutRoom(ctx, "hot", set); err != nil {
+	if _, err := s.PutRoom(ctx, "hot", set, queue.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The first PUT's copy lands last on shard 1.
@@ -198,7 +198,7 @@ func TestShardedStateRepaired(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := visitorOf(1, 3)
-	if e, _, err := s.Enter(ctx, "hot", v, now); !errors.Is(err, queue.ErrRoomClosed) {
+	if e, _, err := s.Enter(ctx, "hot", v, now, queue.EnterOptions{}); !errors.Is(err, queue.ErrRoomClosed) {
 		t.Errorf("Enter(%s) on the repaired shard of the closed room = %+v, %v; want closed", v, e, err)
 	}
 }
@@ -215,11 +215,11 @@ func TestShardedRemadeWithAnotherLayout(t *testing.T) {
 	c, prefix, s, set, now := lostRoom(t, queue.ShardTimestamp)
 	ctx := context.Background()
 	set.Shards = 5
-	if err := s.PutRoom(ctx, "hot", set); err != nil {
+	if _, err := s.PutRoom(ctx, "hot", set, queue.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	v := movedVisitor()
-	if _, _, err := s.Enter(ctx, "hot", v, now); err != nil {
+	if _, _, err := s.Enter(ctx, "hot", v, now, queue.EnterOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	s2 := redisshard.NewRouter(c, prefix)
@@ -228,7 +228,7 @@ func TestShardedRemadeWithAnotherLayout(t *testing.T) {
 			v, e, err, redisshard.ShardOf(v, 5), redisshard.ShardOf(v, 3))
 	}
 	w := visitorOf(4, 5)
-	if _, _, err := s2.Enter(ctx, "hot", w, now); err != nil {
+	if _, _, err := s2.Enter(ctx, "hot", w, now, queue.EnterOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]bool{}
@@ -256,14 +256,14 @@ func TestShardedRemadeElsewhere(t *testing.T) {
 	s2 := redisshard.NewRouter(c, prefix)
 	ctx := context.Background()
 	set.Shards = 5
-	if err := s2.PutRoom(ctx, "hot", set); err != nil {
+	if _, err := s2.PutRoom(ctx, "hot", set, queue.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := s.Stats(ctx, "hot", now); err != nil || st.Settings.Shards != 5 {
 		t.Fatalf("Stats = %+v, %v; want 5 shards", st, err)
 	}
 	v := movedVisitor()
-	if _, _, err := s.Enter(ctx, "hot", v, now); err != nil {
+	if _, _, err := s.Enter(ctx, "hot", v, now, queue.EnterOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if e, err := s2.Status(ctx, "hot", v, now); err != nil || e.Status != queue.Waiting {

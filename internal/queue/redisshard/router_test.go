@@ -36,11 +36,11 @@ func shardedRoom(t *testing.T, s queue.Store, room string, t0 time.Time) queue.S
 	set := queue.DefaultSettings()
 	set.State, set.Shards, set.PresenceTimeout, set.VisitorsPerUnit, set.ClaimWindow = queue.Paused, 4, 0, 0, set.ActiveTTL
 	ctx := context.Background()
-	if err := s.PutRoom(ctx, room, set); err != nil {
+	if _, err := s.PutRoom(ctx, room, set, queue.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 8 {
-		if _, _, err := s.Enter(ctx, room, fmt.Sprintf("v%d", i+1), t0.Add(time.Duration(i)*time.Millisecond)); err != nil {
+		if _, _, err := s.Enter(ctx, room, fmt.Sprintf("v%d", i+1), t0.Add(time.Duration(i)*time.Millisecond), queue.EnterOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -63,14 +63,14 @@ func TestShardedLearned(t *testing.T) {
 	if e, err := fresh().Status(ctx, "hot", "v3", now); err != nil || e.Status != queue.Waiting || e.Position != 3 {
 		t.Errorf("Status through a fresh store = %+v, %v; want waiting at 3", e, err)
 	}
-	if e, created, err := fresh().Enter(ctx, "hot", "v9", now); err != nil || !created || e.Status != queue.Waiting {
+	if e, created, err := fresh().Enter(ctx, "hot", "v9", now, queue.EnterOptions{}); err != nil || !created || e.Status != queue.Waiting {
 		t.Errorf("Enter through a fresh store = %+v, %v, %v; want a new place", e, created, err)
 	}
 	if err := fresh().Leave(ctx, "hot", "v2"); err != nil {
 		t.Fatal(err)
 	}
 	set.State = queue.Open
-	if err := fresh().PutRoom(ctx, "hot", set); err != nil {
+	if _, err := fresh().PutRoom(ctx, "hot", set, queue.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := fresh().Admit(ctx, "hot", now)

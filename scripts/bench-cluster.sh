@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-cluster.sh reproduces docs/benchmarks-redis.md#5-redis-cluster: the
+# bench-cluster.sh reproduces docs/benchmarks.md#redis-cluster-throughput: the
 # Redis queue store on the single Redis of USHER_TEST_REDIS against the
 # cluster of scripts/cluster.sh, alternating the two ROUNDS times so that
 # both see the same load on the machine:

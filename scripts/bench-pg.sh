@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# bench-pg.sh reproduces docs/benchmarks-booking.md: confirmations per second
-# into PostgreSQL through pgbooking.Store.Decide (BenchmarkConfirmThroughput:
-# CONNS connections, CONNS callers, 100 one-seat reservations per call)
+# bench-pg.sh reproduces
+# docs/benchmarks.md#confirmations-per-second-into-postgresql-against-pgbench:
+# confirmations per second into PostgreSQL through pgbooking.Store.Decide
+# (BenchmarkConfirmThroughput: CONNS connections, CONNS callers, 100
+# one-seat reservations per call)
 # against pgbench running the contract's bare conditional UPDATE, one per
 # transaction, on as many connections, alternating ROUNDS times; prints each
 # pair, the ratio and the median ratio.

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# bench-redis.sh reproduces docs/benchmarks-redis.md:
+# bench-redis.sh reproduces
+# docs/benchmarks.md#enters-on-redis-against-redis-benchmark and
+# docs/benchmarks.md#memory-per-waiting-visitor-on-redis:
 #
 #  1. Enters/s through redisqueue.Store (50 goroutines, one rueidis client)
 #     against redis-benchmark running the same EVALSHA of the Store's enter

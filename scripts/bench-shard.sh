@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-shard.sh reproduces docs/benchmarks.md#one-hot-room-over-several-shards-issue-11-3:
+# bench-shard.sh reproduces docs/benchmarks.md#one-hot-room-over-several-shards:
 # internal/queue/redisshard's BenchmarkLine (one hot room per strategy,
 # unsharded and over SHARDS line shards) on two cluster shapes, ROUNDS
 # interleaved rounds:

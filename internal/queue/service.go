@@ -58,9 +58,10 @@ const DefaultCountEvery = time.Second
 
 // DefaultStoreTimeout is usher's --store-timeout: four orders of magnitude
 // above the time Redis takes to run one of usher's scripts (tens of µs,
-// docs/benchmarks-redis.md), so a slow moment is not an outage, and below
-// the shortest poll interval (1.5 s less 20 % jitter: 1.2 s), so a poll that
-// times out still answers before the next one is due
+// docs/benchmarks.md#store-operations-go-benchmarks), so a slow moment is
+// not an outage, and below the shortest poll interval (1.5 s less 20 %
+// jitter: 1.2 s), so a poll that times out still answers before the next
+// one is due
 // (docs/operations.md#store-deadlines).
 const DefaultStoreTimeout = 500 * time.Millisecond
 

@@ -29,8 +29,8 @@ type Units struct {
 	PollAnswerBytes float64 `json:"poll_answer_bytes"`
 }
 
-// DefaultUnits are the figures measured for docs/benchmarks-redis.md,
-// docs/benchmarks.md and docs/scaling.md (see there for the runs).
+// DefaultUnits are the figures measured for docs/benchmarks.md#waiting-room-core
+// and docs/scaling.md (see there for the runs).
 func DefaultUnits() Units {
 	return Units{
 		WaitingBytes:    125.8,

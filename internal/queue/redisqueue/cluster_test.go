@@ -83,7 +83,7 @@ func TestRoomsSpreadOverPrimaries(t *testing.T) {
 // over 30 paused rooms (every visitor waits), goroutine g entering room
 // g mod 30: on the single Redis of USHER_TEST_REDIS and on the cluster of
 // USHER_TEST_REDIS_CLUSTER, where the rooms spread over the three
-// primaries (docs/benchmarks-redis.md#5-redis-cluster).
+// primaries (docs/benchmarks.md#redis-cluster-throughput).
 func BenchmarkEnterRooms(b *testing.B) {
 	for _, target := range []struct{ name, env string }{{"single", "USHER_TEST_REDIS"}, {"cluster", "USHER_TEST_REDIS_CLUSTER"}} {
 		b.Run(target.name, func(b *testing.B) {

@@ -56,7 +56,7 @@ func BenchmarkStore(b *testing.B) {
 
 // BenchmarkStoreCluster is BenchmarkStore on the cluster of
 // USHER_TEST_REDIS_CLUSTER: one room, so one primary, reached through the
-// cluster client (docs/benchmarks-redis.md#5-redis-cluster).
+// cluster client (docs/benchmarks.md#redis-cluster-throughput).
 func BenchmarkStoreCluster(b *testing.B) {
 	queuetest.Bench(b, newStoreFunc(testenv.RedisAt(b, "USHER_TEST_REDIS_CLUSTER")))
 }

@@ -24,7 +24,7 @@ import (
 // BenchmarkLine measures one hot room per strategy, unsharded and over
 // USHER_BENCH_SHARDS shards (default 3), on the Redis or cluster of
 // USHER_BENCH_SHARD_URL (scripts/bench-shard.sh runs it on a one- and a
-// three-primary cluster; docs/benchmarks.md#one-hot-room-over-several-shards-issue-11-3).
+// three-primary cluster; docs/benchmarks.md#one-hot-room-over-several-shards).
 // Each sub-benchmark, run once (-benchtime=1x):
 //
 //  1. enters USHER_BENCH_SHARD_N visitors (default 30,000; 22-character ids)

@@ -1,4 +1,4 @@
-package main
+package conncap
 
 import (
 	"bufio"
@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"os"
 	"runtime"
@@ -25,10 +24,10 @@ import (
 // guard bounds a failure (a connection the test waits on), measuring nothing.
 const guard = time.Minute
 
-// limitedServer serves, on a connLimiter, "/" with "ok" and "/hold/NAME"
+// limitedServer serves, on a Listener, "/" with "ok" and "/hold/NAME"
 // once release(NAME) is called; entered counts the /hold requests begun.
 type limitedServer struct {
-	l       *connLimiter
+	l       *Listener
 	addr    string
 	entered atomic.Int32
 	mu      sync.Mutex
@@ -52,7 +51,7 @@ func startLimited(t *testing.T, network, addr string, total, perClient int, trus
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &limitedServer{l: newConnLimiter(raw, total, perClient, trusted), addr: raw.Addr().String(), gates: map[string]chan struct{}{}}
+	s := &limitedServer{l: New(raw, total, perClient, trusted), addr: raw.Addr().String(), gates: map[string]chan struct{}{}}
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if name, ok := strings.CutPrefix(r.URL.Path, "/hold/"); ok {
@@ -196,6 +195,90 @@ func TestConnCapTrustedProxy(t *testing.T) {
 	}
 }
 
+// TestConnCapStalledPerClient: at its bound with no connection idle, a
+// client's newcomer is refused while its fresh connections are younger
+// than stalledAfter; then it closes the oldest stalled one. A busy
+// connection is never shed, nor one past its first request.
+func TestConnCapStalledPerClient(t *testing.T) {
+	s := startLimited(t, "tcp", "127.0.0.1:0", 100, 3, nil)
+	mu := &s.l.mu
+	now := time.Unix(1_000_000, 0)
+	mu.Lock()
+	s.l.now = func() time.Time { return now } // read under l.mu
+	mu.Unlock()
+	advance := func(d time.Duration) {
+		mu.Lock()
+		now = now.Add(d)
+		mu.Unlock()
+	}
+	busy := testenv.DialFrom(t, "127.0.0.2", s.addr)
+	busy.Send(t, "/hold/busy")
+	s.waitEntered(t, 1)
+	advance(time.Hour) // busy is past its first request: never stalled
+	a := testenv.DialFrom(t, "127.0.0.2", s.addr)
+	a.SendHeaders("/", "X-A: 1\r\n", false)
+	s.waitOpen(t, 2) // a admitted at now
+	advance(time.Second)
+	b := testenv.DialFrom(t, "127.0.0.2", s.addr)
+	b.SendHeaders("/", "X-B: 1\r\n", false)
+	s.waitOpen(t, 3)
+	advance(stalledAfter - time.Second - time.Millisecond) // a is not stalled yet
+	if !testenv.DialFrom(t, "127.0.0.2", s.addr).Refused(t) {
+		t.Error("a newcomer was admitted with the client at its bound and none stalled")
+	}
+	advance(time.Millisecond) // a has stalled, b not
+	testenv.DialFrom(t, "127.0.0.2", s.addr).Get(t, "/")
+	if !a.ClosedByServer() {
+		t.Error("the stalled connection was not closed for the newcomer")
+	}
+	io.WriteString(b, "\r\n")
+	if st, err := b.Status(); st != 200 {
+		t.Errorf("b (fresh, not stalled): %d %v, want 200", st, err)
+	}
+	s.release("busy")
+	if st, err := busy.Status(); st != 200 {
+		t.Errorf("busy: %d %v, want 200", st, err)
+	}
+	if open, _ := s.counts(); open > 3 {
+		t.Errorf("%d open, want at most 3", open)
+	}
+}
+
+func (s *limitedServer) waitOpen(t *testing.T, n int) {
+	t.Helper()
+	testenv.Eventually(t, guard, fmt.Sprintf("%d open connections", n), func() bool {
+		open, _ := s.counts()
+		return open == n
+	})
+}
+
+// TestConnCapStalledAtTotal: at the total with none idle, a newcomer
+// closes the oldest stalled connection, whoever's it is, instead of
+// waiting for it to time out.
+func TestConnCapStalledAtTotal(t *testing.T) {
+	s := startLimited(t, "tcp", "127.0.0.1:0", 2, 100, nil)
+	now := time.Unix(1_000_000, 0)
+	s.l.mu.Lock()
+	s.l.now = func() time.Time { return now }
+	s.l.mu.Unlock()
+	a := testenv.DialFrom(t, "127.0.0.2", s.addr)
+	a.SendHeaders("/", "X-A: 1\r\n", false)
+	b := testenv.DialFrom(t, "127.0.0.3", s.addr)
+	b.Send(t, "/hold/b")
+	s.waitEntered(t, 1)
+	s.l.mu.Lock()
+	now = now.Add(stalledAfter)
+	s.l.mu.Unlock()
+	testenv.DialFrom(t, "127.0.0.1", s.addr).Get(t, "/")
+	if !a.ClosedByServer() {
+		t.Error("the stalled connection was not closed for the newcomer")
+	}
+	s.release("b")
+	if st, err := b.Status(); st != 200 {
+		t.Errorf("b (busy): %d %v, want 200", st, err)
+	}
+}
+
 // fakeConn is a connection from a chosen remote address.
 type fakeConn struct {
 	net.Conn
@@ -213,8 +296,8 @@ func newFakeConn(t *testing.T, addr string) fakeConn {
 
 // TestConnCapIPv6ByPrefix: IPv6 clients are one client per /64.
 func TestConnCapIPv6ByPrefix(t *testing.T) {
-	l := newConnLimiter(nil, 100, 1, nil)
-	admit := func(addr string) *limitedConn {
+	l := New(nil, 100, 1, nil)
+	admit := func(addr string) *conn {
 		c, err := l.admit(newFakeConn(t, addr))
 		if err != nil {
 			t.Fatal(err)
@@ -259,11 +342,11 @@ func TestConnCapIPv6Loopback(t *testing.T) {
 // drains below a quarter of its peak, the limiter frees memory; not again
 // within freeEvery, and again after it.
 func TestConnCapFreesMemoryAfterBurst(t *testing.T) {
-	l := newConnLimiter(nil, 100, 100, nil)
+	l := New(nil, 100, 100, nil)
 	now := time.Unix(1_000_000, 0)
 	l.freeAfter, l.now, l.free = 8, func() time.Time { return now }, func() {}
-	burst := func(n int) []*limitedConn {
-		var cs []*limitedConn
+	burst := func(n int) []*conn {
+		var cs []*conn
 		for i := range n {
 			c, err := l.admit(newFakeConn(t, "192.0.2."+strconv.Itoa(i+1)))
 			if err != nil || c == nil {
@@ -273,7 +356,7 @@ func TestConnCapFreesMemoryAfterBurst(t *testing.T) {
 		}
 		return cs
 	}
-	closeAll := func(cs []*limitedConn) {
+	closeAll := func(cs []*conn) {
 		for _, c := range cs {
 			c.Close()
 		}
@@ -304,26 +387,6 @@ func TestConnCapFreesMemoryAfterBurst(t *testing.T) {
 	}
 }
 
-// TestProxyIdleHoldersDoNotBlock: through `usher proxy --max-conns 4`, a
-// client holding 4 idle connections does not keep another from the proxy.
-func TestProxyIdleHoldersDoNotBlock(t *testing.T) {
-	t.Parallel()
-	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "origin") }))
-	defer origin.Close()
-	base := startProxy(t, nil, "--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", testenv.DataDir(t),
-		"--admin-key", proxyAdminKey, "--max-conns", "4", "--max-conns-per-client", "100")
-	addr := strings.TrimPrefix(base, "http://")
-	for range 4 {
-		testenv.DialFrom(t, "127.0.0.2", addr).Get(t, "/_usher/healthz")
-	}
-	honest := &http.Client{Timeout: guard, Transport: &http.Transport{DisableKeepAlives: true}}
-	for range 3 {
-		if st, _ := get(t, honest, base+"/_usher/healthz"); st != 200 {
-			t.Fatalf("honest client: %d, want 200", st)
-		}
-	}
-}
-
 // BenchmarkIdleHolders: one client (127.0.0.2) holds N idle keep-alive
 // connections, N = the total bound (USHER_BENCH_HOLDERS, default 3,000),
 // opening one more before each poll of an honest client (127.0.0.1, a new
@@ -349,7 +412,7 @@ func BenchmarkIdleHolders(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			l := newConnLimiter(raw, n, n, nil)
+			l := New(raw, n, n, nil)
 			freed := make(chan struct{}, 1)
 			l.free = func() {
 				if bc.free {

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"usher/internal/loadlab/capacity"
+	"usher/internal/capacity"
 )
 
 // plan derives a room configuration from the site's pool and service time

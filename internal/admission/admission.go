@@ -1,19 +1,14 @@
 // Package admission runs the admission scheduler: one loop per room that
-// calls the queue's atomic admission step with a fixed delay (the next step
-// starts Interval after the previous one finished, seed 001 §4).
+// calls the queue's atomic admission step (queue.Queue.Admit) with a fixed
+// delay, the room's Interval after the previous step finished (seed 001 §4).
 //
 // Every usher instance runs a Scheduler. The store's step keeps MaxActive and
 // the room-wide AdmitRate exact however many instances run it, so extra
 // instances add availability, not admissions.
 //
-// The scheduler does no discovery of its own: it follows the Queue's view
-// (queue.Queue.ViewRooms), which queue.Queue.Run keeps in step with the
-// store. A room's loop starts when the room joins the view and stops when it
-// leaves it (the store lost the room); each step's delay is the room's
-// Interval read from the view, never from the store; a step is skipped
-// while the view shows nobody waiting (queue.Queue.RestLeft). The same loop
-// runs the room's adaptive controller (queue.Queue.Control) every
-// ControlEvery.
+// Limits: the scheduler discovers no room itself. It follows the Queue's view
+// (queue.Queue.ViewRooms, which queue.Queue.Run keeps in step with the
+// store), and reads each room's settings from that view, never the store.
 package admission
 
 import (
@@ -39,7 +34,9 @@ func New(q *queue.Queue, log *slog.Logger) *Scheduler {
 }
 
 // Run runs one loop per room of the queue's view until ctx ends; it returns
-// nil then. Store faults are logged and retried at the next step.
+// nil then. A room's loop starts when the room joins the view and stops when
+// it leaves it (the store lost the room). Store faults are logged and
+// retried at the next step.
 func (s *Scheduler) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	loops := map[string]context.CancelFunc{}
@@ -87,9 +84,12 @@ const RestMargin = time.Second
 // cost nothing.
 const ControlEvery = 250 * time.Millisecond
 
-// loop runs room's admission steps until ctx ends. A step that finds the
-// room missing is not an error: the view drops the room at the next refresh,
-// which stops the loop.
+// loop runs room's admission steps until ctx ends. Each step's delay is the
+// room's Interval read from the view; a step is skipped while the view shows
+// nobody waiting (queue.Queue.RestLeft). The same loop runs the room's
+// adaptive controller (queue.Queue.Control) every ControlEvery. A step that
+// finds the room missing is not an error: the view drops the room at the
+// next refresh, which stops the loop.
 func (s *Scheduler) loop(ctx context.Context, room string) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()

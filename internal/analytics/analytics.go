@@ -4,24 +4,13 @@
 // reads it (GET /api/v1/rooms/{room}/analytics and …/events). Backends
 // (sqliteanalytics, pganalytics) only store; the arithmetic lives here, once.
 //
-// Two kinds of events count: a room's counted events (its queue's counts,
-// one per instance and second or so, added as they are: the current
-// producers) and the per-visitor entered, admitted, left, expired and
-// skipped events of usher before them, still counted and paired as below, so
-// that a stream written by older instances (or by both during a rolling
-// upgrade) reads in full. Counted events are not kept in the timeline.
+// Contract: Apply is idempotent per event ID, and a batch that fails changes
+// nothing. Rows are keyed by room and the UTC minute of the event's At.
 //
-// Contract: Apply is idempotent per event ID (a batch is one transaction that
-// records its events' IDs with the counters they change), and a batch that
-// fails changes nothing. Rows are keyed by room and the UTC minute of the
-// event's At. Time in queue is an admission's At less the same visitor's
-// entry's, counted in the admission's minute in whichever order the two
-// events arrive.
-//
-// Limits: events older than Options.Dedupe are ignored (Result.TooOld), since
-// their ID is forgotten; an admission whose entry is unknown (before the
-// collector's history, or pruned after Options.MaxWait) counts as an
-// admission but not in the time in queue. Pairing, quantiles, retention:
+// Limits: events older than Options.Dedupe are ignored, since their ID is
+// forgotten; an admission whose entry is unknown (before the collector's
+// history, or pruned after Options.MaxWait) counts as an admission but not in
+// the time in queue. Pairing, quantiles, retention:
 // docs/architecture.md#the-collector-and-analytics.
 package analytics
 
@@ -206,9 +195,21 @@ type Result struct {
 	TooOld    int // events older than Options.Dedupe, ignored
 }
 
-// Apply counts a batch of events in one transaction (see the package
-// comment). Events that are not valid (no ID, room or At) must be filtered
-// out by the caller; Apply refuses a batch holding one with ErrInvalid.
+// Apply counts a batch of events in one transaction, which records the
+// events' IDs with the counters they change: an event already recorded
+// (Result.Duplicate) or older than Options.Dedupe (Result.TooOld) is not
+// counted again. Events that are not valid (no ID, room or At) must be
+// filtered out by the caller; Apply refuses a batch holding one with
+// ErrInvalid.
+//
+// Two kinds of events count: a room's counted events (its queue's counts,
+// one per instance and second or so, added as they are: the current
+// producers) and the per-visitor entered, admitted, left, expired and
+// skipped events of usher before them, still counted and paired, so that a
+// stream written by older instances (or by both during a rolling upgrade)
+// reads in full. Counted events are not kept in the timeline. Time in queue
+// is an admission's At less the same visitor's entry's, counted in the
+// admission's minute in whichever order the two events arrive.
 func (a *Analytics) Apply(ctx context.Context, evs []event.Event) (Result, error) {
 	var res Result
 	oldest := a.o.Now().Add(-a.o.Dedupe)

@@ -1,19 +1,15 @@
 // Package collector counts the event stream into analytics: a durable
 // JetStream pull consumer on the deployment's event stream (event.StreamName,
-// filter event.SubjectFilter) whose batches analytics.Apply counts in one SQL
-// transaction each, acknowledged only after that transaction committed. Every
-// event counts once, redeliveries and re-publications included; a failed
-// batch comes back after RetryAfter.
-//
-// The producers create the stream; until it exists Run logs and retries, and
-// then binds to it whoever made it. A restarted collector resumes after the
-// acknowledged part of the stream, and collectors with the same
-// Options.Durable share the work. Malformed messages are terminated and
-// logged, never retried.
+// filter event.SubjectFilter) whose batches analytics.Analytics.Apply counts
+// in one SQL transaction each, acknowledged only after that transaction
+// committed. Every event counts once, redeliveries and re-publications
+// included; a failed batch comes back after Options.RetryAfter. Collectors
+// with the same Options.Durable share the work.
 //
 // Limits: one fetch loop; a batch is at most Options.Batch events and one
-// transaction; a batch whose transaction outlasts AckWait is delivered again
-// meanwhile (harmless). See docs/architecture.md#the-collector-and-analytics.
+// transaction; a batch whose transaction outlasts Options.AckWait is
+// delivered again meanwhile (harmless). See
+// docs/architecture.md#the-collector-and-analytics.
 package collector
 
 import (
@@ -139,9 +135,12 @@ func New(nc *nats.Conn, a *analytics.Analytics, o Options) (*Collector, error) {
 	return c, nil
 }
 
-// Run binds the consumer (waiting for the stream if it does not exist
-// yet) and counts batches until ctx ends; then it returns nil. It returns
-// an error when the connection is closed for good.
+// Run binds the consumer and counts batches until ctx ends; then it returns
+// nil. The producers create the stream: until it exists Run logs and
+// retries, then binds to it whoever made it. A restarted collector resumes
+// after the acknowledged part of the stream. Malformed messages are
+// terminated and logged, never retried. Run returns an error when the
+// connection is closed for good.
 func (c *Collector) Run(ctx context.Context) error {
 	js, err := jetstream.New(c.nc, jetstream.WithDefaultTimeout(c.o.Timeout))
 	if err != nil {

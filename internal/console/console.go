@@ -4,19 +4,14 @@
 // routes it needs.
 //
 // Contract: sign-in takes the admin key and answers an HttpOnly,
-// SameSite=Strict session cookie signed with a key derived from it, so every
-// instance sharing the key accepts it and a new key ends every session;
-// attempts are limited per client only, so that strangers cannot lock the
-// operators out. Every request but GET and HEAD
-// must carry the session's CSRF token and come from the same origin, else 403
-// csrf_refused. Reads and writes of rooms, events and schedules go to the
-// JSON API in process, on an allow-list (forward.go). Every error answers
-// JSON through package apierror.
+// SameSite=Strict session cookie that every instance sharing the key
+// accepts; every request but GET and HEAD must carry the session's CSRF token
+// and come from the same origin. Reads and writes go to the JSON API in
+// process, on an allow-list (forward.go); every error answers JSON.
 //
 // Limits: sign-out is remembered only by the instance that signed out; live
 // streams are capped per session and in all; the charts' history is the last
-// hour kept by this instance alone, empty after a restart (history.go). See
-// docs/console.md.
+// hour kept by this instance alone, empty after a restart. See docs/console.md.
 package console
 
 import (

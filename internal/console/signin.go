@@ -48,9 +48,10 @@ func (k *Console) whoami() http.Handler {
 	})
 }
 
-// signIn checks the admin key and sets the session cookie. It counts the
-// attempt before it looks at the key, so a stranger guessing keys is slowed
-// down whatever they guess.
+// signIn checks the admin key and sets the session cookie (HttpOnly,
+// SameSite=Strict; see sessions). It counts the attempt before it looks at
+// the key, so a stranger guessing keys is slowed down whatever they guess;
+// attempts are limited per client only (SignInPerClient).
 func (k *Console) signIn() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !sameOrigin(r) || !jsonBody(r) {

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"usher/internal/loadlab/capacity"
+	"usher/internal/capacity"
 	"usher/internal/queue"
 )
 

@@ -1,29 +1,18 @@
 // Package edgeconf renders the configuration of a front proxy that gates a
 // site with `usher auth` (forward auth) instead of `usher proxy`: a whole
-// nginx.conf for nginx's auth_request (Nginx) and a whole Caddyfile for Caddy
-// (Caddy), each explaining its directives in comments. ParseRelease reads the
+// nginx.conf for nginx's auth_request (Nginx) and a whole Caddyfile (Caddy),
+// each explaining its directives in comments. ParseRelease reads the
 // datagram either sends when the origin releases a slot.
 //
-// A rendered file asks usher about every request outside /_usher/, lets
-// through what usher passes, hands the origin the visitor and room usher
-// names, and otherwise gives the client usher's answer. Targets Shortcut
-// finds open go to the origin unasked. The questions are spread over every
-// usher instance (Ushers), failing over between them; when none answers,
-// a gated request gets the edge's own 503 page (fail closed) or goes to
-// the origin (FailOpen), and while the file SwitchFile exists in Dir usher
-// is out of the path. Both were established against nginx 1.22 and Caddy
-// 2.6.2 (edgeconf_test.go runs them).
+// A rendered file asks usher about every request outside /_usher/ but the
+// targets Shortcut finds open, spread over every usher instance, lets
+// through what usher passes, and otherwise gives the client usher's answer;
+// headers follow wire.Headers. Both were established against nginx 1.22 and
+// Caddy 2.6.2 (edgeconf_test.go runs them).
 //
-// Both follow wire.Headers (what reaches usher, the origin and the client),
-// bound the request's headers (size and time), never read a refused
-// request's body, and mark any answer with usher's cookies or a pass
-// private, no-store.
-//
-// Limits: nginx 1.22 copies only the first Set-Cookie of an auth answer,
-// and strips headers by name, so an Usher-* header the table does not name
-// reaches the origin; a release datagram lost on the way leaves the slot to
-// lapse by itself. The protocol: docs/edge.md#the-protocol and
-// docs/architecture.md#forward-auth-at-the-edge.
+// Limits: a release datagram lost on the way leaves the slot to lapse by
+// itself; nginx's own are on Nginx. The protocol: docs/edge.md#the-protocol
+// and docs/architecture.md#forward-auth-at-the-edge.
 package edgeconf
 
 import (
@@ -46,7 +35,13 @@ import (
 	"usher/internal/wire"
 )
 
-// Config is what both renderings need.
+// Config is what both renderings need. Either rendering hands the origin
+// the visitor and room usher names, bounds the request's headers (size and
+// time), never reads a refused request's body, and marks any answer with
+// usher's cookies or a pass private, no-store. When no usher answers, a
+// gated request gets the edge's own 503 page (fail closed) or goes to the
+// origin (FailOpen); while SwitchFile exists in Dir, usher is out of the
+// path.
 type Config struct {
 	// Listen is where the edge serves visitors, plain HTTP: host:port, or
 	// :port for every interface. The host is an IP address.

@@ -1,20 +1,17 @@
 // Package event defines usher's events: every state change of a room, a
-// hold or a reservation, with a stable schema (seed 001's event
-// pipeline). Producers publish them; a collector counts them into
-// analytics; the console shows a room's recent ones as its timeline.
+// hold or a reservation, with a stable schema (seed 001's event pipeline).
+// Producers publish them; a collector counts them into analytics; the
+// console shows a room's recent ones as its timeline.
 //
-// Aggregate: the queue's high-rate facts (arrivals, admissions, abandons,
-// expiries, leaves, times in queue) travel as Counted events, one per room
-// and instance about every second while the room is busy: O(rooms), not
-// O(visitors). Their counts add up, so a producer whose event an Offerer
-// refuses keeps them for the next one. Per visitor or per change: holds,
-// reservations and settings changes, a few a second at most. Entered,
-// Admitted, Expired, Skipped and Left are what usher published before the
-// Counted events; no producer emits them now, and consumers still read
-// them from older streams.
+// The queue's high-rate facts travel as Counted events, one per room and
+// instance about every second while the room is busy: O(rooms), not
+// O(visitors). Holds, reservations and settings changes are one event each,
+// a few a second at most.
 //
-// The schema is a contract with whoever consumes the stream: fields are
-// only ever added, never renamed or given a new meaning.
+// The schema is a contract with whoever consumes the stream: fields are only
+// ever added, never renamed or given a new meaning. Entered, Admitted,
+// Expired, Skipped and Left are no longer emitted; consumers still read them
+// from older streams.
 package event
 
 import (
@@ -27,7 +24,9 @@ import (
 // the subject usher.events.<room>.<type>).
 type Type string
 
-// The event types.
+// The event types. Entered, Admitted, Expired, Left and Skipped are what
+// usher published, one per visitor, before the Counted events; no producer
+// emits them now.
 const (
 	Entered              Type = "entered"  // a visitor joined the queue
 	Admitted             Type = "admitted" // a visitor was admitted

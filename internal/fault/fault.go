@@ -7,12 +7,9 @@
 // The contract:
 //   - A sentinel is a *Error made once with New: errors.Is(err, sentinel)
 //     holds for every error that wraps it, whatever the backend.
-//   - Code(err) and Message(err) read the outermost *Error in err's chain.
-//     Its Message is fixed text, the same on every backend; wrapping context
-//     (package names, SQL, file paths, the backend's own error) stays in
-//     err.Error() for the logs and never reaches Message.
-//   - Detail makes an error that is its sentinel but carries a safe detail
-//     the domain chose to show, e.g. the field a validator refused.
+//   - Code(err) and Message(err) read the outermost *Error in err's chain:
+//     fixed text, the same on every backend; wrapping context stays in
+//     err.Error() for the logs. Detail adds a detail the domain may show.
 //   - An error without a *Error in its chain has no code: the edge treats it
 //     as internal.
 package fault

@@ -1,21 +1,17 @@
 // Package gate decides whether a request may pass: only admitted visitors
-// do.
-//
-// A request passes when it carries a valid pass for the room (an
+// do. A request passes when it carries a valid pass for the room (an
 // `Authorization: Bearer` header or the usher_pass cookie) and the store says
 // the visitor still holds an active slot; passing renews the slot's sliding
-// expiry. Once a pass has used half its life the decision carries a fresh
-// one, which goes back in the Usher-Pass response header (and the cookie, if
-// the pass came in one).
+// expiry, and a pass past half its life comes back renewed (Renewal). Door
+// decides the way in: who an entry enters as, and whether it may.
 //
 // Admit decides and writes nothing; the HTTP edge writes the decision:
 // Middleware and Check here, the reverse proxy in package gateway.
 //
-// The gate fails closed: when the store cannot be reached, Admit returns the
-// store's error (Middleware and Check answer 503 with Retry-After) and
-// nothing passes, unless Options.FailOpen is set, in which case a request
-// with a validly signed, unexpired pass passes without the liveness check
-// (seed 003 §6).
+// Limits: the gate fails closed. When the store cannot be reached nothing
+// passes (Middleware and Check answer 503 with Retry-After), unless
+// Options.FailOpen is set: then a validly signed, unexpired pass passes
+// without the liveness check (seed 003 §6).
 package gate
 
 import (

@@ -1,19 +1,18 @@
-// Package gateway is usher's gating reverse proxy: it stands in front of any
-// origin, lets through only visitors with a valid pass for the room their
-// path maps to, and answers everyone else with the queue: a waiting page for
-// browsers, the queue state as JSON for clients that ask for JSON.
+// Package gateway is usher's gate at the edge of a site: Proxy, a reverse
+// proxy in front of any origin, and Auth, the same decision for a front
+// proxy that asks (forward auth). Both let through only visitors with a
+// valid pass for the room their path maps to (Rules), and answer everyone
+// else with the queue: a waiting page for browsers, the queue state as JSON
+// for clients that ask for JSON.
 //
-// Contract: requests under Prefix (/_usher/) go to usher's own API, never to
-// the origin. Open paths (Rules) are proxied without a pass, gated paths when
-// gate.Gate.Admit passes them, with a renewed pass in Usher-Pass. Without a
-// pass a request enters the queue or reads its place; waiting answers are 429
-// with Retry-After, never 2xx, so no cache or client mistakes them for the
-// origin's. A newcomer to a room with pow_bits first solves a proof of work
-// (428, package flood). An origin answer with `Usher-Release: 1` ends the
-// visitor's slot. Origin failures answer 502, origin timeouts 504.
+// Contract: requests under Prefix (/_usher/) are usher's own, never the
+// origin's. Waiting answers are 429 with Retry-After, never 2xx, so no cache
+// or client mistakes them for the origin's; a newcomer to a room with
+// pow_bits first solves a proof of work (428, package flood). An origin
+// answer with `Usher-Release: 1` ends the visitor's slot.
 //
-// Limits: the Authorization header and the usher_* cookies are forwarded to
-// the origin unchanged. See docs/proxy.md.
+// Limits: the Authorization header and the usher_* cookies reach the origin
+// unchanged. See docs/proxy.md and docs/edge.md.
 package gateway
 
 import (
@@ -108,7 +107,10 @@ type core struct {
 	texts   map[string]Text // by language, every shipped one
 }
 
-// Proxy is the gating reverse proxy; it is an http.Handler.
+// Proxy is the gating reverse proxy; it is an http.Handler. Open paths are
+// proxied without a pass, gated paths when gate.Gate.Admit passes them, with
+// a renewed pass in Usher-Pass; without a pass a request enters the queue
+// or reads its place. Origin failures answer 502, origin timeouts 504.
 type Proxy struct {
 	*core
 	rp *httputil.ReverseProxy

@@ -4,19 +4,14 @@
 // counts wherever they are kept.
 //
 // Bucket k holds the values in (γ^(k−1), γ^k] milliseconds, γ = 1.04, for k
-// from MinBucket (1 ns and less, 0 and negative values included) to
-// MaxBucket (values from about 26 years up). A bucket stands for its
-// midpoint 2γ^k/(γ+1), within RelativeError (≈ 2 %) of every value in it,
-// so a quantile (nearest rank) is within that share of a value of its rank.
+// from MinBucket to MaxBucket. A bucket stands for its midpoint (Value),
+// within RelativeError (≈ 2 %) of every value in it, so a quantile (nearest
+// rank) is within that share of a value of its rank.
 //
 // Bucket numbers are stored (analytics' SQL rows, the controller's Redis
-// fields), so the layout never changes. Buckets k ≥ 1 are those analytics
-// has always stored; its bucket 0, once "under 1 ms", reads as ≈ 1 ms.
-//
-// Counts are kept three ways over the same layout: Counts, a sparse map
-// (analytics, events); Dense, a fixed array, a comparable value (the
-// controller's signals); Recorder and Snapshot, lock-free atomic counters
-// with the exact count, sum, min and max (the load lab).
+// fields), so the layout never changes. Counts (sparse), Dense (a fixed
+// array) and Recorder with Snapshot (lock-free counters with the exact count,
+// sum, min and max) keep them over the same layout.
 package hist
 
 import (
@@ -34,7 +29,9 @@ const Gamma = 1.04
 const RelativeError = (Gamma - 1) / (Gamma + 1)
 
 const (
-	// MinBucket is the lowest bucket: (0.96 ns, 1 ns] and every value below.
+	// MinBucket is the lowest bucket: (0.96 ns, 1 ns] and every value below,
+	// 0 and negative values included. (Buckets k ≥ 1 are those analytics
+	// has always stored; its bucket 0, once "under 1 ms", reads as ≈ 1 ms.)
 	MinBucket = -353
 	// MaxBucket is the highest bucket: values over γ^MaxBucket ms (about 26
 	// years) are counted in it.
@@ -54,7 +51,7 @@ func Bucket(d time.Duration) int {
 	return min(max(k, MinBucket), MaxBucket)
 }
 
-// Value is the duration bucket k stands for: its midpoint.
+// Value is the duration bucket k stands for: its midpoint, 2γ^k/(γ+1) ms.
 func Value(k int) time.Duration {
 	return time.Duration(2 * math.Pow(Gamma, float64(k)) / (Gamma + 1) * float64(time.Millisecond))
 }

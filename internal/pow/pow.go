@@ -6,16 +6,13 @@
 //
 // Protocol (the JSON API documents it): an entry without a solution is
 // answered with a challenge, {"token": "<opaque>", "bits": N}. The client
-// finds a nonce (1 to 64 printable ASCII bytes, no ':') such that
-// SHA-256(token ":" nonce) starts with N zero bits, and retries with the
-// header `Usher-Challenge: <token>:<nonce>`. A token is signed with the
-// server's keys, names its room, lives TTL and is accepted once: a replay,
-// an expired token, another room's token, or a wrong nonce is refused.
+// finds a nonce such that SHA-256(token ":" nonce) starts with N zero bits
+// (Solves) and retries with `Usher-Challenge: <token>:<nonce>`. A token is
+// signed with the server's keys, names its room, lives TTL and is used once.
 //
-// The expected work is 2^N hashes: N = 16 is ~65,000 SHA-256 (tens of
-// milliseconds in native code, about a second with WebCrypto in a phone's
-// browser), N = 20 sixteen times that. Verifying costs one HMAC, one
-// SHA-256 and one call to the single-use store.
+// Limits: the expected work is 2^N hashes, N = 16 about a second with
+// WebCrypto in a phone's browser; verifying costs one HMAC, one SHA-256 and
+// one call to the single-use store.
 package pow
 
 import (
@@ -43,7 +40,8 @@ const TTL = 2 * time.Minute
 // MaxBits is the most work a room may ask for.
 const MaxBits = 32
 
-// MaxNonce is the longest nonce accepted, in bytes.
+// MaxNonce is the longest nonce accepted, in bytes: 1 to MaxNonce
+// printable ASCII bytes, no ':'.
 const MaxNonce = 64
 
 var (

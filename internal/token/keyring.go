@@ -30,8 +30,8 @@ const (
 const kidBytes = 8
 
 // Keyring holds Ed25519 signing keys, each with a key id (kid). The newest
-// active key signs; every key in the ring verifies. It is immutable and safe
-// for concurrent use.
+// active key signs (the oldest while none is active yet); every key in the
+// ring verifies. It is immutable once loaded and safe for concurrent use.
 type Keyring struct {
 	now  func() time.Time
 	keys []*key          // newest first: by created, then by kid
@@ -71,6 +71,10 @@ type keyFile struct {
 // names the file. If dir has no key, LoadDir creates dir (0700) and a first
 // key (file 0600) that is active at once. now is the clock of the returned
 // Keyring (which key signs, expiry, iat); nil means time.Now.
+//
+// Limits: the Keyring does not watch dir (load it again to see new keys),
+// and instances that each create a first key in an empty directory cannot
+// verify each other's tokens.
 func LoadDir(dir string, now func() time.Time) (*Keyring, error) {
 	if now == nil {
 		now = time.Now

@@ -1,23 +1,18 @@
 // Package token signs and verifies what a visitor carries: the anonymous
 // visitor cookie, the ticket that proves a place in a room's queue, the pass
-// that proves admission to a room, proof-of-work challenges and presale
-// invites. It owns the signing keys (a JSON file each), rotation and JWKS.
+// that proves admission to a room, proof-of-work challenges, presale invites
+// and lane codes. It owns the signing keys (a JSON file each), rotation and
+// JWKS.
 //
-// A Keyring is immutable once loaded and safe for concurrent use: the newest
-// active key signs (the oldest while none is active yet), every key verifies.
 // Passes are EdDSA JWTs that any origin can verify offline against the JWKS;
 // the other tokens carry an HMAC-SHA256 that only holders of the key
 // directory can mint or check. Parse errors are exactly one of ErrInvalid,
-// ErrExpired, ErrWrongRoom (a wrong room wins over an expiry), and parsing
-// never panics.
+// ErrExpired and ErrWrongRoom, and parsing never panics.
 //
 // Limits: tokens are bearer tokens; a ticket or pass is bound to a room, not
 // to a client. There is no revocation: a token dies when it expires (a
-// visitor cookie never does), or when its key's file is deleted and the ring
-// reloaded. Expiry is checked on each instance's clock with no leeway. A
-// Keyring does not watch its directory, and instances that each create a
-// first key in an empty directory cannot verify each other's tokens. Formats:
-// docs/architecture.md#tokens.
+// visitor cookie never does) or its key's file is deleted and the ring
+// reloaded. Expiry is checked on each instance's clock with no leeway.
 package token
 
 import (
@@ -27,8 +22,9 @@ import (
 	"usher/internal/fault"
 )
 
-// Errors returned by the Parse methods. Signing errors and key-file errors are
-// ordinary errors.
+// Errors returned by the Parse methods (a wrong room wins over an expiry).
+// Signing errors and key-file errors are ordinary errors. Formats:
+// docs/architecture.md#tokens.
 var (
 	// ErrInvalid: malformed, forged, signed by an unknown key id, or a token
 	// of another kind.

@@ -3,9 +3,9 @@
 // cookies and headers that usher sets and reads.
 //
 // Contract: wire imports only the standard library, so that the API server
-// (httpapi), the gating proxy (gateway), the load generator and the planner
-// (loadlab) all speak the same words without importing each other. A name or
-// a field is defined here once; a copy elsewhere is a bug.
+// (httpapi), the gating proxy (gateway), the load generator (loadgen) and the
+// planner (capacity) all speak the same words without importing each other.
+// A name or a field is defined here once; a copy elsewhere is a bug.
 //
 // Limits: wire knows nothing of the queue. EntryFor takes plain values; the
 // caller reads them from its queue view (queue.View.Wait gives the ETA and

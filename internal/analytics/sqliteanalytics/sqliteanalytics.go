@@ -2,20 +2,15 @@
 // embedded defaults.
 //
 // The file is its own, not the booking database's (usher serve puts it at
-// <data-dir>/analytics.db): SQLite has one writer per file, and
-// sqlitebooking keeps exactly one writer connection for its Decide
-// batches; analytics writes in the same file would make every reservation
-// decision queue behind the collector's transactions during a rush. With a
-// file of its own the collector's writes take another lock, and nothing
-// ever needs a transaction across the two (the analytics hold only counts).
+// <data-dir>/analytics.db): SQLite has one writer per file, and analytics
+// writes in sqlitebooking's file would queue every reservation decision
+// behind the collector's transactions during a rush. Nothing needs a
+// transaction across the two (the analytics hold only counts).
 //
-// Like sqlitebooking: WAL mode, one writer connection (each Update is one
-// BEGIN IMMEDIATE transaction, synchronous=FULL: the collector acknowledges
-// a batch after its commit, so the commit must be on disk), a
-// small pool of read-only connections, a busy timeout for other processes
-// on the same file. Migrations are embedded and recorded in
-// analytics_migrations. Minutes are stored as unix seconds, entries' times
-// as unix nanoseconds, timeline events as their JSON.
+// Limits: one writer connection (each Update is one BEGIN IMMEDIATE
+// transaction with synchronous=FULL: the collector acknowledges a batch after
+// its commit); another process on the file contends through the busy
+// timeout.
 package sqliteanalytics
 
 import (
@@ -54,7 +49,11 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the file at path and its directory, and
-// applies the embedded migrations.
+// applies the embedded migrations (recorded in analytics_migrations). Like
+// sqlitebooking: WAL mode, one writer connection, a small pool of read-only
+// connections, a busy timeout for other processes on the same file. Minutes
+// are stored as unix seconds, entries' times as unix nanoseconds, timeline
+// events as their JSON.
 func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" || path == ":memory:" || strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("sqliteanalytics: open %q: want a file path without '?' or '#': %w", path, analytics.ErrInvalid)

@@ -2,20 +2,12 @@
 // backend runs: Run for semantics, Bench for speed. It pins what the rest of
 // usher relies on: the catalog (default room names, duplicate seats refused
 // whole, bulk seat creation), Decide's all-or-nothing conditional sale,
-// first-wins inside a batch, idempotent redelivery, and — under many
-// concurrent callers — that no seat is ever sold twice. It also pins the
-// errors a backend returns (booking.ErrNotFound, booking.ErrInvalid; never
-// sql.ErrNoRows or a driver error).
-//
-// Beyond the letter of the booking.Store contract, the suite pins three
-// edge cases so that every backend agrees on them: a reservation naming no
-// seat is rejected with ReasonSeatUnknown, one naming a seat twice is
-// rejected with ReasonSeatTaken (its second conditional UPDATE would touch
-// no row), and a reservation without an id is ErrInvalid for the whole call.
-// Stock reservations (a Quantity) are pinned the same way: a quantity below
-// 0, seats with a quantity, or a schedule without stock are rejected with
-// ReasonSoldOut. The outbox (outbox.go) holds exactly one event per stored
-// decision, under concurrent and redelivered Decide calls too.
+// first-wins inside a batch, idempotent redelivery, stock reservations,
+// exactly one outbox event per stored decision, and — under many concurrent
+// callers — that no seat is ever sold twice. It also pins the errors a
+// backend returns (booking.ErrNotFound, booking.ErrInvalid; never
+// sql.ErrNoRows or a driver error) and the edge cases the booking.Store
+// contract leaves open, so that every backend agrees on them.
 package bookingtest
 
 import (
@@ -442,8 +434,12 @@ func testDecideSeatUnknown(t *testing.T, s booking.Store) {
 	wantSeat(t, m, otherIDs[1], booking.Sold, "taker")
 }
 
-// testDecideMalformed pins the cases the contract leaves open (see the
-// package comment).
+// testDecideMalformed pins the cases the contract leaves open: a
+// reservation naming no seat is rejected with ReasonSeatUnknown, one naming
+// a seat twice with ReasonSeatTaken (its second conditional UPDATE would
+// touch no row), and a reservation without an id is ErrInvalid for the
+// whole call. (testDecideStock pins the stock ones: a quantity below 0,
+// seats with a quantity, or a schedule without stock are ReasonSoldOut.)
 func testDecideMalformed(t *testing.T, s booking.Store) {
 	ctx := context.Background()
 	sch, ids := catalog(t, s, 3)

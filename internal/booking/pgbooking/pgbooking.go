@@ -4,16 +4,12 @@
 // Decide sells every seat with the contract's conditional UPDATE (status IN
 // ('AVAILABLE','HELD')), one transaction per call, never by reading a status
 // and writing it back: two instances, or a hold layer that was wrong, never
-// sell a seat twice. The pool is bounded by the poolSize given to Open, and
-// callers beyond it wait in this process rather than open more server
-// connections. Open applies the embedded migrations once, under an advisory
-// lock, in the URL's search_path (schema_migrations records them). A failure
-// to reach the server, or the caller's context ending while it waits for a
-// connection, wraps booking.ErrUnavailable.
+// sell a seat twice. A failure to reach the server, or the caller's context
+// ending while it waits for a connection, wraps booking.ErrUnavailable.
 //
-// Limits: times come back in UTC with microsecond resolution. Without
-// connect_timeout in the URL a connection waits at most defaultConnectTimeout
-// to open. How Decide batches and locks:
+// Limits: at most the poolSize given to Open connections, callers beyond it
+// waiting in this process; times come back in UTC with microsecond
+// resolution. How Decide batches and locks:
 // docs/architecture.md#three-lines-of-defence.
 package pgbooking
 
@@ -57,7 +53,9 @@ type Store struct {
 
 // Open connects to the database at url (a postgres:// URL or key=value
 // DSN) with at most poolSize connections and applies the embedded
-// migrations.
+// migrations once, under an advisory lock, in the URL's search_path
+// (schema_migrations records them). Without connect_timeout in the URL a
+// connection waits at most defaultConnectTimeout to open.
 func Open(ctx context.Context, url string, poolSize int) (*Store, error) {
 	if poolSize < 1 {
 		return nil, fmt.Errorf("pgbooking: open: pool size %d: %w", poolSize, booking.ErrInvalid)

@@ -2,19 +2,16 @@
 // default, for a single usher instance. It is pure Go (modernc.org/sqlite),
 // so the binary needs no C toolchain or server.
 //
-// The file (Open(ctx, "<data-dir>/usher.db")) is in WAL mode with exactly one
-// writer connection: every write queues for it in process, and each Decide
+// Every write queues in process for the one writer connection; each Decide
 // call is one BEGIN IMMEDIATE transaction that sells seats with the
-// contract's conditional UPDATE, a SAVEPOINT per reservation, and one fsync
-// (synchronous=FULL: a confirmed sale survives power loss). Reads use a small
-// pool of read-only connections and never wait for the writer. Migrations are
-// embedded and applied at Open (schema_migrations).
+// contract's conditional UPDATE, and one fsync (synchronous=FULL: a confirmed
+// sale survives power loss). Reads use a small pool of read-only connections
+// and never wait for the writer.
 //
 // Limits: another process may open the file, but contends through the busy
 // timeout, and a write that cannot get the lock in time fails with
 // booking.ErrUnavailable. Times come back in UTC with microsecond resolution.
-// The file cannot be ":memory:" (the readers would see another database). See
-// docs/architecture.md#three-lines-of-defence.
+// See docs/architecture.md#three-lines-of-defence.
 package sqlitebooking
 
 import (
@@ -56,7 +53,9 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the database file at path, creating its
-// directory if needed, and applies the embedded migrations.
+// directory if needed, in WAL mode, and applies the embedded migrations
+// (schema_migrations records them). The path cannot be ":memory:" (the
+// readers would see another database).
 func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" || path == ":memory:" || strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("sqlitebooking: open %q: want a file path without '?' or '#': %w", path, booking.ErrInvalid)

@@ -32,8 +32,14 @@ type PublisherOptions struct {
 	Logger  *slog.Logger
 }
 
-// Publisher publishes best-effort events (see the package comment). Emit
-// and Offer are safe for concurrent use; Run runs once.
+// Publisher publishes events best effort: Emit never blocks, and an event
+// is dropped (counted in usher_events_dropped_total, and logged) when the
+// buffer is full, the connection is down, or the stream does not
+// acknowledge it in time. Counted events are not lost that way: Offer
+// refuses one when the buffer is full (the queue keeps its counts), and one
+// that failed is published again with the next batch under its ID (at most
+// Buffer of them; beyond, and at shutdown, dropped and logged with an
+// error). Emit and Offer are safe for concurrent use; Run runs once.
 type Publisher struct {
 	nc  *nats.Conn
 	js  jetstream.JetStream

@@ -38,8 +38,10 @@ type RelayOptions struct {
 	Logger  *slog.Logger
 }
 
-// Relay publishes the outbox (see the package comment): at least once. Run
-// (or Round) runs on one goroutine at a time.
+// Relay publishes the outbox at least once: it marks outbox events sent
+// only after the stream acknowledged them, so a relay that dies in between
+// publishes them again, and the stream's duplicate window and the
+// collector drop the copies. Run (or Round) runs on one goroutine at a time.
 // Several relays on one database (one per instance) publish the same
 // events; the stream drops the copies within its duplicate window.
 type Relay struct {

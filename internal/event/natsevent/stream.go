@@ -4,17 +4,10 @@
 // publishes the booking outbox. Every message is one event's JSON on
 // event.Subject, with Nats-Msg-Id set to its ID.
 //
-// The Publisher is best effort: Emit never blocks, and an event is dropped
-// (counted in usher_events_dropped_total, and logged) when the buffer is
-// full, the connection is down, or the stream does not acknowledge it in
-// time. Counted events are not lost that way: Offer refuses one when the
-// buffer is full (the queue keeps its counts), and one that failed is
-// published again with the next batch under its ID (at most Buffer of
-// them; beyond, and at shutdown, dropped and logged with an error). The
-// Relay is at least once: it marks outbox events sent only after the stream
-// acknowledged them, so a relay that dies in between publishes them again,
-// and the stream's duplicate window and the collector drop the copies. See
-// docs/architecture.md#events.
+// Limits: the Publisher is best effort (an event it cannot publish is
+// dropped, counted and logged; only counted events are tried again); the
+// Relay is at least once (the stream's duplicate window and the collector
+// drop the copies). See docs/architecture.md#events.
 package natsevent
 
 import (

@@ -10,12 +10,9 @@
 //
 // Limits: if the callers' clocks run more than GCMargin behind Redis's, a
 // seat key can vanish before its hold ends and the seat be held twice (SQL
-// still sells it once). A call right after many of a scope's holds expired
-// reclaims them all in one script. Scripts that end holds touch seat keys
-// they do not declare: Redis Cluster accepts that, a proxy that demands every
-// key in KEYS would not. Times have millisecond resolution. Tested on Redis
-// 7.0; the scripts need nothing newer than 2.6.12 (SET … PX). Keys and
-// clocks: docs/architecture.md#the-hold-store.
+// still sells it once). Times have millisecond resolution; the scripts need
+// Redis 2.6.12 (SET … PX) and are tested on 7.0. Keys and clocks:
+// docs/architecture.md#the-hold-store.
 package redishold
 
 import (
@@ -73,6 +70,11 @@ const (
 
 // Store is a hold.Store on Redis. It is safe for concurrent use; concurrent
 // calls share the client's connections through rueidis' auto-pipelining.
+//
+// A call right after many of a scope's holds expired reclaims them all in
+// one script. Scripts that end holds touch seat keys they do not declare:
+// Redis Cluster accepts that, a proxy that demands every key in KEYS would
+// not.
 type Store struct {
 	c      rueidis.Client
 	prefix string

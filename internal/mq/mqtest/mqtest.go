@@ -6,15 +6,11 @@
 // is delivered to another; Consume never runs more than Workers handlers at
 // once nor hands more than MaxBatch reservations to one; no reservation is
 // lost; Backlog counts the undecided reservations; the errors
-// (mq.ErrNotFound).
+// (mq.ErrNotFound). Its handler stands in for booking.Store.Decide (db).
 //
-// The handler in these tests stands in for booking.Store.Decide: it is
-// idempotent (a reservation decided again returns the stored decision) and
-// counts how often each reservation's effect was applied.
-//
-// The suite asserts outcomes, not timings. It waits up to 30 s for
-// reservations to be decided, so a backend must redeliver a batch whose
-// consumer stopped within a few seconds (give it a short ack timeout).
+// The suite asserts outcomes, not timings. It waits up to a minute (wait)
+// for reservations to be decided, so a backend must redeliver a batch whose
+// consumer stopped well within that (give it a short ack timeout).
 package mqtest
 
 import (
@@ -73,8 +69,9 @@ func isDecided(r booking.Reservation) bool {
 	return r.Status == booking.Confirmed || r.Status == booking.Rejected
 }
 
-// db stands in for booking.Store.Decide: idempotent, and it records what
-// happened so the tests can check it.
+// db stands in for booking.Store.Decide: idempotent (a reservation decided
+// again returns the stored decision), and it records what happened (how
+// often each reservation's effect was applied) so the tests can check it.
 type db struct {
 	t  testing.TB
 	mu sync.Mutex

@@ -22,7 +22,8 @@ import (
 // options are invalid, if the consumer cannot be set up, or (wrapping
 // mq.ErrUnavailable) once the connection is closed for good; other faults
 // (a server that is away, a failing handler) are logged and retried. A
-// RetryAfter of zero redelivers a failed batch at once.
+// RetryAfter of zero redelivers a failed batch at once. Every Consume on the
+// stream shares one ack-pending cap, set by the last to start.
 //
 // A batch the handler decided after ctx ended is still recorded and
 // acknowledged (the database holds the decision already); a batch fetched

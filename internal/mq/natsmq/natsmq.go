@@ -3,20 +3,15 @@
 // with JetStream): a work-queue stream holds the reservations the database
 // has not taken yet, a key-value bucket every reservation's latest state.
 //
-// Submit records one reservation per visitor and idempotency key. A Submit
-// that fails may have recorded it: the caller must retry with the same key,
-// or it stays pending. Consume delivers at least once (a dead consumer's
-// batch comes back after AckWait, a failed one after RetryAfter) and relies
-// on the handler being idempotent, as booking.Store.Decide is. With
-// Options.Replicas > 1 every read goes to the stream leader: a reservation is
-// found right after Submit, and a decided one never reads back pending.
+// Consume delivers at least once (a dead consumer's batch comes back after
+// AckWait, a failed one after RetryAfter) and relies on the handler being
+// idempotent, as booking.Store.Decide is. A Submit that fails may have
+// recorded the reservation: the caller must retry with the same key.
 //
 // Limits: while the connection is down every operation fails at once with
-// mq.ErrUnavailable (nothing is queued for later). Every Consume on the
-// stream shares one ack-pending cap, set by the last to start. Reservation
-// ids must be unique. States and idempotency keys live for Options.KeepFor.
-// Each Watch is one ephemeral consumer on the server. Layout and steps:
-// docs/architecture.md#the-broker-on-jetstream.
+// mq.ErrUnavailable (nothing is queued for later). Reservation ids must be
+// unique; states and idempotency keys live for Options.KeepFor. Layout and
+// steps: docs/architecture.md#the-broker-on-jetstream.
 package natsmq
 
 import (
@@ -62,7 +57,9 @@ type Options struct {
 	// is unlimited.
 	MaxBacklog int64
 	// Replicas for the stream and the bucket on a clustered server.
-	// Default 1.
+	// Default 1. Above 1 every read goes to the stream leader: a
+	// reservation is found right after Submit, and a decided one never
+	// reads back pending.
 	Replicas int
 	// FetchWait is how long an idle consumer's pull waits for messages; it
 	// also bounds how long Consume takes to return once ctx ends. Default 1 s.
@@ -221,10 +218,11 @@ func (b *Broker) leaderReads(ctx context.Context, bucket string) (jetstream.KeyV
 	return nil, errors.New("direct gets turned on again by concurrent opens of the bucket")
 }
 
-// Submit implements mq.Broker; see the package comment for its steps and
-// what a failure leaves behind. It ignores r's Status, Reason and DecidedAt
-// and records r as pending. A second Submit returns the reservation's latest
-// state.
+// Submit implements mq.Broker: one reservation per visitor and idempotency
+// key. A Submit that fails may have recorded it: the caller must retry with
+// the same key, or it stays pending. It ignores r's Status, Reason and
+// DecidedAt and records r as pending. A second Submit returns the
+// reservation's latest state.
 func (b *Broker) Submit(ctx context.Context, r booking.Reservation, idempotencyKey string) (booking.Reservation, bool, error) {
 	if r.ID == "" {
 		return booking.Reservation{}, false, fmt.Errorf("natsmq: submit: %w: empty reservation id", booking.ErrInvalid)
@@ -371,7 +369,8 @@ func (b *Broker) get(ctx context.Context, id string) (booking.Reservation, error
 	return decodeState(id, e.Value())
 }
 
-// Watch implements mq.Broker. An unknown id is mq.ErrNotFound. The channel
+// Watch implements mq.Broker, with one ephemeral consumer on the server
+// per call. An unknown id is mq.ErrNotFound. The channel
 // also closes, undecided, if the reservation's state is deleted (KeepFor)
 // or the connection is lost for good; the caller then calls Get.
 func (b *Broker) Watch(ctx context.Context, id string) (<-chan booking.Reservation, error) {

@@ -1,13 +1,11 @@
-package main
+package conncap
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"os"
 	"runtime"
@@ -26,10 +24,10 @@ import (
 // guard bounds a failure (a connection the test waits on), measuring nothing.
 const guard = time.Minute
 
-// limitedServer serves, on a connLimiter, "/" with "ok" and "/hold/NAME"
+// limitedServer serves, on a Listener, "/" with "ok" and "/hold/NAME"
 // once release(NAME) is called; entered counts the /hold requests begun.
 type limitedServer struct {
-	l       *connLimiter
+	l       *Listener
 	addr    string
 	entered atomic.Int32
 	mu      sync.Mutex
@@ -53,7 +51,7 @@ func startLimited(t *testing.T, network, addr string, total, perClient int, trus
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &limitedServer{l: newConnLimiter(raw, total, perClient, trusted), addr: raw.Addr().String(), gates: map[string]chan struct{}{}}
+	s := &limitedServer{l: New(raw, total, perClient, trusted), addr: raw.Addr().String(), gates: map[string]chan struct{}{}}
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if name, ok := strings.CutPrefix(r.URL.Path, "/hold/"); ok {
@@ -94,92 +92,26 @@ func (s *limitedServer) waitEntered(t *testing.T, n int32) {
 	testenv.Eventually(t, guard, fmt.Sprintf("%d held requests", n), func() bool { return s.entered.Load() == n })
 }
 
-// peer is one end of a client's connection, dialled from a chosen address.
-type peer struct {
-	net.Conn
-	r *bufio.Reader
-}
-
-func dialFrom(t *testing.T, local, addr string) *peer {
-	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(guard))
-	return &peer{Conn: c, r: bufio.NewReader(c)}
-}
-
-func (p *peer) send(t *testing.T, path string) {
-	t.Helper()
-	if _, err := io.WriteString(p, "GET "+path+" HTTP/1.1\r\nHost: usher.test\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// status reads one answer; 0 with the error if there is none.
-func (p *peer) status() (int, error) {
-	res, err := http.ReadResponse(p.r, nil)
-	if err != nil {
-		return 0, err
-	}
-	io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	return res.StatusCode, nil
-}
-
-// get sends a request and wants a 200.
-func (p *peer) get(t *testing.T, path string) {
-	t.Helper()
-	p.send(t, path)
-	if st, err := p.status(); st != 200 {
-		t.Fatalf("GET %s from %s: %d %v, want 200", path, p.LocalAddr(), st, err)
-	}
-}
-
-// closedByServer reports whether the server closed the connection: a read
-// ends at EOF or a reset (it waits for that; call it only on a connection
-// expected to close).
-func (p *peer) closedByServer() bool {
-	_, err := p.r.ReadByte()
-	var ne net.Error
-	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
-}
-
-// refused reports whether a connection that sends nothing gets the
-// limiter's 503 (and then EOF).
-func (p *peer) refused(t *testing.T) bool {
-	t.Helper()
-	st, err := p.status()
-	if err != nil {
-		t.Logf("no answer: %v", err)
-		return false
-	}
-	return st == http.StatusServiceUnavailable && p.closedByServer()
-}
-
 // TestConnCapIdleHolderDoesNotBlock: one client holding --max-conns idle
 // keep-alive connections (each after one GET) no longer blocks a client
 // from another address: the newcomer closes the longest-idle connection.
 func TestConnCapIdleHolderDoesNotBlock(t *testing.T) {
 	const n = 4
 	s := startLimited(t, "tcp", "127.0.0.1:0", n, 100, nil)
-	var held []*peer
+	var held []*testenv.Peer
 	for i := range n {
-		p := dialFrom(t, "127.0.0.2", s.addr)
-		p.get(t, "/")
+		p := testenv.DialFrom(t, "127.0.0.2", s.addr)
+		p.Get(t, "/")
 		held = append(held, p)
 		// The client reads the answer before the server marks the
 		// connection idle: wait, so that held[0] is the longest idle.
 		s.waitIdle(t, i+1)
 	}
-	dialFrom(t, "127.0.0.1", s.addr).get(t, "/")
-	if !held[0].closedByServer() {
+	testenv.DialFrom(t, "127.0.0.1", s.addr).Get(t, "/")
+	if !held[0].ClosedByServer() {
 		t.Error("the longest-idle connection is still open")
 	}
-	held[n-1].get(t, "/") // the newest is kept
+	held[n-1].Get(t, "/") // the newest is kept
 	if open, _ := s.counts(); open != n {
 		t.Errorf("%d open, want %d", open, n)
 	}
@@ -189,24 +121,24 @@ func TestConnCapIdleHolderDoesNotBlock(t *testing.T) {
 // newcomer waits; when one goes idle it is closed for the newcomer.
 func TestConnCapWaitsWhenNoneIdle(t *testing.T) {
 	s := startLimited(t, "tcp", "127.0.0.1:0", 2, 100, nil)
-	a, b := dialFrom(t, "127.0.0.2", s.addr), dialFrom(t, "127.0.0.2", s.addr)
-	a.send(t, "/hold/a")
-	b.send(t, "/hold/b")
+	a, b := testenv.DialFrom(t, "127.0.0.2", s.addr), testenv.DialFrom(t, "127.0.0.2", s.addr)
+	a.Send(t, "/hold/a")
+	b.Send(t, "/hold/b")
 	s.waitEntered(t, 2)
-	c := dialFrom(t, "127.0.0.1", s.addr)
-	c.send(t, "/")
+	c := testenv.DialFrom(t, "127.0.0.1", s.addr)
+	c.Send(t, "/")
 	s.release("a") // a answers, goes idle, and is closed for c
-	if st, err := c.status(); st != 200 {
+	if st, err := c.Status(); st != 200 {
 		t.Fatalf("newcomer: %d %v, want 200", st, err)
 	}
-	if st, err := a.status(); st != 200 || !a.closedByServer() {
+	if st, err := a.Status(); st != 200 || !a.ClosedByServer() {
 		t.Errorf("a: %d %v, want 200 and then closed", st, err)
 	}
 	s.release("b")
-	if st, err := b.status(); st != 200 {
+	if st, err := b.Status(); st != 200 {
 		t.Fatalf("b: %d %v", st, err)
 	}
-	b.get(t, "/") // b, busy when c came, is kept
+	b.Get(t, "/") // b, busy when c came, is kept
 	if open, _ := s.counts(); open != 2 {
 		t.Errorf("%d open, want 2", open)
 	}
@@ -217,28 +149,28 @@ func TestConnCapWaitsWhenNoneIdle(t *testing.T) {
 // connections is idle, a new one closes it instead.
 func TestConnCapPerClient(t *testing.T) {
 	s := startLimited(t, "tcp", "127.0.0.1:0", 100, 2, nil)
-	a1, a2 := dialFrom(t, "127.0.0.2", s.addr), dialFrom(t, "127.0.0.2", s.addr)
-	a1.send(t, "/hold/a1")
-	a2.send(t, "/hold/a2")
+	a1, a2 := testenv.DialFrom(t, "127.0.0.2", s.addr), testenv.DialFrom(t, "127.0.0.2", s.addr)
+	a1.Send(t, "/hold/a1")
+	a2.Send(t, "/hold/a2")
 	s.waitEntered(t, 2)
-	if !dialFrom(t, "127.0.0.2", s.addr).refused(t) {
+	if !testenv.DialFrom(t, "127.0.0.2", s.addr).Refused(t) {
 		t.Error("a third busy connection from one client was not refused with 503")
 	}
-	dialFrom(t, "127.0.0.1", s.addr).get(t, "/") // another client is not
+	testenv.DialFrom(t, "127.0.0.1", s.addr).Get(t, "/") // another client is not
 	s.release("a1")
-	if st, err := a1.status(); st != 200 {
+	if st, err := a1.Status(); st != 200 {
 		t.Fatalf("a1: %d %v", st, err)
 	}
 	s.waitIdle(t, 2) // a1 and 127.0.0.1's
-	dialFrom(t, "127.0.0.2", s.addr).get(t, "/")
-	if !a1.closedByServer() {
+	testenv.DialFrom(t, "127.0.0.2", s.addr).Get(t, "/")
+	if !a1.ClosedByServer() {
 		t.Error("the client's idle connection was not closed for its newcomer")
 	}
 	s.release("a2")
-	if st, err := a2.status(); st != 200 {
+	if st, err := a2.Status(); st != 200 {
 		t.Fatalf("a2: %d %v", st, err)
 	}
-	a2.get(t, "/") // busy when the newcomer came: kept
+	a2.Get(t, "/") // busy when the newcomer came: kept
 }
 
 // TestConnCapTrustedProxy: a trusted proxy's connections have no
@@ -250,16 +182,100 @@ func TestConnCapTrustedProxy(t *testing.T) {
 	}
 	s := startLimited(t, "tcp", "127.0.0.1:0", 100, 1, trusted)
 	for range 3 {
-		dialFrom(t, "127.0.0.2", s.addr).send(t, "/hold/proxy")
+		testenv.DialFrom(t, "127.0.0.2", s.addr).Send(t, "/hold/proxy")
 	}
 	s.waitEntered(t, 3)
-	dialFrom(t, "127.0.0.3", s.addr).send(t, "/hold/client")
+	testenv.DialFrom(t, "127.0.0.3", s.addr).Send(t, "/hold/client")
 	s.waitEntered(t, 4)
-	if !dialFrom(t, "127.0.0.3", s.addr).refused(t) {
+	if !testenv.DialFrom(t, "127.0.0.3", s.addr).Refused(t) {
 		t.Error("an untrusted client's second busy connection was not refused")
 	}
 	if open, _ := s.counts(); open != 4 {
 		t.Errorf("%d open, want 4 (the proxy's count in the total)", open)
+	}
+}
+
+// TestConnCapStalledPerClient: at its bound with no connection idle, a
+// client's newcomer is refused while its fresh connections are younger
+// than stalledAfter; then it closes the oldest stalled one. A busy
+// connection is never shed, nor one past its first request.
+func TestConnCapStalledPerClient(t *testing.T) {
+	s := startLimited(t, "tcp", "127.0.0.1:0", 100, 3, nil)
+	mu := &s.l.mu
+	now := time.Unix(1_000_000, 0)
+	mu.Lock()
+	s.l.now = func() time.Time { return now } // read under l.mu
+	mu.Unlock()
+	advance := func(d time.Duration) {
+		mu.Lock()
+		now = now.Add(d)
+		mu.Unlock()
+	}
+	busy := testenv.DialFrom(t, "127.0.0.2", s.addr)
+	busy.Send(t, "/hold/busy")
+	s.waitEntered(t, 1)
+	advance(time.Hour) // busy is past its first request: never stalled
+	a := testenv.DialFrom(t, "127.0.0.2", s.addr)
+	a.SendHeaders("/", "X-A: 1\r\n", false)
+	s.waitOpen(t, 2) // a admitted at now
+	advance(time.Second)
+	b := testenv.DialFrom(t, "127.0.0.2", s.addr)
+	b.SendHeaders("/", "X-B: 1\r\n", false)
+	s.waitOpen(t, 3)
+	advance(stalledAfter - time.Second - time.Millisecond) // a is not stalled yet
+	if !testenv.DialFrom(t, "127.0.0.2", s.addr).Refused(t) {
+		t.Error("a newcomer was admitted with the client at its bound and none stalled")
+	}
+	advance(time.Millisecond) // a has stalled, b not
+	testenv.DialFrom(t, "127.0.0.2", s.addr).Get(t, "/")
+	if !a.ClosedByServer() {
+		t.Error("the stalled connection was not closed for the newcomer")
+	}
+	io.WriteString(b, "\r\n")
+	if st, err := b.Status(); st != 200 {
+		t.Errorf("b (fresh, not stalled): %d %v, want 200", st, err)
+	}
+	s.release("busy")
+	if st, err := busy.Status(); st != 200 {
+		t.Errorf("busy: %d %v, want 200", st, err)
+	}
+	if open, _ := s.counts(); open > 3 {
+		t.Errorf("%d open, want at most 3", open)
+	}
+}
+
+func (s *limitedServer) waitOpen(t *testing.T, n int) {
+	t.Helper()
+	testenv.Eventually(t, guard, fmt.Sprintf("%d open connections", n), func() bool {
+		open, _ := s.counts()
+		return open == n
+	})
+}
+
+// TestConnCapStalledAtTotal: at the total with none idle, a newcomer
+// closes the oldest stalled connection, whoever's it is, instead of
+// waiting for it to time out.
+func TestConnCapStalledAtTotal(t *testing.T) {
+	s := startLimited(t, "tcp", "127.0.0.1:0", 2, 100, nil)
+	now := time.Unix(1_000_000, 0)
+	s.l.mu.Lock()
+	s.l.now = func() time.Time { return now }
+	s.l.mu.Unlock()
+	a := testenv.DialFrom(t, "127.0.0.2", s.addr)
+	a.SendHeaders("/", "X-A: 1\r\n", false)
+	b := testenv.DialFrom(t, "127.0.0.3", s.addr)
+	b.Send(t, "/hold/b")
+	s.waitEntered(t, 1)
+	s.l.mu.Lock()
+	now = now.Add(stalledAfter)
+	s.l.mu.Unlock()
+	testenv.DialFrom(t, "127.0.0.1", s.addr).Get(t, "/")
+	if !a.ClosedByServer() {
+		t.Error("the stalled connection was not closed for the newcomer")
+	}
+	s.release("b")
+	if st, err := b.Status(); st != 200 {
+		t.Errorf("b (busy): %d %v, want 200", st, err)
 	}
 }
 
@@ -280,8 +296,8 @@ func newFakeConn(t *testing.T, addr string) fakeConn {
 
 // TestConnCapIPv6ByPrefix: IPv6 clients are one client per /64.
 func TestConnCapIPv6ByPrefix(t *testing.T) {
-	l := newConnLimiter(nil, 100, 1, nil)
-	admit := func(addr string) *limitedConn {
+	l := New(nil, 100, 1, nil)
+	admit := func(addr string) *conn {
 		c, err := l.admit(newFakeConn(t, addr))
 		if err != nil {
 			t.Fatal(err)
@@ -315,9 +331,9 @@ func TestConnCapIPv6Loopback(t *testing.T) {
 	}
 	ln.Close()
 	s := startLimited(t, "tcp6", "[::1]:0", 100, 1, nil)
-	dialFrom(t, "::1", s.addr).send(t, "/hold/a")
+	testenv.DialFrom(t, "::1", s.addr).Send(t, "/hold/a")
 	s.waitEntered(t, 1)
-	if !dialFrom(t, "::1", s.addr).refused(t) {
+	if !testenv.DialFrom(t, "::1", s.addr).Refused(t) {
 		t.Error("a second busy connection from ::1 was not refused")
 	}
 }
@@ -326,11 +342,11 @@ func TestConnCapIPv6Loopback(t *testing.T) {
 // drains below a quarter of its peak, the limiter frees memory; not again
 // within freeEvery, and again after it.
 func TestConnCapFreesMemoryAfterBurst(t *testing.T) {
-	l := newConnLimiter(nil, 100, 100, nil)
+	l := New(nil, 100, 100, nil)
 	now := time.Unix(1_000_000, 0)
 	l.freeAfter, l.now, l.free = 8, func() time.Time { return now }, func() {}
-	burst := func(n int) []*limitedConn {
-		var cs []*limitedConn
+	burst := func(n int) []*conn {
+		var cs []*conn
 		for i := range n {
 			c, err := l.admit(newFakeConn(t, "192.0.2."+strconv.Itoa(i+1)))
 			if err != nil || c == nil {
@@ -340,7 +356,7 @@ func TestConnCapFreesMemoryAfterBurst(t *testing.T) {
 		}
 		return cs
 	}
-	closeAll := func(cs []*limitedConn) {
+	closeAll := func(cs []*conn) {
 		for _, c := range cs {
 			c.Close()
 		}
@@ -371,26 +387,6 @@ func TestConnCapFreesMemoryAfterBurst(t *testing.T) {
 	}
 }
 
-// TestProxyIdleHoldersDoNotBlock: through `usher proxy --max-conns 4`, a
-// client holding 4 idle connections does not keep another from the proxy.
-func TestProxyIdleHoldersDoNotBlock(t *testing.T) {
-	t.Parallel()
-	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "origin") }))
-	defer origin.Close()
-	base := startProxy(t, nil, "--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", testenv.DataDir(t),
-		"--admin-key", proxyAdminKey, "--max-conns", "4", "--max-conns-per-client", "100")
-	addr := strings.TrimPrefix(base, "http://")
-	for range 4 {
-		dialFrom(t, "127.0.0.2", addr).get(t, "/_usher/healthz")
-	}
-	honest := &http.Client{Timeout: guard, Transport: &http.Transport{DisableKeepAlives: true}}
-	for range 3 {
-		if st, _ := get(t, honest, base+"/_usher/healthz"); st != 200 {
-			t.Fatalf("honest client: %d, want 200", st)
-		}
-	}
-}
-
 // BenchmarkIdleHolders: one client (127.0.0.2) holds N idle keep-alive
 // connections, N = the total bound (USHER_BENCH_HOLDERS, default 3,000),
 // opening one more before each poll of an honest client (127.0.0.1, a new
@@ -416,7 +412,7 @@ func BenchmarkIdleHolders(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			l := newConnLimiter(raw, n, n, nil)
+			l := New(raw, n, n, nil)
 			freed := make(chan struct{}, 1)
 			l.free = func() {
 				if bc.free {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"usher/internal/loadlab/capacity"
+	"usher/internal/capacity"
 	"usher/internal/queue/forecast"
 )
 

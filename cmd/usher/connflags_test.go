@@ -4,12 +4,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"usher/internal/testenv"
 )
+
+// guard bounds a failure (a connection the test waits on), measuring nothing.
+const guard = time.Minute
 
 // headerLines is at most n bytes of whole, small header lines, the
 // costliest kind to hold (one header kept per line).
@@ -22,19 +26,6 @@ func headerLines(n int) string {
 		}
 		b.WriteString(line)
 	}
-}
-
-// sendHeaders starts a request and writes header bytes on its own
-// goroutine, without the blank line that ends them (unless end): the
-// server may stop reading, and answer, at any point.
-func (p *peer) sendHeaders(path, headers string, end bool) {
-	go func() {
-		req := "GET " + path + " HTTP/1.1\r\nHost: usher.test\r\n" + headers
-		if end {
-			req += "\r\n"
-		}
-		io.WriteString(p, req)
-	}()
 }
 
 // visitorServers starts each command whose server faces visitors, with
@@ -73,20 +64,20 @@ func TestHeaderBound(t *testing.T) {
 		addr, path := s[0], s[1]
 		t.Run(name, func(t *testing.T) {
 			const n = 4
-			var ps []*peer
+			var ps []*testenv.Peer
 			for range n {
-				p := dialFrom(t, "127.0.0.2", addr)
-				p.sendHeaders(path, headerLines(1<<20), false)
+				p := testenv.DialFrom(t, "127.0.0.2", addr)
+				p.SendHeaders(path, headerLines(1<<20), false)
 				ps = append(ps, p)
 			}
 			for i, p := range ps {
-				if st, err := p.status(); st != http.StatusRequestHeaderFieldsTooLarge {
+				if st, err := p.Status(); st != http.StatusRequestHeaderFieldsTooLarge {
 					t.Errorf("unfinished request %d with 1 MB of header lines: %d %v, want 431", i, st, err)
 				}
 			}
-			p := dialFrom(t, "127.0.0.2", addr)
-			p.sendHeaders(path, headerLines(defaultMaxHeaderBytes-1024), true)
-			if st, err := p.status(); st != http.StatusOK {
+			p := testenv.DialFrom(t, "127.0.0.2", addr)
+			p.SendHeaders(path, headerLines(defaultMaxHeaderBytes-1024), true)
+			if st, err := p.Status(); st != http.StatusOK {
 				t.Errorf("request with %d bytes of header lines: %d %v, want 200", defaultMaxHeaderBytes-1024, st, err)
 			}
 		})
@@ -100,14 +91,14 @@ func TestHeaderBoundFlag(t *testing.T) {
 	base := startProxy(t, nil, "--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", testenv.DataDir(t),
 		"--admin-key", proxyAdminKey, "--max-header-bytes", "8192")
 	addr := strings.TrimPrefix(base, "http://")
-	p := dialFrom(t, "127.0.0.2", addr)
-	p.sendHeaders("/_usher/healthz", headerLines(8192+8192), true)
-	if st, err := p.status(); st != http.StatusRequestHeaderFieldsTooLarge {
+	p := testenv.DialFrom(t, "127.0.0.2", addr)
+	p.SendHeaders("/_usher/healthz", headerLines(8192+8192), true)
+	if st, err := p.Status(); st != http.StatusRequestHeaderFieldsTooLarge {
 		t.Errorf("16 KiB of headers under --max-header-bytes 8192: %d %v, want 431", st, err)
 	}
-	p = dialFrom(t, "127.0.0.2", addr)
-	p.sendHeaders("/_usher/healthz", headerLines(6000), true)
-	if st, err := p.status(); st != http.StatusOK {
+	p = testenv.DialFrom(t, "127.0.0.2", addr)
+	p.SendHeaders("/_usher/healthz", headerLines(6000), true)
+	if st, err := p.Status(); st != http.StatusOK {
 		t.Errorf("6,000 bytes of headers under --max-header-bytes 8192: %d %v, want 200", st, err)
 	}
 }
@@ -122,16 +113,16 @@ func TestHeaderBoundPerClient(t *testing.T) {
 	base := startProxy(t, nil, "--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", testenv.DataDir(t),
 		"--admin-key", proxyAdminKey, "--max-conns-per-client", "4")
 	addr := strings.TrimPrefix(base, "http://")
-	var ps []*peer
+	var ps []*testenv.Peer
 	for range 8 { // all open before any sends: the first 4 are fresh, not stalled
-		ps = append(ps, dialFrom(t, "127.0.0.2", addr))
+		ps = append(ps, testenv.DialFrom(t, "127.0.0.2", addr))
 	}
 	for _, p := range ps {
-		p.sendHeaders("/_usher/healthz", headerLines(1<<20), false)
+		p.SendHeaders("/_usher/healthz", headerLines(1<<20), false)
 	}
 	got := map[int]int{}
 	for _, p := range ps {
-		st, _ := p.status()
+		st, _ := p.Status()
 		got[st]++
 	}
 	if want := map[int]int{431: 4, 503: 4}; fmt.Sprint(got) != fmt.Sprint(want) {
@@ -150,17 +141,17 @@ func TestStalledConnsShedForNewcomer(t *testing.T) {
 	base := startProxy(t, nil, "--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", testenv.DataDir(t),
 		"--admin-key", proxyAdminKey, "--max-conns-per-client", "4", "--header-timeout", "2m")
 	addr := strings.TrimPrefix(base, "http://")
-	var held []*peer
+	var held []*testenv.Peer
 	for range 4 {
-		p := dialFrom(t, "127.0.0.2", addr)
-		p.sendHeaders("/_usher/healthz", headerLines(16<<10), false)
+		p := testenv.DialFrom(t, "127.0.0.2", addr)
+		p.SendHeaders("/_usher/healthz", headerLines(16<<10), false)
 		held = append(held, p)
 	}
 	refusals := 0
 	testenv.Eventually(t, guard, "a newcomer served", func() bool {
-		p := dialFrom(t, "127.0.0.2", addr)
-		p.send(t, "/_usher/healthz")
-		st, _ := p.status()
+		p := testenv.DialFrom(t, "127.0.0.2", addr)
+		p.Send(t, "/_usher/healthz")
+		st, _ := p.Status()
 		if st == http.StatusServiceUnavailable {
 			refusals++
 			return false
@@ -171,97 +162,33 @@ func TestStalledConnsShedForNewcomer(t *testing.T) {
 		return true
 	})
 	t.Logf("%d newcomers refused before the oldest stalled", refusals)
-	if !held[0].closedByServer() {
+	if !held[0].ClosedByServer() {
 		t.Error("the oldest stalled connection is still open")
 	}
 	for i, p := range held[1:] {
 		io.WriteString(p, "\r\n")
-		if st, err := p.status(); st != http.StatusOK {
+		if st, err := p.Status(); st != http.StatusOK {
 			t.Errorf("stalled connection %d, kept, then finished: %d %v, want 200", i+1, st, err)
 		}
 	}
 }
 
-// TestConnCapStalledPerClient: at its bound with no connection idle, a
-// client's newcomer is refused while its fresh connections are younger
-// than stalledAfter; then it closes the oldest stalled one. A busy
-// connection is never shed, nor one past its first request.
-func TestConnCapStalledPerClient(t *testing.T) {
-	s := startLimited(t, "tcp", "127.0.0.1:0", 100, 3, nil)
-	mu := &s.l.mu
-	now := time.Unix(1_000_000, 0)
-	mu.Lock()
-	s.l.now = func() time.Time { return now } // read under l.mu
-	mu.Unlock()
-	advance := func(d time.Duration) {
-		mu.Lock()
-		now = now.Add(d)
-		mu.Unlock()
+// TestProxyIdleHoldersDoNotBlock: through `usher proxy --max-conns 4`, a
+// client holding 4 idle connections does not keep another from the proxy.
+func TestProxyIdleHoldersDoNotBlock(t *testing.T) {
+	t.Parallel()
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "origin") }))
+	defer origin.Close()
+	base := startProxy(t, nil, "--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", testenv.DataDir(t),
+		"--admin-key", proxyAdminKey, "--max-conns", "4", "--max-conns-per-client", "100")
+	addr := strings.TrimPrefix(base, "http://")
+	for range 4 {
+		testenv.DialFrom(t, "127.0.0.2", addr).Get(t, "/_usher/healthz")
 	}
-	busy := dialFrom(t, "127.0.0.2", s.addr)
-	busy.send(t, "/hold/busy")
-	s.waitEntered(t, 1)
-	advance(time.Hour) // busy is past its first request: never stalled
-	a := dialFrom(t, "127.0.0.2", s.addr)
-	a.sendHeaders("/", "X-A: 1\r\n", false)
-	s.waitOpen(t, 2) // a admitted at now
-	advance(time.Second)
-	b := dialFrom(t, "127.0.0.2", s.addr)
-	b.sendHeaders("/", "X-B: 1\r\n", false)
-	s.waitOpen(t, 3)
-	advance(stalledAfter - time.Second - time.Millisecond) // a is not stalled yet
-	if !dialFrom(t, "127.0.0.2", s.addr).refused(t) {
-		t.Error("a newcomer was admitted with the client at its bound and none stalled")
-	}
-	advance(time.Millisecond) // a has stalled, b not
-	dialFrom(t, "127.0.0.2", s.addr).get(t, "/")
-	if !a.closedByServer() {
-		t.Error("the stalled connection was not closed for the newcomer")
-	}
-	io.WriteString(b, "\r\n")
-	if st, err := b.status(); st != 200 {
-		t.Errorf("b (fresh, not stalled): %d %v, want 200", st, err)
-	}
-	s.release("busy")
-	if st, err := busy.status(); st != 200 {
-		t.Errorf("busy: %d %v, want 200", st, err)
-	}
-	if open, _ := s.counts(); open > 3 {
-		t.Errorf("%d open, want at most 3", open)
-	}
-}
-
-func (s *limitedServer) waitOpen(t *testing.T, n int) {
-	t.Helper()
-	testenv.Eventually(t, guard, fmt.Sprintf("%d open connections", n), func() bool {
-		open, _ := s.counts()
-		return open == n
-	})
-}
-
-// TestConnCapStalledAtTotal: at the total with none idle, a newcomer
-// closes the oldest stalled connection, whoever's it is, instead of
-// waiting for it to time out.
-func TestConnCapStalledAtTotal(t *testing.T) {
-	s := startLimited(t, "tcp", "127.0.0.1:0", 2, 100, nil)
-	now := time.Unix(1_000_000, 0)
-	s.l.mu.Lock()
-	s.l.now = func() time.Time { return now }
-	s.l.mu.Unlock()
-	a := dialFrom(t, "127.0.0.2", s.addr)
-	a.sendHeaders("/", "X-A: 1\r\n", false)
-	b := dialFrom(t, "127.0.0.3", s.addr)
-	b.send(t, "/hold/b")
-	s.waitEntered(t, 1)
-	s.l.mu.Lock()
-	now = now.Add(stalledAfter)
-	s.l.mu.Unlock()
-	dialFrom(t, "127.0.0.1", s.addr).get(t, "/")
-	if !a.closedByServer() {
-		t.Error("the stalled connection was not closed for the newcomer")
-	}
-	s.release("b")
-	if st, err := b.status(); st != 200 {
-		t.Errorf("b (busy): %d %v, want 200", st, err)
+	honest := &http.Client{Timeout: guard, Transport: &http.Transport{DisableKeepAlives: true}}
+	for range 3 {
+		if st, _ := get(t, honest, base+"/_usher/healthz"); st != 200 {
+			t.Fatalf("honest client: %d, want 200", st)
+		}
 	}
 }

@@ -1,8 +1,21 @@
-package main
+// Package conncap bounds the client connections a server holds open: a
+// net.Listener that caps them in all and per client (clientip.KeyAddr of the
+// peer: an IPv4 address, an IPv6 /64) and makes room by closing idle
+// keep-alive connections, then stalled ones (no first request after 2 s),
+// never busy or hijacked ones. A newcomer over its client's bound with none
+// to close gets a plaintext 503; at the total, Accept waits.
+//
+// The server's ConnState must be the Listener's: that is how it learns which
+// connections are idle and which have not sent a request yet.
+//
+// Limits: plain TCP only (the 503 is written on the socket); a client spread
+// over many addresses is bounded by the total alone; trusted proxies have no
+// per-client bound; stalled connections are looked for only when a newcomer
+// needs room, so the server's header timeout must close the rest.
+package conncap
 
 import (
 	"container/list"
-	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -11,81 +24,13 @@ import (
 	"time"
 
 	"usher/internal/clientip"
-	"usher/internal/edgeconf"
 )
 
-// defaultMaxConnsPerClient is --max-conns-per-client's default. One public
-// IPv4 address of a carrier-grade NAT carries tens to thousands of
-// subscribers, each browser with up to 6 connections, so the bound is not
-// "a few per user": it is how many of one address's connections may be in
-// the middle of a request (or a stream) at once. Idle ones are shed to make
-// room, so a crowd behind one address keeps working at 512; a single
-// client needs 20 addresses to fill the default 10,000 with busy
-// connections.
-const defaultMaxConnsPerClient = 512
-
-// defaultMaxHeaderBytes is --max-header-bytes' default: as much as nginx's
-// default buffers hold (4 of 8 KiB), room for a site's many cookies. Go's
-// server reads up to 4 KiB past it before it answers 431, and keeps every
-// header line it has read until the request ends: a connection stalled
-// just under the bound costs about ten times the bytes in the worst case
-// (tiny header lines; docs/benchmarks.md).
-const defaultMaxHeaderBytes = edgeconf.DefaultMaxHeaderBytes
-
-// connFlags are the bounds on what a client's connections hold: the
-// connection caps and the size and time of a request's headers, shared by
-// serve, proxy and auth.
-type connFlags struct {
-	total, perClient, headerBytes *int
-	headerTimeout                 *time.Duration
-}
-
-// addConnFlags defines them on f; headerTimeout is --header-timeout's
-// default.
-func addConnFlags(f *flags, headerTimeout time.Duration) connFlags {
-	return connFlags{
-		total: f.int("max-conns", 10_000,
-			"most client connections open at once; from 90% on a newcomer closes the longest-idle one; at the cap with none idle, the longest-stalled one (no request after 2 s), else it waits to be accepted"),
-		perClient: f.int("max-conns-per-client", defaultMaxConnsPerClient,
-			"most connections open at once from one client (IPv4 address, IPv6 /64; --trusted-proxies exempt), including those still sending their first request: a newcomer closes that client's longest-idle one, else its longest-stalled one (no request after 2 s), or is refused with 503 when none is either"),
-		headerBytes: f.int("max-header-bytes", defaultMaxHeaderBytes,
-			"most bytes of a request's line and headers (Go reads up to 4096 more); a larger request gets 431 and its connection closes"),
-		headerTimeout: f.duration("header-timeout", headerTimeout,
-			"most time to read a request's line and headers; a client slower than that loses the connection"),
-	}
-}
-
-// minHeaderBytes is the smallest --max-header-bytes: a browser's request
-// with a few cookies.
-const minHeaderBytes = 4096
-
-func (cf connFlags) check(f *flags) {
-	f.positive("max-conns", float64(*cf.total))
-	f.positive("max-conns-per-client", float64(*cf.perClient))
-	if *cf.headerBytes < minHeaderBytes {
-		f.errs = append(f.errs, fmt.Sprintf("--max-header-bytes/%s: want at least %d", f.envName("max-header-bytes"), minHeaderBytes))
-	}
-	f.positive("header-timeout", cf.headerTimeout.Seconds())
-}
-
-// bound puts ln under the connection caps (trusted: the proxies exempt
-// from the per-client one) and srv under the header bounds; srv's
-// ConnState becomes the limiter's.
-func (cf connFlags) bound(ln net.Listener, srv *http.Server, trusted clientip.Trusted) net.Listener {
-	lim := newConnLimiter(ln, *cf.total, *cf.perClient, trusted)
-	srv.ConnState = lim.ConnState
-	srv.MaxHeaderBytes = *cf.headerBytes
-	srv.ReadHeaderTimeout = *cf.headerTimeout
-	return lim
-}
-
-// connLimiter is a listener that bounds the client connections open at
-// once: total in all and perClient from one client (clientip.KeyAddr of the
-// peer). A peer in trusted is a proxy pooling many clients' requests: it
-// has no per-client bound, but its connections count in the total. The
-// server's ConnState must be the limiter's, so that it knows which
-// connections are idle between requests and which have not finished their
-// first request's headers (fresh).
+// Listener bounds the client connections open at once: total in all and
+// perClient from one client. A peer in trusted is a proxy pooling many
+// clients' requests: it has no per-client bound, but its connections count
+// in the total. It tells connections idle between requests from fresh ones
+// (not past their first request's headers) by the server's ConnState.
 //
 // Every open connection counts, fresh ones included. Idle connections go
 // first: a newcomer that finds the total at 90% or more closes the
@@ -106,15 +51,10 @@ func (cf connFlags) bound(ln net.Listener, srv *http.Server, trusted clientip.Tr
 // closed.
 //
 // After a burst (at least freeAfter open) drains below a quarter of its
-// peak, the limiter returns the freed memory to the OS, at most once per
+// peak, the Listener returns the freed memory to the OS, at most once per
 // freeEvery; it looks only when a connection closes, with no timer.
-//
-// Limits: plain TCP only (the 503 is plaintext); a client spread over
-// many addresses is bounded by the total alone; stalled connections are
-// looked for only when a newcomer needs room (the header timeout closes
-// the rest).
-type connLimiter struct {
-	net.Listener
+type Listener struct {
+	ln                       net.Listener
 	total, perClient, shedAt int
 	trusted                  clientip.Trusted
 	stalledAfter             time.Duration
@@ -127,44 +67,49 @@ type connLimiter struct {
 	mu      sync.Mutex
 	wake    *sync.Cond // a connection closed, went idle or stalled, or the listener closed
 	open    int        // accepted, not yet closed
-	idle    list.List  // of *limitedConn, longest idle first
-	fresh   list.List  // of *limitedConn without a first request yet, oldest first
-	clients map[string]*connClient
+	idle    list.List  // of *conn, longest idle first
+	fresh   list.List  // of *conn without a first request yet, oldest first
+	clients map[string]*clientConns
 	peak    int // most open since the last free
 	freed   time.Time
 	frees   int
 	closed  bool
 }
 
+var _ net.Listener = (*Listener)(nil)
+
 // stalledAfter is how long a connection may go without sending its first
 // request's headers before a newcomer may close it.
 const stalledAfter = 2 * time.Second
 
-type connClient struct {
+// clientConns are one client's open connections.
+type clientConns struct {
 	key   string
 	open  int
-	idle  list.List // of *limitedConn, longest idle first
-	fresh list.List // of *limitedConn, oldest first
+	idle  list.List // of *conn, longest idle first
+	fresh list.List // of *conn, oldest first
 }
 
-// limitedConn is a connection the limiter accepted; its fields past Conn
-// are guarded by the limiter's mutex.
-type limitedConn struct {
+// conn is a connection the Listener accepted; its fields past Conn
+// are guarded by the Listener's mutex.
+type conn struct {
 	net.Conn
-	l                  *connLimiter
-	client             *connClient // nil: a trusted proxy's
+	l                  *Listener
+	client             *clientConns // nil: a trusted proxy's
 	accepted           time.Time
 	inIdle, inClient   *list.Element
 	inFresh, inClFresh *list.Element
 	hijacked, gone     bool
 }
 
-func newConnLimiter(ln net.Listener, total, perClient int, trusted clientip.Trusted) *connLimiter {
-	l := &connLimiter{
-		Listener: ln, total: total, perClient: perClient, shedAt: total - total/10, trusted: trusted,
+// New returns ln under the bounds; the server that serves it must have
+// the Listener's ConnState as its own. New starts no goroutine.
+func New(ln net.Listener, total, perClient int, trusted clientip.Trusted) *Listener {
+	l := &Listener{
+		ln: ln, total: total, perClient: perClient, shedAt: total - total/10, trusted: trusted,
 		stalledAfter: stalledAfter,
 		freeAfter:    1000, freeEvery: time.Minute, now: time.Now, free: debug.FreeOSMemory,
-		clients: map[string]*connClient{},
+		clients: map[string]*clientConns{},
 	}
 	l.wake = sync.NewCond(&l.mu)
 	return l
@@ -174,9 +119,11 @@ func newConnLimiter(ln net.Listener, total, perClient int, trusted clientip.Trus
 const refusal = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\n" +
 	"Content-Type: text/plain; charset=utf-8\r\nContent-Length: 21\r\n\r\ntoo many connections\n"
 
-func (l *connLimiter) Accept() (net.Conn, error) {
+// Accept returns the next connection within the bounds, answering and
+// closing those refused.
+func (l *Listener) Accept() (net.Conn, error) {
 	for {
-		raw, err := l.Listener.Accept()
+		raw, err := l.ln.Accept()
 		if err != nil {
 			return nil, err
 		}
@@ -196,7 +143,7 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 
 // admit applies the bounds to a newcomer, shedding idle then stalled
 // connections and waiting at the total while none is either; nil: refused.
-func (l *connLimiter) admit(raw net.Conn) (*limitedConn, error) {
+func (l *Listener) admit(raw net.Conn) (*conn, error) {
 	var peer netip.Addr
 	if a, ok := raw.RemoteAddr().(*net.TCPAddr); ok {
 		peer = a.AddrPort().Addr().Unmap()
@@ -215,7 +162,7 @@ func (l *connLimiter) admit(raw net.Conn) (*limitedConn, error) {
 		cl := l.clients[key]
 		if key != "" && cl != nil && cl.open >= l.perClient {
 			if e := cl.idle.Front(); e != nil {
-				l.shed(e.Value.(*limitedConn))
+				l.shed(e.Value.(*conn))
 			} else if c := l.stalled(cl.fresh.Front(), now); c != nil {
 				l.shed(c)
 			} else {
@@ -223,7 +170,7 @@ func (l *connLimiter) admit(raw net.Conn) (*limitedConn, error) {
 			}
 		}
 		if l.open >= l.shedAt && l.idle.Len() > 0 {
-			l.shed(l.idle.Front().Value.(*limitedConn))
+			l.shed(l.idle.Front().Value.(*conn))
 		}
 		if l.open >= l.total {
 			if c := l.stalled(l.fresh.Front(), now); c != nil {
@@ -231,11 +178,11 @@ func (l *connLimiter) admit(raw net.Conn) (*limitedConn, error) {
 			}
 		}
 		if l.open < l.total {
-			c := &limitedConn{Conn: raw, l: l, accepted: now}
+			c := &conn{Conn: raw, l: l, accepted: now}
 			c.inFresh = l.fresh.PushBack(c)
 			if key != "" {
 				if cl == nil {
-					cl = &connClient{key: key}
+					cl = &clientConns{key: key}
 					l.clients[key] = cl
 				}
 				cl.open++
@@ -252,13 +199,13 @@ func (l *connLimiter) admit(raw net.Conn) (*limitedConn, error) {
 
 // waitAtTotal waits for a connection to close or go idle, or for the
 // oldest fresh one to stall; l.mu is held.
-func (l *connLimiter) waitAtTotal(now time.Time) {
+func (l *Listener) waitAtTotal(now time.Time) {
 	e := l.fresh.Front()
 	if e == nil {
 		l.wake.Wait()
 		return
 	}
-	t := time.AfterFunc(e.Value.(*limitedConn).accepted.Add(l.stalledAfter).Sub(now), func() {
+	t := time.AfterFunc(e.Value.(*conn).accepted.Add(l.stalledAfter).Sub(now), func() {
 		l.mu.Lock()
 		l.wake.Broadcast()
 		l.mu.Unlock()
@@ -269,18 +216,18 @@ func (l *connLimiter) waitAtTotal(now time.Time) {
 
 // stalled is the connection at e (the front of a fresh list) if it has
 // been fresh for stalledAfter at now; else nil.
-func (l *connLimiter) stalled(e *list.Element, now time.Time) *limitedConn {
+func (l *Listener) stalled(e *list.Element, now time.Time) *conn {
 	if e == nil {
 		return nil
 	}
-	if c := e.Value.(*limitedConn); now.Sub(c.accepted) >= l.stalledAfter {
+	if c := e.Value.(*conn); now.Sub(c.accepted) >= l.stalledAfter {
 		return c
 	}
 	return nil
 }
 
 // shed closes an idle or stalled connection; l.mu is held.
-func (l *connLimiter) shed(c *limitedConn) {
+func (l *Listener) shed(c *conn) {
 	l.drop(c)
 	// Closing the socket under the lock is safe: the server's goroutine
 	// reading it leaves Read without taking l.mu, and its ConnState and
@@ -289,7 +236,7 @@ func (l *connLimiter) shed(c *limitedConn) {
 }
 
 // drop forgets a connection that is closed or being closed; l.mu is held.
-func (l *connLimiter) drop(c *limitedConn) {
+func (l *Listener) drop(c *conn) {
 	if c.gone {
 		return
 	}
@@ -312,7 +259,7 @@ func (l *connLimiter) drop(c *limitedConn) {
 	}
 }
 
-func (l *connLimiter) unidle(c *limitedConn) {
+func (l *Listener) unidle(c *conn) {
 	if c.inIdle != nil {
 		l.idle.Remove(c.inIdle)
 		c.inIdle = nil
@@ -324,7 +271,7 @@ func (l *connLimiter) unidle(c *limitedConn) {
 }
 
 // unfresh notes that c is past its first request's headers (or gone).
-func (l *connLimiter) unfresh(c *limitedConn) {
+func (l *Listener) unfresh(c *conn) {
 	if c.inFresh != nil {
 		l.fresh.Remove(c.inFresh)
 		c.inFresh = nil
@@ -335,9 +282,9 @@ func (l *connLimiter) unfresh(c *limitedConn) {
 	}
 }
 
-// ConnState is the server's ConnState hook.
-func (l *connLimiter) ConnState(nc net.Conn, s http.ConnState) {
-	c, ok := nc.(*limitedConn)
+// ConnState is the server's ConnState hook: set http.Server.ConnState to it.
+func (l *Listener) ConnState(nc net.Conn, s http.ConnState) {
+	c, ok := nc.(*conn)
 	if !ok || c.l != l {
 		return
 	}
@@ -369,15 +316,18 @@ func (l *connLimiter) ConnState(nc net.Conn, s http.ConnState) {
 }
 
 // Close stops Accept, including one waiting for a slot.
-func (l *connLimiter) Close() error {
+func (l *Listener) Close() error {
 	l.mu.Lock()
 	l.closed = true
 	l.wake.Broadcast()
 	l.mu.Unlock()
-	return l.Listener.Close()
+	return l.ln.Close()
 }
 
-func (c *limitedConn) Close() error {
+// Addr is the address ln listens on.
+func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
+
+func (c *conn) Close() error {
 	err := c.Conn.Close()
 	c.l.mu.Lock()
 	c.l.drop(c)
@@ -387,7 +337,7 @@ func (c *limitedConn) Close() error {
 
 // CloseWrite lets the server half-close before it closes, as it does on
 // a *net.TCPConn, so that a client reads an error answer before the reset.
-func (c *limitedConn) CloseWrite() error {
+func (c *conn) CloseWrite() error {
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
 	}

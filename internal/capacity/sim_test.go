@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"usher/internal/loadlab/capacity"
+	"usher/internal/capacity"
 	"usher/internal/queue"
 	"usher/internal/queue/forecast"
 	"usher/internal/queue/memqueue"

@@ -1,8 +1,10 @@
-// Package capacity is seed 002's capacity planner: from the site's concurrency
-// limit (its connection pool) and service time it derives, with Little's law
-// (L = λ × W), the throughput the site sustains, the active-set size for a
-// time-to-live, and an admission batch and interval, then writes them as a
-// room configuration that usher's PUT /api/v1/rooms/{room} accepts.
+// Package capacity is usher's sizing arithmetic (seed 002): from the site's
+// concurrency limit (its connection pool) and service time, Make derives with
+// Little's law (L = λ × W) the throughput the site sustains, the active-set
+// size for a time-to-live, and an admission batch and interval, as a room
+// configuration that PUT /api/v1/rooms/{room} accepts; MakeScale adds what a
+// sale of N visitors costs at its peak (store memory and calls, polls,
+// instances, bandwidth).
 //
 // The numbers are a starting point, not a guarantee: they assume the pool is
 // the only bottleneck and that the service time was measured without

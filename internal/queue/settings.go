@@ -13,7 +13,7 @@ import (
 )
 
 // The limits of a room's settings: Validate enforces them, and the capacity
-// planner (internal/loadlab/capacity) plans within them.
+// planner (internal/capacity) plans within them.
 const (
 	MinMaxActive    = 1
 	MaxMaxActive    = 10_000_000

@@ -25,7 +25,7 @@ import (
 	"usher/internal/queue"
 	"usher/internal/queue/memqueue"
 	"usher/internal/queue/redisqueue"
-	"usher/internal/queue/redisshard"
+	"usher/internal/queue/redisroute"
 )
 
 // closers releases what the wiring opened, in reverse order.
@@ -156,7 +156,7 @@ func (f *fastStores) queue(ctx context.Context, name, spec, roomsFile string) (q
 		if err != nil {
 			return nil, err
 		}
-		return redisshard.NewRouter(c, f.prefix), nil
+		return redisroute.New(c, f.prefix), nil
 	}
 	return nil, fmt.Errorf("bad setting: %w", checkStore(name, spec))
 }

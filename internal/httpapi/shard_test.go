@@ -9,7 +9,7 @@ import (
 
 	"usher/internal/queue"
 	"usher/internal/queue/memqueue"
-	"usher/internal/queue/redisshard"
+	"usher/internal/queue/redisroute"
 	"usher/internal/testenv"
 	"usher/internal/wire"
 )
@@ -30,7 +30,7 @@ func TestShardedRoom(t *testing.T) {
 		t.Run(target.name, func(t *testing.T) {
 			t.Parallel()
 			c := testenv.RedisAt(t, target.env)
-			testShardedRoom(t, redisshard.NewRouter(c, testenv.RedisPrefix(t, c)))
+			testShardedRoom(t, redisroute.New(c, testenv.RedisPrefix(t, c)))
 		})
 	}
 }

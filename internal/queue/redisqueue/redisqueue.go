@@ -8,7 +8,7 @@
 // PutRoom and DeleteRoom also write the room index, the set <prefix>rooms, in
 // a second command: a failure between leaves a room unlisted, or an id listed
 // without a room, until the call is retried. It keeps one line per room,
-// whatever Settings.Shards says (redisshard.Router sends rooms of several
+// whatever Settings.Shards says (redisroute sends rooms of several
 // shards elsewhere).
 //
 // Limits: times have millisecond resolution; durability is whatever the
@@ -148,7 +148,7 @@ func (s *Store) Wakes(ctx context.Context, wake func(room string)) error {
 
 // Wakes subscribes to channels on c and calls wake with each message (a
 // room's name) until ctx ends or the subscription breaks; redisshard's
-// Router listens to its sharded rooms' channel too.
+// redisroute listens to its sharded rooms' channel too.
 func Wakes(ctx context.Context, c rueidis.Client, wake func(room string), channels ...string) error {
 	err := c.Receive(ctx, c.B().Subscribe().Channel(channels...).Build(), func(m rueidis.PubSubMessage) { wake(m.Message) })
 	if err != nil && ctx.Err() == nil {

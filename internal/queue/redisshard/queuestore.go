@@ -16,7 +16,7 @@ import (
 // is refused by queue.Settings.Validate (presence, the draw, max_waiting,
 // adaptive admission, the inventory cap) or here (SetInventory, the
 // controller's calls, DeleteRoom). Entries carry no sequence number, so
-// every status poll reaches the store. A Router puts it beside the store
+// every status poll reaches the store. redisroute puts it beside the store
 // of rooms of one shard.
 type QueueStore struct {
 	s *Store

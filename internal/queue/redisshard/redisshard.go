@@ -1,7 +1,7 @@
 // Package redisshard spreads one hot room's waiting line over several Redis
 // Cluster hash tags, so that its entries and polls reach several primaries.
 // Store is the line; QueueStore is the queue.Store of rooms of several
-// shards over it; Router puts QueueStore beside redisqueue, room by room.
+// shards over it; redisroute puts QueueStore beside redisqueue, room by room.
 // A sharded room has Enter, Status, Leave, the admission step (Admit) and
 // its state, not the rest: no passthrough, claim window, presence parking,
 // opening draw, inventory cap, adaptive rate or deletion.
@@ -175,6 +175,15 @@ func (s *Store) shardTag(room, name string) string {
 	}
 	return s.prefix + "{" + room + "#" + name + "}:"
 }
+
+// HomeKey is the room's home hash: a store that shares the room names
+// with this one refuses to make a room whose home hash exists
+// (redisqueue's SetExclusive).
+func (s *Store) HomeKey(room string) string { return s.homeKeys(room)[0] }
+
+// WakeChannel is the channel on which PutRoom publishes a room's name, so
+// that every instance's view re-reads it (queue.Waker).
+func (s *Store) WakeChannel() string { return s.prefix + "wake" }
 
 // homeKeys are meta, active, resv and the guard.
 func (s *Store) homeKeys(room string) []string {

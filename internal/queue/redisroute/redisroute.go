@@ -1,4 +1,9 @@
-package redisshard
+// Package redisroute is the queue store of a Redis deployment: it sends
+// each room to redisqueue (a room of one line) or to redisshard (a room
+// whose line is spread over several shards), by the room's settings when
+// it is made and by where the room is for every other call. It stores
+// nothing itself; its limits are its two backends'.
+package redisroute
 
 import (
 	"context"
@@ -11,6 +16,7 @@ import (
 
 	"usher/internal/queue"
 	"usher/internal/queue/redisqueue"
+	"usher/internal/queue/redisshard"
 )
 
 // Router is the queue.Store of a Redis deployment: it sends each room to
@@ -25,7 +31,7 @@ import (
 // made again with another layout is found where it is.
 type Router struct {
 	plain   *redisqueue.Store
-	sharded *QueueStore
+	sharded *redisshard.QueueStore
 	known   sync.Map // room → true: found sharded
 	c       rueidis.Client
 	wakes   []string // both stores' wake channels
@@ -36,18 +42,18 @@ var (
 	_ queue.ControlStore = (*Router)(nil)
 )
 
-// NewRouter returns the store of rooms under prefix on the server or
+// New returns the store of rooms under prefix on the server or
 // cluster behind c: rooms of one shard under prefix (redisqueue), rooms of
 // several under prefix + "shard:". The caller owns c.
-func NewRouter(c rueidis.Client, prefix string) *Router {
-	shards := New(c, prefix+"shard:", 0)
+func New(c rueidis.Client, prefix string) *Router {
+	shards := redisshard.New(c, prefix+"shard:", 0)
 	plain := redisqueue.New(c, prefix)
-	plain.SetExclusive(func(room string) string { return shards.homeKeys(room)[0] })
+	plain.SetExclusive(shards.HomeKey)
 	return &Router{
 		plain:   plain,
-		sharded: NewQueueStore(shards, plain.MetaKey),
+		sharded: redisshard.NewQueueStore(shards, plain.MetaKey),
 		c:       c,
-		wakes:   []string{prefix + "wake", shards.prefix + "wake"},
+		wakes:   []string{prefix + "wake", shards.WakeChannel()},
 	}
 }
 

@@ -1,4 +1,4 @@
-package redisshard_test
+package redisroute_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"usher/internal/queue"
 	"usher/internal/queue/queuetest"
-	"usher/internal/queue/redisshard"
+	"usher/internal/queue/redisroute"
 	"usher/internal/testenv"
 )
 
@@ -21,7 +21,7 @@ func TestConformanceSharded(t *testing.T) {
 	for _, target := range []struct{ name, env string }{{"single", "USHER_TEST_REDIS"}, {"cluster", "USHER_TEST_REDIS_CLUSTER"}} {
 		t.Run(target.name, func(t *testing.T) {
 			c := testenv.RedisAt(t, target.env)
-			newStore := func(tb testing.TB) queue.Store { return redisshard.NewRouter(c, testenv.RedisPrefix(tb, c)) }
+			newStore := func(tb testing.TB) queue.Store { return redisroute.New(c, testenv.RedisPrefix(tb, c)) }
 			for _, strategy := range queue.ShardStrategies {
 				t.Run(string(strategy), func(t *testing.T) { queuetest.RunSharded(t, newStore, strategy) })
 			}
@@ -56,8 +56,8 @@ func TestShardedLearned(t *testing.T) {
 	ctx := context.Background()
 	prefix := testenv.RedisPrefix(t, c)
 	t0 := time.UnixMilli(1_900_000_000_000)
-	set := shardedRoom(t, redisshard.NewRouter(c, prefix), "hot", t0)
-	fresh := func() *redisshard.Router { return redisshard.NewRouter(c, prefix) }
+	set := shardedRoom(t, redisroute.New(c, prefix), "hot", t0)
+	fresh := func() *redisroute.Router { return redisroute.New(c, prefix) }
 	now := t0.Add(time.Second)
 
 	if e, err := fresh().Status(ctx, "hot", "v3", now); err != nil || e.Status != queue.Waiting || e.Position != 3 {
@@ -90,9 +90,9 @@ func TestShardedRefusals(t *testing.T) {
 	ctx := context.Background()
 	prefix := testenv.RedisPrefix(t, c)
 	t0 := time.UnixMilli(1_900_000_000_000)
-	maker := redisshard.NewRouter(c, prefix)
+	maker := redisroute.New(c, prefix)
 	shardedRoom(t, maker, "hot", t0)
-	for name, s := range map[string]*redisshard.Router{"its maker": maker, "a fresh store": redisshard.NewRouter(c, prefix)} {
+	for name, s := range map[string]*redisroute.Router{"its maker": maker, "a fresh store": redisroute.New(c, prefix)} {
 		if err := s.SetInventory(ctx, "hot", 5); !errors.Is(err, queue.ErrInvalid) {
 			t.Errorf("SetInventory through %s = %v, want ErrInvalid", name, err)
 		}
@@ -100,7 +100,7 @@ func TestShardedRefusals(t *testing.T) {
 			t.Errorf("DeleteRoom through %s = %v, want ErrInvalid", name, err)
 		}
 	}
-	st, err := redisshard.NewRouter(c, prefix).Stats(ctx, "hot", t0)
+	st, err := redisroute.New(c, prefix).Stats(ctx, "hot", t0)
 	if err != nil || st.Inventory.Known || st.Waiting != 8 {
 		t.Errorf("Stats after the refusals = %+v, %v; want the room as it was (8 waiting, no inventory)", st, err)
 	}
@@ -116,8 +116,8 @@ func TestWakesReachOtherInstances(t *testing.T) {
 	prefix := testenv.RedisPrefix(t, c)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a := queue.New(redisshard.NewRouter(c, prefix), queue.Options{IdleRefresh: time.Hour})
-	b := queue.New(redisshard.NewRouter(c, prefix), queue.Options{IdleRefresh: time.Hour, Refresh: 10 * time.Millisecond})
+	a := queue.New(redisroute.New(c, prefix), queue.Options{IdleRefresh: time.Hour})
+	b := queue.New(redisroute.New(c, prefix), queue.Options{IdleRefresh: time.Hour, Refresh: 10 * time.Millisecond})
 	plain, sharded := queue.DefaultSettings(), queue.DefaultSettings()
 	sharded.Shards = 3
 	for room, set := range map[string]queue.Settings{"plain": plain, "hot": sharded} {

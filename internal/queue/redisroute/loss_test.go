@@ -1,4 +1,4 @@
-package redisshard_test
+package redisroute_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"usher/internal/queue"
+	"usher/internal/queue/redisroute"
 	"usher/internal/queue/redisshard"
 	"usher/internal/testenv"
 )
@@ -38,11 +39,11 @@ func lostRoomSettings(t *testing.T) queue.Settings {
 // lostRoom makes room "hot" of lostRoomSettings (with strategy) through
 // a new store s, which learns its layout from an Enter, then loses every
 // key of the test's prefix (a flush, a failover to an empty replica).
-func lostRoom(t *testing.T, strategy queue.ShardStrategy) (rueidis.Client, string, *redisshard.Router, queue.Settings, time.Time) {
+func lostRoom(t *testing.T, strategy queue.ShardStrategy) (rueidis.Client, string, *redisroute.Router, queue.Settings, time.Time) {
 	t.Helper()
 	c := testenv.Redis(t)
 	prefix := testenv.RedisPrefix(t, c)
-	s := redisshard.NewRouter(c, prefix)
+	s := redisroute.New(c, prefix)
 	set := lostRoomSettings(t)
 	set.ShardStrategy = strategy
 	if _, err := s.PutRoom(context.Background(), "hot", set, queue.PutOptions{}); err != nil {
@@ -72,7 +73,7 @@ func movedVisitor() string {
 // instance found a head sequence number of 10^15 and the visitor gone).
 func TestShardedRoomMadeAgainUnsharded(t *testing.T) {
 	c, prefix, stale, set, now := lostRoom(t, queue.ShardTimestamp)
-	fresh := redisshard.NewRouter(c, prefix)
+	fresh := redisroute.New(c, prefix)
 	ctx := context.Background()
 	set.Shards = 1
 	if _, err := fresh.PutRoom(ctx, "hot", set, queue.PutOptions{}); err != nil {
@@ -124,7 +125,7 @@ func TestShardedLostRoom(t *testing.T) {
 			if e, created, err := s.Enter(ctx, "hot", "b", now, queue.EnterOptions{}); err != nil || !created || e.Status != queue.Waiting {
 				t.Errorf("Enter into the room made again = %+v, %v, %v; want a new place", e, created, err)
 			}
-			if _, _, err := redisshard.NewRouter(c, prefix).Enter(ctx, "hot", "c", now, queue.EnterOptions{}); err != nil {
+			if _, _, err := redisroute.New(c, prefix).Enter(ctx, "hot", "c", now, queue.EnterOptions{}); err != nil {
 				t.Errorf("a fresh instance's Enter: %v", err)
 			}
 			if st, err := s.Stats(ctx, "hot", now); err != nil || st.Waiting != 2 || st.Settings.Shards != 3 {
@@ -142,7 +143,7 @@ func TestShardedLeftoverHash(t *testing.T) {
 	c := testenv.Redis(t)
 	prefix := testenv.RedisPrefix(t, c)
 	ctx := context.Background()
-	s := redisshard.NewRouter(c, prefix)
+	s := redisroute.New(c, prefix)
 	set := lostRoomSettings(t)
 	for _, room := range []string{"created", "put"} {
 		if err := c.Do(ctx, c.B().Hset().Key(prefix+"shard:{"+room+"}:meta").FieldValue().
@@ -172,7 +173,7 @@ func TestShardedStateRepaired(t *testing.T) {
 	c := testenv.Redis(t)
 	prefix := testenv.RedisPrefix(t, c)
 	ctx := context.Background()
-	s := redisshard.NewRouter(c, prefix)
+	s := redisroute.New(c, prefix)
 	set := lostRoomSettings(t)
 	if _, err := s.PutRoom(ctx, "hot", set, queue.PutOptions{}); err != nil {
 		t.Fatal(err)
@@ -222,7 +223,7 @@ func TestShardedRemadeWithAnotherLayout(t *testing.T) {
 	if _, _, err := s.Enter(ctx, "hot", v, now, queue.EnterOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s2 := redisshard.NewRouter(c, prefix)
+	s2 := redisroute.New(c, prefix)
 	if e, err := s2.Status(ctx, "hot", v, now); err != nil || e.Status != queue.Waiting {
 		t.Errorf("Status(%s) from another instance = %+v, %v; want waiting in shard %d of 5 (not %d of 3)",
 			v, e, err, redisshard.ShardOf(v, 5), redisshard.ShardOf(v, 3))
@@ -253,7 +254,7 @@ func TestShardedRemadeWithAnotherLayout(t *testing.T) {
 // layout puts it, its shard of five.
 func TestShardedRemadeElsewhere(t *testing.T) {
 	c, prefix, s, set, now := lostRoom(t, queue.ShardTimestamp)
-	s2 := redisshard.NewRouter(c, prefix)
+	s2 := redisroute.New(c, prefix)
 	ctx := context.Background()
 	set.Shards = 5
 	if _, err := s2.PutRoom(ctx, "hot", set, queue.PutOptions{}); err != nil {

@@ -1,21 +1,16 @@
 // Package memqueue is the in-memory queue.Store: the default for a single
 // usher instance with nothing installed.
 //
-// It serves one process only: several instances each get their own rooms. A
-// store made by Open keeps its rooms, their settings and opening draws in a
-// file (`<data-dir>/rooms.json` for `usher serve`), rewritten when they
-// change; the queues, active visitors, counters, inventory and adaptive
-// controller state are lost on restart, and visitors must enter again. A
-// store made by New keeps nothing. Operations on one room are serialized by a
-// mutex; rank lookups are O(log n) through a Fenwick tree, so a status poll
-// stays cheap with a million visitors waiting, and a waiting line holds no Go
-// pointer per visitor, so that a long line costs the garbage collector
-// nothing to scan.
-//
-// A room's Shards and ShardStrategy are kept (and, as on Redis, fixed once
-// the room exists) but change nothing: one process keeps one line per room,
-// exact and in arrival order whatever the strategy (queue/shard.go says why
-// the setting is accepted). See docs/architecture.md#memqueue.
+// It serves one process: several instances each get their own rooms. A store
+// made by Open keeps its rooms, settings and opening draws in a file
+// (`<data-dir>/rooms.json` for `usher serve`); the queues, active visitors,
+// counters, inventory and controller state are lost on restart. A store made
+// by New keeps nothing. Operations on one room are serialized by a mutex;
+// rank lookups are O(log n) (a Fenwick tree), and a line holds no Go pointer
+// per visitor, so a million waiting cost the garbage collector nothing to
+// scan. A room's Shards and ShardStrategy are kept (fixed once it exists) but
+// change nothing: one process keeps one exact line per room.
+// docs/architecture.md#memqueue.
 package memqueue
 
 import (

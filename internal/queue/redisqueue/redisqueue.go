@@ -1,20 +1,17 @@
 // Package redisqueue is the queue.Store on Redis: the backend for several
 // usher instances sharing rooms, and for rooms that outlive a restart.
 //
-// A room is a few keys under one hash tag, so it lives in one Redis Cluster
-// slot, and every method on a room is one Lua script (lua/*.lua): atomic
-// however many instances share the server. A call that fails with
-// queue.ErrUnavailable (a timeout, a broken connection) may still have run.
-// PutRoom and DeleteRoom also write the room index, the set <prefix>rooms, in
-// a second command: a failure between leaves a room unlisted, or an id listed
-// without a room, until the call is retried. It keeps one line per room,
-// whatever Settings.Shards says (redisroute sends rooms of several
-// shards elsewhere).
+// A room is a few keys under one hash tag (one Cluster slot), and every
+// method on a room is one Lua script (lua/*.lua): atomic however many
+// instances share the server. A call that fails with queue.ErrUnavailable
+// may still have run. PutRoom and DeleteRoom also write the room index,
+// <prefix>rooms, in a second command: a failure between leaves a room
+// unlisted, or an id listed without a room, until retried. It keeps one line
+// per room (redisroute sends rooms of several shards to redisshard).
 //
-// Limits: times have millisecond resolution; durability is whatever the
-// server is configured for (without AOF or replication a Redis restart loses
-// the queue). Tested on Redis 7.0; the scripts need Redis 5.0 (ZPOPMIN). Keys
-// and scripts: docs/architecture.md#redisqueue.
+// Limits: millisecond times; durability is the server's (without AOF or
+// replication a Redis restart loses the queue). Tested on Redis 7.0; needs
+// 5.0. Keys and scripts: docs/architecture.md#redisqueue.
 package redisqueue
 
 import (

@@ -1,23 +1,17 @@
 // Package redisshard spreads one hot room's waiting line over several Redis
 // Cluster hash tags, so that its entries and polls reach several primaries.
 // Store is the line; QueueStore is the queue.Store of rooms of several
-// shards over it; redisroute puts QueueStore beside redisqueue, room by room.
-// A sharded room has Enter, Status, Leave, the admission step (Admit) and
-// its state, not the rest: no passthrough, claim window, presence parking,
-// opening draw, inventory cap, adaptive rate or deletion.
-//
-// The cap (max_active) and the rate (admit_rate) hold for the room as a whole
-// whatever fails: only the home shard's scripts grant a slot, and they count
-// both afresh. Settings.Strategy decides how the shards' lines are ordered
-// and whether positions are exact; Shards and Strategy are fixed once the
-// room exists.
+// shards over it (redisroute puts it beside redisqueue). A sharded room has
+// Enter, Status, Leave, the admission step and its state, not the rest: no
+// passthrough, claim window, presence, draw, inventory cap, adaptive rate or
+// deletion. The cap and the rate hold for the room as a whole whatever
+// fails: only the home shard's scripts grant a slot. Shards and Strategy are
+// fixed once the room exists.
 //
 // Limits: a step that dies between its calls makes the room admit less until
 // its lease ends; a visitor whose step's acknowledgement is lost, and whose
-// slot lapses before a later step reclaims it, is admitted twice; a visitor
-// who leaves during a step may still get a slot. The shards' hash tags are
-// chosen at creation to land on distinct primaries (PlaceTags); a later
-// resharding may bring them together. Keys, step phases and crashes:
+// slot lapses before a later step reclaims it, is admitted twice; the shards'
+// tags may share a primary after a resharding. Keys, phases, crashes:
 // docs/architecture.md#redis-hot-room-sharding.
 package redisshard
 

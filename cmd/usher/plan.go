@@ -30,7 +30,7 @@ func plan(ctx context.Context, args []string, getenv func(string) string, stdout
 	roundInterval := f.bool("round-interval", false, "keep seed 002's rounded-up interval (389ms → 500ms) in the room, lowering admit_rate to batch ÷ interval")
 	asJSON := f.bool("json", false, "print the plan (and measurement) as JSON")
 	room := f.string("room", "sale", "room id for the example command")
-	usherURL := f.string("usher", "http://localhost:8080", "usher base URL for the example command")
+	usherURL := f.string("usher", "http://127.0.0.1:8090", "usher's admin listener (--admin-addr) for the example command, which puts the room's settings")
 	measure := f.string("measure", "", "measure the service time first: URL of the pool-bound endpoint (seed 002's first test)")
 	mConc := f.int("measure-concurrency", 0, "requests in flight while measuring; below the pool (default pool ÷ 2)")
 	mReqs := f.int("measure-requests", 200, "requests measured")

@@ -167,3 +167,21 @@ func TestPlanOpeningBurst(t *testing.T) {
 		t.Errorf("plan with --requests-per-visitor 10 still asks for it:\n%s", out)
 	}
 }
+
+// TestPlanCommandReachesAdmin: the room settings plan prints are PUT to
+// the admin listener usher serve binds by default, where the route is
+// (the visitors' listener answers it 404).
+func TestPlanCommandReachesAdmin(t *testing.T) {
+	def := func(cmd, flag string) string {
+		for _, s := range helpSettings(t, cmd) {
+			if s.flag == flag {
+				return strings.Trim(s.def, `"`)
+			}
+		}
+		t.Fatalf("usher %s has no --%s", cmd, flag)
+		return ""
+	}
+	if got, want := def("plan", "usher"), "http://"+def("serve", "admin-addr"); got != want {
+		t.Errorf("usher plan --usher defaults to %s, want serve's admin listener %s", got, want)
+	}
+}

@@ -199,7 +199,7 @@ func TestWriteTextShowsTheReasoning(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := p.WriteText(&b, "http://localhost:8080", "sale"); err != nil {
+	if err := p.WriteText(&b, "http://127.0.0.1:8090", "sale"); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -210,7 +210,7 @@ func TestWriteTextShowsTheReasoning(t *testing.T) {
 		"35 ÷ 90/s = 389ms; the room uses 388ms", // what the room gets, not 500ms
 		"interval 388ms in the room (389ms exact; seed 002 rounds it to 500ms)",
 		`"max_active":16200`, `"interval_ms":388`, `"admit_rate":90`,
-		"curl -X PUT", "http://localhost:8080/api/v1/rooms/sale",
+		"curl -X PUT", "http://127.0.0.1:8090/api/v1/rooms/sale",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text output lacks %q:\n%s", want, out)

@@ -82,9 +82,7 @@ func roomResponse(room string, v queue.View) wire.Room {
 		stats.OriginP95MS, stats.TargetP95MS = &p95, &goal
 	}
 	out := wire.Room{Room: room, Settings: settingsOf(s), Stats: stats}
-	if s.Sharded() {
-		out.OffForShards = queue.OffForShards
-	}
+	out.OffForShards = v.Off
 	return out
 }
 

@@ -10,13 +10,14 @@ import (
 	"usher/internal/queue"
 	"usher/internal/queue/memqueue"
 	"usher/internal/queue/redisroute"
+	"usher/internal/queue/redisshard"
 	"usher/internal/testenv"
 	"usher/internal/wire"
 )
 
 // TestShardedRoom makes a room of four shards through PUT
 // /api/v1/rooms/{room} and takes visitors from their entry to their pass,
-// on memory (one line whatever the shards) and on Redis, single and
+// refused on memory (one line per room), taken on Redis, single and
 // Cluster (the line spread over hash tags the cluster places on several
 // primaries). Settings a sharded room lacks, and a change of its layout,
 // are 400 with nothing written.
@@ -24,7 +25,12 @@ func TestShardedRoom(t *testing.T) {
 	t.Parallel()
 	t.Run("memory", func(t *testing.T) {
 		t.Parallel()
-		testShardedRoom(t, memqueue.New())
+		// One process keeps one line per room: the memory store refuses.
+		e := newEnvOn(t, memqueue.New(), false)
+		if r := e.do(nil, "PUT", "/api/v1/rooms/hot", adminKey, `{"shards":4}`); r.status != 400 || r.errorCode(t) != "invalid_request" ||
+			!strings.Contains(string(r.body), "shards") {
+			t.Errorf("PUT a sharded room on memory: %d %s, want 400 invalid_request naming shards", r.status, r.body)
+		}
 	})
 	for _, target := range []struct{ name, env string }{{"redis", "USHER_TEST_REDIS"}, {"cluster", "USHER_TEST_REDIS_CLUSTER"}} {
 		t.Run(target.name, func(t *testing.T) {
@@ -61,7 +67,7 @@ func testShardedRoom(t *testing.T, qs queue.Store) {
 	r := e.do(nil, "PUT", "/api/v1/rooms/defaults", adminKey, `{"shards":3}`)
 	var defaults wire.Room
 	if err := json.Unmarshal(r.body, &defaults); r.status != 201 || err != nil ||
-		!slices.Equal(defaults.OffForShards, queue.OffForShards) ||
+		!slices.Equal(defaults.OffForShards, redisshard.Off) ||
 		setting[float64](defaults.Settings, "presence_timeout_seconds") != 0 || setting[float64](defaults.Settings, "visitors_per_unit") != 0 ||
 		setting[float64](defaults.Settings, "claim_window_seconds") != setting[float64](defaults.Settings, "active_ttl_seconds") {
 		t.Errorf("PUT {\"shards\":3}: %d %s, want 201 with presence, the inventory cap and the claim window off, and off_for_shards", r.status, r.body)

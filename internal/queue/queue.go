@@ -322,6 +322,9 @@ type Stats struct {
 	// Control is the adaptive controller's state (zero for a room whose
 	// controller never stepped).
 	Control Control
+	// Off names the settings (by JSON name) that the store keeps off for
+	// this room because its line cannot do them (a sharded room's).
+	Off []string
 }
 
 // EffectiveState is the state the room acts in: Settings.State, except

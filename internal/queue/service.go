@@ -201,7 +201,6 @@ func (q *Queue) PutRoom(ctx context.Context, room string, s Settings) error {
 
 // valid is s as stored, or why the room cannot have it.
 func (q *Queue) valid(s Settings) (Settings, error) {
-	s = s.ForShards()
 	if err := s.Validate(); err != nil {
 		return s, err
 	}

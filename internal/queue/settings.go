@@ -148,12 +148,9 @@ var settingFields = []Field{
 	offOrRange(numberField("priority_share", "part of each step's admissions for the priority lane (0: no lane)", "",
 		func(s *Settings) *float64 { return &s.PriorityShare }, func(Settings) float64 { return MinPriorityShare }, 1, ""),
 		func(s Settings) bool { return s.PriorityShare == 0 }),
-	// Last: the check of shards names the other settings a sharded room
-	// cannot have, once each has been checked on its own (shard.go).
 	fixed(enumField("shard_strategy", "how a sharded room orders its line across shards",
 		func(s *Settings) *string { return (*string)(&s.ShardStrategy) }, strategyNames()...)),
-	fixed(checked(intField("shards", "Redis shards the room's line spreads over", func(s *Settings) *int64 { return &s.Shards }, 1, MaxShards),
-		checkShards)),
+	fixed(intField("shards", "Redis shards the room's line spreads over", func(s *Settings) *int64 { return &s.Shards }, 1, MaxShards)),
 }
 
 // opensAtField is the opening of a sale with a pre-queue and a fair draw:

@@ -65,12 +65,6 @@ func TestValidate(t *testing.T) {
 		{"shard_strategy", func(s *queue.Settings) { s.ShardStrategy = "counters-only" }, "shard_strategy"},
 		{"shard_strategy empty", func(s *queue.Settings) { s.ShardStrategy = "" }, "shard_strategy"},
 		{"sharded at the limits", func(s *queue.Settings) { *s = shardable(*s); s.Shards = queue.MaxShards }, ""},
-		{"sharded with presence", func(s *queue.Settings) { *s = shardable(*s); s.PresenceTimeout = 10 * time.Second }, "presence_timeout"},
-		{"sharded with opens_at", func(s *queue.Settings) { *s = shardable(*s); s.OpensAt = time.UnixMilli(1_900_000_000_000) }, "opens_at"},
-		{"sharded with inventory cap", func(s *queue.Settings) { *s = shardable(*s); s.VisitorsPerUnit = 2 }, "visitors_per_unit"},
-		{"sharded adaptive", func(s *queue.Settings) { *s = shardable(*s); s.Admission = queue.Adaptive }, "admission"},
-		{"sharded with max_waiting", func(s *queue.Settings) { *s = shardable(*s); s.MaxWaiting = 10 }, "max_waiting"},
-		{"sharded with a claim window", func(s *queue.Settings) { *s = shardable(*s); s.ClaimWindow = 30 * time.Second }, "claim_window"},
 		{"one shard with everything", func(s *queue.Settings) { s.Shards, s.MaxWaiting = 1, 10 }, ""},
 	}
 	for _, tc := range tests {

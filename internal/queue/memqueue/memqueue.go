@@ -8,8 +8,7 @@
 // by New keeps nothing. Operations on one room are serialized by a mutex;
 // rank lookups are O(log n) (a Fenwick tree), and a line holds no Go pointer
 // per visitor, so a million waiting cost the garbage collector nothing to
-// scan. A room's Shards and ShardStrategy are kept (fixed once it exists) but
-// change nothing: one process keeps one exact line per room.
+// scan. It refuses rooms of several shards: one process keeps one line.
 // docs/architecture.md#memqueue.
 package memqueue
 
@@ -149,8 +148,14 @@ func (s *Store) room(name string) (*room, error) {
 	return r, nil
 }
 
+// errSharded: one process keeps one line per room.
+var errSharded = queue.ErrInvalid.Detail("shards: this store keeps one line per room; a room of several shards needs a clustered queue store")
+
 // PutRoom implements queue.Store.
 func (s *Store) PutRoom(ctx context.Context, name string, set queue.Settings, o queue.PutOptions) (bool, error) {
+	if set.Sharded() {
+		return false, fmt.Errorf("memqueue: put room %s: %w", name, errSharded)
+	}
 	s.mu.Lock()
 	r := s.rooms[name]
 	if r == nil {
@@ -175,9 +180,6 @@ func (s *Store) PutRoom(ctx context.Context, name string, set queue.Settings, o 
 	defer r.mu.Unlock()
 	if r.draw.Done && !set.OpensAt.Equal(r.settings.OpensAt) {
 		return false, fmt.Errorf("memqueue: put room %s: %w", name, queue.ErrDrawn)
-	}
-	if set.Shards != r.settings.Shards || set.Sharded() && set.ShardStrategy != r.settings.ShardStrategy {
-		return false, fmt.Errorf("memqueue: put room %s: %w", name, queue.ErrShardsFixed)
 	}
 	old, oldTokens, oldDraw, oldPre, oldControl := r.settings, r.tokens, r.draw, r.pre, r.control
 	if set.Admission == queue.Adaptive && old.Admission != queue.Adaptive && r.control.Version > 0 {

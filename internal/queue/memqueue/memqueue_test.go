@@ -2,6 +2,7 @@ package memqueue_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"runtime/metrics"
@@ -17,11 +18,12 @@ func newStore(testing.TB) queue.Store { return memqueue.New() }
 
 func TestConformance(t *testing.T) { queuetest.Run(t, newStore) }
 
-// TestConformanceSharded: memqueue takes rooms of several shards, keeping
-// one line, and passes what the sharded Redis rooms pass.
-func TestConformanceSharded(t *testing.T) {
-	for _, strategy := range queue.ShardStrategies {
-		t.Run(string(strategy), func(t *testing.T) { queuetest.RunSharded(t, newStore, strategy) })
+// TestRefusesShards: one process keeps one line per room.
+func TestRefusesShards(t *testing.T) {
+	set := queue.DefaultSettings()
+	set.Shards = 4
+	if _, err := memqueue.New().PutRoom(context.Background(), "r", set, queue.PutOptions{}); !errors.Is(err, queue.ErrInvalid) {
+		t.Errorf("PutRoom of 4 shards = %v, want ErrInvalid", err)
 	}
 }
 

@@ -42,10 +42,53 @@ var (
 	errOneShard         = queue.ErrInvalid.Detail("shards: this store keeps rooms of several shards")
 )
 
-// PutRoom implements queue.Store.
+// Off names, by JSON name, the settings a room of several shards keeps
+// off: its line does not have them yet (Stats.Off).
+var Off = []string{"presence_timeout_seconds", "claim_window_seconds", "visitors_per_unit", "max_waiting", "admission", "opens_at", "priority_share"}
+
+// forShards is set as a room of several shards keeps it: what its line
+// does not have is off where set leaves it at its default (presence
+// parking, the inventory cap), and its claim window is its active_ttl (a
+// slot is held for active_ttl from admission). A value set otherwise is
+// refused, naming the setting.
+func forShards(set queue.Settings) (queue.Settings, error) {
+	d := queue.DefaultSettings()
+	if set.PresenceTimeout == d.PresenceTimeout {
+		set.PresenceTimeout = 0
+	}
+	if set.VisitorsPerUnit == d.VisitorsPerUnit {
+		set.VisitorsPerUnit = 0
+	}
+	set.ClaimWindow = set.ActiveTTL
+	conflict := func(setting string, got any, want, why string) error {
+		return queue.ErrInvalid.Detail("%s %v: a room of %d shards needs %s (%s)", setting, got, set.Shards, want, why)
+	}
+	switch {
+	case set.PresenceTimeout != 0:
+		return set, conflict("presence_timeout", set.PresenceTimeout, "0", "presence parking is not sharded yet")
+	case !set.OpensAt.IsZero():
+		return set, conflict("opens_at", set.OpensAt.Format(time.RFC3339Nano), "none", "the opening draw is not sharded yet")
+	case set.VisitorsPerUnit != 0:
+		return set, conflict("visitors_per_unit", set.VisitorsPerUnit, "0", "the inventory cap is not sharded yet")
+	case set.Admission != queue.Static:
+		return set, conflict("admission", set.Admission, "static", "adaptive admission is not sharded yet")
+	case set.PriorityShare != 0:
+		return set, conflict("priority_share", set.PriorityShare, "0", "priority lanes are not sharded yet")
+	case set.MaxWaiting != 0:
+		return set, conflict("max_waiting", set.MaxWaiting, "0", "the cap on the line is not sharded yet")
+	}
+	return set, nil
+}
+
+// PutRoom implements queue.Store: it keeps rooms of several shards only,
+// with what forShards allows.
 func (q *QueueStore) PutRoom(ctx context.Context, room string, set queue.Settings, po queue.PutOptions) (bool, error) {
 	if !set.Sharded() {
 		return false, fmt.Errorf("redisshard: put room %s: %w", room, errOneShard)
+	}
+	set, err := forShards(set)
+	if err != nil {
+		return false, err
 	}
 	o := putOptions{onlyCreate: po.OnlyCreate}
 	for _, f := range queue.SettingFields() {
@@ -152,7 +195,7 @@ func (q *QueueStore) Stats(ctx context.Context, room string, now time.Time) (que
 	if err != nil {
 		return queue.Stats{}, unavailable("stats", room, err)
 	}
-	st := queue.Stats{Settings: set, Active: active, HeadSeq: 1}
+	st := queue.Stats{Settings: set, Active: active, HeadSeq: 1, Off: Off}
 	if st.AdmittedTotal, err = strconv.ParseInt(named["admitted_total"], 10, 64); err != nil && named["admitted_total"] != "" {
 		return queue.Stats{}, unavailable("stats", room, err)
 	}

@@ -217,8 +217,8 @@ func TestBrowserWaitAdmitAndLand(t *testing.T) {
 	waitText(t, first, "uri", "/shop?item=42")
 	waitText(t, second, "position", "1")
 	waitText(t, second, "title", "You are in line")
-	// The script renders the wait from eta_range_seconds: at the head of
-	// an open room, seconds.
+	// The script shows the server's words for the wait (eta_text): at the
+	// head of an open room, seconds.
 	waitText(t, second, "eta", "less than a minute")
 	// The Korean page moves up too, and its script words it in Korean.
 	waitText(t, korean, "position", "2")

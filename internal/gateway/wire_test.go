@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,8 +47,9 @@ func jsonCall(t *testing.T, method, url, bearer string) (int, map[string]any) {
 
 // TestAPIAndProxyAgree pins that the API's status answer and the proxy's
 // JSON waiting protocol are the same JSON for the same entry, in every room
-// state, for a waiting visitor and for one whose place is gone. poll_after_ms
-// carries jitter, so it is compared by range.
+// state, for a waiting visitor and for one whose place is gone, but for
+// the proxy's eta_text. poll_after_ms carries jitter, so it is compared by
+// range.
 func TestAPIAndProxyAgree(t *testing.T) {
 	e := newEnv(t, newOrigin(t, helloOrigin), Rules{})
 	ctx := context.Background()
@@ -71,6 +73,13 @@ func TestAPIAndProxyAgree(t *testing.T) {
 		t.Helper()
 		_, api := jsonCall(t, "GET", apiURL, ticket)
 		_, proxy := jsonCall(t, "GET", e.url+"/cart", ticket)
+		// The proxy adds the waiting page's words for the wait, and only
+		// for a place in line.
+		text, _ := proxy["eta_text"].(string)
+		if (wantState == wire.StateWaiting) != strings.Contains(text, "minute") {
+			t.Errorf("%s: proxy eta_text = %q, want the wait in words exactly while waiting", name, text)
+		}
+		delete(proxy, "eta_text")
 		for who, body := range map[string]map[string]any{"API": api, "proxy": proxy} {
 			poll, _ := body["poll_after_ms"].(float64)
 			if poll < pollMin || poll > pollMax {

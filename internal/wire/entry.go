@@ -25,6 +25,10 @@ type Entry struct {
 	// as a visitor learns of an admission at its next poll). A value, not
 	// a pointer, so that the status poll allocates nothing for it.
 	ETARangeSeconds [2]int64 `json:"eta_range_seconds,omitzero"`
+	// ETAText is the ETA in words in the waiting page's language, set by
+	// the edges on their answers to the page's polls, so that the page
+	// shows the server's wording rather than composing its own.
+	ETAText string `json:"eta_text,omitempty"`
 	// PollAfterMS is when to poll again, with jitter already applied; 0 when
 	// polling cannot change the answer (admitted, or the place is gone).
 	PollAfterMS   int64      `json:"poll_after_ms"`
@@ -126,6 +130,10 @@ func (e Entry) AppendJSON(b []byte) []byte {
 		b = append(b, ',')
 		b = strconv.AppendInt(b, r[1], 10)
 		b = append(b, ']')
+	}
+	if e.ETAText != "" {
+		b = append(b, `,"eta_text":`...)
+		b = appendString(b, e.ETAText)
 	}
 	b = append(b, `,"poll_after_ms":`...)
 	b = strconv.AppendInt(b, e.PollAfterMS, 10)

@@ -18,6 +18,7 @@ func TestEntryJSON(t *testing.T) {
 		{Room: "quote\"back\\slash<>&\u00e9\u2028\x01", State: "expired"},
 		{Room: "r", State: "waiting", RoomState: "pre_queue", ETASeconds: 60, PollAfterMS: 7000, OpensAt: &exp},
 		{Room: "r", State: "waiting", RoomState: "open", Position: 400, Ahead: 399, ETASeconds: 26, ETARangeSeconds: [2]int64{22, 31}, PollAfterMS: 2600},
+		{Room: "r", State: "waiting", RoomState: "open", Position: 4, ETASeconds: 600, ETAText: "약 8–12분 \"남음\"", PollAfterMS: 1500},
 	} {
 		want, err := json.Marshal(e)
 		if err != nil {

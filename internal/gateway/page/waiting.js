@@ -24,14 +24,6 @@
     var args = Array.prototype.slice.call(arguments, 1);
     return f.replace(/%d/g, function () { return String(args.shift()); });
   }
-  // eta shows the wait's range (eta_range_seconds) in whole minutes, as the
-  // server renders it (entryETA); without one, the ETA ± 20 %.
-  function eta(secs, r) {
-    if ((r ? r[1] : secs) < 60) return t.eta_less;
-    var lo = Math.max(1, Math.floor((r ? r[0] : secs * 0.8) / 60));
-    var hi = Math.ceil((r ? r[1] : secs * 1.2) / 60);
-    return hi <= lo ? fmt(t.eta_about, lo) : fmt(t.eta_range, lo, hi);
-  }
   function setText(id, v) { var e = el(id); if (e && e.textContent !== v) e.textContent = v; }
   function hide(id, hidden) { var e = el(id); if (e) e.hidden = hidden; }
   function jitter(ms) { return Math.max(250, ms * (0.8 + 0.4 * Math.random())); }
@@ -103,7 +95,7 @@
     setText("position", String(st.position));
     var ahead = fmt(st.ahead === 1 ? t.ahead_one : t.ahead_many, st.ahead);
     setText("ahead", ahead);
-    setText("eta", eta(st.eta_seconds, st.eta_range_seconds));
+    if (st.eta_text) setText("eta", st.eta_text); // the server's words (entryETA)
     // The wait counts down between answers; one that grew by more than
     // half a minute and a tenth says why (the line slowed down).
     var at = Date.now(), expected = lastETA - (at - lastETAAt) / 1000;

@@ -125,8 +125,12 @@ func TestHeaderBoundPerClient(t *testing.T) {
 		st, _ := p.Status()
 		got[st]++
 	}
-	if want := map[int]int{431: 4, 503: 4}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("answers to 8 unfinished requests with 1 MB of header lines from one client: %v, want %v", got, want)
+	// On a machine slow enough that 2 s pass between the first accept and
+	// a later one, the limiter sheds one of the first four as stalled
+	// (answer 0: closed) rather than refuse the newcomer: still 4 past
+	// the bound refused, and nothing left waiting.
+	if got[503] != 4 || got[431]+got[0] != 4 || got[431] == 0 {
+		t.Errorf("answers to 8 unfinished requests with 1 MB of header lines from one client: %v, want 4 × 503 and 4 × 431 (or closed as stalled)", got)
 	}
 }
 

@@ -27,6 +27,7 @@ const DefaultConnectTimeout = 5 * time.Second
 // driver's configuration. The query's parameters are the driver's own
 // (timeout, readTimeout, tls, …); these are always set: parseTime and loc
 // (UTC), clientFoundRows (an UPDATE reports the rows it matched),
+// interpolateParams (one round trip a statement),
 // time_zone '+00:00' and sql_mode STRICT_ALL_TABLES plus NO_ZERO_DATE.
 func Config(rawURL string) (*mysql.Config, error) {
 	u, err := url.Parse(rawURL)
@@ -63,6 +64,10 @@ func Config(rawURL string) (*mysql.Config, error) {
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
 	cfg.ClientFoundRows = true
+	// Arguments are interpolated by the driver (escaped for the
+	// connection's utf8mb4), so a statement is one round trip, not three
+	// (prepare, execute, close).
+	cfg.InterpolateParams = true
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}

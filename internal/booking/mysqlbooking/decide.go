@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"usher/internal/booking"
@@ -21,13 +22,20 @@ import (
 //     one of its stock rows in schedule order), so that concurrent calls
 //     take their row locks in one global order: overlapping batches wait
 //     for each other but do not deadlock;
-//  3. per reservation, the contract's conditional UPDATE of all its seats
-//     in one statement (clientFoundRows: the row count is the rows it
-//     matched). A reservation of several seats runs inside a SAVEPOINT,
-//     rolled back when the count falls short, so a partial sale never
-//     stays. The count alone decides: confirmed if it is the number of
-//     seats, else rejected (seat_unknown if a seat is not the schedule's,
-//     else seat_taken);
+//  3. the sale, by the contract's conditional UPDATE, on one of two paths:
+//     - set path, for the usual batch (no seat wanted twice, no id twice,
+//       no stock, every seat list well formed): one UPDATE … JOIN of the
+//       wanted seats for the whole batch (up to insertChunk seats a
+//       statement), then one SELECT of those seats: a reservation is
+//       confirmed if every one of its seats now carries its id. One that
+//       got some of its seats but not all rolls the transaction back, and
+//       the batch runs again on the other path;
+//     - pipeline path: per reservation, one conditional UPDATE of all its
+//       seats (clientFoundRows: the row count is the rows it matched),
+//       inside a SAVEPOINT when it has several, rolled back when the count
+//       falls short, so a partial sale never stays;
+//     a rejection says seat_unknown if a seat is not the schedule's, else
+//     seat_taken;
 //  4. one multi-row INSERT of the decisions, whose row trigger writes the
 //     outbox.
 //
@@ -47,6 +55,10 @@ const selectReservation = `
 
 // errDecidedConcurrently: another call stored one of the batch's ids first.
 var errDecidedConcurrently = errors.New("decided concurrently")
+
+// errPartial: the set path sold part of a reservation; the batch runs
+// again on the pipeline path.
+var errPartial = errors.New("partial sale")
 
 // Decide decides rs in order in one transaction; see the comment above.
 func (s *Store) Decide(ctx context.Context, rs []booking.Reservation) ([]booking.Reservation, error) {
@@ -70,15 +82,18 @@ func (s *Store) Decide(ctx context.Context, rs []booking.Reservation) ([]booking
 		reqs[i] = r
 	}
 	op := fmt.Sprintf("decide %d reservations", len(rs))
+	set := !s.pipelineOnly
 	for attempt := 1; ; attempt++ {
 		var out []booking.Reservation
 		err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
-			out, err = decide(ctx, tx, reqs)
+			out, err = decide(ctx, tx, reqs, set)
 			return err
 		})
 		switch {
 		case err == nil:
 			return out, nil
+		case errors.Is(err, errPartial) && set:
+			set = false
 		case retryable(err) && attempt < maxAttempts:
 		default:
 			return nil, wrap(op, err)
@@ -91,8 +106,9 @@ func retryable(err error) bool {
 		mysqldb.Code(err) == mysqldb.ErAutoIncRead
 }
 
-// decide runs one attempt in tx.
-func decide(ctx context.Context, tx *sql.Tx, reqs []booking.Reservation) ([]booking.Reservation, error) {
+// decide runs one attempt in tx, on the set path if set and the batch
+// allows it.
+func decide(ctx context.Context, tx *sql.Tx, reqs []booking.Reservation, set bool) ([]booking.Reservation, error) {
 	stored, err := storedReservations(ctx, tx, reqs)
 	if err != nil {
 		return nil, err
@@ -109,11 +125,33 @@ func decide(ctx context.Context, tx *sql.Tx, reqs []booking.Reservation) ([]book
 			seats = append(seats, id)
 		}
 	}
+	seats, stocks = sortedSet(seats), sortedSet(stocks)
 	if err := lock(ctx, tx, `SELECT seat_id FROM seat WHERE seat_id IN (%s) ORDER BY seat_id FOR UPDATE`, seats); err != nil {
 		return nil, err
 	}
 	if err := lock(ctx, tx, `SELECT schedule_id FROM stock WHERE schedule_id IN (%s) ORDER BY schedule_id FOR UPDATE`, stocks); err != nil {
 		return nil, err
+	}
+	var fresh []booking.Reservation
+	for _, r := range reqs {
+		if _, ok := stored[r.ID]; !ok {
+			fresh = append(fresh, r)
+		}
+	}
+	if set && len(fresh) > 1 && setEligible(fresh, len(seats)) {
+		decided, err := sellSet(ctx, tx, fresh, seats)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]booking.Reservation, len(reqs))
+		for i, r := range reqs {
+			if d, ok := stored[r.ID]; ok {
+				out[i] = d
+			} else {
+				out[i], decided = decided[0], decided[1:]
+			}
+		}
+		return out, insertDecisions(ctx, tx, fresh)
 	}
 	out := make([]booking.Reservation, len(reqs))
 	first := make(map[string]int, len(reqs))
@@ -161,14 +199,117 @@ func storedReservations(ctx context.Context, tx *sql.Tx, reqs []booking.Reservat
 	return byID, nil
 }
 
-// lock runs a locking SELECT (query has one %s for the list) over ids
+// setEligible reports whether sellSet may decide rs: seat reservations
+// only, every one well formed, no id twice, no seat wanted twice (seats
+// lists every seat wanted). Otherwise the order of the batch matters
+// between its reservations and the pipeline path keeps it.
+func setEligible(rs []booking.Reservation, seats int) bool {
+	n := 0
+	ids := make(map[string]bool, len(rs))
+	for _, r := range rs {
+		if r.Quantity != 0 || ids[r.ID] || booking.Malformed(r.SeatIDs) != "" {
+			return false
+		}
+		ids[r.ID] = true
+		n += len(r.SeatIDs)
+	}
+	return n == seats
+}
+
+// sellSet sells the seats of rs with the contract's conditional UPDATE
+// joined to the wanted seats, then reads those seats back (they are
+// locked: nothing else changed them) and decides each reservation in rs
+// (returned in place, with its status). errPartial if one got some of its
+// seats but not all.
+func sellSet(ctx context.Context, tx *sql.Tx, rs []booking.Reservation, seats []any) ([]booking.Reservation, error) {
+	type want struct {
+		seat, schedule int64
+		id             []byte
+	}
+	var wants []want
+	for _, r := range rs {
+		for _, seat := range r.SeatIDs {
+			wants = append(wants, want{seat, r.ScheduleID, []byte(r.ID)})
+		}
+	}
+	for start := 0; start < len(wants); start += insertChunk {
+		part := wants[start:min(start+insertChunk, len(wants))]
+		args := make([]any, 0, 3*len(part))
+		for _, w := range part {
+			args = append(args, w.seat, w.schedule, w.id)
+		}
+		rows := `SELECT ? AS seat_id, ? AS schedule_id, ? AS reservation_id` +
+			strings.Repeat(` UNION ALL SELECT ?, ?, ?`, len(part)-1)
+		if _, err := tx.ExecContext(ctx, `UPDATE seat JOIN (`+rows+`) AS want
+			ON seat.seat_id = want.seat_id AND seat.schedule_id = want.schedule_id
+			SET seat.status = 'SOLD', seat.reservation_id = want.reservation_id
+			WHERE seat.status IN ('AVAILABLE', 'HELD')`, args...); err != nil {
+			return nil, err
+		}
+	}
+	type seatNow struct {
+		schedule int64
+		owner    string
+	}
+	now := make(map[int64]seatNow, len(seats))
+	q, err := tx.QueryContext(ctx, `SELECT seat_id, schedule_id, reservation_id FROM seat WHERE seat_id IN (`+
+		placeholders(len(seats), "?")+`)`, seats...)
+	if err != nil {
+		return nil, err
+	}
+	defer q.Close()
+	for q.Next() {
+		var id int64
+		var sn seatNow
+		var owner []byte
+		if err := q.Scan(&id, &sn.schedule, &owner); err != nil {
+			return nil, err
+		}
+		sn.owner = string(owner)
+		now[id] = sn
+	}
+	if err := q.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]booking.Reservation, len(rs))
+	for i, r := range rs {
+		known, sold := 0, 0
+		for _, seat := range r.SeatIDs {
+			if sn, ok := now[seat]; ok && sn.schedule == r.ScheduleID {
+				known++
+				if sn.owner == r.ID {
+					sold++
+				}
+			}
+		}
+		switch {
+		case sold == len(r.SeatIDs):
+			r.Status, r.Reason = booking.Confirmed, ""
+		case sold > 0:
+			return nil, fmt.Errorf("%s: %w", r.ID, errPartial)
+		case known < len(r.SeatIDs):
+			r.Status, r.Reason = booking.Rejected, booking.ReasonSeatUnknown
+		default:
+			r.Status, r.Reason = booking.Rejected, booking.ReasonSeatTaken
+		}
+		out[i] = r
+		rs[i] = r
+	}
+	return out, nil
+}
+
+// sortedSet sorts ids (int64s) and removes duplicates.
+func sortedSet(ids []any) []any {
+	slices.SortFunc(ids, func(a, b any) int { return cmp.Compare(a.(int64), b.(int64)) })
+	return slices.Compact(ids)
+}
+
+// lock runs a locking SELECT (query has one %s for the list) over ids,
 // sorted and without duplicates; none, nothing.
 func lock(ctx context.Context, tx *sql.Tx, query string, ids []any) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	slices.SortFunc(ids, func(a, b any) int { return cmp.Compare(a.(int64), b.(int64)) })
-	ids = slices.Compact(ids)
 	rows, err := tx.QueryContext(ctx, fmt.Sprintf(query, placeholders(len(ids), "?")), ids...)
 	if err != nil {
 		return err

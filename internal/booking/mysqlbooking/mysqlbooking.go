@@ -47,6 +47,8 @@ const (
 // Store is a booking.Store on a MySQL connection pool.
 type Store struct {
 	db *sql.DB
+	// pipelineOnly turns the set path off (tests only: export_test.go).
+	pipelineOnly bool
 }
 
 // Open connects to the database at url (mysql://user:pass@host:port/db,

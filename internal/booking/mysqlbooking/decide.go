@@ -36,15 +36,40 @@ import (
 //       falls short, so a partial sale never stays;
 //     a rejection says seat_unknown if a seat is not the schedule's, else
 //     seat_taken;
-//  4. one multi-row INSERT of the decisions, whose row trigger writes the
-//     outbox.
+//  4. one multi-row INSERT of the decisions, then one INSERT … SELECT of
+//     their events into the outbox (outboxStmt) in the same transaction.
 //
 // A reservation id twice in a batch: the second is a redelivery of the
 // first. Two calls deciding the same new id at once: the second's INSERT
 // hits the primary key (1062) and its whole transaction is rolled back and
 // run again, when step 1 finds the first's decision. A deadlock (1213, or
-// 1467 from InnoDB's AUTO-INC lock; possible only with writers other than
-// Decide) is retried the same way.
+// 1467 from InnoDB's AUTO-INC lock, which MariaDB reports so) is retried
+// the same way.
+
+// outboxStmt writes the events of the decisions just inserted (the ids in
+// the IN list, which the caller appends): what pgbooking's and
+// sqlitebooking's triggers write, as one statement per batch (MySQL has
+// no statement-level trigger). CONCAT_WS skips the NULL (zero) fields.
+// The amount reads the seats by their primary key only, through
+// JSON_TABLE (MySQL 8.0, MariaDB 10.6 and later). In READ COMMITTED the
+// SELECT locks nothing, so the statement waits for no other transaction.
+const outboxStmt = `
+	INSERT INTO outbox (event_id, type, room, at, visitor, data)
+	SELECT CONCAT(r.reservation_id, '.', r.status),
+	       CONCAT('reservation_', r.status),
+	       COALESCE(s.room, CONCAT('schedule-', r.schedule_id)),
+	       r.decided_at,
+	       r.visitor,
+	       CONCAT('{', CONCAT_WS(',',
+	           CONCAT('"reservation":', JSON_QUOTE(CONVERT(r.reservation_id USING utf8mb4))),
+	           CONCAT('"schedule":', NULLIF(r.schedule_id, 0)),
+	           CONCAT('"units":', NULLIF(IF(r.quantity <> 0, r.quantity, JSON_LENGTH(r.seat_ids)), 0)),
+	           CONCAT('"amount":', IF(r.status = 'confirmed' AND r.quantity = 0, NULLIF((
+	               SELECT SUM(p.price) FROM JSON_TABLE(r.seat_ids, '$[*]' COLUMNS (id BIGINT PATH '$')) AS j
+	                 JOIN seat p ON p.seat_id = j.id), 0), NULL))
+	       ), '}')
+	  FROM reservation r LEFT JOIN schedule s ON s.schedule_id = r.schedule_id
+	 WHERE r.reservation_id IN `
 
 // maxAttempts bounds the runs of one Decide call.
 const maxAttempts = 3
@@ -383,16 +408,19 @@ func sellStock(ctx context.Context, tx *sql.Tx, r booking.Reservation) (booking.
 	return booking.Confirmed, "", nil
 }
 
-// insertDecisions stores the decisions in chunks of multi-row INSERTs; a
-// primary key already taken means another call decided one of them first.
+// insertDecisions stores the decisions in chunks of multi-row INSERTs,
+// each followed by the outbox events of its rows; a primary key already
+// taken means another call decided one of them first.
 func insertDecisions(ctx context.Context, tx *sql.Tx, rs []booking.Reservation) error {
 	const cols = 9
 	for start := 0; start < len(rs); start += insertChunk {
 		chunk := rs[start:min(start+insertChunk, len(rs))]
 		args := make([]any, 0, cols*len(chunk))
-		for _, r := range chunk {
+		ids := make([]any, len(chunk))
+		for i, r := range chunk {
 			args = append(args, []byte(r.ID), r.Visitor, r.ScheduleID, encodeSeats(r.SeatIDs), r.Quantity,
 				string(r.Status), r.Reason, r.CreatedAt, r.DecidedAt)
+			ids[i] = []byte(r.ID)
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO reservation
 			(reservation_id, visitor, schedule_id, seat_ids, quantity, status, reason, created_at, decided_at) VALUES `+
@@ -402,6 +430,9 @@ func insertDecisions(ctx context.Context, tx *sql.Tx, rs []booking.Reservation) 
 		}
 		if err != nil {
 			return err
+		}
+		if _, err := tx.ExecContext(ctx, outboxStmt+`(`+placeholders(len(ids), "?")+`)`, ids...); err != nil {
+			return fmt.Errorf("outbox: %w", err)
 		}
 	}
 	return nil

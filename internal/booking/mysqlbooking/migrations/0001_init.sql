@@ -70,7 +70,10 @@ CREATE TABLE IF NOT EXISTS stock (
 
 -- The outbox (booking.Store.Outbox): events written in the transaction
 -- that made the change, removed once the relay published them. seq is the
--- order of the writes; data is the event's Data as JSON text.
+-- order of the writes; data is the event's Data as JSON text. Decide writes
+-- a batch's events with one INSERT … SELECT (outboxStmt in decide.go), not
+-- a trigger: MySQL has only row triggers, and one per decision halved the
+-- confirmations a second.
 CREATE TABLE IF NOT EXISTS outbox (
 	seq      BIGINT         NOT NULL AUTO_INCREMENT PRIMARY KEY,
 	event_id VARBINARY(300) NOT NULL,
@@ -80,28 +83,3 @@ CREATE TABLE IF NOT EXISTS outbox (
 	visitor  VARCHAR(255)   NOT NULL DEFAULT '',
 	data     TEXT           NOT NULL
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
-
--- A decision's event, with every reservation Decide stores: in the same
--- transaction (rolled back with its savepoint or transaction), once (a
--- redelivery inserts no reservation row). A row trigger of one statement
--- (no BEGIN … END, so no DELIMITER); INSERT … VALUES, not INSERT … SELECT,
--- so that it takes no table-level AUTO-INC lock (a deadlock that MariaDB
--- reports as error 1467). CONCAT_WS skips the NULL (zero)
--- fields. The amount reads the seats by their primary key only, through
--- JSON_TABLE (MySQL 8.0, MariaDB 10.6 and later).
-DROP TRIGGER IF EXISTS reservation_outbox;
-CREATE TRIGGER reservation_outbox AFTER INSERT ON reservation FOR EACH ROW
-	INSERT INTO outbox (event_id, type, room, at, visitor, data) VALUES (
-	       CONCAT(NEW.reservation_id, '.', NEW.status),
-	       CONCAT('reservation_', NEW.status),
-	       COALESCE((SELECT room FROM schedule WHERE schedule_id = NEW.schedule_id), CONCAT('schedule-', NEW.schedule_id)),
-	       NEW.decided_at,
-	       NEW.visitor,
-	       CONCAT('{', CONCAT_WS(',',
-	           CONCAT('"reservation":', JSON_QUOTE(CONVERT(NEW.reservation_id USING utf8mb4))),
-	           CONCAT('"schedule":', NULLIF(NEW.schedule_id, 0)),
-	           CONCAT('"units":', NULLIF(IF(NEW.quantity <> 0, NEW.quantity, JSON_LENGTH(NEW.seat_ids)), 0)),
-	           CONCAT('"amount":', IF(NEW.status = 'confirmed' AND NEW.quantity = 0, NULLIF((
-	               SELECT SUM(s.price) FROM JSON_TABLE(NEW.seat_ids, '$[*]' COLUMNS (id BIGINT PATH '$')) AS j
-	                 JOIN seat s ON s.seat_id = j.id), 0), NULL))
-	       ), '}'));

@@ -38,12 +38,13 @@ func TestMySQLStack(t *testing.T) {
 	admin := strings.TrimSpace(string(key))
 	c := client{t, base}
 	room := fmt.Sprintf("schedule-%d", seeded.ScheduleID)
-	_, _, body := c.do("POST", "/api/v1/rooms/"+room+"/entries", admin, `{"visitor_id":"alice"}`)
-	pass, _ := body["pass"].(string)
-	ticket, _ := body["ticket"].(string)
-	if pass == "" {
-		t.Fatalf("not admitted: %v", body)
-	}
+	var pass, ticket string
+	waitFor(t, "alice admitted (serve creates the room from the catalog)", func() bool {
+		_, _, body := c.do("POST", "/api/v1/rooms/"+room+"/entries", admin, `{"visitor_id":"alice"}`)
+		pass, _ = body["pass"].(string)
+		ticket, _ = body["ticket"].(string)
+		return pass != ""
+	})
 	st, _, body := c.do("GET", fmt.Sprintf("/api/v1/schedules/%d/seats", seeded.ScheduleID), pass, "")
 	seats, _ := body["seats"].([]any)
 	if st != 200 || len(seats) != 50 {

@@ -164,16 +164,16 @@ func decide(ctx context.Context, tx *sql.Tx, reqs []booking.Reservation, set boo
 		}
 	}
 	if set && len(fresh) > 1 && setEligible(fresh, len(seats)) {
-		decided, err := sellSet(ctx, tx, fresh, seats)
-		if err != nil {
+		if err := sellSet(ctx, tx, fresh, seats); err != nil {
 			return nil, err
 		}
 		out := make([]booking.Reservation, len(reqs))
+		next := fresh
 		for i, r := range reqs {
 			if d, ok := stored[r.ID]; ok {
 				out[i] = d
 			} else {
-				out[i], decided = decided[0], decided[1:]
+				out[i], next = next[0], next[1:]
 			}
 		}
 		return out, insertDecisions(ctx, tx, fresh)
@@ -243,10 +243,9 @@ func setEligible(rs []booking.Reservation, seats int) bool {
 
 // sellSet sells the seats of rs with the contract's conditional UPDATE
 // joined to the wanted seats, then reads those seats back (they are
-// locked: nothing else changed them) and decides each reservation in rs
-// (returned in place, with its status). errPartial if one got some of its
-// seats but not all.
-func sellSet(ctx context.Context, tx *sql.Tx, rs []booking.Reservation, seats []any) ([]booking.Reservation, error) {
+// locked: nothing else changed them) and sets each reservation's status in
+// rs. errPartial if one got some of its seats but not all.
+func sellSet(ctx context.Context, tx *sql.Tx, rs []booking.Reservation, seats []any) error {
 	type want struct {
 		seat, schedule int64
 		id             []byte
@@ -269,18 +268,18 @@ func sellSet(ctx context.Context, tx *sql.Tx, rs []booking.Reservation, seats []
 			ON seat.seat_id = want.seat_id AND seat.schedule_id = want.schedule_id
 			SET seat.status = 'SOLD', seat.reservation_id = want.reservation_id
 			WHERE seat.status IN ('AVAILABLE', 'HELD')`, args...); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	type seatNow struct {
 		schedule int64
 		owner    string
 	}
-	now := make(map[int64]seatNow, len(seats))
+	after := make(map[int64]seatNow, len(seats))
 	q, err := tx.QueryContext(ctx, `SELECT seat_id, schedule_id, reservation_id FROM seat WHERE seat_id IN (`+
 		placeholders(len(seats), "?")+`)`, seats...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer q.Close()
 	for q.Next() {
@@ -288,19 +287,18 @@ func sellSet(ctx context.Context, tx *sql.Tx, rs []booking.Reservation, seats []
 		var sn seatNow
 		var owner []byte
 		if err := q.Scan(&id, &sn.schedule, &owner); err != nil {
-			return nil, err
+			return err
 		}
 		sn.owner = string(owner)
-		now[id] = sn
+		after[id] = sn
 	}
 	if err := q.Err(); err != nil {
-		return nil, err
+		return err
 	}
-	out := make([]booking.Reservation, len(rs))
 	for i, r := range rs {
 		known, sold := 0, 0
 		for _, seat := range r.SeatIDs {
-			if sn, ok := now[seat]; ok && sn.schedule == r.ScheduleID {
+			if sn, ok := after[seat]; ok && sn.schedule == r.ScheduleID {
 				known++
 				if sn.owner == r.ID {
 					sold++
@@ -311,16 +309,15 @@ func sellSet(ctx context.Context, tx *sql.Tx, rs []booking.Reservation, seats []
 		case sold == len(r.SeatIDs):
 			r.Status, r.Reason = booking.Confirmed, ""
 		case sold > 0:
-			return nil, fmt.Errorf("%s: %w", r.ID, errPartial)
+			return fmt.Errorf("%s: %w", r.ID, errPartial)
 		case known < len(r.SeatIDs):
 			r.Status, r.Reason = booking.Rejected, booking.ReasonSeatUnknown
 		default:
 			r.Status, r.Reason = booking.Rejected, booking.ReasonSeatTaken
 		}
-		out[i] = r
 		rs[i] = r
 	}
-	return out, nil
+	return nil
 }
 
 // sortedSet sorts ids (int64s) and removes duplicates.

@@ -12,7 +12,7 @@
 #   scripts/bench-smoke.sh [NAME...]   # NAME: http for scripts/bench-http.sh; default all
 #
 # Needs what the scripts need (wrk, jq, curl, bc, nginx, redis-cli,
-# redis-benchmark, psql, pgbench; .ci/run installs them), Redis at
+# redis-benchmark, psql, pgbench, mariadb, mysqlslap; .ci/run installs them), Redis at
 # $USHER_TEST_REDIS (default redis://127.0.0.1:6379/0), PostgreSQL at $USHER_TEST_POSTGRES (bench-pg.sh's
 # default otherwise), and the Redis Cluster of scripts/cluster.sh
 # (started or reused). Each script stops what it started and deletes the
@@ -36,6 +36,7 @@ smoke() {
   http) scripts/bench-http.sh 1s 8 "$redis" 1 200 ;;
   inventory) scripts/bench-inventory.sh 20 100 100 5 ;;
   loadgen) scripts/bench-loadgen.sh 1s 8 ;;
+  mysql) ROUNDS=1 SEATS=10000 SLAP_N=1000 scripts/bench-mysql.sh ;;
   pg) ROUNDS=1 SECS=1 SEATS=10000 scripts/bench-pg.sh ;;
   opening) scripts/bench-opening.sh 1 ;;
   presence) scripts/bench-presence.sh 2 3 "0 10" ;;
@@ -62,7 +63,7 @@ if [ ${#names[@]} = 0 ]; then
 fi
 
 missing=()
-for c in wrk jq curl bc redis-cli redis-benchmark psql pgbench sha1sum; do
+for c in wrk jq curl bc redis-cli redis-benchmark psql pgbench mariadb mysqlslap sha1sum; do
   command -v "$c" >/dev/null || missing+=("$c")
 done
 command -v nginx >/dev/null || test -x /usr/sbin/nginx || missing+=(nginx)

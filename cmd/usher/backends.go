@@ -12,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"usher/internal/booking"
+	"usher/internal/booking/mysqlbooking"
 	"usher/internal/booking/pgbooking"
 	"usher/internal/booking/sqlitebooking"
 	"usher/internal/hold"
@@ -59,10 +60,11 @@ func checkStore(name, spec string) error {
 func checkDB(spec string) error {
 	switch {
 	case spec == "sqlite", strings.HasPrefix(spec, "sqlite:"),
-		strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
+		strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"),
+		strings.HasPrefix(spec, "mysql://"):
 		return nil
 	}
-	return fmt.Errorf("%s: want sqlite (in the data dir), sqlite:PATH or postgres://…", sharedSetting("db", spec))
+	return fmt.Errorf("%s: want sqlite (in the data dir), sqlite:PATH, postgres://… or mysql://…", sharedSetting("db", spec))
 }
 
 // checkBroker checks the broker and its replicas: 1, 3 or 5, and 1 on the
@@ -228,6 +230,13 @@ func openCatalog(ctx context.Context, spec, dataDir string, pool int, cl *closer
 	switch {
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
 		s, err := pgbooking.Open(ctx, spec, pool)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sharedSetting("db", spec), err)
+		}
+		cl.add(func() { s.Close() })
+		return s, nil
+	case strings.HasPrefix(spec, "mysql://"):
+		s, err := mysqlbooking.Open(ctx, spec, pool)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", sharedSetting("db", spec), err)
 		}

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"usher/internal/analytics"
+	"usher/internal/analytics/mysqlanalytics"
 	"usher/internal/analytics/pganalytics"
 	"usher/internal/analytics/sqliteanalytics"
 	"usher/internal/collector"
@@ -28,7 +29,7 @@ import (
 // counted into the analytics tables of --db, until ctx ends.
 func collect(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newFlags("collect", getenv, stderr)
-	db := f.string("db", "sqlite", "analytics database: sqlite (<data-dir>/analytics.db), sqlite:PATH (beside it: PATH less its extension, plus -analytics.db) or postgres://… (the booking database: tables of their own)")
+	db := f.string("db", "sqlite", "analytics database: sqlite (<data-dir>/analytics.db), sqlite:PATH (beside it: PATH less its extension, plus -analytics.db), postgres://… or mysql://… (the booking database: tables of their own)")
 	dataDir := f.string("data-dir", "./data", "directory for what the embedded defaults keep (the SQLite analytics file)")
 	metricsAddr := f.string("metrics-addr", "", "a listen address that serves /metrics (the collector's events and lag); empty: none")
 	logs := addLogFlags(f)
@@ -155,7 +156,7 @@ func validNATSName(s string) bool {
 func natsName2stream(name string) string { return strings.ToUpper(name) + "_EVENTS" }
 
 // openAnalytics is the switch that picks the analytics database, from the
-// booking database's setting: PostgreSQL holds both (tables of their
+// booking database's setting: PostgreSQL or MySQL holds both (tables of their
 // own); SQLite gets a file of its own beside the booking file, so that the
 // collector's writes never wait on sqlitebooking's one writer (and its
 // Decide batches never wait on them).
@@ -174,6 +175,13 @@ func openAnalytics(ctx context.Context, spec, dataDir string, pool int, o analyt
 		return analytics.New(s, o), nil
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
 		s, err := pganalytics.Open(ctx, spec, pool)
+		if err != nil {
+			return nil, fmt.Errorf("%s: analytics: %w", sharedSetting("db", spec), err)
+		}
+		cl.add(func() { s.Close() })
+		return analytics.New(s, o), nil
+	case strings.HasPrefix(spec, "mysql://"):
+		s, err := mysqlanalytics.Open(ctx, spec, pool)
 		if err != nil {
 			return nil, fmt.Errorf("%s: analytics: %w", sharedSetting("db", spec), err)
 		}

@@ -30,7 +30,7 @@ import (
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newFlags("serve", getenv, stderr)
 	c := addCoreFlags(f, "keys, admin key, rooms, SQLite, NATS", "rooms.json", "127.0.0.1:8090")
-	db := f.string("db", "sqlite", "booking database: sqlite (<data-dir>/usher.db), sqlite:PATH or postgres://…")
+	db := f.string("db", "sqlite", "booking database: sqlite (<data-dir>/usher.db), sqlite:PATH, postgres://… or mysql://…")
 	dbPool := f.int("db-pool", 10, "database connections at most; also the reservation consumer's concurrency")
 	broker := f.string("nats", "embedded", "message broker: embedded (NATS in this process, files in <data-dir>/nats) or nats://…")
 	natsName := f.string("nats-name", "usher", "name of this deployment's stream, consumer and bucket on NATS")

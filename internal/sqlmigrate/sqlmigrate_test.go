@@ -1,10 +1,14 @@
 package sqlmigrate_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"testing/fstest"
 
+	"usher/internal/mysqldb"
 	"usher/internal/sqlmigrate"
+	"usher/internal/testenv"
 )
 
 func TestRead(t *testing.T) {
@@ -27,5 +31,36 @@ func TestRead(t *testing.T) {
 		if _, err := sqlmigrate.Read(fsys, "m"); err == nil {
 			t.Errorf("%s: Read succeeded, want an error", name)
 		}
+	}
+}
+
+// TestMySQL: a migration whose second statement fails is an error and is
+// not recorded; the next Open, with it fixed, applies it; one already
+// recorded is not run again.
+func TestMySQL(t *testing.T) {
+	u := testenv.MySQLDatabase(t)
+	ctx := context.Background()
+	db, err := mysqldb.Open(ctx, u, 1, true, errors.New("invalid"), errors.New("unavailable"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	bad := fstest.MapFS{
+		"m/0001_a.sql": {Data: []byte("CREATE TABLE a (x INT);")},
+		"m/0002_b.sql": {Data: []byte("CREATE TABLE IF NOT EXISTS b (x INT); CREATE TABLE c (x NOTATYPE);")},
+	}
+	if err := sqlmigrate.MySQL(ctx, db, bad, "m", "mig", "usher_test_mig"); err == nil {
+		t.Fatal("a failing second statement: no error")
+	}
+	good := fstest.MapFS{
+		"m/0001_a.sql": {Data: []byte("CREATE TABLE a (x INT);")}, // would fail if run again
+		"m/0002_b.sql": {Data: []byte("CREATE TABLE IF NOT EXISTS b (x INT); CREATE TABLE c (x INT);")},
+	}
+	if err := sqlmigrate.MySQL(ctx, db, good, "m", "mig", "usher_test_mig"); err != nil {
+		t.Fatalf("after the fix: %v", err)
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM mig`).Scan(&n); err != nil || n != 2 {
+		t.Errorf("mig has %d rows (%v), want 2", n, err)
 	}
 }

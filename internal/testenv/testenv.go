@@ -50,6 +50,8 @@ func example(name string) string {
 		return "=$(scripts/cluster.sh url) after scripts/cluster.sh start"
 	case "USHER_TEST_POSTGRES":
 		return "='postgres://postgres@127.0.0.1:5432/test?sslmode=disable'"
+	case "USHER_TEST_MYSQL":
+		return "=mysql://root@127.0.0.1:3306/test"
 	case "USHER_TEST_NATS":
 		return "=nats://127.0.0.1:4222 (a server started with -js)"
 	case "USHER_TEST_NATS_CLUSTER":

@@ -3,8 +3,9 @@ package booking
 import "usher/internal/event"
 
 // OutboxEvent is an event in the outbox: written by the database in the
-// transaction that made the change (a trigger on the reservation table, in
-// the migrations), published by the relay (natsevent.Relay), then removed
+// transaction that made the change (a trigger on the reservation table in
+// SQLite and PostgreSQL; in MySQL, one statement per decided batch, since
+// its triggers run per row), published by the relay (natsevent.Relay), then removed
 // with MarkSent. Seq orders the outbox (the order of the writes).
 //
 // A decision's event: ID "<reservation id>.<status>", Type

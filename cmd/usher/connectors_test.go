@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"usher/internal/gate"
+	"usher/internal/queue"
+	"usher/internal/queue/memqueue"
 	"usher/internal/testenv"
+	"usher/internal/token"
 )
 
 // nodeBin returns the path of node, version 20 or later (the connector's
@@ -116,5 +123,131 @@ func TestConnectorNode(t *testing.T) {
 			}
 			return
 		}
+	}
+}
+
+// BenchmarkConnector measures passes checked per second on one core by the
+// Go gate and by the Node connector, on the same pass and key:
+//
+//   - verify: the signature and claims alone (token.Keyring.ParsePass;
+//     the connector's verifyPass);
+//   - middleware: a request carrying the pass through the gate to a
+//     handler (gate.Middleware, which also slides the slot in the memory
+//     store; the connector's gate.handle on a Node request, which asks
+//     nobody while the pass is in the first half of its life).
+//
+// The node sub-benchmarks run connectors/node/bench/verify.js, warmed up,
+// for b.N passes at a time and report its own timing as ns/op.
+//
+//	go test ./cmd/usher -run '^$' -bench Connector -count 5
+func BenchmarkConnector(b *testing.B) {
+	ctx := context.Background()
+	keys, err := token.LoadDir(b.TempDir(), time.Now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := queue.New(memqueue.New(), queue.Options{})
+	if err := q.PutRoom(ctx, "sale", queue.DefaultSettings()); err != nil {
+		b.Fatal(err)
+	}
+	const visitor = "0BCAJptp8EyRb1qUcaVThg"
+	if e, _, err := q.Enter(ctx, "sale", visitor); err != nil || e.Status != queue.Active {
+		b.Fatalf("enter: %+v, %v; want active at once", e, err)
+	}
+	pass, err := keys.SignPass(token.Pass{Room: "sale", Visitor: visitor, ExpiresAt: time.Now().Add(5 * time.Minute)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	input := filepath.Join(b.TempDir(), "pass.json")
+	data, _ := json.Marshal(map[string]any{"jwks": json.RawMessage(keys.JWKS()), "token": pass, "room": "sale"})
+	if err := os.WriteFile(input, data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	perSecond := func(b *testing.B) { b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "verifications/s") }
+
+	b.Run("verify/go", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := keys.ParsePass(pass, "sale"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		perSecond(b)
+	})
+	b.Run("verify/node", nodeBench(b, "verify", input))
+	b.Run("middleware/go", func(b *testing.B) {
+		g := gate.New(q, keys, gate.Options{Room: func(*http.Request) string { return "sale" }})
+		h := g.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if a, _ := gate.FromContext(r.Context()); a.Visitor != visitor {
+				b.Errorf("behind the gate: visitor %q, want %q", a.Visitor, visitor)
+			}
+		}))
+		for b.Loop() {
+			r := httptest.NewRequest("GET", "/shop/", nil)
+			r.Header.Set("Authorization", "Bearer "+pass)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != http.StatusOK {
+				b.Fatalf("gate: %d %s", w.Code, w.Body)
+			}
+		}
+		perSecond(b)
+	})
+	b.Run("middleware/node", nodeBench(b, "middleware", input))
+}
+
+// nodeBench returns the sub-benchmark of the Node connector's benchmark
+// script in mode: started once (warmed up, off the clock) on the first
+// call, then asked for b.N passes per call; it reports the script's own
+// timing of them as ns/op.
+func nodeBench(parent *testing.B, mode, input string) func(*testing.B) {
+	var next func(n int) ([]byte, error)
+	return func(b *testing.B) {
+		if next == nil {
+			b.StopTimer()
+			node := nodeBin(b)
+			script := filepath.Join(connectorsDir, "node", "bench", "verify.js")
+			cmd := exec.Command(node, script, "--serve", "--mode", mode, "--input", input)
+			cmd.Stderr = os.Stderr
+			in, err := cmd.StdinPipe()
+			if err != nil {
+				b.Fatal(err)
+			}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				b.Fatal(err)
+			}
+			parent.Cleanup(func() { in.Close(); cmd.Wait() })
+			lines := bufio.NewScanner(out)
+			next = func(n int) ([]byte, error) {
+				if n > 0 {
+					if _, err := fmt.Fprintln(in, n); err != nil {
+						return nil, err
+					}
+				}
+				if !lines.Scan() {
+					return nil, fmt.Errorf("%s exited: %v", script, lines.Err())
+				}
+				return lines.Bytes(), nil
+			}
+			if ready, err := next(0); err != nil || string(ready) != `{"ready":true}` {
+				b.Fatalf("%s: %q, %v; want it ready", script, ready, err)
+			}
+			b.StartTimer()
+		}
+		line, err := next(b.N)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var r struct {
+			NsPerOp float64 `json:"ns_per_op"`
+		}
+		if err := json.Unmarshal(line, &r); err != nil || r.NsPerOp <= 0 {
+			b.Fatalf("node bench: %q: want {\"ns_per_op\": …}", line)
+		}
+		b.ReportMetric(r.NsPerOp, "ns/op")
+		b.ReportMetric(1e9/r.NsPerOp, "verifications/s")
 	}
 }

@@ -45,10 +45,18 @@ export class KeySet {
   /**
    * ready resolves once a set is held: at once when one is (a stale one
    * starts a refresh in the background and is used meanwhile), else after
-   * the first fetch, which rejects when it fails.
+   * the first fetch, which rejects when it fails (and so does every call
+   * within a second of a failure).
    */
   ready() {
-    if (this.keys === null) return this.fetch();
+    if (this.keys === null) {
+      // Never had one: a failure within the last second is the answer,
+      // so that a usher that is down is not asked once per request.
+      if (this.inflight === null && this.lastError !== null && this.now() - this.fetchedAt < 1000) {
+        return Promise.reject(this.lastError);
+      }
+      return this.fetch();
+    }
     if (this.now() >= this.freshUntil && this.inflight === null) {
       this.fetch().catch(() => {}); // keep serving the stale set; lastError says why
     }

@@ -143,7 +143,10 @@ export class NodeGate extends Gate {
     res.writeHead(answer.statusCode, flat(pairs(answer.rawHeaders).filter(([k]) => fromUsher(k) || /^content-length$/i.test(k))));
     answer.pipe(res);
     await new Promise((resolve) => {
-      res.once("close", resolve);
+      res.once("close", () => {
+        if (!answer.complete) up.destroy(); // the client went away: so does the call
+        resolve();
+      });
       answer.once("error", (err) => {
         res.destroy(err);
         resolve();

@@ -149,3 +149,15 @@ test("KeySet: a JWKS without an Ed25519 key is refused", async () => {
   const keys = new KeySet({ load: async () => ({ jwks: { keys: [{ kty: "RSA", kid: "r", n: "x", e: "AQAB" }] } }) });
   await assert.rejects(keys.ready(), /no Ed25519 key/);
 });
+
+test("KeySet: without any set, a failure is the answer for a second", async () => {
+  const c = cache();
+  c.fail(true);
+  await assert.rejects(c.keys.ready(), /down/);
+  await assert.rejects(c.keys.ready(), /down/);
+  assert.equal(c.loads(), 1, "not asked again within the second");
+  c.tick(1000);
+  c.fail(false);
+  await c.keys.ready();
+  assert.equal(c.loads(), 2);
+});

@@ -1,11 +1,15 @@
 // Verifications per second of the Node connector, on one core:
 //
-//   node bench/verify.js [--mode verify|middleware] [--n N] [--input FILE] [--serve]
+//   node bench/verify.js [--mode verify|middleware|middleware-uncached]
+//                        [--n N] [--input FILE] [--serve]
 //
 // verify: verifyPass alone, on a pass and its key. middleware: gate.handle
 // on a Node request carrying the pass in Authorization, as Express's
 // middleware runs it (new IncomingMessage and ServerResponse each time, no
-// socket, no call to usher: the pass is in the first half of its life).
+// socket, no call to usher: the pass is in the first half of its life),
+// the same pass each time, as a visitor's page views bring it: its
+// signature is checked once. middleware-uncached: the same with every
+// signature checked (cacheSize 0).
 // FILE is JSON {jwks, token, room, now?} (now: RFC 3339; default the
 // clock); without it, the conformance table's "valid" case. Without --n it
 // runs for about a second. It prints one JSON line. With --serve it warms
@@ -47,8 +51,9 @@ if (args.mode === "verify") {
   once = () => {
     if (verifyPass(token, room, keyFor, now()).verdict !== VALID) throw new Error("the pass does not verify");
   };
-} else if (args.mode === "middleware") {
-  const gate = createGate({ url: "http://127.0.0.1:9", room, now, logger: null });
+} else if (args.mode === "middleware" || args.mode === "middleware-uncached") {
+  const cacheSize = args.mode === "middleware" ? undefined : 0;
+  const gate = createGate({ url: "http://127.0.0.1:9", room, now, logger: null, cacheSize });
   gate.keys = new KeySet({ now, load: async () => ({ jwks }) });
   const socket = new net.Socket();
   const authorization = `Bearer ${token}`;
@@ -62,7 +67,7 @@ if (args.mode === "verify") {
     if (!(await gate.handle(req, res)) || req.usher.visitor === undefined) throw new Error("the request did not pass offline");
   };
 } else {
-  throw new Error(`--mode ${args.mode}: want verify or middleware`);
+  throw new Error(`--mode ${args.mode}: want verify, middleware or middleware-uncached`);
 }
 
 async function loop(n) {

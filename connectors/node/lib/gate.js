@@ -6,7 +6,7 @@
 
 import { Client, UsherError, header } from "./client.js";
 import { KeySet, maxAgeMs } from "./keys.js";
-import { VALID, claimsOf, renewalDue, verifyPass } from "./pass.js";
+import { EXPIRED, UNKNOWN_KID, VALID, claimsOf, judgePass, openPass, renewalDue } from "./pass.js";
 
 export const PREFIX = "/_usher/";
 const AUTH_PATH = "/_usher/auth";
@@ -101,6 +101,8 @@ export class Gate {
     this.logger = o.logger === undefined ? console : o.logger;
     this.warned = new Map(); // message → last time, so that a dead usher is not logged per request
     this.quiet = new Map(); // pass → time before which it is not asked to be renewed again
+    this.cacheSize = o.cacheSize ?? 10_000;
+    this.opened = new Map(); // pass → its signed claims (openPass), oldest first
     this.stats = { offline: 0, asked: 0, renewed: 0, unavailable: 0, released: 0 };
     const jwksUrl = o.jwksUrl ?? this.client.base + JWKS_PATH;
     const jwksClient = o.jwksUrl ? new Client(o.jwksUrl, { agent: o.agent }) : this.client;
@@ -123,9 +125,25 @@ export class Gate {
    */
   async verify(token, room, nowMs = this.now()) {
     await this.keys.ready();
+    // A visitor shows the same pass on every request: its signature is
+    // checked once, while the key that signed it is still the one held;
+    // the clock and the room are judged every time.
+    const seen = this.opened.get(token);
+    if (seen !== undefined && this.keys.get(seen.kid) === seen.key) return this.judge(token, seen, room, nowMs);
     const get = (kid) => this.keys.get(kid);
-    let v = verifyPass(token, room, get, nowMs);
-    if (v.reason === "unknown kid" && (await this.keys.refetch())) v = verifyPass(token, room, get, nowMs);
+    let opened = openPass(token, get);
+    if (opened.reason === UNKNOWN_KID && (await this.keys.refetch())) opened = openPass(token, get);
+    if (opened.verdict !== undefined) return opened;
+    if (this.cacheSize > 0) {
+      if (this.opened.size >= this.cacheSize) this.opened.delete(this.opened.keys().next().value);
+      this.opened.set(token, opened);
+    }
+    return this.judge(token, opened, room, nowMs);
+  }
+
+  judge(token, opened, room, nowMs) {
+    const v = judgePass(opened, room, nowMs);
+    if (v.verdict === EXPIRED) this.opened.delete(token);
     return v;
   }
 

@@ -89,6 +89,18 @@ function seconds(v) {
  * over an expiry. reason is UNKNOWN_KID when only the key was missing.
  */
 export function verifyPass(token, room, keyFor, nowMs) {
+  const opened = openPass(token, keyFor);
+  return opened.verdict === undefined ? judgePass(opened, room, nowMs) : opened;
+}
+
+/**
+ * openPass does what verifyPass does before the clock and the room count:
+ * decoding and the signature, the costly part. It returns {verdict, reason}
+ * for a token that is invalid whatever the room and time, or the signed
+ * claims {kid, key, iss, sub, auds, exp, nbf, iat} for judgePass, which a
+ * cache may keep while keyFor(kid) still gives key.
+ */
+export function openPass(token, keyFor) {
   if (typeof token !== "string" || token.length > MAX_TOKEN_BYTES) return invalid("malformed");
   const first = token.indexOf(".");
   const second = token.indexOf(".", first + 1);
@@ -127,18 +139,22 @@ export function verifyPass(token, room, keyFor, nowMs) {
     }
   }
   if (!ok) return invalid("signature");
+  return { kid: header.kid, key, iss, sub, auds, exp, nbf, iat };
+}
 
-  if (exp === undefined || (nbf !== undefined && nowMs < nbf * 1000)) return invalid("claims");
-  if (iss !== ISSUER || typeof sub !== "string" || sub === "") return invalid("claims");
-  if (auds.length === 0 || (auds.length === 1 && auds[0] === "")) return invalid("claims");
-  if (!auds.includes(room)) return { verdict: WRONG_ROOM };
-  if (!(nowMs < exp * 1000)) return { verdict: EXPIRED };
+/** judgePass gives the verdict on claims openPass returned, for room at nowMs. */
+export function judgePass(c, room, nowMs) {
+  if (c.exp === undefined || (c.nbf !== undefined && nowMs < c.nbf * 1000)) return invalid("claims");
+  if (c.iss !== ISSUER || typeof c.sub !== "string" || c.sub === "") return invalid("claims");
+  if (c.auds.length === 0 || (c.auds.length === 1 && c.auds[0] === "")) return invalid("claims");
+  if (!c.auds.includes(room)) return { verdict: WRONG_ROOM };
+  if (!(nowMs < c.exp * 1000)) return { verdict: EXPIRED };
   return {
     verdict: VALID,
-    visitor: sub,
+    visitor: c.sub,
     room,
-    expiresAt: new Date(exp * 1000),
-    issuedAt: iat === undefined ? null : new Date(iat * 1000),
+    expiresAt: new Date(c.exp * 1000),
+    issuedAt: c.iat === undefined ? null : new Date(c.iat * 1000),
   };
 }
 

@@ -44,12 +44,29 @@ for (const c of table.cases) {
     }
     if (c.jwks_refetched) assert.equal(fetches(), 2, "a kid the first JWKS lacks fetches it again, once");
     else assert.equal(fetches(), 1, "a kid the JWKS holds needs no second fetch");
+    const again = await gate.verify(c.token, c.room);
+    assert.deepEqual(again, got, "the second time, from the cache of checked signatures");
 
     // verifyPass alone, with the JWKS the verifier ends with.
     const keys = keysFromJwks(c.jwks_refetched ?? c.jwks);
     assert.equal(verifyPass(c.token, c.room, (kid) => keys.get(kid), Date.parse(c.now)).verdict, c.verdict);
   });
 }
+
+test("the cache judges the clock and the room every time, and forgets a key that left", async () => {
+  const c = table.cases.find((v) => v.name === "valid");
+  const { gate } = gateFor(c);
+  const now = Date.parse(c.now);
+  assert.equal((await gate.verify(c.token, "sale", now)).verdict, VALID);
+  assert.equal(gate.opened.size, 1);
+  assert.equal((await gate.verify(c.token, "other", now)).verdict, "token_wrong_room");
+  assert.equal((await gate.verify(c.token, "sale", Date.parse(c.expires_at))).verdict, "token_expired");
+  assert.equal(gate.opened.size, 0, "an expired pass is forgotten");
+  await gate.verify(c.token, "sale", now);
+  gate.keys.keys = keysFromJwks({ keys: [] }); // the key retired: the set no longer holds it
+  gate.keys.refetchAfterMs = Infinity;
+  assert.equal((await gate.verify(c.token, "sale", now)).verdict, "token_invalid");
+});
 
 test("a kid the first JWKS lacks is invalid without the refetch", () => {
   const c = table.cases.find((v) => v.name === "rotated_key");

@@ -99,7 +99,7 @@ export class Gate {
     this.failOpen = o.failOpen === true;
     this.clientIp = o.clientIp ?? defaultClientIp;
     this.logger = o.logger === undefined ? console : o.logger;
-    this.warned = new Map(); // message → last time, so that a dead usher is not logged per request
+    this.warned = new Map(); // kind of warning → when last logged
     this.quiet = new Map(); // pass → time before which it is not asked to be renewed again
     this.cacheSize = o.cacheSize ?? 10_000;
     this.opened = new Map(); // pass → its signed claims (openPass), oldest first

@@ -1,0 +1,276 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"usher/internal/gate"
+	"usher/internal/queue"
+	"usher/internal/queue/memqueue"
+	"usher/internal/testenv"
+	"usher/internal/token"
+)
+
+// nodeBin returns the path of node, version 20 or later (the connector's
+// own crypto and test runner). It skips without one, and fails under CI.
+func nodeBin(tb testing.TB) string {
+	tb.Helper()
+	const enable = "install Node.js 20 or later (nodesource's nodejs package)"
+	bin, err := exec.LookPath("node")
+	if err != nil {
+		testenv.Skip(tb, "node", enable)
+	}
+	out, err := exec.Command(bin, "--version").Output()
+	m := regexp.MustCompile(`^v(\d+)\.`).FindSubmatch(out)
+	if err != nil || m == nil {
+		tb.Fatalf("node --version: %q, %v", out, err)
+	}
+	if major, _ := strconv.Atoi(string(m[1])); major < 20 {
+		testenv.Skip(tb, "node", enable+" (found "+string(bytes.TrimSpace(out))+")")
+	}
+	return bin
+}
+
+// connectorsDir is the connectors' directory, from this package's.
+var connectorsDir = filepath.Join("..", "..", "connectors")
+
+// TestConnectorNode runs the Node connector's tests (node --test
+// connectors/node: the conformance vectors, and test/usher.test.js
+// against a live usher) with a usher auth built from this tree. The Node
+// test finds it in USHER_TEST_URL, its admin listener in
+// USHER_TEST_ADMIN_URL and USHER_TEST_ADMIN_KEY, and asks for a key
+// rotation at USHER_TEST_CONTROL: POST /rotate stages a new key (usher
+// keys rotate, active at once) and restarts usher auth on the same
+// addresses, as an operator does, and answers 204 once it serves again.
+func TestConnectorNode(t *testing.T) {
+	t.Parallel()
+	node := nodeBin(t)
+	dir := testenv.DataDir(t)
+	const adminKey = "connector-test-admin-key-0123456789"
+	addr, adminAddr := "127.0.0.1:"+freePort(t), "127.0.0.1:"+freePort(t)
+	args := []string{"--data-dir", dir, "--addr", addr, "--admin-addr", adminAddr, "--admin-key", adminKey,
+		"--insecure-cookies", "--room", "sale", "--route", "/brief/=brief"}
+	in := startAuth(t, args...)
+
+	rotations := make(chan chan error)
+	control := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/rotate" {
+			http.NotFound(w, r)
+			return
+		}
+		done := make(chan error, 1)
+		rotations <- done
+		if err := <-done; err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer control.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=tap", filepath.Join(connectorsDir, "node"))
+	cmd.Env = append(os.Environ(),
+		"USHER_TEST_URL="+in.base,
+		"USHER_TEST_ADMIN_URL=http://"+adminAddr,
+		"USHER_TEST_ADMIN_KEY="+adminKey,
+		"USHER_TEST_CONTROL="+control.URL,
+	)
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	for {
+		select {
+		case done := <-rotations:
+			// On the test's goroutine: startAuth may fail the test.
+			var buf bytes.Buffer
+			err := run(ctx, []string{"keys", "rotate", "--data-dir", dir}, func(string) string { return "" }, &buf, io.Discard)
+			if err == nil {
+				t.Logf("rotate: %s", bytes.TrimSpace(buf.Bytes()))
+				in.stop()
+				in = startAuth(t, args...)
+			}
+			done <- err
+		case err := <-exited:
+			if err != nil {
+				t.Fatalf("node --test connectors/node: %v\n%s", err, out.String())
+			}
+			for _, want := range []string{"# fail 0", "# skipped 0", "# cancelled 0"} {
+				if !bytes.Contains([]byte(out.String()), []byte(want)) {
+					t.Errorf("node --test connectors/node: no %q in its report:\n%s", want, out.String())
+				}
+			}
+			if testing.Verbose() {
+				t.Log(out.String())
+			}
+			return
+		}
+	}
+}
+
+// BenchmarkConnector measures passes checked per second on one core by the
+// Go gate and by the Node connector, on the same pass and key:
+//
+//   - verify: the signature and claims alone (token.Keyring.ParsePass;
+//     the connector's verifyPass);
+//   - middleware: a request carrying the pass through the gate to a
+//     handler (gate.Middleware, which also slides the slot in the memory
+//     store; the connector's gate.handle on a Node request, which asks
+//     nobody while the pass is in the first half of its life and checks a
+//     pass's signature once: middleware-uncached checks it every time).
+//
+// The node sub-benchmarks run connectors/node/bench/verify.js, warmed up,
+// for b.N passes at a time and report its own timing as ns/op.
+//
+//	go test ./cmd/usher -run '^$' -bench Connector -count 5
+func BenchmarkConnector(b *testing.B) {
+	ctx := context.Background()
+	keys, err := token.LoadDir(b.TempDir(), time.Now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := queue.New(memqueue.New(), queue.Options{})
+	if err := q.PutRoom(ctx, "sale", queue.DefaultSettings()); err != nil {
+		b.Fatal(err)
+	}
+	const visitor = "0BCAJptp8EyRb1qUcaVThg"
+	if e, _, err := q.Enter(ctx, "sale", visitor); err != nil || e.Status != queue.Active {
+		b.Fatalf("enter: %+v, %v; want active at once", e, err)
+	}
+	pass, err := keys.SignPass(token.Pass{Room: "sale", Visitor: visitor, ExpiresAt: time.Now().Add(5 * time.Minute)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	input := filepath.Join(b.TempDir(), "pass.json")
+	data, _ := json.Marshal(map[string]any{"jwks": json.RawMessage(keys.JWKS()), "token": pass, "room": "sale"})
+	if err := os.WriteFile(input, data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	// loop runs one pass through b.Loop and reports, besides ns/op, the
+	// process's CPU time per pass (less noisy on a busy machine) and passes
+	// per second.
+	loop := func(b *testing.B, one func()) {
+		cpu := cpuTime()
+		for b.Loop() {
+			one()
+		}
+		b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "verifications/s")
+	}
+
+	b.Run("verify/go", func(b *testing.B) {
+		loop(b, func() {
+			if _, err := keys.ParsePass(pass, "sale"); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	b.Run("verify/node", nodeBench(b, "verify", input))
+	b.Run("middleware/go", func(b *testing.B) {
+		g := gate.New(q, keys, gate.Options{Room: func(*http.Request) string { return "sale" }})
+		h := g.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if a, _ := gate.FromContext(r.Context()); a.Visitor != visitor {
+				b.Errorf("behind the gate: visitor %q, want %q", a.Visitor, visitor)
+			}
+		}))
+		loop(b, func() {
+			r := httptest.NewRequest("GET", "/shop/", nil)
+			r.Header.Set("Authorization", "Bearer "+pass)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != http.StatusOK {
+				b.Fatalf("gate: %d %s", w.Code, w.Body)
+			}
+		})
+	})
+	b.Run("middleware/node", nodeBench(b, "middleware", input))
+	b.Run("middleware-uncached/node", nodeBench(b, "middleware-uncached", input))
+}
+
+// nodeBench returns the sub-benchmark of the Node connector's benchmark
+// script in mode: started once (warmed up, off the clock) on the first
+// call, then asked for b.N passes per call; it reports the script's own
+// timing of them as ns/op.
+func nodeBench(parent *testing.B, mode, input string) func(*testing.B) {
+	var next func(n int) ([]byte, error)
+	return func(b *testing.B) {
+		if next == nil {
+			b.StopTimer()
+			node := nodeBin(b)
+			script := filepath.Join(connectorsDir, "node", "bench", "verify.js")
+			cmd := exec.Command(node, script, "--serve", "--mode", mode, "--input", input)
+			cmd.Stderr = os.Stderr
+			in, err := cmd.StdinPipe()
+			if err != nil {
+				b.Fatal(err)
+			}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				b.Fatal(err)
+			}
+			parent.Cleanup(func() { in.Close(); cmd.Wait() })
+			lines := bufio.NewScanner(out)
+			next = func(n int) ([]byte, error) {
+				if n > 0 {
+					if _, err := fmt.Fprintln(in, n); err != nil {
+						return nil, err
+					}
+				}
+				if !lines.Scan() {
+					return nil, fmt.Errorf("%s exited: %v", script, lines.Err())
+				}
+				return lines.Bytes(), nil
+			}
+			if ready, err := next(0); err != nil || string(ready) != `{"ready":true}` {
+				b.Fatalf("%s: %q, %v; want it ready", script, ready, err)
+			}
+			b.StartTimer()
+		}
+		line, err := next(b.N)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var r struct {
+			NsPerOp    float64 `json:"ns_per_op"`
+			CPUNsPerOp float64 `json:"cpu_ns_per_op"`
+		}
+		if err := json.Unmarshal(line, &r); err != nil || r.NsPerOp <= 0 {
+			b.Fatalf("node bench: %q: want {\"ns_per_op\": …}", line)
+		}
+		b.ReportMetric(r.NsPerOp, "ns/op")
+		b.ReportMetric(r.CPUNsPerOp, "cpu-ns/op")
+		b.ReportMetric(1e9/r.NsPerOp, "verifications/s")
+	}
+}
+
+// cpuTime is the CPU time the process has used, user and system, in
+// nanoseconds (0 if it cannot be read).
+func cpuTime() int64 {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return u.Utime.Nano() + u.Stime.Nano()
+}

@@ -10,7 +10,7 @@ import (
 
 func TestNegotiate(t *testing.T) {
 	t.Parallel()
-	long := strings.Repeat("fr;q=0.9, ", 200) + "ko" // past maxAcceptLanguage
+	long := strings.Repeat("ru;q=0.9, ", 200) + "ko" // past maxAcceptLanguage
 	many := strings.Repeat("x, ", maxLangEntries) + "ko"
 	for _, c := range []struct {
 		header   string
@@ -22,9 +22,9 @@ func TestNegotiate(t *testing.T) {
 		{"ko", "en", "ko"},
 		{"ko-KR,ko;q=0.9,en-US;q=0.8,en;q=0.7", "en", "ko"}, // Chrome in Korea
 		{"en-US,en;q=0.9,ko;q=0.8", "en", "en"},
-		{"fr-FR, de", "en", "en"},                  // none shipped: the fallback
-		{"fr-FR, de", "ko", "ko"},                  // another fallback
-		{"fr, ko;q=0.5, en;q=0.4", "en", "ko"},     // the best shipped one
+		{"ru-RU, sw", "en", "en"},                  // none shipped: the fallback
+		{"ru-RU, sw", "ko", "ko"},                  // another fallback
+		{"ru, ko;q=0.5, en;q=0.4", "en", "ko"},     // the best shipped one
 		{"en;q=0.5, ko;q=0.8", "en", "ko"},         // q, not order
 		{"ko;q=0.8, en;q=0.8", "en", "ko"},         // a tie: the earlier
 		{"KO-kr", "en", "ko"},                      // case-insensitive
@@ -52,7 +52,7 @@ func TestNegotiate(t *testing.T) {
 		}
 	}
 	// Several header lines count as one list.
-	if got := negotiate([]string{"fr", "ko;q=0.5"}, Languages, "en"); got != "ko" {
+	if got := negotiate([]string{"ru", "ko;q=0.5"}, Languages, "en"); got != "ko" {
 		t.Errorf("two Accept-Language lines: %s, want ko", got)
 	}
 }
@@ -79,6 +79,8 @@ func TestParseLang(t *testing.T) {
 		{"auto", langPolicy{fallback: "en"}},
 		{"auto:ko", langPolicy{fallback: "ko"}},
 		{"auto:en", langPolicy{fallback: "en"}},
+		{"auto:zh-Hant", langPolicy{fallback: "zh-Hant"}},
+		{"ja", langPolicy{forced: "ja"}},
 		{"en", langPolicy{forced: "en"}},
 		{"ko", langPolicy{forced: "ko"}},
 	} {
@@ -86,7 +88,7 @@ func TestParseLang(t *testing.T) {
 			t.Errorf("parseLang(%q) = %+v, %v; want %+v", c.in, got, err, c.want)
 		}
 	}
-	for _, in := range []string{"fr", "auto:", "auto:fr", "autoko", "KO", "auto:ko:en"} {
+	for _, in := range []string{"ru", "auto:", "auto:ru", "autoko", "KO", "zh", "zh-hans", "auto:ko:en"} {
 		if _, err := parseLang(in); err == nil || !strings.Contains(err.Error(), "en, ko") {
 			t.Errorf("parseLang(%q): err = %v, want the choices", in, err)
 		}
@@ -105,7 +107,11 @@ func TestWaitingPageLanguage(t *testing.T) {
 	}{
 		{"ko-KR,ko;q=0.9,en-US;q=0.8", "ko", "대기 중입니다"},
 		{"en-US,en;q=0.9", "en", "You are in line"},
-		{"fr-FR", "en", "You are in line"},
+		{"fr-FR", "fr", "Vous êtes dans la file d’attente"},
+		{"zh-TW,zh;q=0.9", "zh-Hant", "您正在排隊"},
+		{"zh-CN,zh;q=0.9", "zh-Hans", "您正在排队"},
+		{"pt-BR", "pt", "Você está na fila"},
+		{"ru-RU", "en", "You are in line"},
 		{"", "en", "You are in line"},
 	} {
 		h := map[string]string{}
@@ -115,7 +121,7 @@ func TestWaitingPageLanguage(t *testing.T) {
 		b := browser(t)
 		do(t, b, "GET", e.url+"/shop", h)
 		res := do(t, b, "GET", e.url+"/shop", h)
-		if res.status != http.StatusTooManyRequests || !strings.Contains(res.body, `<html lang="`+c.lang+`">`) || !strings.Contains(res.body, c.want) {
+		if res.status != http.StatusTooManyRequests || !strings.Contains(res.body, `<html lang="`+c.lang+`" dir="ltr">`) || !strings.Contains(res.body, c.want) {
 			t.Errorf("Accept-Language %q: %d, want the %s page with %q:\n%.400s", c.accept, res.status, c.lang, c.want, res.body)
 		}
 		if got := res.header.Values("Vary"); !slices.Contains(got, "Accept-Language") {
@@ -132,7 +138,7 @@ func TestWaitingPageLanguage(t *testing.T) {
 	b := browser(t)
 	do(t, b, "GET", forced.url+"/shop", h)
 	res := do(t, b, "GET", forced.url+"/shop", h)
-	if !strings.Contains(res.body, `<html lang="en">`) || slices.Contains(res.header.Values("Vary"), "Accept-Language") {
+	if !strings.Contains(res.body, `<html lang="en" dir="ltr">`) || slices.Contains(res.header.Values("Vary"), "Accept-Language") {
 		t.Errorf("--lang en, a Korean browser: Vary %v, want the English page without Vary: Accept-Language:\n%.300s", res.header.Values("Vary"), res.body)
 	}
 }

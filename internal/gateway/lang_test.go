@@ -338,3 +338,15 @@ func TestLangChooser(t *testing.T) {
 		t.Errorf("--lang de with usher_lang=ja: want the German page without language links:\n%.300s", page.body)
 	}
 }
+
+// TestAuthServesLang: behind nginx or Caddy the language links go to usher
+// auth, which answers them as the proxy does.
+func TestAuthServesLang(t *testing.T) {
+	t.Parallel()
+	e := newAuthEnv(t, Rules{})
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res := do(t, noFollow, "GET", e.url+LangPath+"?lang=th&to=%2Fshop", nil)
+	if res.status != http.StatusSeeOther || res.header.Get("Location") != "/shop" || !strings.Contains(res.header.Get("Set-Cookie"), "usher_lang=th;") {
+		t.Errorf("usher auth, choose th: %d Location %q Set-Cookie %q", res.status, res.header.Get("Location"), res.header.Get("Set-Cookie"))
+	}
+}

@@ -219,7 +219,9 @@ func (p *core) render(w http.ResponseWriter, r *http.Request, v verdict) {
 		if asJSON {
 			if v.entry.State == wire.StateWaiting {
 				t := p.textFor(r)
-				v.entry.AheadText = aheadText(t, v.entry.Ahead)
+				if v.entry.Position > 0 { // not in the pre-queue before the draw
+					v.entry.AheadText = aheadText(t, v.entry.Ahead)
+				}
 				if v.entry.OpensAt == nil {
 					v.entry.ETAText = entryETA(t, v.entry)
 				}

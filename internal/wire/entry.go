@@ -30,7 +30,8 @@ type Entry struct {
 	// shows the server's wording rather than composing its own.
 	ETAText string `json:"eta_text,omitempty"`
 	// AheadText is Ahead in words ("3 people ahead of you"), in the
-	// plural form of the waiting page's language; set as ETAText is.
+	// plural form of the waiting page's language; set by the edges as
+	// ETAText is, for a place in line (Position > 0).
 	AheadText string `json:"ahead_text,omitempty"`
 	// PollAfterMS is when to poll again, with jitter already applied; 0 when
 	// polling cannot change the answer (admitted, or the place is gone).

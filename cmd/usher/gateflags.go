@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"usher/internal/gateway"
@@ -31,7 +32,7 @@ func addGateFlags(f *flags, edge string) gateFlags {
 		room:            f.string("room", "sale", "room of paths no --route maps"),
 		gates:           f.stringList("gate", "gated path pattern, repeatable (default /: everything); longest pattern wins"),
 		opens:           f.stringList("open", "always-open path pattern, repeatable, such as /static/ or /healthz"),
-		lang:            f.string("lang", gateway.LangAuto, "waiting page language: auto (each visitor's Accept-Language, English fallback), auto:ko (Korean fallback), or en / ko for every visitor"),
+		lang:            f.string("lang", gateway.LangAuto, "waiting page language: auto (each visitor's choice or Accept-Language, English fallback), auto:<lang> (another fallback), or one language for every visitor: "+strings.Join(gateway.Languages, ", ")),
 		waitingTemplate: f.string("waiting-template", "", "operator's html/template for the waiting page (see docs/proxy.md)"),
 		routes:          f.stringList("route", "path prefix → room, repeatable, such as /concert-a/=room-a; longest prefix wins"),
 		conns:           addConnFlags(f, 10*time.Second),

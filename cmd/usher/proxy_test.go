@@ -123,7 +123,7 @@ func TestProxyBadSettings(t *testing.T) {
 		"bad route":     {"--origin", "http://127.0.0.1:1", "--route", "/a/"},
 		"reserved path": {"--origin", "http://127.0.0.1:1", "--open", "/_usher/x"},
 		"bad room":      {"--origin", "http://127.0.0.1:1", "--room", "Sale!"},
-		"bad lang":      {"--origin", "http://127.0.0.1:1", "--lang", "fr"},
+		"bad lang":      {"--origin", "http://127.0.0.1:1", "--lang", "ru"},
 		"no template":   {"--origin", "http://127.0.0.1:1", "--waiting-template", "/nonexistent/waiting.html"},
 		"bad bypass":    {"--origin", "http://127.0.0.1:1", "--bypass-cidr", "10.0.0.0/33"},
 		"twice bypass":  {"--origin", "http://127.0.0.1:1", "--bypass-cidr", "10.0.0.0/8", "--bypass-cidr", "10.1.0.0/8"},

@@ -217,8 +217,14 @@ func (p *core) render(w http.ResponseWriter, r *http.Request, v verdict) {
 		retry := max(1, int(math.Ceil(float64(v.entry.PollAfterMS)/1000)))
 		w.Header().Set("Retry-After", strconv.Itoa(retry))
 		if asJSON {
-			if v.entry.State == wire.StateWaiting && v.entry.OpensAt == nil {
-				v.entry.ETAText = entryETA(p.textFor(r), v.entry)
+			if v.entry.State == wire.StateWaiting {
+				t := p.textFor(r)
+				if v.entry.Position > 0 { // not in the pre-queue before the draw
+					v.entry.AheadText = aheadText(t, v.entry.Ahead)
+				}
+				if v.entry.OpensAt == nil {
+					v.entry.ETAText = entryETA(t, v.entry)
+				}
 			}
 			writeEntry(w, http.StatusTooManyRequests, v.entry)
 			return

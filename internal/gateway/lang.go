@@ -3,24 +3,41 @@ package gateway
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"golang.org/x/text/feature/plural"
+	"golang.org/x/text/language"
+
+	"usher/internal/canon"
+	"usher/internal/wire"
 )
 
 // The waiting page's language. Config.Lang is one of:
 //
-//   - "auto" (or ""): each visitor's Accept-Language picks a shipped text
-//     set; English when it names none of them.
+//   - "auto" (or ""): each visitor's choice (the LangCookie set by the
+//     page's language links), else its Accept-Language, picks a shipped
+//     text set; English when neither names one.
 //   - "auto:ko" (auto:<lang>): the same, with another fallback.
-//   - "en", "ko": that language for everyone, whatever the browser asks (the
-//     one-language-per-proxy behaviour of earlier versions).
+//   - "en", "ko", …: that language for everyone, whatever the browser asks;
+//     the page then shows no language links.
 //
-// Only the waiting page's own texts change; the plain error pages and the
-// JSON answers are English.
+// The waiting page's texts and the JSON answers' eta_text and ahead_text
+// change; the plain error pages are English.
 
 // LangAuto is the prefix of the negotiated language settings.
 const LangAuto = "auto"
+
+// LangPath is where the waiting page's language links go: GET
+// ?lang=<language>&to=<path> sets the LangCookie and sends the browser back
+// to the path (same-origin only).
+const LangPath = Prefix + "lang"
+
+// langCookieAge is how long a browser keeps its chosen language.
+const langCookieAge = 365 * 24 * time.Hour
 
 // langPolicy is a parsed Config.Lang.
 type langPolicy struct {
@@ -58,21 +75,71 @@ const (
 // textFor returns the texts of r's waiting page.
 func (p *core) textFor(r *http.Request) Text { return p.texts[p.lang.pick(r)] }
 
-// pick returns the language of r's page.
+// pick returns the language of r's page: the forced one, else the
+// visitor's choice (a LangCookie naming a shipped language; any other
+// value is ignored), else Accept-Language's.
 func (lp langPolicy) pick(r *http.Request) string {
 	if lp.forced != "" {
 		return lp.forced
 	}
+	if c, err := r.Cookie(wire.LangCookie); err == nil && slices.Contains(Languages, c.Value) {
+		return c.Value
+	}
 	return negotiate(r.Header.Values("Accept-Language"), Languages, lp.fallback)
+}
+
+// langChoices are the page's language links, back to back (the page's
+// own language marked), or none when the language is forced.
+func (p *core) langChoices(current, back string) []LangChoice {
+	if p.lang.forced != "" {
+		return nil
+	}
+	cs := make([]LangChoice, len(Languages))
+	for i, l := range Languages {
+		q := url.Values{"lang": {l}, "to": {back}}
+		cs[i] = LangChoice{Lang: l, Name: p.texts[l].Name, URL: LangPath + "?" + q.Encode(), Current: l == current}
+	}
+	return cs
+}
+
+// LangChoice is one of the waiting page's language links.
+type LangChoice struct {
+	Lang, Name string // the language and its own name for itself ("日本語")
+	URL        string // LangPath with the language and the way back
+	Current    bool   // the page's language
+}
+
+// serveLang serves LangPath: a shipped language sets the LangCookie and
+// sends the browser back (303) to the same-origin path in "to"; anything
+// else is refused (400), with no cookie.
+func (p *core) serveLang(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		p.plainPage(w, http.StatusMethodNotAllowed, "Only GET chooses a language.")
+		return
+	}
+	q := r.URL.Query()
+	l := q.Get("lang")
+	if !slices.Contains(Languages, l) {
+		p.plainPage(w, http.StatusBadRequest, "Unknown language; choose one of "+strings.Join(Languages, ", ")+".")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: wire.LangCookie, Value: l, Path: "/", MaxAge: int(langCookieAge.Seconds()),
+		HttpOnly: true, Secure: p.secure, SameSite: http.SameSiteLaxMode,
+	})
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Location", canon.Return(q.Get("to")))
+	w.WriteHeader(http.StatusSeeOther)
 }
 
 // negotiate picks from supported the language that the Accept-Language
 // header values prefer (RFC 9110 §12.5.4): the highest q-value, the
-// earliest on a tie; a tag matches a language by its primary subtag (ko-KR
-// is ko); "*" stands for fallback, or for the first supported language not
-// refused when fallback has q=0. A language refused with q=0 is never
-// picked by a wildcard. Malformed entries are skipped; no match is
-// fallback.
+// earliest on a tie; a tag matches a language as shippedFor says (ko-KR is
+// ko, zh-TW is zh-Hant); "*" stands for fallback, or for the first
+// supported language not refused when fallback has q=0. A language refused
+// with q=0 is never picked by a wildcard. Malformed entries are skipped; no
+// match is fallback.
 func negotiate(values []string, supported []string, fallback string) string {
 	header := strings.Join(values, ",")
 	if len(header) > maxAcceptLanguage {
@@ -103,16 +170,16 @@ func negotiate(values []string, supported []string, fallback string) string {
 			wildQ = max(wildQ, q)
 			continue
 		}
-		primary, _, _ := strings.Cut(tag, "-")
-		if !slices.Contains(supported, primary) {
+		l := shippedFor(tag, supported)
+		if l == "" {
 			continue
 		}
 		if q == 0 {
-			refused[primary] = true
+			refused[l] = true
 			continue
 		}
 		if q > bestQ {
-			best, bestQ = primary, q
+			best, bestQ = l, q
 		}
 	}
 	if wildQ > bestQ {
@@ -129,6 +196,44 @@ func negotiate(values []string, supported []string, fallback string) string {
 		return fallback
 	}
 	return best
+}
+
+// shippedFor returns the language of supported that a lower-case tag
+// reads, or "": the one it names whole (zh-hans), else by its primary
+// subtag (pt-br is pt, and "in", Indonesian's old code, is id). Chinese
+// goes by script: zh-Hant for a Hant script subtag or the regions that
+// write it (TW, HK, MO) and for Cantonese (yue), zh-Hans otherwise
+// (zh, zh-CN, zh-SG).
+func shippedFor(tag string, supported []string) string {
+	find := func(l string) string {
+		for _, s := range supported {
+			if strings.EqualFold(s, l) {
+				return s
+			}
+		}
+		return ""
+	}
+	if l := find(tag); l != "" {
+		return l
+	}
+	primary, rest, _ := strings.Cut(tag, "-")
+	switch primary {
+	case "in":
+		primary = "id"
+	case "yue":
+		return find("zh-Hant")
+	case "zh":
+		for sub := range strings.SplitSeq(rest, "-") {
+			switch sub {
+			case "hant", "tw", "hk", "mo":
+				return find("zh-Hant")
+			case "hans":
+				return find("zh-Hans")
+			}
+		}
+		return find("zh-Hans")
+	}
+	return find(primary)
 }
 
 // parseLangEntry parses one "tag;q=0.8" of Accept-Language. The tag is
@@ -188,4 +293,99 @@ func parseQ(s string) (float64, bool) {
 		return 0, false
 	}
 	return q, true
+}
+
+// Plural is a text with a count, in the plural forms of its language
+// (CLDR cardinal rules, golang.org/x/text/feature/plural): a text set gives
+// exactly the forms its language uses for the counts the text can show
+// (English "one" and "other"; Korean only "other").
+type Plural struct {
+	Zero  string `json:"zero,omitempty"`
+	One   string `json:"one,omitempty"`
+	Two   string `json:"two,omitempty"`
+	Few   string `json:"few,omitempty"`
+	Many  string `json:"many,omitempty"`
+	Other string `json:"other,omitempty"`
+}
+
+// form returns the text of form f ("" when not given).
+func (p Plural) form(f plural.Form) string {
+	switch f {
+	case plural.Zero:
+		return p.Zero
+	case plural.One:
+		return p.One
+	case plural.Two:
+		return p.Two
+	case plural.Few:
+		return p.Few
+	case plural.Many:
+		return p.Many
+	}
+	return p.Other
+}
+
+var pluralForms = []struct {
+	form plural.Form
+	name string
+}{
+	{plural.Zero, "zero"}, {plural.One, "one"}, {plural.Two, "two"},
+	{plural.Few, "few"}, {plural.Many, "many"}, {plural.Other, "other"},
+}
+
+// count returns p's text for the count n in t's language, formatted with
+// args (n itself when none are given).
+func (t Text) count(p Plural, n int64, args ...any) string {
+	f := p.form(pluralForm(t.tag, n))
+	if f == "" {
+		f = p.Other
+	}
+	if len(args) == 0 {
+		args = []any{n}
+	}
+	return fmt.Sprintf(f, args...)
+}
+
+// pluralForm is the CLDR cardinal form of the whole number n in lang.
+func pluralForm(lang language.Tag, n int64) plural.Form {
+	if n < 0 {
+		n = -n
+	}
+	return plural.Cardinal.MatchPlural(lang, int(n), 0, 0, 0, 0)
+}
+
+// formsUsed lists the plural forms lang uses for whole counts from min on:
+// those a text set must give for a count that is never below min.
+func formsUsed(lang language.Tag, min int64) []string {
+	seen := map[plural.Form]bool{}
+	probe := func(n int64) {
+		if n >= min {
+			seen[pluralForm(lang, n)] = true
+		}
+	}
+	for n := int64(0); n <= 1100; n++ {
+		probe(n)
+	}
+	for k := int64(1); k <= 20; k++ {
+		probe(k * 1_000_000)
+		probe(k*1_000_000 + 1)
+	}
+	var names []string
+	for _, f := range pluralForms {
+		if seen[f.form] {
+			names = append(names, f.name)
+		}
+	}
+	return names
+}
+
+// formsGiven lists the forms p gives.
+func (p Plural) formsGiven() []string {
+	var names []string
+	for _, f := range pluralForms {
+		if p.form(f.form) != "" {
+			names = append(names, f.name)
+		}
+	}
+	return names
 }

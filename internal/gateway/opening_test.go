@@ -40,7 +40,7 @@ func TestPreQueuePage(t *testing.T) {
 	res = do(t, b, "GET", e.url+"/shop", map[string]string{"Accept": "application/json"})
 	var got wire.Entry
 	if err := json.Unmarshal([]byte(res.body), &got); err != nil || res.status != 429 || got.RoomState != "pre_queue" ||
-		got.Position != 0 || got.OpensAt == nil || !got.OpensAt.Equal(set.OpensAt) || got.Ticket != "" {
+		got.Position != 0 || got.OpensAt == nil || !got.OpensAt.Equal(set.OpensAt) || got.Ticket != "" || got.AheadText != "" || got.ETAText != "" {
 		t.Fatalf("JSON in the pre-queue: %d %s", res.status, res.body)
 	}
 

@@ -9,8 +9,11 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/text/language"
 
 	"usher/internal/pow"
 	"usher/internal/wire"
@@ -33,21 +36,26 @@ const (
 	StateFull      = "full"
 )
 
-// Languages lists the shipped text sets.
-var Languages = []string{"en", "ko"}
+// Languages lists the shipped text sets, by BCP 47 tag.
+var Languages = []string{"en", "ko", "ja", "zh-Hans", "zh-Hant", "es", "fr", "de", "pt", "vi", "th", "id"}
 
 // Text is one language's texts of the waiting page (page/text/<lang>.json).
-// Fields with %d are fmt formats.
+// Fields with %d or %s are fmt formats. A Plural's `plural` tag is the
+// least count it shows: the set gives the forms its language uses from
+// there on (eta_range is picked by its upper bound, which CLDR's plural
+// ranges give for every shipped language).
 type Text struct {
 	Lang         string `json:"lang"`
+	Dir          string `json:"dir"`      // ltr or rtl
+	Name         string `json:"name"`     // the language's own name for itself
+	Language     string `json:"language"` // the language links' label
 	Title        string `json:"title"`
 	Position     string `json:"position"`
-	AheadOne     string `json:"ahead_one"`
-	AheadMany    string `json:"ahead_many"`
+	Ahead        Plural `json:"ahead" plural:"0"`
 	ETA          string `json:"eta"`
 	ETALess      string `json:"eta_less"`
-	ETAAbout     string `json:"eta_about"`
-	ETARange     string `json:"eta_range"`
+	ETAAbout     Plural `json:"eta_about" plural:"1"`
+	ETARange     Plural `json:"eta_range" plural:"2"` // low, high
 	Progress     string `json:"progress"`
 	Updated      string `json:"updated"`
 	Keep         string `json:"keep"`
@@ -87,6 +95,8 @@ type Text struct {
 	Sound     string `json:"sound"`
 	Notify    string `json:"notify"`
 	NotifyOn  string `json:"notify_on"`
+
+	tag language.Tag // Lang, for the plural rules
 }
 
 // loadText reads the shipped text set of lang ("" is en).
@@ -101,17 +111,43 @@ func loadText(lang string) (Text, error) {
 	if err != nil {
 		return Text{}, err
 	}
+	return parseText(lang, b)
+}
+
+// parseText parses and checks the text set of lang.
+func parseText(lang string, b []byte) (Text, error) {
 	var t Text
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&t); err != nil {
 		return Text{}, fmt.Errorf("text set %s: %w", lang, err)
 	}
-	// Every text is needed: a missing translation fails at start.
+	if t.Lang != lang {
+		return Text{}, fmt.Errorf("text set %s: lang is %q", lang, t.Lang)
+	}
+	if t.Dir != "ltr" && t.Dir != "rtl" {
+		return Text{}, fmt.Errorf("text set %s: dir %q, want ltr or rtl", lang, t.Dir)
+	}
+	t.tag = language.Make(lang)
+	// Every text is needed, and each count in the forms its language
+	// uses, no more: a missing translation fails at start.
 	v := reflect.ValueOf(t)
 	for i := range v.NumField() {
-		if v.Field(i).String() == "" {
-			return Text{}, fmt.Errorf("text set %s: %s is missing", lang, v.Type().Field(i).Tag.Get("json"))
+		f := v.Type().Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		key := f.Tag.Get("json")
+		switch x := v.Field(i).Interface().(type) {
+		case string:
+			if x == "" {
+				return Text{}, fmt.Errorf("text set %s: %s is missing", lang, key)
+			}
+		case Plural:
+			least, _ := strconv.ParseInt(f.Tag.Get("plural"), 10, 64)
+			if got, want := x.formsGiven(), formsUsed(t.tag, least); !slices.Equal(got, want) {
+				return Text{}, fmt.Errorf("text set %s: %s gives the plural forms %v; %s uses %v", lang, key, got, lang, want)
+			}
 		}
 	}
 	return t, nil
@@ -137,9 +173,12 @@ func loadWaitingTemplate(path string) (*template.Template, error) {
 // Page is what the waiting page template renders; docs/proxy.md lists the
 // fields for operators' templates.
 type Page struct {
-	T     Text   // the texts of the chosen language
-	State string // waiting, paused, closed, sold_out, error or challenge
-	Room  string
+	T Text // the texts of the chosen language
+	// Languages are the language links (LangPath), none when the
+	// proxy's language is forced.
+	Languages []LangChoice
+	State     string // waiting, paused, closed, sold_out, error or challenge
+	Room      string
 	// Position is 1 at the head of the queue; Ahead = Position-1.
 	Position, Ahead int64
 	// StartPosition is the position when the visitor entered; Progress is
@@ -178,13 +217,10 @@ type clientState struct {
 }
 
 // AheadText is "3 people ahead of you" in the page's language.
-func (p Page) AheadText() string {
-	f := p.T.AheadMany
-	if p.Ahead == 1 {
-		f = p.T.AheadOne
-	}
-	return fmt.Sprintf(f, p.Ahead)
-}
+func (p Page) AheadText() string { return aheadText(p.T, p.Ahead) }
+
+// aheadText is the count of people ahead, in t's language and plural form.
+func aheadText(t Text, ahead int64) string { return t.count(t.Ahead, ahead) }
 
 // ChallengeText is "0 of about 65536 tries" in the page's language: the
 // challenge state's count before the script starts.
@@ -234,9 +270,9 @@ func entryETA(t Text, e wire.Entry) string {
 	}
 	lo, hi := max(1, r[0]/60), (r[1]+59)/60
 	if hi <= lo {
-		return fmt.Sprintf(t.ETAAbout, lo)
+		return t.count(t.ETAAbout, lo)
 	}
-	return fmt.Sprintf(t.ETARange, lo, hi)
+	return t.count(t.ETARange, hi, lo, hi)
 }
 
 // etaRange shows an ETA as a range: ±20 % rounded to whole minutes.
@@ -250,7 +286,7 @@ func etaRange(t Text, secs int64) string {
 		lo = 1
 	}
 	if hi <= lo {
-		return fmt.Sprintf(t.ETAAbout, lo)
+		return t.count(t.ETAAbout, lo)
 	}
-	return fmt.Sprintf(t.ETARange, lo, hi)
+	return t.count(t.ETARange, hi, lo, hi)
 }

@@ -90,13 +90,13 @@ func TestWaitingPageKorean(t *testing.T) {
 	e.admit("sale", "occupant", time.Time{})
 	do(t, browser(t), "GET", e.url+"/shop", nil)
 	res := do(t, browser(t), "GET", e.url+"/shop", nil)
-	for _, want := range []string{`<html lang="ko">`, "대기 중입니다", "앞에 1명이 있습니다", "1분 이내"} {
+	for _, want := range []string{`<html lang="ko" dir="ltr">`, "대기 중입니다", "앞에 1명이 있습니다", "1분 이내"} {
 		if !strings.Contains(res.body, want) {
 			t.Errorf("Korean page lacks %q:\n%s", want, res.body)
 		}
 	}
-	if _, err := New(Config{Origin: mustURL(t, e.url), Queue: e.q, Keys: e.keys, Registry: prometheus.NewRegistry(), Rules: Rules{DefaultRoom: "sale"}, Lang: "fr"}); err == nil || !strings.Contains(err.Error(), "en, ko") {
-		t.Errorf("Lang fr: err = %v, want the supported list", err)
+	if _, err := New(Config{Origin: mustURL(t, e.url), Queue: e.q, Keys: e.keys, Registry: prometheus.NewRegistry(), Rules: Rules{DefaultRoom: "sale"}, Lang: "xx"}); err == nil || !strings.Contains(err.Error(), "en, ko") {
+		t.Errorf("Lang xx: err = %v, want the supported list", err)
 	}
 }
 

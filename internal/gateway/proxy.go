@@ -244,8 +244,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serveOwn serves a path under Prefix: the worker, or usher's API.
 func (p *core) serveOwn(w http.ResponseWriter, r *http.Request, path string) {
-	if path == WorkerPath {
+	switch path {
+	case WorkerPath:
 		p.serveWorker(w, r)
+		return
+	case LangPath:
+		p.serveLang(w, r)
 		return
 	}
 	p.api.ServeHTTP(w, r)

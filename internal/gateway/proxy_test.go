@@ -523,7 +523,7 @@ func TestETARange(t *testing.T) {
 		secs int64
 		want string
 	}{
-		{en, 0, "less than a minute"}, {en, 59, "less than a minute"}, {en, 300, "about 4–6 min"}, {en, 60, "about 1–2 min"},
+		{en, 0, "less than a minute"}, {en, 59, "less than a minute"}, {en, 300, "about 4–6 minutes"}, {en, 60, "about 1–2 minutes"},
 		{ko, 30, "1분 이내"}, {ko, 300, "약 4–6분"},
 	} {
 		if got := etaRange(c.t, c.secs); got != c.want {
@@ -536,13 +536,13 @@ func TestETARange(t *testing.T) {
 		e    wire.Entry
 		want string
 	}{
-		{en, wire.Entry{ETASeconds: 300}, "about 4–6 min"},
+		{en, wire.Entry{ETASeconds: 300}, "about 4–6 minutes"},
 		{en, wire.Entry{ETASeconds: 40, ETARangeSeconds: [2]int64{30, 59}}, "less than a minute"},
-		{en, wire.Entry{ETASeconds: 58, ETARangeSeconds: [2]int64{50, 66}}, "about 1–2 min"},
-		{en, wire.Entry{ETASeconds: 320, ETARangeSeconds: [2]int64{290, 355}}, "about 4–6 min"},
-		{en, wire.Entry{ETASeconds: 150, ETARangeSeconds: [2]int64{125, 175}}, "about 2–3 min"},
-		{en, wire.Entry{ETASeconds: 130, ETARangeSeconds: [2]int64{121, 180}}, "about 2–3 min"},
-		{en, wire.Entry{ETASeconds: 125, ETARangeSeconds: [2]int64{120, 120}}, "about 2 min"},
+		{en, wire.Entry{ETASeconds: 58, ETARangeSeconds: [2]int64{50, 66}}, "about 1–2 minutes"},
+		{en, wire.Entry{ETASeconds: 320, ETARangeSeconds: [2]int64{290, 355}}, "about 4–6 minutes"},
+		{en, wire.Entry{ETASeconds: 150, ETARangeSeconds: [2]int64{125, 175}}, "about 2–3 minutes"},
+		{en, wire.Entry{ETASeconds: 130, ETARangeSeconds: [2]int64{121, 180}}, "about 2–3 minutes"},
+		{en, wire.Entry{ETASeconds: 125, ETARangeSeconds: [2]int64{120, 120}}, "about 2 minutes"},
 		{ko, wire.Entry{ETASeconds: 320, ETARangeSeconds: [2]int64{290, 355}}, "약 4–6분"},
 	} {
 		if got := entryETA(c.t, c.e); got != c.want {

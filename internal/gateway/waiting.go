@@ -70,6 +70,7 @@ func (p *core) renderPage(w http.ResponseWriter, r *http.Request, status int, pg
 	pg.UpdatedAt = p.c.Queue.Now()
 	pg.URL = backURL(r)
 	pg.CSS, pg.Script = waitingCSS, waitingJS
+	pg.Languages = p.langChoices(pg.T.Lang, pg.URL)
 	pg.Client = clientState{
 		State: pg.State, Position: pg.Position, StartPosition: pg.StartPosition,
 		PollAfterMS: pg.PollAfterMS, ETASeconds: pg.ETASeconds, URL: pg.URL, Text: pg.T,

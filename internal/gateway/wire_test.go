@@ -73,13 +73,18 @@ func TestAPIAndProxyAgree(t *testing.T) {
 		t.Helper()
 		_, api := jsonCall(t, "GET", apiURL, ticket)
 		_, proxy := jsonCall(t, "GET", e.url+"/cart", ticket)
-		// The proxy adds the waiting page's words for the wait, and only
-		// for a place in line.
+		// The proxy adds the waiting page's words for the wait and the
+		// people ahead, and only for a place in line.
 		text, _ := proxy["eta_text"].(string)
 		if (wantState == wire.StateWaiting) != strings.Contains(text, "minute") {
 			t.Errorf("%s: proxy eta_text = %q, want the wait in words exactly while waiting", name, text)
 		}
+		ahead, _ := proxy["ahead_text"].(string)
+		if (wantState == wire.StateWaiting) != strings.Contains(ahead, "ahead of you") {
+			t.Errorf("%s: proxy ahead_text = %q, want the people ahead in words exactly while waiting", name, ahead)
+		}
 		delete(proxy, "eta_text")
+		delete(proxy, "ahead_text")
 		for who, body := range map[string]map[string]any{"API": api, "proxy": proxy} {
 			poll, _ := body["poll_after_ms"].(float64)
 			if poll < pollMin || poll > pollMax {

@@ -29,6 +29,10 @@ type Entry struct {
 	// the edges on their answers to the page's polls, so that the page
 	// shows the server's wording rather than composing its own.
 	ETAText string `json:"eta_text,omitempty"`
+	// AheadText is Ahead in words ("3 people ahead of you"), in the
+	// plural form of the waiting page's language; set by the edges as
+	// ETAText is, for a place in line (Position > 0).
+	AheadText string `json:"ahead_text,omitempty"`
 	// PollAfterMS is when to poll again, with jitter already applied; 0 when
 	// polling cannot change the answer (admitted, or the place is gone).
 	PollAfterMS   int64      `json:"poll_after_ms"`
@@ -134,6 +138,10 @@ func (e Entry) AppendJSON(b []byte) []byte {
 	if e.ETAText != "" {
 		b = append(b, `,"eta_text":`...)
 		b = appendString(b, e.ETAText)
+	}
+	if e.AheadText != "" {
+		b = append(b, `,"ahead_text":`...)
+		b = appendString(b, e.AheadText)
 	}
 	b = append(b, `,"poll_after_ms":`...)
 	b = strconv.AppendInt(b, e.PollAfterMS, 10)

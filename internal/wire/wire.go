@@ -24,6 +24,9 @@ const (
 	TicketCookie = "usher_ticket"
 	// PassCookie holds a pass, path "/", until the pass expires.
 	PassCookie = "usher_pass"
+	// LangCookie holds the waiting page's language a visitor chose, path
+	// "/", for a year.
+	LangCookie = "usher_lang"
 )
 
 // VisitorCookieAge is how long a browser keeps its anonymous visitor id.

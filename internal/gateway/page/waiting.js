@@ -93,7 +93,7 @@
     var changed = show(st.room_state === "paused" || st.room_state === "pre_queue" ? "paused" : "waiting");
     start = Math.max(start, st.position);
     setText("position", String(st.position));
-    var ahead = fmt(st.ahead === 1 ? t.ahead_one : t.ahead_many, st.ahead);
+    var ahead = st.ahead_text || String(st.ahead); // the server's words, in its plural form
     setText("ahead", ahead);
     if (st.eta_text) setText("eta", st.eta_text); // the server's words (entryETA)
     // The wait counts down between answers; one that grew by more than

@@ -90,8 +90,8 @@ func New(c Config) Handlers {
 	routes := s.routes()
 	count := s.instrument(c.Registry)
 	return Handlers{
-		Visitors:  count(s.mux(routes, Visitors)),
-		Operators: count(s.mux(routes, Operators)),
+		Visitors:  count(compress(s.mux(routes, Visitors))),
+		Operators: count(compress(s.mux(routes, Operators))),
 	}
 }
 

@@ -112,6 +112,9 @@ type seatMapSlot struct {
 	// sold holds seats this instance saw confirmed, with when, until a
 	// rebuild that started later shows them: Hold refuses them at once.
 	sold map[int64]time.Time
+	// history holds the last statuses made, oldest first (seatmap.go).
+	hmu     sync.Mutex
+	history []*status
 }
 
 // staleLimit is how old a seat map may be served while the database or
@@ -126,6 +129,9 @@ type SeatMap struct {
 	BuiltAt    time.Time      `json:"built_at"`
 	byID       map[int64]int
 	json       func() []byte
+	slot       *seatMapSlot
+	layout     func() *layout // seatmap.go
+	status     func() *status
 }
 
 // JSON is the seat map's JSON encoding, made once per snapshot.
@@ -215,6 +221,14 @@ func (s *Service) SeatMap(ctx context.Context, scheduleID int64) (*SeatMap, erro
 	slot.tried = now
 	switch {
 	case err == nil:
+		m.slot = slot
+		if slot.cur != nil && sameLayout(slot.cur.Seats, m.Seats) {
+			m.layout = slot.cur.layout
+		} else {
+			seats := m.Seats
+			m.layout = sync.OnceValue(func() *layout { return buildLayout(scheduleID, seats) })
+		}
+		m.status = sync.OnceValue(func() *status { return s.buildStatus(slot, m) })
 		slot.cur = m
 		for id, at := range slot.sold {
 			if at.Before(now) { // the rebuild read SQL after this sale

@@ -1,0 +1,128 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"usher/internal/sale"
+)
+
+// The seat map in two parts (package sale's seatmap.go): the layout,
+// cacheable for good when addressed by its version, and the status, which
+// a poller revalidates with If-None-Match (304 while it did not change) or
+// follows with ?since=<version>. GET …/seats, the whole map in one JSON,
+// stays for older clients.
+
+// Cache-Control of the seat map's parts.
+const (
+	// layoutCurrent: GET …/seats/layout, whose version may change.
+	layoutCurrent = "public, no-cache"
+	// layoutVersioned: GET …/seats/layout?version=<its version>.
+	layoutVersioned = "public, max-age=31536000, immutable"
+	// statusCache: the status, revalidated at every poll.
+	statusCache = "no-cache"
+)
+
+func (s *server) seatLayout() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, ok := s.readPath(w, r)
+		if !ok {
+			return
+		}
+		l, err := s.Sale.SeatMapLayout(r.Context(), id)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		cc := layoutCurrent
+		if r.URL.Query().Get("version") == l.Version {
+			cc = layoutVersioned
+		}
+		serveEncoded(w, r, l, cc)
+	})
+}
+
+func (s *server) seatStatus() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, ok := s.readPath(w, r)
+		if !ok {
+			return
+		}
+		if since := r.URL.Query().Get("since"); since != "" {
+			st, err := s.Sale.SeatMapChanges(r.Context(), id, since)
+			if err != nil {
+				s.errs.Write(w, r, err)
+				return
+			}
+			encode(w, http.StatusOK, st)
+			return
+		}
+		st, err := s.Sale.SeatMapStatus(r.Context(), id)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		serveEncoded(w, r, st, statusCache)
+	})
+}
+
+// serveEncoded answers e with a strong ETag per encoding, 304 when
+// If-None-Match names either encoding of its version, and the gzip body
+// made once when the client accepts gzip.
+func serveEncoded(w http.ResponseWriter, r *http.Request, e *sale.Encoded, cacheControl string) {
+	gz := acceptsGzip(r)
+	h := w.Header()
+	if gz {
+		h.Set("ETag", `"`+e.Version+`-gzip"`)
+	} else {
+		h.Set("ETag", `"`+e.Version+`"`)
+	}
+	h.Set("Cache-Control", cacheControl)
+	if noneMatch(r.Header.Get("If-None-Match"), e.Version) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	body := e.JSON
+	if gz {
+		h.Set("Content-Encoding", "gzip")
+		body = e.Gzip()
+	}
+	h["Content-Type"] = jsonContentType
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.Write(body)
+}
+
+// noneMatch reports whether an If-None-Match header names version in any
+// encoding (weak comparison, RFC 9110 13.1.2), or is "*".
+func noneMatch(header, version string) bool {
+	for tag := range strings.SplitSeq(header, ",") {
+		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
+		if tag == "*" || strings.TrimSuffix(strings.Trim(tag, `"`), "-gzip") == version {
+			return true
+		}
+	}
+	return false
+}
+
+// acceptsGzip reports whether the request's Accept-Encoding takes gzip
+// (or any coding) with a weight above zero.
+func acceptsGzip(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept-Encoding") {
+		for part := range strings.SplitSeq(v, ",") {
+			coding, params, _ := strings.Cut(part, ";")
+			coding = strings.ToLower(strings.TrimSpace(coding))
+			if coding != "gzip" && coding != "*" {
+				continue
+			}
+			q := strings.ReplaceAll(strings.ToLower(params), " ", "")
+			if q, ok := strings.CutPrefix(q, "q="); ok {
+				if f, err := strconv.ParseFloat(q, 64); err == nil && f == 0 {
+					continue
+				}
+			}
+			return true
+		}
+	}
+	return false
+}

@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
@@ -128,7 +129,7 @@ type SeatMap struct {
 	Seats      []booking.Seat `json:"seats"`
 	BuiltAt    time.Time      `json:"built_at"`
 	byID       map[int64]int
-	json       func() []byte
+	json, gzip func() []byte
 	slot       *seatMapSlot
 	layout     func() *layout // seatmap.go
 	status     func() *status
@@ -136,6 +137,10 @@ type SeatMap struct {
 
 // JSON is the seat map's JSON encoding, made once per snapshot.
 func (m *SeatMap) JSON() []byte { return m.json() }
+
+// Gzip is JSON gzipped, made once per snapshot when first asked for: a
+// 50,000-seat map gzipped per request would take the instance's CPU.
+func (m *SeatMap) Gzip() []byte { return m.gzip() }
 
 // New returns a Service. It starts nothing; call Run for the consumer.
 func New(c Config) *Service {
@@ -273,6 +278,7 @@ func (s *Service) buildSeatMap(ctx context.Context, scheduleID int64, now time.T
 		b, _ := json.Marshal(m)
 		return b
 	})
+	m.gzip = sync.OnceValue(func() []byte { return gzipped(m.JSON(), gzip.DefaultCompression) })
 	return m, nil
 }
 

@@ -2,12 +2,13 @@ package sale
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"sync"
+
+	"github.com/klauspost/compress/gzip"
 
 	"usher/internal/booking"
 	"usher/internal/wire"
@@ -41,13 +42,15 @@ type Encoded struct {
 
 func newEncoded(version string, v any) *Encoded {
 	b, _ := json.Marshal(v)
-	return &Encoded{Version: version, JSON: b, Gzip: sync.OnceValue(func() []byte {
-		var buf bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-		zw.Write(b)
-		zw.Close()
-		return buf.Bytes()
-	})}
+	return &Encoded{Version: version, JSON: b, Gzip: sync.OnceValue(func() []byte { return gzipped(b, gzip.BestCompression) })}
+}
+
+func gzipped(b []byte, level int) []byte {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, level)
+	zw.Write(b)
+	zw.Close()
+	return buf.Bytes()
 }
 
 // layout is a snapshot's layout, with its seats' ids in layout order.

@@ -107,9 +107,12 @@ type Service struct {
 }
 
 type seatMapSlot struct {
-	mu    sync.Mutex // one rebuild at a time per schedule
+	build sync.Mutex // one rebuild at a time per schedule
+	mu    sync.Mutex // guards the fields below, never held during a rebuild
 	cur   *SeatMap
 	tried time.Time // last rebuild attempt
+	// building is true while a rebuild runs: other callers take cur.
+	building bool
 	// sold holds seats this instance saw confirmed, with when, until a
 	// rebuild that started later shows them: Hold refuses them at once.
 	sold map[int64]time.Time
@@ -202,9 +205,12 @@ func (s *Service) Schedule(ctx context.Context, id int64) (booking.Schedule, err
 
 // SeatMap returns the schedule's seat map, rebuilt when older than
 // SnapshotEvery, so that a thousand visitors polling it cost the database
-// about one query per SnapshotEvery. While the database or the hold store
-// cannot be read, the last map is served for up to a minute (its BuiltAt
-// tells) and a rebuild is tried at most every SnapshotEvery.
+// about one query per SnapshotEvery. One caller rebuilds; while it does,
+// the others take the last map instead of waiting (holds and polls do not
+// queue behind the rebuild's query) if it is less than 4 SnapshotEvery old
+// (2 s by default). While the database or the hold store cannot be read, the
+// last map is served for up to a minute (its BuiltAt tells) and a rebuild
+// is tried at most every SnapshotEvery.
 func (s *Service) SeatMap(ctx context.Context, scheduleID int64) (*SeatMap, error) {
 	s.mu.Lock()
 	slot := s.maps[scheduleID]
@@ -213,13 +219,22 @@ func (s *Service) SeatMap(ctx context.Context, scheduleID int64) (*SeatMap, erro
 		s.maps[scheduleID] = slot
 	}
 	s.mu.Unlock()
+	if m, ok := slot.current(s.cfg.Now(), s.cfg.SnapshotEvery, true); ok {
+		return m, nil
+	}
+	slot.build.Lock()
+	defer slot.build.Unlock()
+	now := s.cfg.Now()
+	if m, ok := slot.current(now, s.cfg.SnapshotEvery, false); ok {
+		return m, nil // rebuilt while this caller waited
+	}
+	slot.mu.Lock()
+	slot.building = true
+	slot.mu.Unlock()
+	m, err := s.buildSeatMap(ctx, scheduleID, now)
 	slot.mu.Lock()
 	defer slot.mu.Unlock()
-	now := s.cfg.Now()
-	if slot.cur != nil && now.Sub(slot.tried) < s.cfg.SnapshotEvery {
-		return slot.cur, nil
-	}
-	m, err := s.buildSeatMap(ctx, scheduleID, now)
+	slot.building = false
 	if err != nil && ctx.Err() != nil {
 		return nil, err // the caller left: the next one rebuilds
 	}
@@ -246,6 +261,23 @@ func (s *Service) SeatMap(ctx context.Context, scheduleID int64) (*SeatMap, erro
 		return nil, err
 	}
 	return slot.cur, nil
+}
+
+// current returns the slot's map when it needs no rebuild, or, with
+// duringBuild, when another caller is rebuilding it and it is less than
+// 4 every old.
+func (slot *seatMapSlot) current(now time.Time, every time.Duration, duringBuild bool) (*SeatMap, bool) {
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	switch m := slot.cur; {
+	case m == nil:
+		return nil, false
+	case now.Sub(slot.tried) < every:
+		return m, true
+	case duringBuild && slot.building && now.Sub(m.BuiltAt) < 4*every:
+		return m, true
+	}
+	return nil, false
 }
 
 func (s *Service) buildSeatMap(ctx context.Context, scheduleID int64, now time.Time) (*SeatMap, error) {

@@ -5,6 +5,9 @@ import (
 	"strconv"
 	"strings"
 
+	"usher/internal/booking"
+	"usher/internal/gate"
+	"usher/internal/queue"
 	"usher/internal/sale"
 )
 
@@ -13,6 +16,12 @@ import (
 // a poller revalidates with If-None-Match (304 while it did not change) or
 // follows with ?since=<version>. GET …/seats, the whole map in one JSON,
 // stays for older clients.
+//
+// Both parts take the admin key or a pass for the schedule's room checked
+// by its signature and expiry alone (signedPath): no store call and no
+// slot renewal, so that reading them costs less than a queue status poll.
+// A pass whose slot has ended reads them until it expires; holds and
+// reservations still go through the gate.
 
 // Cache-Control of the seat map's parts.
 const (
@@ -26,7 +35,7 @@ const (
 
 func (s *server) seatLayout() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, ok := s.readPath(w, r)
+		id, ok := s.signedPath(w, r)
 		if !ok {
 			return
 		}
@@ -45,7 +54,7 @@ func (s *server) seatLayout() http.Handler {
 
 func (s *server) seatStatus() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, ok := s.readPath(w, r)
+		id, ok := s.signedPath(w, r)
 		if !ok {
 			return
 		}
@@ -65,6 +74,29 @@ func (s *server) seatStatus() http.Handler {
 		}
 		serveEncoded(w, r, st, statusCache)
 	})
+}
+
+// signedPath resolves the {id} path value for the admin key or a pass to
+// the schedule's room (signature, room and expiry); on false the response
+// is written. Unlike readPath it neither reads the queue nor renews a slot.
+func (s *server) signedPath(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	id, err := scheduleID(r)
+	var sch booking.Schedule
+	if err == nil {
+		sch, err = s.Sale.Schedule(r.Context(), id)
+	}
+	if err == nil && !s.isAdmin(r) {
+		if raw, _ := gate.PassFrom(r); raw == "" {
+			err = queue.ErrNotAdmitted
+		} else {
+			_, err = s.Keys.ParsePass(raw, sch.Room)
+		}
+	}
+	if err != nil {
+		s.errs.Write(w, r, err)
+		return 0, false
+	}
+	return id, true
 }
 
 // serveEncoded answers e with a strong ETag per encoding, 304 when

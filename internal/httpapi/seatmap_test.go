@@ -218,3 +218,44 @@ func TestSeatMapAtStadiumSize(t *testing.T) {
 		})
 	}
 }
+
+// TestSeatMapPartsTakeASignedPass: the layout and the status take a pass
+// for the schedule's room by its signature alone, and refuse what the old
+// seat map refuses: no credentials, a pass of another room, a forged one.
+// A pass whose slot ended still reads them (no store call), not the old map.
+func TestSeatMapPartsTakeASignedPass(t *testing.T) {
+	t.Parallel()
+	e := newBookingEnv(t)
+	sch := e.newSchedule(t, "c", `{}`)
+	other := e.newSchedule(t, "d", `{}`)
+	e.do(nil, "POST", fmt.Sprintf("/api/v1/schedules/%d/seats", sch.ID), adminKey, `{"sections":["A"],"rows":1,"seats_per_row":3}`)
+	for _, room := range []string{sch.Room, other.Room} {
+		e.putRoom(room, `{"max_active":10,"admit_rate":100}`)
+	}
+	alice := e.do(nil, "POST", "/api/v1/rooms/"+sch.Room+"/entries", adminKey, `{"visitor_id":"alice"}`).entry(t)
+	elsewhere := e.do(nil, "POST", "/api/v1/rooms/"+other.Room+"/entries", adminKey, `{"visitor_id":"bob"}`).entry(t)
+	if alice.Pass == "" || elsewhere.Pass == "" {
+		t.Fatalf("not admitted: %+v %+v", alice, elsewhere)
+	}
+	base := fmt.Sprintf("/api/v1/schedules/%d/seats", sch.ID)
+	for _, part := range []string{"/layout", "/status"} {
+		if r := e.do(nil, "GET", base+part, alice.Pass, ""); r.status != 200 {
+			t.Errorf("%s with a pass: %d %s", part, r.status, r.body)
+		}
+		for name, tok := range map[string]string{"no credentials": "", "another room's pass": elsewhere.Pass, "a forged pass": "t1.nope.nope.nope"} {
+			old, got := e.do(nil, "GET", base, tok, ""), e.do(nil, "GET", base+part, tok, "")
+			if got.status < 400 || got.status != old.status || got.errorCode(t) != old.errorCode(t) {
+				t.Errorf("%s with %s: %d %s; the seat map answers %d %s", part, name, got.status, got.body, old.status, old.body)
+			}
+		}
+	}
+	if r := e.do(nil, "DELETE", "/api/v1/rooms/"+sch.Room+"/entries/me", alice.Pass, ""); r.status >= 300 {
+		t.Fatalf("leave: %d %s", r.status, r.body)
+	}
+	if r := e.do(nil, "GET", base+"/status", alice.Pass, ""); r.status != 200 {
+		t.Errorf("status with the pass of a slot that ended: %d %s, want 200 until the pass expires", r.status, r.body)
+	}
+	if r := e.do(nil, "GET", base, alice.Pass, ""); r.status < 400 {
+		t.Errorf("seat map with the pass of a slot that ended: %d, want it refused (gated)", r.status)
+	}
+}

@@ -70,7 +70,11 @@ b_status_gz=$(size -H 'Accept-Encoding: gzip' "$seats_url/status")
 figures "sizes" "$b_map" "$b_map_gz" "$b_layout" "$b_layout_gz" "$b_status" "$b_status_gz"
 
 # run NAME URL [HEADER...]: wrk's "requests/s p99_ms non-2xx requests".
-declare -A rate p99
+# The whole map may starve the instance (its store calls time out: 503):
+# its failures are counted and shown; any other run's fail the script
+# after the table.
+declare -A rate p99 bad
+failed=()
 run() {
   local name=$1 url=$2 h=() out
   shift 2
@@ -78,8 +82,8 @@ run() {
   out=$(wrk -t2 -c"$conns" -d"$dur" --latency "${h[@]}" "$url" | awk -f scripts/wrkstats.awk)
   read -r -a got <<<"$out"
   figures "$name" "${got[@]}"
-  if [ "${got[2]}" != 0 ]; then echo "bench-seatmap: $name: ${got[2]} answers of 400 or more" >&2; exit 1; fi
-  rate[$name]=${got[0]} p99[$name]=${got[1]}
+  if [ "${got[2]}" != 0 ] && [[ $name != map* ]]; then failed+=("$name: ${got[2]} answers of 400 or more"); fi
+  rate[$name]=${got[0]} p99[$name]=${got[1]} bad[$name]=${got[2]}
 }
 auth="Authorization: Bearer $pass"
 run poll "$api/rooms/sale/entries/me" "Authorization: Bearer $ticket"
@@ -93,8 +97,12 @@ run "poll, again" "$api/rooms/sale/entries/me" "Authorization: Bearer $ticket"
 
 echo "$seats seats; wrk -t2 -c$conns -d$dur; $(nproc) CPUs; Redis + PostgreSQL"
 echo "bytes: map $b_map (gzip $b_map_gz); layout $b_layout (gzip $b_layout_gz); status $b_status (gzip $b_status_gz)"
-echo "| Request | req/s | p99 (ms) | ÷ status polls/s |"
-echo "|---|---|---|---|"
+echo "| Request | req/s | p99 (ms) | ÷ status polls/s | answers ≥ 400 |"
+echo "|---|---|---|---|---|"
 for n in poll map "map gzip" status "status 304" layout "status, admin" "poll, again"; do
-  awk -v n="$n" -v r="${rate[$n]}" -v p="${p99[$n]}" -v ref="${rate[poll]}" 'BEGIN { printf "| %s | %.0f | %.1f | %.3f |\n", n, r, p, r / ref }'
+  awk -v n="$n" -v r="${rate[$n]}" -v p="${p99[$n]}" -v ref="${rate[poll]}" -v b="${bad[$n]}" 'BEGIN { printf "| %s | %.0f | %.1f | %.3f | %d |\n", n, r, p, r / ref, b }'
 done
+if [ "${#failed[@]}" != 0 ]; then
+  printf 'bench-seatmap: %s\n' "${failed[@]}" >&2
+  exit 1
+fi

@@ -238,6 +238,11 @@ func TestSeatMapPartsTakeASignedPass(t *testing.T) {
 		t.Fatalf("not admitted: %+v %+v", alice, elsewhere)
 	}
 	base := fmt.Sprintf("/api/v1/schedules/%d/seats", sch.ID)
+	// Verified once on its own schedule (and remembered), bob's pass is
+	// still another room's pass here.
+	if r := e.do(nil, "GET", fmt.Sprintf("/api/v1/schedules/%d/seats/status", other.ID), elsewhere.Pass, ""); r.status != 200 {
+		t.Fatalf("status of bob's schedule with his pass: %d %s", r.status, r.body)
+	}
 	for _, part := range []string{"/layout", "/status"} {
 		if r := e.do(nil, "GET", base+part, alice.Pass, ""); r.status != 200 {
 			t.Errorf("%s with a pass: %d %s", part, r.status, r.body)

@@ -153,6 +153,13 @@ func TestSplitSeatMap(t *testing.T) {
 				}
 			}
 		}
+		// Rebuilt between the reads (SnapshotEvery 1 ns), an unchanged
+		// status keeps its body: one ETag, one body.
+		status := fmt.Sprintf("/api/v1/schedules/%d/seats/status", sch.ID)
+		a, b := rawGet(t, e, status, adminKey, nil), rawGet(t, e, status, adminKey, nil)
+		if a.header.Get("ETag") != b.header.Get("ETag") || string(a.body) != string(b.body) {
+			t.Errorf("unchanged status read twice: %s %s and %s %s", a.header.Get("ETag"), a.body, b.header.Get("ETag"), b.body)
+		}
 		layout := fmt.Sprintf("/api/v1/schedules/%d/seats/layout", sch.ID)
 		if cc := rawGet(t, e, layout+"?version="+l.Version, adminKey, nil).header.Get("Cache-Control"); !strings.Contains(cc, "immutable") || !strings.Contains(cc, "public") {
 			t.Errorf("layout by its version: Cache-Control %q, want public and immutable", cc)

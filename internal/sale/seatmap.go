@@ -129,15 +129,18 @@ func (s *Service) buildStatus(slot *seatMapSlot, m *SeatMap) *status {
 	packed := wire.PackSeatStates(states)
 	st := wire.SeatMapStatus{ScheduleID: m.ScheduleID, Layout: l.Version, Seats: len(states), Status: packed, BuiltAt: m.BuiltAt.UTC()}
 	st.Version = hashName([]byte(l.Version), states)
-	out := &status{Encoded: newEncoded(st.Version, st), full: st, states: states}
 	slot.hmu.Lock()
 	defer slot.hmu.Unlock()
-	if n := len(slot.history); n == 0 || slot.history[n-1].Version != out.Version {
-		if n == historyLen {
-			slot.history = append(slot.history[:0], slot.history[1:]...)
-		}
-		slot.history = append(slot.history, out)
+	n := len(slot.history)
+	if n > 0 && slot.history[n-1].Version == st.Version {
+		// Unchanged: the same body, so that one ETag names one body.
+		return slot.history[n-1]
 	}
+	out := &status{Encoded: newEncoded(st.Version, st), full: st, states: states}
+	if n == historyLen {
+		slot.history = append(slot.history[:0], slot.history[1:]...)
+	}
+	slot.history = append(slot.history, out)
 	return out
 }
 

@@ -31,8 +31,9 @@ type SeatRun struct {
 	Price   int64  `json:"price"`
 }
 
-// SeatMapStatus is the status of a schedule's seats as of BuiltAt, for the
-// layout named Layout. Version names this status. A full answer has Status
+// SeatMapStatus is the status of a schedule's seats for the layout named
+// Layout; Version names this status and BuiltAt is the first snapshot that
+// showed it (a status that does not change keeps its body and its ETag). A full answer has Status
 // (PackSeatStates); an answer to ?since=<version> the status still knows
 // has Since and Changes instead: the seats whose state differs from then.
 type SeatMapStatus struct {

@@ -43,6 +43,7 @@ smoke() {
   rehearsal) scripts/bench-rehearsal.sh 20 10 2 60 10 ;;
   redis) USHER_TEST_REDIS=$redis N=2000 ROUNDS=1 MEMORY=0 scripts/bench-redis.sh ;;
   rooms) OLD_BIN=$USHER_BIN scripts/bench-rooms.sh "10" 1 "$redis" && MODE=busy BUSY_WARM=1 BUSY_USERS=20 scripts/bench-rooms.sh "0 10" 1 "$redis" ;;
+  seatmap) scripts/bench-seatmap.sh 1s 8 1000 "$redis" ;;
   seed) scripts/bench-seed.sh 2s 50 2 ;;
   shard) N=300 ROUNDS=1 scripts/bench-shard.sh ;;
   visitor) OLD_BIN=$USHER_BIN scripts/bench-visitor.sh 4 40 "$redis" ;;

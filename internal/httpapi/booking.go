@@ -80,6 +80,11 @@ func (s *server) seats() http.Handler {
 		}
 		w.Header()["Content-Type"] = jsonContentType
 		w.Header()["Cache-Control"] = noStore
+		if acceptsGzip(r) {
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Write(m.Gzip())
+			return
+		}
 		w.Write(m.JSON())
 	})
 }

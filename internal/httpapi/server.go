@@ -72,6 +72,8 @@ type server struct {
 	bufs   sync.Pool // *[]byte: entry responses' JSON
 	// streams bounds the open reservation event streams.
 	streams *streams
+	// signed remembers the passes the seat map's parts verified.
+	signed signedPasses
 }
 
 // Handlers are the API's handlers, one per listener.
@@ -90,8 +92,8 @@ func New(c Config) Handlers {
 	routes := s.routes()
 	count := s.instrument(c.Registry)
 	return Handlers{
-		Visitors:  count(s.mux(routes, Visitors)),
-		Operators: count(s.mux(routes, Operators)),
+		Visitors:  count(compress(s.mux(routes, Visitors))),
+		Operators: count(compress(s.mux(routes, Operators))),
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
@@ -106,12 +107,18 @@ type Service struct {
 }
 
 type seatMapSlot struct {
-	mu    sync.Mutex // one rebuild at a time per schedule
+	build sync.Mutex // one rebuild at a time per schedule
+	mu    sync.Mutex // guards the fields below, never held during a rebuild
 	cur   *SeatMap
 	tried time.Time // last rebuild attempt
+	// building is true while a rebuild runs: other callers take cur.
+	building bool
 	// sold holds seats this instance saw confirmed, with when, until a
 	// rebuild that started later shows them: Hold refuses them at once.
 	sold map[int64]time.Time
+	// history holds the last statuses made, oldest first (seatmap.go).
+	hmu     sync.Mutex
+	history []*status
 }
 
 // staleLimit is how old a seat map may be served while the database or
@@ -125,11 +132,18 @@ type SeatMap struct {
 	Seats      []booking.Seat `json:"seats"`
 	BuiltAt    time.Time      `json:"built_at"`
 	byID       map[int64]int
-	json       func() []byte
+	json, gzip func() []byte
+	slot       *seatMapSlot
+	layout     func() *layout // seatmap.go
+	status     func() *status
 }
 
 // JSON is the seat map's JSON encoding, made once per snapshot.
 func (m *SeatMap) JSON() []byte { return m.json() }
+
+// Gzip is JSON gzipped, made once per snapshot when first asked for: a
+// 50,000-seat map gzipped per request would take the instance's CPU.
+func (m *SeatMap) Gzip() []byte { return m.gzip() }
 
 // New returns a Service. It starts nothing; call Run for the consumer.
 func New(c Config) *Service {
@@ -191,9 +205,12 @@ func (s *Service) Schedule(ctx context.Context, id int64) (booking.Schedule, err
 
 // SeatMap returns the schedule's seat map, rebuilt when older than
 // SnapshotEvery, so that a thousand visitors polling it cost the database
-// about one query per SnapshotEvery. While the database or the hold store
-// cannot be read, the last map is served for up to a minute (its BuiltAt
-// tells) and a rebuild is tried at most every SnapshotEvery.
+// about one query per SnapshotEvery. One caller rebuilds; while it does,
+// the others take the last map instead of waiting (holds and polls do not
+// queue behind the rebuild's query) if it is less than 4 SnapshotEvery old
+// (2 s by default). While the database or the hold store cannot be read, the
+// last map is served for up to a minute (its BuiltAt tells) and a rebuild
+// is tried at most every SnapshotEvery.
 func (s *Service) SeatMap(ctx context.Context, scheduleID int64) (*SeatMap, error) {
 	s.mu.Lock()
 	slot := s.maps[scheduleID]
@@ -202,19 +219,36 @@ func (s *Service) SeatMap(ctx context.Context, scheduleID int64) (*SeatMap, erro
 		s.maps[scheduleID] = slot
 	}
 	s.mu.Unlock()
+	if m, ok := slot.current(s.cfg.Now(), s.cfg.SnapshotEvery, true); ok {
+		return m, nil
+	}
+	slot.build.Lock()
+	defer slot.build.Unlock()
+	now := s.cfg.Now()
+	if m, ok := slot.current(now, s.cfg.SnapshotEvery, false); ok {
+		return m, nil // rebuilt while this caller waited
+	}
+	slot.mu.Lock()
+	slot.building = true
+	slot.mu.Unlock()
+	m, err := s.buildSeatMap(ctx, scheduleID, now)
 	slot.mu.Lock()
 	defer slot.mu.Unlock()
-	now := s.cfg.Now()
-	if slot.cur != nil && now.Sub(slot.tried) < s.cfg.SnapshotEvery {
-		return slot.cur, nil
-	}
-	m, err := s.buildSeatMap(ctx, scheduleID, now)
+	slot.building = false
 	if err != nil && ctx.Err() != nil {
 		return nil, err // the caller left: the next one rebuilds
 	}
 	slot.tried = now
 	switch {
 	case err == nil:
+		m.slot = slot
+		if slot.cur != nil && sameLayout(slot.cur.Seats, m.Seats) {
+			m.layout = slot.cur.layout
+		} else {
+			seats := m.Seats
+			m.layout = sync.OnceValue(func() *layout { return buildLayout(scheduleID, seats) })
+		}
+		m.status = sync.OnceValue(func() *status { return s.buildStatus(slot, m) })
 		slot.cur = m
 		for id, at := range slot.sold {
 			if at.Before(now) { // the rebuild read SQL after this sale
@@ -227,6 +261,23 @@ func (s *Service) SeatMap(ctx context.Context, scheduleID int64) (*SeatMap, erro
 		return nil, err
 	}
 	return slot.cur, nil
+}
+
+// current returns the slot's map when it needs no rebuild, or, with
+// duringBuild, when another caller is rebuilding it and it is less than
+// 4 every old.
+func (slot *seatMapSlot) current(now time.Time, every time.Duration, duringBuild bool) (*SeatMap, bool) {
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	switch m := slot.cur; {
+	case m == nil:
+		return nil, false
+	case now.Sub(slot.tried) < every:
+		return m, true
+	case duringBuild && slot.building && now.Sub(m.BuiltAt) < 4*every:
+		return m, true
+	}
+	return nil, false
 }
 
 func (s *Service) buildSeatMap(ctx context.Context, scheduleID int64, now time.Time) (*SeatMap, error) {
@@ -259,6 +310,7 @@ func (s *Service) buildSeatMap(ctx context.Context, scheduleID int64, now time.T
 		b, _ := json.Marshal(m)
 		return b
 	})
+	m.gzip = sync.OnceValue(func() []byte { return gzipped(m.JSON(), gzip.DefaultCompression) })
 	return m, nil
 }
 

@@ -80,3 +80,23 @@ func TestRoomCookies(t *testing.T) {
 		t.Errorf("RoomStartCookie(sale) = %q", got)
 	}
 }
+
+func TestPackSeatStates(t *testing.T) {
+	for _, n := range []int{0, 1, 4, 5, 6, 11, 50_000} {
+		states := make([]byte, n)
+		for i := range states {
+			states[i] = byte((i*7 + i/3) % 3)
+		}
+		packed := wire.PackSeatStates(states)
+		got, err := wire.UnpackSeatStates(packed, n)
+		if err != nil || string(got) != string(states) {
+			t.Errorf("%d seats: unpack(pack) = %v, %v", n, err, got)
+		}
+		if n == 50_000 && len(packed) > 13_336 {
+			t.Errorf("50,000 seats packed in %d characters, want at most 13,336", len(packed))
+		}
+	}
+	if _, err := wire.UnpackSeatStates("/w==", 5); err == nil { // 0xff: above 3^5-1
+		t.Error("unpack of a byte above 242: no error")
+	}
+}

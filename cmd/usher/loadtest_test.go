@@ -180,7 +180,8 @@ func TestLoadtestBadSettings(t *testing.T) {
 }
 
 // TestLoadtestBuy sells 10 seats to 60 visitors through a real usher:
-// admitted visitors buy through the booking API; no seat is bought twice,
+// admitted visitors buy through the booking API (the compact seat map);
+// no seat is bought twice, only a visit that bought counts as completed,
 // and once the room's inventory is gone the rest are told sold out instead
 // of being admitted for nothing.
 func TestLoadtestBuy(t *testing.T) {
@@ -214,6 +215,9 @@ func TestLoadtestBuy(t *testing.T) {
 	}
 	if v.Bought < 1 || v.Bought > 10 {
 		t.Errorf("%d bought, want 1 to 10 (10 seats)", v.Bought)
+	}
+	if v.Completed != v.Bought {
+		t.Errorf("%d completed, %d bought: a buy that bought nothing is not completed", v.Completed, v.Bought)
 	}
 	if v.Bought+v.FoundNothing > v.Admitted {
 		t.Errorf("%d bought + %d found nothing > %d admitted", v.Bought, v.FoundNothing, v.Admitted)

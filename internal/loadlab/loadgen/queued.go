@@ -128,7 +128,7 @@ func (r *runner) visit(due time.Time) bool {
 	pass, calls, done := e.Pass, 0, true
 	due = time.Now()
 	if r.cfg.Buy > 0 {
-		calls = r.buy(pass)
+		calls, done = r.buy(pass) // a buy that bought nothing is not completed
 	}
 	for i := 0; r.cfg.Buy == 0 && (r.cfg.Calls == 0 || i < r.cfg.Calls); i++ {
 		if i > 0 {
@@ -150,9 +150,10 @@ func (r *runner) visit(due time.Time) bool {
 	if calls > 0 {
 		r.calledOrigin.Add(1)
 	}
-	if done {
+	switch {
+	case done:
 		r.completed.Add(1)
-	} else {
+	case r.cfg.Buy == 0:
 		r.cutOff.Add(1)
 	}
 	if r.cfg.Leave && r.hard.Err() == nil {

@@ -58,6 +58,8 @@ type runner struct {
 	gaveUp       atomic.Int64
 	// bought reserved a seat; foundNothing found none to hold (Config.Buy).
 	bought, foundNothing atomic.Int64
+	// layouts are the seat-map layouts read (Config.Buy).
+	layouts layouts
 	// polls are the status polls sent; rises the answers that put a
 	// visitor further back than the one before, in roseVisitors visitors.
 	polls, rises, roseVisitors atomic.Int64

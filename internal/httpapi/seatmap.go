@@ -4,14 +4,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"usher/internal/booking"
 	"usher/internal/gate"
 	"usher/internal/queue"
 	"usher/internal/sale"
-	"usher/internal/token"
 )
 
 // The seat map in two parts (package sale's seatmap.go): the layout,
@@ -23,7 +20,7 @@ import (
 // Both parts take the admin key or a pass for the schedule's room checked
 // by its signature and expiry alone (signedPath): no store call and no
 // slot renewal, and a pass verified once is remembered for a minute
-// (signedPasses), so that reading them costs less than a queue status poll.
+// (token.Keyring.CheckPass), so that reading them costs less than a queue status poll.
 // A pass whose slot has ended reads them until it expires; holds and
 // reservations still go through the gate.
 
@@ -93,7 +90,7 @@ func (s *server) signedPath(w http.ResponseWriter, r *http.Request) (int64, bool
 		if raw, _ := gate.PassFrom(r); raw == "" {
 			err = queue.ErrNotAdmitted
 		} else {
-			err = s.signed.check(raw, sch.Room, s.Keys.ParsePass, s.Queue.Now())
+			err = s.Keys.CheckPass(raw, sch.Room)
 		}
 	}
 	if err != nil {
@@ -101,47 +98,6 @@ func (s *server) signedPath(w http.ResponseWriter, r *http.Request) (int64, bool
 		return 0, false
 	}
 	return id, true
-}
-
-// signedPasses remembers passes whose signature signedPath verified, so
-// that a visitor polling the status costs one Ed25519 verification a
-// minute, not one a poll. It keeps at most signedPassesMax, for at most
-// signedPassFor each (a key taken off the ring stops its passes by then).
-type signedPasses struct {
-	mu sync.Mutex
-	m  map[string]signedPass
-}
-
-type signedPass struct {
-	room          string
-	expires, seen time.Time
-}
-
-const (
-	signedPassesMax = 1 << 16
-	signedPassFor   = time.Minute
-)
-
-// check is parse(raw, room)'s error, from memory when raw was verified
-// for room less than signedPassFor ago and has not expired.
-func (c *signedPasses) check(raw, room string, parse func(string, string) (token.Pass, error), now time.Time) error {
-	c.mu.Lock()
-	p, ok := c.m[raw]
-	c.mu.Unlock()
-	if ok && p.room == room && now.Before(p.expires) && now.Sub(p.seen) < signedPassFor {
-		return nil
-	}
-	pass, err := parse(raw, room)
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= signedPassesMax {
-		c.m = make(map[string]signedPass)
-	}
-	c.m[raw] = signedPass{room: room, expires: pass.ExpiresAt, seen: now}
-	return nil
 }
 
 // serveEncoded answers e with a strong ETag per encoding, 304 when

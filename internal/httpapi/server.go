@@ -72,8 +72,6 @@ type server struct {
 	bufs   sync.Pool // *[]byte: entry responses' JSON
 	// streams bounds the open reservation event streams.
 	streams *streams
-	// signed remembers the passes the seat map's parts verified.
-	signed signedPasses
 }
 
 // Handlers are the API's handlers, one per listener.

@@ -39,6 +39,8 @@ type Keyring struct {
 	jwks []byte
 	// passes are the passes ReusePass may hand out again.
 	passes passCache
+	// checked are the passes CheckPass verified lately.
+	checked passCache
 }
 
 // KeyInfo describes one key of a Keyring.

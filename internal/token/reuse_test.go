@@ -73,3 +73,31 @@ func TestReusePassConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestCheckPass: a verified pass is trusted for its room until it expires,
+// for at most a minute; another room, or a pass past its expiry, is not.
+func TestCheckPass(t *testing.T) {
+	clk := newClock(t0)
+	k, _ := newRing(t, clk)
+	raw, err := k.SignPass(token.Pass{Room: "sale", Visitor: "v1", ExpiresAt: t0.Add(90 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.CheckPass(raw, "sale"); err != nil {
+		t.Fatalf("CheckPass = %v, want nil", err)
+	}
+	if err := k.CheckPass(raw, "other"); err == nil {
+		t.Error("CheckPass for another room = nil, want an error")
+	}
+	if err := k.CheckPass(raw[:len(raw)-2]+"xx", "sale"); err == nil {
+		t.Error("CheckPass of a forged pass = nil, want an error")
+	}
+	clk.Set(t0.Add(59 * time.Second))
+	if err := k.CheckPass(raw, "sale"); err != nil {
+		t.Errorf("59 s on: CheckPass = %v, want nil", err)
+	}
+	clk.Set(t0.Add(90 * time.Second))
+	if err := k.CheckPass(raw, "sale"); err == nil {
+		t.Error("at its expiry: CheckPass = nil, want an error")
+	}
+}

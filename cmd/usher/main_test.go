@@ -396,20 +396,7 @@ func TestProductionStack(t *testing.T) {
 	if pass == "" {
 		t.Fatalf("not admitted: %v", body)
 	}
-	st, _, body := c.do("GET", fmt.Sprintf("/api/v1/schedules/%d/seats", seeded.ScheduleID), pass, "")
-	seats, _ := body["seats"].([]any)
-	if st != 200 || len(seats) != 200 {
-		t.Fatalf("seat map: %d, %d seats", st, len(seats))
-	}
-	seat := int64(seats[7].(map[string]any)["seat_id"].(float64))
-	if st, _, body := c.do("POST", fmt.Sprintf("/api/v1/schedules/%d/holds", seeded.ScheduleID), pass, fmt.Sprintf(`{"seat_ids":[%d]}`, seat)); st != 201 {
-		t.Fatalf("hold: %d %v", st, body)
-	}
-	st, _, body = c.do("POST", "/api/v1/reservations", pass, fmt.Sprintf(`{"schedule_id":%d,"seat_ids":[%d],"idempotency_key":"k"}`, seeded.ScheduleID, seat))
-	id, _ := body["reservation_id"].(string)
-	if st != 202 || id == "" {
-		t.Fatalf("reserve: %d %v", st, body)
-	}
+	id := holdAndReserve(t, c, seeded.ScheduleID, pass, 200, 7)
 	waitFor(t, "the reservation confirmed in PostgreSQL", func() bool {
 		_, _, body := c.do("GET", "/api/v1/reservations/"+id, ticket, "")
 		return body["status"] == "confirmed"
@@ -548,4 +535,26 @@ func TestSeedThenServeEmbedded(t *testing.T) {
 	if seats, _ := body["seats"].([]any); st != 200 || len(seats) != 120 {
 		t.Fatalf("seat map: %d with %d seats, want 200 with 120", st, len(seats))
 	}
+}
+
+// holdAndReserve reads the schedule's seat map with pass (want seats
+// seats), holds the pick-th seat and reserves it; it returns the
+// reservation id.
+func holdAndReserve(t *testing.T, c client, schedule int64, pass string, want, pick int) string {
+	t.Helper()
+	st, _, body := c.do("GET", fmt.Sprintf("/api/v1/schedules/%d/seats", schedule), pass, "")
+	seats, _ := body["seats"].([]any)
+	if st != 200 || len(seats) != want {
+		t.Fatalf("seat map: %d, %d seats, want %d", st, len(seats), want)
+	}
+	seat := int64(seats[pick].(map[string]any)["seat_id"].(float64))
+	if st, _, body := c.do("POST", fmt.Sprintf("/api/v1/schedules/%d/holds", schedule), pass, fmt.Sprintf(`{"seat_ids":[%d]}`, seat)); st != 201 {
+		t.Fatalf("hold: %d %v", st, body)
+	}
+	st, _, body = c.do("POST", "/api/v1/reservations", pass, fmt.Sprintf(`{"schedule_id":%d,"seat_ids":[%d],"idempotency_key":"k"}`, schedule, seat))
+	id, _ := body["reservation_id"].(string)
+	if st != 202 || id == "" {
+		t.Fatalf("reserve: %d %v", st, body)
+	}
+	return id
 }

@@ -45,20 +45,7 @@ func TestMySQLStack(t *testing.T) {
 		ticket, _ = body["ticket"].(string)
 		return pass != ""
 	})
-	st, _, body := c.do("GET", fmt.Sprintf("/api/v1/schedules/%d/seats", seeded.ScheduleID), pass, "")
-	seats, _ := body["seats"].([]any)
-	if st != 200 || len(seats) != 50 {
-		t.Fatalf("seat map: %d, %d seats", st, len(seats))
-	}
-	seat := int64(seats[3].(map[string]any)["seat_id"].(float64))
-	if st, _, body := c.do("POST", fmt.Sprintf("/api/v1/schedules/%d/holds", seeded.ScheduleID), pass, fmt.Sprintf(`{"seat_ids":[%d]}`, seat)); st != 201 {
-		t.Fatalf("hold: %d %v", st, body)
-	}
-	st, _, body = c.do("POST", "/api/v1/reservations", pass, fmt.Sprintf(`{"schedule_id":%d,"seat_ids":[%d],"idempotency_key":"k"}`, seeded.ScheduleID, seat))
-	id, _ := body["reservation_id"].(string)
-	if st != 202 || id == "" {
-		t.Fatalf("reserve: %d %v", st, body)
-	}
+	id := holdAndReserve(t, c, seeded.ScheduleID, pass, 50, 3)
 	waitFor(t, "the reservation confirmed in MySQL", func() bool {
 		_, _, body := c.do("GET", "/api/v1/reservations/"+id, ticket, "")
 		return body["status"] == "confirmed"

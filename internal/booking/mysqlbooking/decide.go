@@ -415,7 +415,7 @@ func insertDecisions(ctx context.Context, tx *sql.Tx, rs []booking.Reservation) 
 		args := make([]any, 0, cols*len(chunk))
 		ids := make([]any, len(chunk))
 		for i, r := range chunk {
-			args = append(args, []byte(r.ID), r.Visitor, r.ScheduleID, encodeSeats(r.SeatIDs), r.Quantity,
+			args = append(args, []byte(r.ID), r.Visitor, r.ScheduleID, booking.EncodeSeatIDs(r.SeatIDs), r.Quantity,
 				string(r.Status), r.Reason, r.CreatedAt, r.DecidedAt)
 			ids[i] = []byte(r.ID)
 		}
@@ -457,6 +457,6 @@ func scanReservation(rows *sql.Rows) (booking.Reservation, error) {
 	}
 	r.ID = string(id)
 	var err error
-	r.SeatIDs, err = decodeSeats(seats)
+	r.SeatIDs, err = booking.DecodeSeatIDs(seats)
 	return r, err
 }

@@ -19,7 +19,6 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -341,25 +340,4 @@ func wrap(op string, err error) error {
 		return fmt.Errorf("mysqlbooking: %s: %w: %w", op, booking.ErrInvalid, err)
 	}
 	return fmt.Errorf("mysqlbooking: %s: %w", op, err)
-}
-
-// encodeSeats and decodeSeats keep seat id lists as JSON arrays; an empty
-// list reads back as nil.
-func encodeSeats(ids []int64) string {
-	if len(ids) == 0 {
-		return "[]"
-	}
-	b, _ := json.Marshal(ids) // []int64 always marshals
-	return string(b)
-}
-
-func decodeSeats(s string) ([]int64, error) {
-	var ids []int64
-	if err := json.Unmarshal([]byte(s), &ids); err != nil {
-		return nil, fmt.Errorf("seat_ids %q: %w", s, err)
-	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	return ids, nil
 }

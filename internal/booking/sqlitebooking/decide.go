@@ -113,7 +113,7 @@ func (d *decider) decide(ctx context.Context, r booking.Reservation, decidedAt t
 	if len(r.SeatIDs) == 0 {
 		r.SeatIDs = nil
 	}
-	_, err = d.insert.ExecContext(ctx, r.ID, r.Visitor, r.ScheduleID, encodeSeats(r.SeatIDs), r.Quantity,
+	_, err = d.insert.ExecContext(ctx, r.ID, r.Visitor, r.ScheduleID, booking.EncodeSeatIDs(r.SeatIDs), r.Quantity,
 		string(r.Status), r.Reason, micros(r.CreatedAt), micros(r.DecidedAt))
 	return r, err
 }
@@ -138,7 +138,7 @@ func (d *decider) sellAll(ctx context.Context, r booking.Reservation) (booking.R
 				return "", "", err
 			}
 			var known int
-			if err := d.count.QueryRowContext(ctx, r.ScheduleID, encodeSeats(r.SeatIDs)).Scan(&known); err != nil {
+			if err := d.count.QueryRowContext(ctx, r.ScheduleID, booking.EncodeSeatIDs(r.SeatIDs)).Scan(&known); err != nil {
 				return "", "", err
 			}
 			if known < len(r.SeatIDs) {
@@ -188,7 +188,7 @@ func scanReservation(id string, row *sql.Row) (booking.Reservation, error) {
 		return booking.Reservation{}, err
 	}
 	var err error
-	if r.SeatIDs, err = decodeSeats(seats); err != nil {
+	if r.SeatIDs, err = booking.DecodeSeatIDs(seats); err != nil {
 		return booking.Reservation{}, err
 	}
 	r.CreatedAt, r.DecidedAt = fromMicros(createdAt), fromMicros(decidedAt)

@@ -79,7 +79,7 @@ func (s *Store) ListReservations(ctx context.Context, scheduleID int64, status b
 		}
 		r.CreatedAt, r.DecidedAt = fromMicros(createdAt), fromMicros(decidedAt)
 		var err error
-		r.SeatIDs, err = decodeSeats(seats)
+		r.SeatIDs, err = booking.DecodeSeatIDs(seats)
 		return r, err
 	})
 }

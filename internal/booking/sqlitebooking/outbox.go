@@ -44,7 +44,7 @@ func (s *Store) MarkSent(ctx context.Context, seqs []int64) error {
 	if len(seqs) == 0 {
 		return nil
 	}
-	if _, err := s.w.ExecContext(ctx, `DELETE FROM outbox WHERE seq IN (SELECT value FROM json_each(?))`, encodeSeats(seqs)); err != nil {
+	if _, err := s.w.ExecContext(ctx, `DELETE FROM outbox WHERE seq IN (SELECT value FROM json_each(?))`, booking.EncodeSeatIDs(seqs)); err != nil {
 		return wrap(fmt.Sprintf("mark %d events sent", len(seqs)), err)
 	}
 	return nil

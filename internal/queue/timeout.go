@@ -28,21 +28,21 @@ type timeoutStore struct {
 var _ Store = (*timeoutStore)(nil)
 
 // call runs f under the deadline.
-func call[T any](t *timeoutStore, ctx context.Context, op string, f func(context.Context) (T, error)) (T, error) {
-	return fault.Bounded(ctx, t.d, ErrUnavailable, "queue: "+op, f)
+func call[T any](d time.Duration, ctx context.Context, op string, f func(context.Context) (T, error)) (T, error) {
+	return fault.Bounded(ctx, d, ErrUnavailable, "queue: "+op, f)
 }
 
 func (t *timeoutStore) PutRoom(ctx context.Context, room string, s Settings, o PutOptions) (bool, error) {
-	return call(t, ctx, "put room", func(ctx context.Context) (bool, error) { return t.s.PutRoom(ctx, room, s, o) })
+	return call(t.d, ctx, "put room", func(ctx context.Context) (bool, error) { return t.s.PutRoom(ctx, room, s, o) })
 }
 
 func (t *timeoutStore) Rooms(ctx context.Context) ([]string, error) {
-	return call(t, ctx, "rooms", t.s.Rooms)
+	return call(t.d, ctx, "rooms", t.s.Rooms)
 }
 
 func (t *timeoutStore) Enter(ctx context.Context, room, visitor string, now time.Time, o EnterOptions) (Entry, bool, error) {
 	var created bool
-	e, err := call(t, ctx, "enter", func(ctx context.Context) (Entry, error) {
+	e, err := call(t.d, ctx, "enter", func(ctx context.Context) (Entry, error) {
 		e, c, err := t.s.Enter(ctx, room, visitor, now, o)
 		created = c
 		return e, err
@@ -51,37 +51,37 @@ func (t *timeoutStore) Enter(ctx context.Context, room, visitor string, now time
 }
 
 func (t *timeoutStore) Status(ctx context.Context, room, visitor string, now time.Time) (Entry, error) {
-	return call(t, ctx, "status", func(ctx context.Context) (Entry, error) { return t.s.Status(ctx, room, visitor, now) })
+	return call(t.d, ctx, "status", func(ctx context.Context) (Entry, error) { return t.s.Status(ctx, room, visitor, now) })
 }
 
 func (t *timeoutStore) Leave(ctx context.Context, room, visitor string) error {
-	_, err := call(t, ctx, "leave", func(ctx context.Context) (struct{}, error) { return struct{}{}, t.s.Leave(ctx, room, visitor) })
+	_, err := call(t.d, ctx, "leave", func(ctx context.Context) (struct{}, error) { return struct{}{}, t.s.Leave(ctx, room, visitor) })
 	return err
 }
 
 func (t *timeoutStore) Admit(ctx context.Context, room string, now time.Time) (AdmitResult, error) {
-	return call(t, ctx, "admit", func(ctx context.Context) (AdmitResult, error) { return t.s.Admit(ctx, room, now) })
+	return call(t.d, ctx, "admit", func(ctx context.Context) (AdmitResult, error) { return t.s.Admit(ctx, room, now) })
 }
 
 func (t *timeoutStore) Stats(ctx context.Context, room string, now time.Time) (Stats, error) {
-	return call(t, ctx, "stats", func(ctx context.Context) (Stats, error) { return t.s.Stats(ctx, room, now) })
+	return call(t.d, ctx, "stats", func(ctx context.Context) (Stats, error) { return t.s.Stats(ctx, room, now) })
 }
 
 func (t *timeoutStore) SetInventory(ctx context.Context, room string, units int64) error {
-	_, err := call(t, ctx, "set inventory", func(ctx context.Context) (struct{}, error) {
+	_, err := call(t.d, ctx, "set inventory", func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, t.s.SetInventory(ctx, room, units)
 	})
 	return err
 }
 
-// timeoutControl is the ControlStore of a timeoutStore's Store.
+// timeoutControl is a ControlStore under a deadline per call.
 type timeoutControl struct {
-	*timeoutStore
 	c ControlStore
+	d time.Duration
 }
 
-// controlOf is the ControlStore of s under the deadlines of t (nil when s
-// keeps no controller state).
+// controlOf is the ControlStore of s under deadline d (nil when s keeps
+// no controller state).
 func controlOf(s Store, d time.Duration) ControlStore {
 	c, ok := s.(ControlStore)
 	if !ok {
@@ -90,19 +90,19 @@ func controlOf(s Store, d time.Duration) ControlStore {
 	if d <= 0 {
 		return c
 	}
-	return timeoutControl{&timeoutStore{s: s, d: d}, c}
+	return timeoutControl{c, d}
 }
 
 func (t timeoutControl) AddSignals(ctx context.Context, room string, s Signals) (Signals, error) {
-	return call(t.timeoutStore, ctx, "add signals", func(ctx context.Context) (Signals, error) { return t.c.AddSignals(ctx, room, s) })
+	return call(t.d, ctx, "add signals", func(ctx context.Context) (Signals, error) { return t.c.AddSignals(ctx, room, s) })
 }
 
 func (t timeoutControl) SetControl(ctx context.Context, room string, next Control, used Signals) (bool, error) {
-	return call(t.timeoutStore, ctx, "set control", func(ctx context.Context) (bool, error) { return t.c.SetControl(ctx, room, next, used) })
+	return call(t.d, ctx, "set control", func(ctx context.Context) (bool, error) { return t.c.SetControl(ctx, room, next, used) })
 }
 
 func (t *timeoutStore) DeleteRoom(ctx context.Context, room string, force bool, now time.Time) error {
-	_, err := call(t, ctx, "delete room", func(ctx context.Context) (struct{}, error) {
+	_, err := call(t.d, ctx, "delete room", func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, t.s.DeleteRoom(ctx, room, force, now)
 	})
 	return err

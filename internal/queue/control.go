@@ -59,7 +59,7 @@ func (s Settings) controlParams() control.Params {
 // CurrentRate is the admission rate in force: AdmitRate for a static room;
 // for an adaptive one the controller's rate, or AdmitRate before its first
 // step, within MinAdmitRate and MaxAdmitRate. Stores refill their token
-// bucket at it (redisqueue's bucket.lua computes the same).
+// bucket at it (Limits).
 func (s Settings) CurrentRate(c Control) float64 { return control.Rate(s.controlParams(), c) }
 
 // Current returns s with AdmitRate set to CurrentRate(c): the settings the

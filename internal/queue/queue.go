@@ -194,9 +194,7 @@ type Inventory struct {
 // InventoryCap is the most visitors room settings s let be active with
 // inventory inv: MaxActive while the inventory is unknown or the cap is off
 // (VisitorsPerUnit 0), 0 when nothing is left, else min(MaxActive,
-// ceil(VisitorsPerUnit × units)). Both stores compute it inside their
-// atomic step (memqueue calls it; redisqueue's lua/inventory.lua is its
-// copy).
+// ceil(VisitorsPerUnit × units)): Limits.Cap.
 func InventoryCap(s Settings, inv Inventory) int64 {
 	switch {
 	case !inv.Known:

@@ -1,5 +1,5 @@
 -- refill.lua: prepended to the scripts that keep a room's token bucket
--- (redisqueue's bucket.lua users, redisshard's reserve.lua, commit.lua and
+-- (redisqueue's enter.lua and admit.lua, redisshard's reserve.lua, commit.lua and
 -- release.lua).
 -- refill returns the tokens and the refill time at now: rate per second
 -- since the last refill, up to batch + 1 (the +1 keeps the fraction a

@@ -109,7 +109,7 @@ type Window struct {
 // Rate is the admission rate in force: AdmitRate for a static room; for an
 // adaptive one the controller's rate, or AdmitRate before its first step,
 // within MinAdmitRate and MaxAdmitRate. Stores refill their token bucket at
-// it (redisqueue's bucket.lua computes the same).
+// it (queue.Limits).
 func Rate(p Params, c State) float64 {
 	if p.Static {
 		return p.AdmitRate

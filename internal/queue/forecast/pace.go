@@ -38,7 +38,6 @@ const (
 // PresenceMargin of admissions when that is more, so that a visitor who
 // left before coming near crosses the zone for at least presence +
 // PresenceMargin and is absent by the time it reaches the head.
-// redisqueue's lua/admit.lua computes the same (its copy).
 func Near(rate float64, batch int64, presence time.Duration) int64 {
 	n := max(50, 2*batch, int64(math.Ceil(5*rate)))
 	if presence > 0 {

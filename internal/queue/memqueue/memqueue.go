@@ -186,7 +186,7 @@ func (s *Store) PutRoom(ctx context.Context, name string, set queue.Settings, o 
 		r.control = queue.Control{Version: r.control.Version + 1} // afresh
 	}
 	r.settings = set
-	r.tokens = math.Min(r.tokens, set.BucketCapacity())
+	r.tokens = math.Min(r.tokens, r.limits().BucketCapacity())
 	r.seed()
 	if err := s.save(name, r); err != nil { // nothing changes
 		r.settings, r.tokens, r.draw, r.pre, r.control = old, oldTokens, oldDraw, oldPre, oldControl
@@ -231,8 +231,7 @@ func (r *room) enterLane(name, visitor string, code queue.LaneCode, full bool, n
 	}
 	if r.waitingLen() == 0 && r.settings.State == queue.Open && !r.draw.PreQueue(r.settings, now) {
 		r.expire(now)
-		r.refill(now)
-		if int64(len(r.active)) < queue.InventoryCap(r.settings, r.inventory) && r.tokens >= 1 {
+		if r.refill(now).Cap > int64(len(r.active)) && r.tokens >= 1 {
 			r.tokens--
 			r.admitted++
 			exp := now.Add(r.settings.ActiveTTL)
@@ -289,8 +288,7 @@ func (s *Store) enter(name, visitor string, lane *queue.LaneCode, now time.Time)
 	r.seq++
 	if r.waitingLen() == 0 && r.settings.State == queue.Open {
 		r.expire(now)
-		r.refill(now)
-		if int64(len(r.active)) < queue.InventoryCap(r.settings, r.inventory) && r.tokens >= 1 {
+		if r.refill(now).Cap > int64(len(r.active)) && r.tokens >= 1 {
 			r.tokens--
 			r.admitted++
 			exp := now.Add(r.settings.ActiveTTL)
@@ -353,16 +351,16 @@ func (s *Store) Admit(_ context.Context, name string, now time.Time) (queue.Admi
 	if r.unsaved && s.save(name, r) == nil {
 		r.unsaved = false
 	}
-	res := queue.AdmitResult{Expired: r.expire(now), Abandoned: r.unpark(now)}
-	r.refill(now)
+	lim := r.refill(now)
+	res := queue.AdmitResult{Expired: r.expire(now), Abandoned: r.unpark(now, lim.Grace)}
 	admits := r.settings.State == queue.Open && !r.draw.PreQueue(r.settings, now)
-	if r.settings.PresenceTimeout > 0 {
-		r.mark(now, !admits)
+	if lim.Presence > 0 {
+		r.mark(now, lim.Near, !admits)
 	}
 	if !admits {
 		return res, nil
 	}
-	total := min(queue.InventoryCap(r.settings, r.inventory)-int64(len(r.active)), int64(r.tokens), r.waitingLen())
+	total := min(lim.Cap-int64(len(r.active)), int64(r.tokens), r.waitingLen())
 	if total <= 0 {
 		return res, nil
 	}
@@ -380,8 +378,8 @@ func (s *Store) Admit(_ context.Context, name string, now time.Time) (queue.Admi
 	}
 	switch left := n - int64(len(admit)); {
 	case left <= 0: // the returned (or the lane) filled the step
-	case r.settings.PresenceTimeout > 0:
-		admit = append(admit, r.present(now, left, &res)...)
+	case lim.Presence > 0:
+		admit = append(admit, r.present(now, lim.Presence, left, &res)...)
 	default:
 		for range left {
 			v := r.waiting.pop()
@@ -412,9 +410,8 @@ func (r *room) waitingLen() int64 {
 
 // unpark removes the parked visitors absent past the grace and returns
 // how many.
-func (r *room) unpark(now time.Time) int64 {
+func (r *room) unpark(now time.Time, grace time.Duration) int64 {
 	var n int64
-	grace := r.settings.PresenceTimeout + r.settings.ActiveTTL
 	for v := range r.parked {
 		if now.Sub(r.seen[v]) >= grace {
 			delete(r.parked, v)
@@ -433,8 +430,7 @@ func (r *room) unpark(now time.Time) int64 {
 // unpolled: a step admits them only once a poll has seen them, so that a
 // visitor who left before the opening is not admitted at it, and those
 // behind it never wait on it (present).
-func (r *room) mark(now time.Time, idle bool) {
-	near := r.settings.Current(r.control).Near()
+func (r *room) mark(now time.Time, near int64, idle bool) {
 	r.waiting.scan(func(_ int, seq int64, id []byte) bool {
 		if near--; near < 0 {
 			return false
@@ -460,7 +456,7 @@ func (r *room) mark(now time.Time, idle bool) {
 // visitor marked after the last unpolled one (a visitor beyond the watched
 // zone), so that nobody a poll has not shown there is admitted ahead of
 // them.
-func (r *room) present(now time.Time, n int64, res *queue.AdmitResult) []string {
+func (r *room) present(now time.Time, presence time.Duration, n int64, res *queue.AdmitResult) []string {
 	type place struct {
 		i   int // in the line
 		seq int64
@@ -471,7 +467,7 @@ func (r *room) present(now time.Time, n int64, res *queue.AdmitResult) []string 
 	r.waiting.scan(func(i int, seq int64, id []byte) bool {
 		seen, watched := r.seen[string(id)]
 		switch {
-		case watched && now.Sub(seen) >= r.settings.PresenceTimeout:
+		case watched && now.Sub(seen) >= presence:
 			park = append(park, place{i, seq})
 		case r.unpolled[string(id)]:
 			passed = true
@@ -672,15 +668,21 @@ func (r *room) expire(now time.Time) int64 {
 	return n
 }
 
-func (r *room) refill(now time.Time) {
-	set := r.settings.Current(r.control) // the adaptive rate, if adaptive
+// limits are the room's queue.Limits now.
+func (r *room) limits() queue.Limits { return r.settings.Limits(r.control, r.inventory) }
+
+// refill refills the token bucket at now and returns the limits it
+// followed.
+func (r *room) refill(now time.Time) queue.Limits {
+	lim := r.limits()
 	if now.After(r.refilled) {
 		if !r.refilled.IsZero() {
-			r.tokens += set.AdmitRate * now.Sub(r.refilled).Seconds()
+			r.tokens += lim.Rate * now.Sub(r.refilled).Seconds()
 		}
 		r.refilled = now
 	}
-	r.tokens = math.Min(r.tokens, set.BucketCapacity())
+	r.tokens = math.Min(r.tokens, lim.BucketCapacity())
+	return lim
 }
 
 type expiry struct {

@@ -42,8 +42,10 @@ var (
 var (
 	//go:embed lua/put_room.lua
 	putRoomLua string
-	//go:embed lua/bucket.lua
-	bucketLua string
+	//go:embed lua/limits.lua
+	limitsLua string
+	//go:embed lua/set_limits.lua
+	setLimitsLua string
 	//go:embed lua/draw.lua
 	drawLua string
 	//go:embed lua/presence.lua
@@ -58,8 +60,6 @@ var (
 	admitLua string
 	//go:embed lua/stats.lua
 	statsLua string
-	//go:embed lua/inventory.lua
-	inventoryLua string
 	//go:embed lua/set_inventory.lua
 	setInventoryLua string
 	//go:embed lua/signals.lua
@@ -87,10 +87,6 @@ const (
 	kindLanesOff = 8
 )
 
-// defaultPresence is queue.DefaultSettings().PresenceTimeout in
-// nanoseconds, for admit.lua in rooms whose hash lacks the setting.
-var defaultPresence = strconv.FormatInt(int64(queue.DefaultSettings().PresenceTimeout), 10)
-
 // Store is a queue.Store on Redis. It is safe for concurrent use; concurrent
 // calls share the client's connections through rueidis' auto-pipelining.
 type Store struct {
@@ -105,7 +101,7 @@ type Store struct {
 	exclusive func(room string) string
 
 	putRoomScript, enter, status, leave, admit, stats, setInventory *rueidis.Lua
-	signals, setControl, deleteRoom                                 *rueidis.Lua
+	signals, setControl, setLimits, deleteRoom                      *rueidis.Lua
 }
 
 // New returns a store that keeps its keys under prefix (usher uses "usher:")
@@ -116,14 +112,15 @@ func New(c rueidis.Client, prefix string) *Store {
 		c:             c,
 		prefix:        prefix,
 		putRoomScript: rueidis.NewLuaScript(putRoomLua),
-		enter:         rueidis.NewLuaScript(redisscript.RefillLua + bucketLua + inventoryLua + drawLua + presenceLua + enterLua),
+		enter:         rueidis.NewLuaScript(redisscript.RefillLua + limitsLua + drawLua + presenceLua + enterLua),
 		status:        rueidis.NewLuaScript(drawLua + presenceLua + statusLua),
 		leave:         rueidis.NewLuaScript(leaveLua),
-		admit:         rueidis.NewLuaScript(redisscript.RefillLua + bucketLua + inventoryLua + drawLua + admitLua),
+		admit:         rueidis.NewLuaScript(redisscript.RefillLua + limitsLua + drawLua + admitLua),
 		stats:         rueidis.NewLuaScript(statsLua),
 		setInventory:  rueidis.NewLuaScript(setInventoryLua),
 		signals:       rueidis.NewLuaScript(signalsLua),
 		setControl:    rueidis.NewLuaScript(setControlLua),
+		setLimits:     rueidis.NewLuaScript(setLimitsLua),
 		deleteRoom:    rueidis.NewLuaScript(deleteRoomLua),
 	}
 }
@@ -413,6 +410,9 @@ func (s *Store) PutRoom(ctx context.Context, room string, set queue.Settings, o 
 	if err := s.c.Do(ctx, s.c.B().Sadd().Key(s.roomsKey()).Member(room).Build()).Error(); err != nil {
 		return false, unavailable(op, room, err)
 	}
+	if created == 1 || !o.OnlyCreate {
+		s.refreshAfter(ctx, room)
+	}
 	return created == 1, nil
 }
 
@@ -525,11 +525,21 @@ func (s *Store) Leave(ctx context.Context, room, visitor string) error {
 	return nil
 }
 
-// Admit implements queue.Store.
+// Admit implements queue.Store. On limits older than their inputs it
+// stores them anew (RefreshLimits) and steps again.
 func (s *Store) Admit(ctx context.Context, room string, now time.Time) (queue.AdmitResult, error) {
-	arr, err := s.run(ctx, "admit", s.admit, room, ms(now), defaultPresence)
-	if err != nil {
-		return queue.AdmitResult{}, err
+	var arr []rueidis.RedisMessage
+	for try := 0; ; try++ {
+		var err error
+		if arr, err = s.run(ctx, "admit", s.admit, room, ms(now)); err != nil {
+			return queue.AdmitResult{}, err
+		}
+		if len(arr) != 1 || try == maxRefresh {
+			break
+		}
+		if err := s.RefreshLimits(ctx, room); err != nil {
+			return queue.AdmitResult{}, err
+		}
 	}
 	if len(arr) == 0 {
 		return queue.AdmitResult{}, notFound("admit", room)
@@ -550,21 +560,73 @@ func (s *Store) Admit(ctx context.Context, room string, now time.Time) (queue.Ad
 	return res, nil
 }
 
-// defaultPerUnit is queue.DefaultSettings().VisitorsPerUnit as
-// set_inventory.lua writes it into rooms whose hash lacks the setting.
-var defaultPerUnit = strconv.FormatFloat(queue.DefaultSettings().VisitorsPerUnit, 'g', -1, 64)
-
 // SetInventory implements queue.Store.
 func (s *Store) SetInventory(ctx context.Context, room string, units int64) error {
-	ok, err := s.exec(ctx, s.setInventory, s.keys(room).with(1), []string{strconv.FormatInt(units, 10), defaultPerUnit}).AsInt64()
+	ok, err := s.exec(ctx, s.setInventory, s.keys(room).with(1), []string{strconv.FormatInt(units, 10)}).AsInt64()
 	if err != nil {
 		return unavailable("set inventory", room, err)
 	}
 	if ok == 0 {
 		return notFound("set inventory", room)
 	}
+	s.refreshAfter(ctx, room)
 	return nil
 }
+
+// maxRefresh bounds the tries of RefreshLimits, and Admit's steps over
+// limits it found older than their inputs: each try fails only because
+// another input was written since, whose writer stores the limits too.
+const maxRefresh = 3
+
+// RefreshLimits stores the room's queue.Limits computed from what its hash
+// holds (limits.lua). Each write of an input calls it; a step that finds
+// limits older than their inputs (a writer that stopped in between) calls
+// it too.
+func (s *Store) RefreshLimits(ctx context.Context, room string) error {
+	for range maxRefresh {
+		arr, err := s.run(ctx, "refresh limits", s.stats, room, "0")
+		if err != nil {
+			return err
+		}
+		if len(arr) == 0 {
+			return notFound("refresh limits", room)
+		}
+		st, err := parseStats(arr)
+		if err != nil {
+			return unavailable("refresh limits", room, err)
+		}
+		if stored, err := s.storeLimits(ctx, room, arr, st); stored || err != nil {
+			return err
+		}
+	}
+	return nil // inputs keep changing: their writers store the limits
+}
+
+// storeLimits stores the limits of st, read by stats.lua's reply arr; false
+// when an input was written since.
+func (s *Store) storeLimits(ctx context.Context, room string, arr []rueidis.RedisMessage, st queue.Stats) (bool, error) {
+	lim := st.Settings.Limits(st.Control, st.Inventory)
+	args := append([]string{field(arr, "rules_v")}, lim.LimitFields()...)
+	r, err := s.exec(ctx, s.setLimits, s.keys(room).with(1), args).AsInt64()
+	switch {
+	case err != nil:
+		return false, unavailable("refresh limits", room, err)
+	case r < 0:
+		return false, notFound("refresh limits", room)
+	}
+	return r == 1, nil
+}
+
+// staleLimits reports whether stats.lua's reply arr shows limits older
+// than their inputs, or none (a room written before they existed).
+func staleLimits(arr []rueidis.RedisMessage) bool {
+	return field(arr, "lim_v") != field(arr, "rules_v") || field(arr, "lim_cap") == "0" && field(arr, "lim_rate") == "0"
+}
+
+// refreshAfter stores the limits after a write of one of their inputs. An
+// error leaves them marked older than their inputs, which the next step
+// repairs (Admit); until then the room makes no passthrough.
+func (s *Store) refreshAfter(ctx context.Context, room string) { _ = s.RefreshLimits(ctx, room) }
 
 // Stats implements queue.Store.
 func (s *Store) Stats(ctx context.Context, room string, now time.Time) (queue.Stats, error) {
@@ -578,6 +640,9 @@ func (s *Store) Stats(ctx context.Context, room string, now time.Time) (queue.St
 	st, err := parseStats(arr)
 	if err != nil {
 		return queue.Stats{}, unavailable("stats", room, err)
+	}
+	if staleLimits(arr) { // a writer stopped in between, or an older version's room
+		_, _ = s.storeLimits(ctx, room, arr, st)
 	}
 	// A visitor's calls need its draw key only while the draw is pending:
 	// before it, and while drawn entrants remain in the pre-queue. Then
@@ -644,6 +709,8 @@ func (s *Store) SetControl(ctx context.Context, room string, next queue.Control,
 		return false, unavailable("set control", room, err)
 	case r < 0:
 		return false, notFound("set control", room)
+	case r == 1:
+		s.refreshAfter(ctx, room)
 	}
 	return r == 1, nil
 }

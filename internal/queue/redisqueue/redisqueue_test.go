@@ -326,7 +326,8 @@ func TestQueueStoreTimeoutOnHungRedis(t *testing.T) {
 
 // TestRoomFromOldVersion: a room written by the version that passed settings
 // to put_room.lua by position (the same hash field names, written here by
-// hand) reads back, admits, and takes new settings.
+// hand) reads back (the read stores the limits it lacks), admits, and
+// takes new settings.
 func TestRoomFromOldVersion(t *testing.T) {
 	c := openClient(t)
 	ctx := context.Background()
@@ -356,13 +357,13 @@ func TestRoomFromOldVersion(t *testing.T) {
 	if e, _, err := s.Enter(ctx, "old", "a", now, queue.EnterOptions{}); err != nil || e.Status != queue.Active {
 		t.Fatalf("Enter = %+v, %v; want active (passthrough)", e, err)
 	}
-	// An inventory writes the setting's default into the old hash, so
-	// that admit.lua's cap reads what Stats shows.
+	// The cap follows the settings as Stats shows them: the default
+	// visitors_per_unit, 2, of 3 units left.
 	if err := s.SetInventory(ctx, "old", 3); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := c.Do(ctx, c.B().Hget().Key(meta).Field("visitors_per_unit").Build()).ToString(); err != nil || v != "2" {
-		t.Errorf("visitors_per_unit of an old room after SetInventory = %q, %v; want the default, 2", v, err)
+	if v, err := c.Do(ctx, c.B().Hget().Key(meta).Field("lim_cap").Build()).ToString(); err != nil || v != "6" {
+		t.Errorf("lim_cap of an old room with 3 units left = %q, %v; want 6", v, err)
 	}
 	want.MaxActive = 9
 	if _, err := s.PutRoom(ctx, "old", want, queue.PutOptions{}); err != nil {
@@ -414,5 +415,47 @@ func TestDeleteRoomKeys(t *testing.T) {
 	}
 	if n, err := c.Do(ctx, c.B().Exists().Key(prefix+"{kept}:meta", prefix+"{kept}:pre").Build()).AsInt64(); err != nil || n != 2 {
 		t.Errorf("keys of the other room: %d of 2 exist (%v)", n, err)
+	}
+}
+
+// TestStaleLimits: limits older than their inputs (a writer that stopped
+// between writing an input and storing the limits) make no passthrough,
+// and the next step stores them anew and admits under them.
+func TestStaleLimits(t *testing.T) {
+	c := openClient(t)
+	ctx := context.Background()
+	prefix := testenv.RedisPrefix(t, c)
+	s := redisqueue.New(c, prefix)
+	now := time.UnixMilli(1_800_000_000_000)
+	set := queue.DefaultSettings()
+	set.MaxActive, set.AdmitRate, set.PresenceTimeout = 5, 100, 0
+	if _, err := s.PutRoom(ctx, "r", set, queue.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetInventory(ctx, "r", 1); err != nil { // cap: 2 per unit
+		t.Fatal(err)
+	}
+	// An input written, its limits not: the cap stored is still 5.
+	meta := prefix + "{r}:meta"
+	if err := c.Do(ctx, c.B().Hset().Key(meta).FieldValue().FieldValue("inventory", "2").FieldValue("lim_cap", "5").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Do(ctx, c.B().Hincrby().Key(meta).Field("rules_v").Increment(1).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if e, _, err := s.Enter(ctx, "r", "a", now, queue.EnterOptions{}); err != nil || e.Status != queue.Waiting {
+		t.Fatalf("Enter on stale limits = %+v, %v; want waiting (no passthrough)", e, err)
+	}
+	for _, v := range []string{"b", "c", "d", "e", "f"} {
+		if _, _, err := s.Enter(ctx, "r", v, now, queue.EnterOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := s.Admit(ctx, "r", now.Add(time.Second))
+	if err != nil || !slices.Equal(res.Admitted, []string{"a", "b", "c", "d"}) {
+		t.Fatalf("Admit on stale limits = %+v, %v; want a-d (the cap of 2 units, 4)", res, err)
+	}
+	if v, err := c.Do(ctx, c.B().Hget().Key(meta).Field("lim_cap").Build()).ToString(); err != nil || v != "4" {
+		t.Errorf("lim_cap after the step = %q, %v; want 4", v, err)
 	}
 }

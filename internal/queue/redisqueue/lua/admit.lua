@@ -5,30 +5,29 @@
 -- while it is unpolled (marked while the room admitted nobody, or drawn,
 -- or behind another unpolled visitor, and not seen by a poll since), KEYS[6] parked and KEYS[7] back zsets
 -- (presence.lua), KEYS[8] the priority lane zset (lane seq)
--- ARGV    now (unix ms), the default presence_timeout (ns), for rooms
---         written before the setting existed
--- Returns {} when the room does not exist, else {expired, skipped,
--- abandoned, admitted...} with the admitted visitors in the order taken.
+-- ARGV    now (unix ms)
+-- Returns {} when the room does not exist, {-1} when its limits are older
+-- than their inputs (limits.lua: nothing was done), else {expired,
+-- skipped, abandoned, admitted...} with the admitted visitors in the
+-- order taken.
 local meta, wait, active, pre, seen, parked, back, lane =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local now = tonumber(ARGV[1])
 
-local state, max_active, claim_window, batch, admit_rate, tokens, refilled, presence, ttl,
-  commitment, drawn, opens =
-  unpack(redis.call('HMGET', meta, 'state', 'max_active', 'claim_window',
-    'batch', 'admit_rate', 'tokens', 'refilled_ms', 'presence_timeout', 'active_ttl',
+local state, claim_window, tokens, refilled, commitment, drawn, opens =
+  unpack(redis.call('HMGET', meta, 'state', 'claim_window', 'tokens', 'refilled_ms',
     'draw_commitment', 'drawn', 'opens_at'))
 if not state then
   return {}
 end
+local lim = limits(meta)
+if not lim then
+  return {-1}
+end
 local expired = redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
 local phase, _, base, entrants, moved = draw_phase(meta, pre, now, commitment, drawn, opens)
-presence = math.floor((tonumber(presence) or tonumber(ARGV[2])) / 1e6)
-batch, admit_rate = tonumber(batch), tonumber(admit_rate)
-
-admit_rate, batch = current_rate(meta, admit_rate, batch)
-batch, admit_rate = tonumber(batch), tonumber(admit_rate)
-tokens, refilled = refill(tokens, refilled, admit_rate, batch, now)
+local presence, batch, near = lim.presence, lim.batch, lim.near
+tokens, refilled = refill(tokens, refilled, lim.rate, batch, now)
 
 -- zadd_chunks ZADDs score/member pairs in chunks: unpack is limited by
 -- Lua's C stack (8000 slots).
@@ -47,7 +46,7 @@ end
 -- step, the longest parked (lowest seq) first.
 local abandoned = {}
 if redis.call('EXISTS', parked) == 1 then
-  local cutoff = now - presence - math.floor(tonumber(ttl) / 1e6)
+  local cutoff = now - lim.grace
   local oldest = redis.call('ZRANGE', parked, 0, 999)
   for i = 1, #oldest do
     local last = tonumber(redis.call('ZSCORE', seen, oldest[i]))
@@ -63,7 +62,7 @@ local n = 0
 local admits = state == 'open' and phase ~= 'pre'
 local in_lane = redis.call('ZCARD', lane)
 if admits then
-  n = math.min(inventory_cap(meta, tonumber(max_active)) - redis.call('ZCARD', active), math.floor(tokens),
+  n = math.min(lim.cap - redis.call('ZCARD', active), math.floor(tokens),
     redis.call('ZCARD', wait) + redis.call('ZCARD', pre) + redis.call('ZCARD', back) + in_lane)
 end
 -- The priority lane's part of the step (queue.LaneSplit): the whole part
@@ -78,13 +77,6 @@ if n > 0 then
   lane_n = math.min(lane_n, in_lane)
   n = n - lane_n
 end
--- queue.Settings.Near (forecast.Near): the near zone, watched for presence,
--- whose polls reach the store (forecast.PresenceMargin is 10 s).
-local near = math.max(50, 2 * batch, math.ceil(5 * admit_rate))
-if presence > 0 then
-  near = math.max(near, math.ceil((presence / 1000 + 10) * admit_rate))
-end
-
 if phase == 'drawn' and (n > 0 or presence > 0) then
   -- The next n in line are among those waiting since before the draw, the
   -- drawn entrants moved so far, and the next n in the pre-queue. Move

@@ -89,17 +89,16 @@ if not uses then
   seq = redis.call('HINCRBY', meta, 'seq', 1)
 end
 
--- Passthrough: nobody waits, the room is open, a slot is free (inventory.lua)
--- and the token
--- bucket (the same one admit.lua uses) holds a token.
-if state == 'open' and not phase and line == 0 then
-  local max_active, active_ttl, batch, admit_rate, tokens, refilled =
-    unpack(redis.call('HMGET', meta, 'max_active', 'active_ttl', 'batch',
-      'admit_rate', 'tokens', 'refilled_ms'))
+-- Passthrough: nobody waits, the room is open, a slot is free under the
+-- cap and the token bucket (the same one admit.lua uses) holds a token.
+-- Limits older than their inputs (limits.lua) make no passthrough: the
+-- visitor waits for the next step, which stores them anew.
+local lim = limits(meta)
+if lim and state == 'open' and not phase and line == 0 then
+  local active_ttl, tokens, refilled = unpack(redis.call('HMGET', meta, 'active_ttl', 'tokens', 'refilled_ms'))
   redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
-  admit_rate, batch = current_rate(meta, admit_rate, batch)
-  tokens, refilled = refill(tokens, refilled, tonumber(admit_rate), tonumber(batch), now)
-  local admit = redis.call('ZCARD', active) < inventory_cap(meta, tonumber(max_active)) and tokens >= 1
+  tokens, refilled = refill(tokens, refilled, lim.rate, lim.batch, now)
+  local admit = redis.call('ZCARD', active) < lim.cap and tokens >= 1
   if admit then
     tokens = tokens - 1
   end

@@ -13,8 +13,8 @@
 -- good (draw.lua). A room draws once: after its draw, settings whose
 -- opens_at differs are refused (-1) and nothing is written, and so is a
 -- room whose name another store holds (-2).
--- Returns 1 when the room was created, else 0; a write publishes the room's
--- name on <prefix>wake.
+-- Returns 1 when the room was created, else 0; a write bumps rules_v
+-- (limits.lua) and publishes the room's name on <prefix>wake.
 --
 -- A hash without settings (no state and no max_active) is no room: it is
 -- replaced.
@@ -61,6 +61,7 @@ end
 if not existed then
   redis.call('HSET', meta, 'seq', 0, 'admitted_total', 0)
 end
+redis.call('HINCRBY', meta, 'rules_v', 1)
 if reset then
   for _, f in ipairs(redis.call('HKEYS', meta)) do
     if f == 'admit_rate_current' or (string.sub(f, 1, 4) == 'ctl_' and f ~= 'ctl_version') then

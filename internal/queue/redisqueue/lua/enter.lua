@@ -93,8 +93,8 @@ end
 -- cap and the token bucket (the same one admit.lua uses) holds a token.
 -- Limits older than their inputs (limits.lua) make no passthrough: the
 -- visitor waits for the next step, which stores them anew.
-local lim = limits(meta)
-if lim and state == 'open' and not phase and line == 0 then
+local lim = state == 'open' and not phase and line == 0 and limits(meta)
+if lim then
   local active_ttl, tokens, refilled = unpack(redis.call('HMGET', meta, 'active_ttl', 'tokens', 'refilled_ms'))
   redis.call('ZREMRANGEBYSCORE', active, '-inf', now)
   tokens, refilled = refill(tokens, refilled, lim.rate, lim.batch, now)

@@ -29,7 +29,7 @@ func TestServeShardedRoom(t *testing.T) {
 			}
 			a, b := client{t, bases[0]}, client{t, bases[1]}
 			if st, _, body := a.admin().do("PUT", "/api/v1/rooms/hot", admin, `{"shards":3,"shard_strategy":"timestamp",`+
-				`"presence_timeout_seconds":0,"visitors_per_unit":0,"claim_window_seconds":60,"active_ttl_seconds":60,`+
+				`"presence_timeout_seconds":0,"claim_window_seconds":60,"active_ttl_seconds":60,`+
 				`"state":"paused","max_active":3,"admit_rate":20,"interval_ms":50}`); st != 201 || body["shards"] != 3.0 {
 				t.Fatalf("create a sharded room: %d %v", st, body)
 			}

@@ -43,10 +43,9 @@ func TestShardedRoom(t *testing.T) {
 
 func testShardedRoom(t *testing.T, qs queue.Store) {
 	e := newEnvOn(t, qs, false)
-	const sharded = `"shards":4,"shard_strategy":"timestamp","presence_timeout_seconds":0,"visitors_per_unit":0,"claim_window_seconds":300`
+	const sharded = `"shards":4,"shard_strategy":"timestamp","presence_timeout_seconds":0,"claim_window_seconds":300`
 	for _, bad := range []struct{ body, names string }{
 		{`{"shards":4,"presence_timeout_seconds":20}`, "presence_timeout"}, // what a sharded room lacks, set
-		{`{"shards":4,"visitors_per_unit":3}`, "visitors_per_unit"},
 		{`{` + sharded + `,"max_waiting":10}`, "max_waiting"},
 		{`{` + sharded + `,"admission":"adaptive"}`, "admission"},
 		{`{` + sharded + `,"opens_at":"2030-01-01T10:00:00Z"}`, "opens_at"},
@@ -68,9 +67,9 @@ func testShardedRoom(t *testing.T, qs queue.Store) {
 	var defaults wire.Room
 	if err := json.Unmarshal(r.body, &defaults); r.status != 201 || err != nil ||
 		!slices.Equal(defaults.OffForShards, redisshard.Off) ||
-		setting[float64](defaults.Settings, "presence_timeout_seconds") != 0 || setting[float64](defaults.Settings, "visitors_per_unit") != 0 ||
+		setting[float64](defaults.Settings, "presence_timeout_seconds") != 0 || setting[float64](defaults.Settings, "visitors_per_unit") != 2 ||
 		setting[float64](defaults.Settings, "claim_window_seconds") != setting[float64](defaults.Settings, "active_ttl_seconds") {
-		t.Errorf("PUT {\"shards\":3}: %d %s, want 201 with presence, the inventory cap and the claim window off, and off_for_shards", r.status, r.body)
+		t.Errorf("PUT {\"shards\":3}: %d %s, want 201 with presence and the claim window off, the inventory cap kept, and off_for_shards", r.status, r.body)
 	}
 
 	r = e.do(nil, "PUT", "/api/v1/rooms/hot", adminKey, `{`+sharded+`,"state":"paused","max_active":2,"admit_rate":20,"interval_ms":100}`)

@@ -42,6 +42,7 @@ func RunSharded(t *testing.T, newStore NewStore, strategy queue.ShardStrategy) {
 		{"RateIsRoomWide", testShardedRate},
 		{"Leave", testShardedLeave},
 		{"RoomStates", testShardedStates},
+		{"Inventory", testShardedInventory},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,7 +53,8 @@ func RunSharded(t *testing.T, newStore NewStore, strategy queue.ShardStrategy) {
 }
 
 // shardedSettings are settings(maxActive, rate) for a room of four
-// shards: no inventory cap, a slot held for ActiveTTL.
+// shards: no inventory cap (testShardedInventory sets one), a slot held
+// for ActiveTTL.
 func shardedSettings(strategy queue.ShardStrategy, maxActive int64, rate float64) queue.Settings {
 	s := settings(maxActive, rate)
 	s.Shards, s.ShardStrategy = 4, strategy
@@ -370,5 +372,43 @@ func testShardedStates(t *testing.T, s queue.Store, strategy queue.ShardStrategy
 	}
 	if st := mustStats(t, s, "r", now.Add(5*time.Second)); !reflect.DeepEqual(st.Settings, set) || st.Waiting != 13-n || st.Active != n {
 		t.Errorf("stats = %+v, want %d waiting, %d active and the settings %+v", st, 13-n, n, set)
+	}
+}
+
+// testShardedInventory: a sharded room follows its inventory as a room of
+// one shard does (testInventoryCap, testInventorySoldOut): admission keeps
+// below ceil(VisitorsPerUnit × units); at 0 newcomers of every shard are
+// refused, the waiting keep their places and nobody is admitted, until
+// units come back.
+func testShardedInventory(t *testing.T, s queue.Store, strategy queue.ShardStrategy) {
+	ctx := context.Background()
+	set := shardedSettings(strategy, 10, 1000)
+	set.VisitorsPerUnit = 1.5
+	vs, now := fillSharded(t, s, "r", set, 20)
+	mustSetInventory(t, s, "r", 3) // ceil(1.5 × 3) = 5
+	if res := mustAdmit(t, s, "r", now); len(res.Admitted) != 5 || ordered(strategy) && !slices.Equal(res.Admitted, vs[:5]) {
+		t.Errorf("admitted with 3 units left = %v, want 5 (the first 5 in order)", res.Admitted)
+	}
+	if res := mustAdmit(t, s, "r", now.Add(time.Second)); len(res.Admitted) != 0 {
+		t.Errorf("admitted past the inventory cap: %v", res.Admitted)
+	}
+	mustSetInventory(t, s, "r", 0)
+	if st := mustStats(t, s, "r", now); st.EffectiveState() != queue.SoldOut || st.Inventory != (queue.Inventory{Known: true}) {
+		t.Errorf("with no units left: effective state %s, inventory %+v; want sold_out, 0", st.EffectiveState(), st.Inventory)
+	}
+	for j := range 12 { // newcomers of every shard
+		if _, _, err := s.Enter(ctx, "r", fmt.Sprintf("new%d", j), now, queue.EnterOptions{}); !errors.Is(err, queue.ErrRoomClosed) {
+			t.Errorf("Enter into a room without units: err = %v, want ErrRoomClosed", err)
+		}
+	}
+	if e := mustEnter(t, s, "r", vs[19], now); e.Status != queue.Waiting {
+		t.Errorf("re-Enter of a waiting visitor into a room without units = %+v, want its place", e)
+	}
+	mustSetInventory(t, s, "r", 100) // the cap is max_active again
+	if res := mustAdmit(t, s, "r", now.Add(2*time.Second)); len(res.Admitted) != 5 {
+		t.Errorf("admitted once units came back = %v, want 5 (max_active 10)", res.Admitted)
+	}
+	if e := mustEnter(t, s, "r", "late", now.Add(2*time.Second)); e.Status != queue.Waiting {
+		t.Errorf("Enter once units came back = %+v, want waiting", e)
 	}
 }

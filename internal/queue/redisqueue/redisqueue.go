@@ -44,8 +44,6 @@ var (
 	putRoomLua string
 	//go:embed lua/limits.lua
 	limitsLua string
-	//go:embed lua/set_limits.lua
-	setLimitsLua string
 	//go:embed lua/draw.lua
 	drawLua string
 	//go:embed lua/presence.lua
@@ -60,8 +58,6 @@ var (
 	admitLua string
 	//go:embed lua/stats.lua
 	statsLua string
-	//go:embed lua/set_inventory.lua
-	setInventoryLua string
 	//go:embed lua/signals.lua
 	signalsLua string
 	//go:embed lua/set_control.lua
@@ -117,10 +113,10 @@ func New(c rueidis.Client, prefix string) *Store {
 		leave:         rueidis.NewLuaScript(leaveLua),
 		admit:         rueidis.NewLuaScript(redisscript.RefillLua + limitsLua + drawLua + admitLua),
 		stats:         rueidis.NewLuaScript(statsLua),
-		setInventory:  rueidis.NewLuaScript(setInventoryLua),
+		setInventory:  rueidis.NewLuaScript(redisscript.SetInventoryLua),
 		signals:       rueidis.NewLuaScript(signalsLua),
 		setControl:    rueidis.NewLuaScript(setControlLua),
-		setLimits:     rueidis.NewLuaScript(setLimitsLua),
+		setLimits:     rueidis.NewLuaScript(redisscript.SetLimitsLua),
 		deleteRoom:    rueidis.NewLuaScript(deleteRoomLua),
 	}
 }

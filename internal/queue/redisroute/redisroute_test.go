@@ -84,7 +84,7 @@ func TestShardedLearned(t *testing.T) {
 }
 
 // TestShardedRefusals: what a sharded room does not have yet is refused,
-// changing nothing: an inventory, deletion.
+// changing nothing: deletion.
 func TestShardedRefusals(t *testing.T) {
 	c := testenv.Redis(t)
 	ctx := context.Background()
@@ -93,16 +93,13 @@ func TestShardedRefusals(t *testing.T) {
 	maker := redisroute.New(c, prefix)
 	shardedRoom(t, maker, "hot", t0)
 	for name, s := range map[string]*redisroute.Router{"its maker": maker, "a fresh store": redisroute.New(c, prefix)} {
-		if err := s.SetInventory(ctx, "hot", 5); !errors.Is(err, queue.ErrInvalid) {
-			t.Errorf("SetInventory through %s = %v, want ErrInvalid", name, err)
-		}
 		if err := s.DeleteRoom(ctx, "hot", true, t0); !errors.Is(err, queue.ErrInvalid) {
 			t.Errorf("DeleteRoom through %s = %v, want ErrInvalid", name, err)
 		}
 	}
 	st, err := redisroute.New(c, prefix).Stats(ctx, "hot", t0)
-	if err != nil || st.Inventory.Known || st.Waiting != 8 {
-		t.Errorf("Stats after the refusals = %+v, %v; want the room as it was (8 waiting, no inventory)", st, err)
+	if err != nil || st.Waiting != 8 {
+		t.Errorf("Stats after the refusals = %+v, %v; want the room as it was (8 waiting)", st, err)
 	}
 }
 

@@ -123,8 +123,11 @@ func (s *Store) take(ctx context.Context, room string, l layout, now time.Time) 
 	if err != nil || len(r) < 1 {
 		return st, unavailable("admit: reserve", room, fmt.Errorf("reply %v: %v", r, err))
 	}
-	if r[0] < 0 {
+	switch r[0] {
+	case -1:
 		return st, s.notFound("admit", room)
+	case -2:
+		return st, errStaleLimits
 	}
 	st.res.Reserved = r[0]
 	if r[0] == 0 {

@@ -16,8 +16,8 @@ func TestForShards(t *testing.T) {
 	base := queue.DefaultSettings()
 	base.Shards = 4
 	got, err := forShards(base)
-	if err != nil || got.PresenceTimeout != 0 || got.VisitorsPerUnit != 0 || got.ClaimWindow != got.ActiveTTL {
-		t.Errorf("forShards(defaults) = %+v, %v; want presence and the inventory cap off, claim window = active_ttl", got, err)
+	if err != nil || got.PresenceTimeout != 0 || got.VisitorsPerUnit != base.VisitorsPerUnit || got.ClaimWindow != got.ActiveTTL {
+		t.Errorf("forShards(defaults) = %+v, %v; want presence off, the inventory cap kept, claim window = active_ttl", got, err)
 	}
 	for _, tc := range []struct {
 		name string
@@ -26,7 +26,6 @@ func TestForShards(t *testing.T) {
 	}{
 		{"presence", func(s *queue.Settings) { s.PresenceTimeout = 20 * time.Second }, "presence_timeout"},
 		{"opens_at", func(s *queue.Settings) { s.OpensAt = time.UnixMilli(1_900_000_000_000) }, "opens_at"},
-		{"inventory cap", func(s *queue.Settings) { s.VisitorsPerUnit = 3 }, "visitors_per_unit"},
 		{"adaptive", func(s *queue.Settings) { s.Admission = queue.Adaptive }, "admission"},
 		{"max_waiting", func(s *queue.Settings) { s.MaxWaiting = 10 }, "max_waiting"},
 		{"lanes", func(s *queue.Settings) { s.PriorityShare = 0.2 }, "priority_share"},

@@ -1,28 +1,34 @@
 package redisshard
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"usher/internal/queue"
+	"usher/internal/redisscript"
 )
 
 // QueueStore is the queue.Store of rooms of several shards: their lines
 // are this package's, their settings the queue's, kept in the room's home
-// hash beside this package's own. What a sharded line does not have yet
-// is refused by queue.Settings.Validate (presence, the draw, max_waiting,
-// adaptive admission, the inventory cap) or here (SetInventory, the
-// controller's calls, DeleteRoom). Entries carry no sequence number, so
-// every status poll reaches the store. redisroute puts it beside the store
-// of rooms of one shard.
+// hash beside this package's own with the room's inventory and its
+// queue.Limits (the cap and the rate its steps follow; RefreshLimits).
+// What a sharded line does not have yet is refused here, by name (Off).
+// Entries carry no sequence number, so every status poll reaches the
+// store. redisroute puts it beside the store of rooms of one shard.
 type QueueStore struct {
 	s *Store
 	// taken names another store's hash of a room's slot: while it holds
 	// settings, a room of one shard holds the name (nil: no check).
 	taken func(room string) string
+	// setInventory and setLimits are redisscript's.
+	setInventory, setLimits *rueidis.Lua
 }
 
 var _ queue.Store = (*QueueStore)(nil)
@@ -31,33 +37,30 @@ var _ queue.Store = (*QueueStore)(nil)
 // another store's hash of a room's slot (redisqueue's), so that making a
 // sharded room of a name that store holds fails atomically.
 func NewQueueStore(s *Store, taken func(room string) string) *QueueStore {
-	return &QueueStore{s: s, taken: taken}
+	return &QueueStore{s: s, taken: taken,
+		setInventory: rueidis.NewLuaScript(redisscript.SetInventoryLua),
+		setLimits:    rueidis.NewLuaScript(redisscript.SetLimitsLua)}
 }
 
 // Refusals of what a sharded room has not yet.
 var (
-	errShardedInventory = queue.ErrInvalid.Detail("inventory: a room of several shards keeps no inventory yet")
-	errShardedDelete    = queue.ErrInvalid.Detail("room: a room of several shards cannot be deleted yet")
-	errShardedAdaptive  = queue.ErrInvalid.Detail("admission: adaptive admission is not sharded yet")
-	errOneShard         = queue.ErrInvalid.Detail("shards: this store keeps rooms of several shards")
+	errShardedDelete   = queue.ErrInvalid.Detail("room: a room of several shards cannot be deleted yet")
+	errShardedAdaptive = queue.ErrInvalid.Detail("admission: adaptive admission is not sharded yet")
+	errOneShard        = queue.ErrInvalid.Detail("shards: this store keeps rooms of several shards")
 )
 
 // Off names, by JSON name, the settings a room of several shards keeps
 // off: its line does not have them yet (Stats.Off).
-var Off = []string{"presence_timeout_seconds", "claim_window_seconds", "visitors_per_unit", "max_waiting", "admission", "opens_at", "priority_share"}
+var Off = []string{"presence_timeout_seconds", "claim_window_seconds", "max_waiting", "admission", "opens_at", "priority_share"}
 
 // forShards is set as a room of several shards keeps it: what its line
 // does not have is off where set leaves it at its default (presence
-// parking, the inventory cap), and its claim window is its active_ttl (a
-// slot is held for active_ttl from admission). A value set otherwise is
-// refused, naming the setting.
+// parking), and its claim window is its active_ttl (a slot is held for
+// active_ttl from admission). A value set otherwise is refused, naming
+// the setting.
 func forShards(set queue.Settings) (queue.Settings, error) {
-	d := queue.DefaultSettings()
-	if set.PresenceTimeout == d.PresenceTimeout {
+	if set.PresenceTimeout == queue.DefaultSettings().PresenceTimeout {
 		set.PresenceTimeout = 0
-	}
-	if set.VisitorsPerUnit == d.VisitorsPerUnit {
-		set.VisitorsPerUnit = 0
 	}
 	set.ClaimWindow = set.ActiveTTL
 	conflict := func(setting string, got any, want, why string) error {
@@ -68,8 +71,6 @@ func forShards(set queue.Settings) (queue.Settings, error) {
 		return set, conflict("presence_timeout", set.PresenceTimeout, "0", "presence parking is not sharded yet")
 	case !set.OpensAt.IsZero():
 		return set, conflict("opens_at", set.OpensAt.Format(time.RFC3339Nano), "none", "the opening draw is not sharded yet")
-	case set.VisitorsPerUnit != 0:
-		return set, conflict("visitors_per_unit", set.VisitorsPerUnit, "0", "the inventory cap is not sharded yet")
 	case set.Admission != queue.Static:
 		return set, conflict("admission", set.Admission, "static", "adaptive admission is not sharded yet")
 	case set.PriorityShare != 0:
@@ -100,6 +101,9 @@ func (q *QueueStore) PutRoom(ctx context.Context, room string, set queue.Setting
 	created, err := q.s.putRoom(ctx, room, shardSettings(set), o)
 	if err != nil {
 		return false, err
+	}
+	if created || !po.OnlyCreate {
+		q.refresh(ctx, room)
 	}
 	// A separate command: the rooms set is outside the room's slot; a
 	// retry of the PUT repairs a failure between.
@@ -162,10 +166,48 @@ func (q *QueueStore) Leave(ctx context.Context, room, visitor string) error {
 	return q.s.Leave(ctx, room, visitor)
 }
 
-// Admit implements queue.Store.
+// Admit implements queue.Store. On limits older than their inputs it
+// stores them anew (RefreshLimits) and steps again.
 func (q *QueueStore) Admit(ctx context.Context, room string, now time.Time) (queue.AdmitResult, error) {
 	res, err := q.s.Admit(ctx, room, now)
+	for try := 0; errors.Is(err, errStaleLimits) && try < maxRefresh; try++ {
+		if err = q.RefreshLimits(ctx, room, now); err == nil {
+			res, err = q.s.Admit(ctx, room, now)
+		}
+	}
+	if errors.Is(err, errStaleLimits) {
+		err = unavailable("admit", room, err)
+	}
 	return queue.AdmitResult{Admitted: res.Admitted}, err
+}
+
+// errStaleLimits: a step found the room's limits older than their inputs
+// and took nothing.
+var errStaleLimits = errors.New("limits older than their inputs")
+
+// maxRefresh bounds the steps Admit tries again over stale limits, and
+// RefreshLimits' own tries: each fails only because another input was
+// written since, whose writer stores the limits too.
+const maxRefresh = 3
+
+// RefreshLimits stores the room's queue.Limits computed from what its home
+// hash holds, and brings the line shards' copies of its state to the state
+// in effect (sold_out while its inventory is 0). Each write of an input
+// calls it (through Stats, which does both).
+func (q *QueueStore) RefreshLimits(ctx context.Context, room string, now time.Time) error {
+	for range maxRefresh {
+		if _, stale, err := q.stats(ctx, room, now, true); err != nil || !stale {
+			return err
+		}
+	}
+	return nil // inputs keep changing: their writers store the limits
+}
+
+// refresh stores the limits after a write of one of their inputs. An
+// error leaves them marked older than their inputs, which the next step
+// (Admit) or read (Stats) repairs.
+func (q *QueueStore) refresh(ctx context.Context, room string) {
+	_ = q.RefreshLimits(ctx, room, time.Now())
 }
 
 // Stats implements queue.Store. Waiting counts every line; LastSeq and
@@ -176,40 +218,89 @@ func (q *QueueStore) Admit(ctx context.Context, room string, now time.Time) (que
 // refresh, and take the room's layout from the hash, so that a room
 // Redis lost and that was made again with another is found where it is.
 func (q *QueueStore) Stats(ctx context.Context, room string, now time.Time) (queue.Stats, error) {
+	st, _, err := q.stats(ctx, room, now, false)
+	return st, err
+}
+
+// stats is Stats. It stores the limits when they are older than their
+// inputs, or always, and reports whether an input was written before it
+// could.
+func (q *QueueStore) stats(ctx context.Context, room string, now time.Time, always bool) (queue.Stats, bool, error) {
 	home := q.s.homeKeys(room)
 	res := q.s.c.DoMulti(ctx,
 		q.s.c.B().Hgetall().Key(home[0]).Build(),
 		q.s.c.B().Zcount().Key(home[1]).Min("("+ms(now)).Max("+inf").Build())
 	named, err := res[0].AsStrMap()
 	if err != nil {
-		return queue.Stats{}, unavailable("stats", room, err)
+		return queue.Stats{}, false, unavailable("stats", room, err)
 	}
 	active, err := res[1].AsInt64()
 	if err != nil {
-		return queue.Stats{}, unavailable("stats", room, err)
+		return queue.Stats{}, false, unavailable("stats", room, err)
 	}
 	if _, ok := named["max_active"]; !ok { // no hash, or counters left in a lost room's
-		return queue.Stats{}, q.s.notFound("stats", room)
+		return queue.Stats{}, false, q.s.notFound("stats", room)
 	}
+	st, err := decodeStats(named)
+	if err != nil {
+		return queue.Stats{}, false, unavailable("stats", room, err)
+	}
+	st.Active = active
+	stale := false
+	if always || named["lim_v"] != cmp.Or(named["rules_v"], "0") {
+		lim := st.Settings.Limits(st.Control, st.Inventory)
+		args := append([]string{cmp.Or(named["rules_v"], "0")}, lim.LimitFields()...)
+		r, err := q.s.exec(ctx, q.setLimits, []string{home[0], home[3]}, args).AsInt64()
+		if err != nil {
+			return queue.Stats{}, false, unavailable("stats", room, err)
+		}
+		stale = r == 0
+	}
+	// The copies take the state in effect, so that the line shards refuse
+	// entries into a room sold out by its inventory.
+	st.Waiting, err = q.s.SyncLines(ctx, room, int(st.Settings.Shards), Strategy(st.Settings.ShardStrategy), named["shard_tags"],
+		string(st.EffectiveState()), named["state_v"])
+	if err != nil {
+		return queue.Stats{}, false, fmt.Errorf("redisshard: stats %s: %w", room, err)
+	}
+	return st, stale, nil
+}
+
+// decodeStats reads the queue's part of a sharded room's home hash: its
+// settings, admissions, inventory and controller state.
+func decodeStats(named map[string]string) (queue.Stats, error) {
 	set, err := queue.DecodeSettings(named)
 	if err != nil {
-		return queue.Stats{}, unavailable("stats", room, err)
+		return queue.Stats{}, err
 	}
-	st := queue.Stats{Settings: set, Active: active, HeadSeq: 1, Off: Off}
-	if st.AdmittedTotal, err = strconv.ParseInt(named["admitted_total"], 10, 64); err != nil && named["admitted_total"] != "" {
-		return queue.Stats{}, unavailable("stats", room, err)
+	st := queue.Stats{Settings: set, HeadSeq: 1, Off: Off}
+	if v := named["admitted_total"]; v != "" {
+		if st.AdmittedTotal, err = strconv.ParseInt(v, 10, 64); err != nil {
+			return queue.Stats{}, fmt.Errorf("admitted_total: %w", err)
+		}
 	}
-	st.Waiting, err = q.s.SyncLines(ctx, room, int(set.Shards), Strategy(set.ShardStrategy), named["shard_tags"],
-		string(set.State), named["state_v"])
-	if err != nil {
-		return queue.Stats{}, fmt.Errorf("redisshard: stats %s: %w", room, err)
+	if v, ok := named["inventory"]; ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return queue.Stats{}, fmt.Errorf("inventory: %w", err)
+		}
+		st.Inventory = queue.Inventory{Units: n, Known: true}
 	}
 	return st, nil
 }
 
-// SetInventory implements queue.Store: a sharded room keeps none yet.
+// SetInventory implements queue.Store.
 func (q *QueueStore) SetInventory(ctx context.Context, room string, units int64) error {
-	return fmt.Errorf("redisshard: set inventory %s: %w", room, errShardedInventory)
+	home := q.s.homeKeys(room)
+	ok, err := q.s.exec(ctx, q.setInventory, []string{home[0], home[3]}, []string{strconv.FormatInt(units, 10)}).AsInt64()
+	switch {
+	case err != nil:
+		return unavailable("set inventory", room, err)
+	case ok == 0:
+		return q.s.notFound("set inventory", room)
+	}
+	q.refresh(ctx, room)
+	return nil
 }
 
 // DeleteRoom implements queue.Store: a sharded room cannot be deleted yet.

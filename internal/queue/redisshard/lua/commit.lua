@@ -19,7 +19,7 @@
 local meta, active, resv = KEYS[1], KEYS[2], KEYS[3]
 local now, id = tonumber(ARGV[1]), ARGV[2]
 
-local max_active, batch, tokens, refilled, ttl, state = open_bucket(meta, active, now, 'active_ttl_ms', 'state')
+local max_active, batch, tokens, refilled, _, ttl, state = open_bucket(meta, active, now, 'active_ttl_ms', 'state')
 if not max_active then
   return {-1}
 end

@@ -11,8 +11,10 @@
 -- one, shard 0's meta is the home hash), 1 put in line now, 2 in line
 -- already (its old score), 3 admitted, 5 taken by a step in flight (it
 -- keeps that place: being admitted), 6 refused: the shard's copy of the
--- room's state (Store.SetLineState) is closed or sold_out; rank is
--- 0-based within the shard. Nothing is written unless kind is 1.
+-- room's state (Store.SetLineState; QueueStore copies its effective
+-- state) is closed or sold_out, or (shard 0, whose meta is the home hash)
+-- its inventory is 0; rank is 0-based within the shard. Nothing is
+-- written unless kind is 1.
 --
 -- The lookup is place.lua's, prepended, as status.lua's.
 --
@@ -31,7 +33,7 @@ local found, state = place(wait, smeta, admitted, taken, visitor, now)
 if found then
   return found
 end
-if state == 'closed' or state == 'sold_out' then
+if state == 'closed' or state == 'sold_out' or redis.call('HGET', smeta, 'inventory') == '0' then
   return {6, 0, 0, 0}
 end
 local score

@@ -16,7 +16,7 @@
 local meta, active, turns, ends = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now = tonumber(ARGV[1])
 
-local max_active, _, tokens, refilled, window = open_bucket(meta, active, now, 'claim_window_ms')
+local max_active, _, tokens, refilled, _, window = open_bucket(meta, active, now, 'claim_window_ms')
 if not max_active then
   return {-1}
 end

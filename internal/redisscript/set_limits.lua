@@ -1,5 +1,5 @@
--- set_limits.lua: store a room's queue.Limits (limits.lua), computed from
--- the inputs the hash held at rules_v (Store.RefreshLimits).
+-- set_limits.lua: store a room's queue.Limits, computed from the inputs
+-- its hash held at rules_v (redisqueue's and redisshard's RefreshLimits).
 -- KEYS[1] meta hash
 -- ARGV    the rules_v read, then the limits as name/value pairs
 --         (queue.Limits.LimitFields)

@@ -47,7 +47,6 @@ func testShardedRoom(t *testing.T, qs queue.Store) {
 	for _, bad := range []struct{ body, names string }{
 		{`{"shards":4,"presence_timeout_seconds":20}`, "presence_timeout"}, // what a sharded room lacks, set
 		{`{` + sharded + `,"max_waiting":10}`, "max_waiting"},
-		{`{` + sharded + `,"admission":"adaptive"}`, "admission"},
 		{`{` + sharded + `,"opens_at":"2030-01-01T10:00:00Z"}`, "opens_at"},
 		{`{"shards":0}`, "shards"},
 		{`{"shards":65}`, "shards"},

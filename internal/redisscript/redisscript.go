@@ -1,7 +1,6 @@
 // Package redisscript runs usher's Lua scripts on Redis, alone or in a
 // Redis Cluster, for the stores that keep their state there (redisqueue,
-// redisshard, redishold), holds the Lua they share (refill.lua, a room's
-// inventory and limits), and reads
+// redisshard, redishold), holds the Lua they share (refill.lua), and reads
 // a cluster's slot map (SlotOwners).
 package redisscript
 
@@ -18,15 +17,6 @@ import (
 //
 //go:embed refill.lua
 var RefillLua string
-
-// The scripts of a room's hash that both Redis queue stores run: the
-// inventory and the queue.Limits stored beside their inputs.
-var (
-	//go:embed set_inventory.lua
-	SetInventoryLua string
-	//go:embed set_limits.lua
-	SetLimitsLua string
-)
 
 // TryAgainFor bounds the retries of a script that Redis Cluster refused
 // with TRYAGAIN when the caller's context has no deadline of its own.

@@ -43,6 +43,7 @@ func RunSharded(t *testing.T, newStore NewStore, strategy queue.ShardStrategy) {
 		{"Leave", testShardedLeave},
 		{"RoomStates", testShardedStates},
 		{"Inventory", testShardedInventory},
+		{"AdaptiveRate", testShardedAdaptive},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -410,5 +411,42 @@ func testShardedInventory(t *testing.T, s queue.Store, strategy queue.ShardStrat
 	}
 	if e := mustEnter(t, s, "r", "late", now.Add(2*time.Second)); e.Status != queue.Waiting {
 		t.Errorf("Enter once units came back = %+v, want waiting", e)
+	}
+}
+
+// testShardedAdaptive: an adaptive sharded room admits at the rate its
+// controller stored, as a room of one shard does (testAdaptiveRate), and
+// a switch back to adaptive starts the controller afresh.
+func testShardedAdaptive(t *testing.T, s queue.Store, strategy queue.ShardStrategy) {
+	ctx := context.Background()
+	set := shardedSettings(strategy, 1e6, 10)
+	set.Interval = time.Second
+	set.Admission, set.MinAdmitRate, set.MaxAdmitRate = queue.Adaptive, 1, 100
+	_, now := fillSharded(t, s, "r", set, 60)
+	if got := len(mustAdmit(t, s, "r", now).Admitted); got != 10 {
+		t.Errorf("first step before any control: admitted %d, want admit_rate's batch 10", got)
+	}
+	cs := s.(queue.ControlStore)
+	if ok, err := cs.SetControl(ctx, "r", queue.Control{Rate: 2, Version: 1, At: now}, queue.Signals{}); err != nil || !ok {
+		t.Fatalf("SetControl = %v, %v; want stored", ok, err)
+	}
+	if c := mustStats(t, s, "r", now).Control; c.Rate != 2 || c.Version != 1 {
+		t.Errorf("Stats.Control after SetControl = %+v, want rate 2, version 1", c)
+	}
+	mustAdmit(t, s, "r", now)
+	var n int
+	for range 10 {
+		now = now.Add(time.Second)
+		n += len(mustAdmit(t, s, "r", now).Admitted)
+	}
+	if n != 20 {
+		t.Errorf("stored rate 2/s: admitted %d in 10 s, want 20", n)
+	}
+	set.Admission = queue.Static
+	mustPut(t, s, "r", set)
+	set.Admission = queue.Adaptive
+	mustPut(t, s, "r", set)
+	if c := mustStats(t, s, "r", now).Control; c.Rate != 0 || c.Version != 2 {
+		t.Errorf("Control after a switch back to adaptive = %+v, want afresh at version 2", c)
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"usher/internal/queue"
+	"usher/internal/queue/redisroom"
 	"usher/internal/redisscript"
 )
 
@@ -58,10 +59,6 @@ var (
 	admitLua string
 	//go:embed lua/stats.lua
 	statsLua string
-	//go:embed lua/signals.lua
-	signalsLua string
-	//go:embed lua/set_control.lua
-	setControlLua string
 	//go:embed lua/delete_room.lua
 	deleteRoomLua string
 )
@@ -96,8 +93,9 @@ type Store struct {
 	// (SetExclusive).
 	exclusive func(room string) string
 
-	putRoomScript, enter, status, leave, admit, stats, setInventory *rueidis.Lua
-	signals, setControl, setLimits, deleteRoom                      *rueidis.Lua
+	putRoomScript, enter, status, leave, admit, stats, deleteRoom *rueidis.Lua
+	// hash runs the scripts of the room's hash that redisshard runs too.
+	hash *redisroom.Scripts
 }
 
 // New returns a store that keeps its keys under prefix (usher uses "usher:")
@@ -107,16 +105,13 @@ func New(c rueidis.Client, prefix string) *Store {
 	return &Store{
 		c:             c,
 		prefix:        prefix,
-		putRoomScript: rueidis.NewLuaScript(putRoomLua),
+		putRoomScript: rueidis.NewLuaScript(redisroom.ControlAfreshLua + putRoomLua),
 		enter:         rueidis.NewLuaScript(redisscript.RefillLua + limitsLua + drawLua + presenceLua + enterLua),
 		status:        rueidis.NewLuaScript(drawLua + presenceLua + statusLua),
 		leave:         rueidis.NewLuaScript(leaveLua),
 		admit:         rueidis.NewLuaScript(redisscript.RefillLua + limitsLua + drawLua + admitLua),
 		stats:         rueidis.NewLuaScript(statsLua),
-		setInventory:  rueidis.NewLuaScript(redisscript.SetInventoryLua),
-		signals:       rueidis.NewLuaScript(signalsLua),
-		setControl:    rueidis.NewLuaScript(setControlLua),
-		setLimits:     rueidis.NewLuaScript(redisscript.SetLimitsLua),
+		hash:          redisroom.New(c),
 		deleteRoom:    rueidis.NewLuaScript(deleteRoomLua),
 	}
 }
@@ -558,12 +553,8 @@ func (s *Store) Admit(ctx context.Context, room string, now time.Time) (queue.Ad
 
 // SetInventory implements queue.Store.
 func (s *Store) SetInventory(ctx context.Context, room string, units int64) error {
-	ok, err := s.exec(ctx, s.setInventory, s.keys(room).with(1), []string{strconv.FormatInt(units, 10)}).AsInt64()
-	if err != nil {
-		return unavailable("set inventory", room, err)
-	}
-	if ok == 0 {
-		return notFound("set inventory", room)
+	if err := s.hash.SetInventory(ctx, s.keys(room).with(1), units); err != nil {
+		return hashError("set inventory", room, err)
 	}
 	s.refreshAfter(ctx, room)
 	return nil
@@ -601,16 +592,19 @@ func (s *Store) RefreshLimits(ctx context.Context, room string) error {
 // storeLimits stores the limits of st, read by stats.lua's reply arr; false
 // when an input was written since.
 func (s *Store) storeLimits(ctx context.Context, room string, arr []rueidis.RedisMessage, st queue.Stats) (bool, error) {
-	lim := st.Settings.Limits(st.Control, st.Inventory)
-	args := append([]string{field(arr, "rules_v")}, lim.LimitFields()...)
-	r, err := s.exec(ctx, s.setLimits, s.keys(room).with(1), args).AsInt64()
-	switch {
-	case err != nil:
-		return false, unavailable("refresh limits", room, err)
-	case r < 0:
-		return false, notFound("refresh limits", room)
+	stored, err := s.hash.StoreLimits(ctx, s.keys(room).with(1), field(arr, "rules_v"), st.Settings.Limits(st.Control, st.Inventory))
+	if err != nil {
+		return false, hashError("refresh limits", room, err)
 	}
-	return r == 1, nil
+	return stored, nil
+}
+
+// hashError is an error of redisroom's as this store's.
+func hashError(op, room string, err error) error {
+	if errors.Is(err, redisroom.ErrNoRoom) {
+		return notFound(op, room)
+	}
+	return unavailable(op, room, err)
 }
 
 // staleLimits reports whether stats.lua's reply arr shows limits older
@@ -665,50 +659,23 @@ func (s *Store) signalKeys(room string) []string {
 
 // AddSignals implements queue.ControlStore.
 func (s *Store) AddSignals(ctx context.Context, room string, sig queue.Signals) (queue.Signals, error) {
-	arr, err := s.exec(ctx, s.signals, s.signalKeys(room), sig.SignalPairs()).ToArray()
+	pool, err := s.hash.AddSignals(ctx, s.signalKeys(room), sig)
 	if err != nil {
-		return queue.Signals{}, unavailable("add signals", room, err)
-	}
-	if len(arr) == 0 {
-		return queue.Signals{}, notFound("add signals", room)
-	}
-	var pool queue.Signals
-	for i := 0; i+1 < len(arr); i += 2 {
-		name, err := arr[i].ToString()
-		if err != nil {
-			return queue.Signals{}, unavailable("add signals", room, err)
-		}
-		v, err := str(arr[i+1])
-		if err != nil {
-			return queue.Signals{}, unavailable("add signals", room, err)
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return queue.Signals{}, unavailable("add signals", room, err)
-		}
-		pool.SetSignal(name, n)
+		return queue.Signals{}, hashError("add signals", room, err)
 	}
 	return pool, nil
 }
 
 // SetControl implements queue.ControlStore.
 func (s *Store) SetControl(ctx context.Context, room string, next queue.Control, used queue.Signals) (bool, error) {
-	fields := queue.ControlFields()
-	args := []string{strconv.FormatInt(next.Version-1, 10), strconv.Itoa(len(fields))}
-	for _, f := range fields {
-		args = append(args, f.Name, f.Encode(next))
+	stored, err := s.hash.SetControl(ctx, s.signalKeys(room), next, used)
+	if err != nil {
+		return false, hashError("set control", room, err)
 	}
-	args = append(args, used.SignalPairs()...)
-	r, err := s.exec(ctx, s.setControl, s.signalKeys(room), args).AsInt64()
-	switch {
-	case err != nil:
-		return false, unavailable("set control", room, err)
-	case r < 0:
-		return false, notFound("set control", room)
-	case r == 1:
+	if stored {
 		s.refreshAfter(ctx, room)
 	}
-	return r == 1, nil
+	return stored, nil
 }
 
 // field is the value of name in a reply of name/value pairs ("0" when

@@ -166,15 +166,14 @@ func (r *Router) SetInventory(ctx context.Context, room string, units int64) err
 	return err
 }
 
-// AddSignals implements queue.ControlStore: a sharded room is never
-// adaptive, so only redisqueue's rooms keep controller state.
+// AddSignals implements queue.ControlStore.
 func (r *Router) AddSignals(ctx context.Context, room string, add queue.Signals) (queue.Signals, error) {
-	return r.plain.AddSignals(ctx, room, add)
+	return route(r, room, func(s queue.Store) (queue.Signals, error) { return s.(queue.ControlStore).AddSignals(ctx, room, add) })
 }
 
 // SetControl implements queue.ControlStore.
 func (r *Router) SetControl(ctx context.Context, room string, next queue.Control, used queue.Signals) (bool, error) {
-	return r.plain.SetControl(ctx, room, next, used)
+	return route(r, room, func(s queue.Store) (bool, error) { return s.(queue.ControlStore).SetControl(ctx, room, next, used) })
 }
 
 // DeleteRoom implements queue.Store.

@@ -26,7 +26,6 @@ func TestForShards(t *testing.T) {
 	}{
 		{"presence", func(s *queue.Settings) { s.PresenceTimeout = 20 * time.Second }, "presence_timeout"},
 		{"opens_at", func(s *queue.Settings) { s.OpensAt = time.UnixMilli(1_900_000_000_000) }, "opens_at"},
-		{"adaptive", func(s *queue.Settings) { s.Admission = queue.Adaptive }, "admission"},
 		{"max_waiting", func(s *queue.Settings) { s.MaxWaiting = 10 }, "max_waiting"},
 		{"lanes", func(s *queue.Settings) { s.PriorityShare = 0.2 }, "priority_share"},
 	} {

@@ -9,10 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"usher/internal/queue"
-	"usher/internal/redisscript"
+	"usher/internal/queue/redisroom"
 )
 
 // QueueStore is the queue.Store of rooms of several shards: their lines
@@ -27,31 +25,32 @@ type QueueStore struct {
 	// taken names another store's hash of a room's slot: while it holds
 	// settings, a room of one shard holds the name (nil: no check).
 	taken func(room string) string
-	// setInventory and setLimits are redisscript's.
-	setInventory, setLimits *rueidis.Lua
+	// hash runs the scripts of the room's home hash that redisqueue runs
+	// too: the inventory, the limits, the controller's state.
+	hash *redisroom.Scripts
 }
 
-var _ queue.Store = (*QueueStore)(nil)
+var (
+	_ queue.Store        = (*QueueStore)(nil)
+	_ queue.ControlStore = (*QueueStore)(nil)
+)
 
 // NewQueueStore returns the queue's store over s; taken, when set, names
 // another store's hash of a room's slot (redisqueue's), so that making a
 // sharded room of a name that store holds fails atomically.
 func NewQueueStore(s *Store, taken func(room string) string) *QueueStore {
-	return &QueueStore{s: s, taken: taken,
-		setInventory: rueidis.NewLuaScript(redisscript.SetInventoryLua),
-		setLimits:    rueidis.NewLuaScript(redisscript.SetLimitsLua)}
+	return &QueueStore{s: s, taken: taken, hash: redisroom.New(s.c)}
 }
 
 // Refusals of what a sharded room has not yet.
 var (
-	errShardedDelete   = queue.ErrInvalid.Detail("room: a room of several shards cannot be deleted yet")
-	errShardedAdaptive = queue.ErrInvalid.Detail("admission: adaptive admission is not sharded yet")
-	errOneShard        = queue.ErrInvalid.Detail("shards: this store keeps rooms of several shards")
+	errShardedDelete = queue.ErrInvalid.Detail("room: a room of several shards cannot be deleted yet")
+	errOneShard      = queue.ErrInvalid.Detail("shards: this store keeps rooms of several shards")
 )
 
 // Off names, by JSON name, the settings a room of several shards keeps
 // off: its line does not have them yet (Stats.Off).
-var Off = []string{"presence_timeout_seconds", "claim_window_seconds", "max_waiting", "admission", "opens_at", "priority_share"}
+var Off = []string{"presence_timeout_seconds", "claim_window_seconds", "max_waiting", "opens_at", "priority_share"}
 
 // forShards is set as a room of several shards keeps it: what its line
 // does not have is off where set leaves it at its default (presence
@@ -71,8 +70,6 @@ func forShards(set queue.Settings) (queue.Settings, error) {
 		return set, conflict("presence_timeout", set.PresenceTimeout, "0", "presence parking is not sharded yet")
 	case !set.OpensAt.IsZero():
 		return set, conflict("opens_at", set.OpensAt.Format(time.RFC3339Nano), "none", "the opening draw is not sharded yet")
-	case set.Admission != queue.Static:
-		return set, conflict("admission", set.Admission, "static", "adaptive admission is not sharded yet")
 	case set.PriorityShare != 0:
 		return set, conflict("priority_share", set.PriorityShare, "0", "priority lanes are not sharded yet")
 	case set.MaxWaiting != 0:
@@ -248,13 +245,11 @@ func (q *QueueStore) stats(ctx context.Context, room string, now time.Time, alwa
 	st.Active = active
 	stale := false
 	if always || named["lim_v"] != cmp.Or(named["rules_v"], "0") {
-		lim := st.Settings.Limits(st.Control, st.Inventory)
-		args := append([]string{cmp.Or(named["rules_v"], "0")}, lim.LimitFields()...)
-		r, err := q.s.exec(ctx, q.setLimits, []string{home[0], home[3]}, args).AsInt64()
+		stored, err := q.hash.StoreLimits(ctx, []string{home[0], home[3]}, cmp.Or(named["rules_v"], "0"), st.Settings.Limits(st.Control, st.Inventory))
 		if err != nil {
-			return queue.Stats{}, false, unavailable("stats", room, err)
+			return queue.Stats{}, false, q.hashError("stats", room, err)
 		}
-		stale = r == 0
+		stale = !stored
 	}
 	// The copies take the state in effect, so that the line shards refuse
 	// entries into a room sold out by its inventory.
@@ -286,21 +281,59 @@ func decodeStats(named map[string]string) (queue.Stats, error) {
 		}
 		st.Inventory = queue.Inventory{Units: n, Known: true}
 	}
+	for _, f := range queue.ControlFields() {
+		if v, ok := named[f.Name]; ok {
+			if err := f.Decode(&st.Control, v); err != nil {
+				return queue.Stats{}, fmt.Errorf("%s: %w", f.Name, err)
+			}
+		}
+	}
 	return st, nil
 }
 
 // SetInventory implements queue.Store.
 func (q *QueueStore) SetInventory(ctx context.Context, room string, units int64) error {
 	home := q.s.homeKeys(room)
-	ok, err := q.s.exec(ctx, q.setInventory, []string{home[0], home[3]}, []string{strconv.FormatInt(units, 10)}).AsInt64()
-	switch {
-	case err != nil:
-		return unavailable("set inventory", room, err)
-	case ok == 0:
-		return q.s.notFound("set inventory", room)
+	if err := q.hash.SetInventory(ctx, []string{home[0], home[3]}, units); err != nil {
+		return q.hashError("set inventory", room, err)
 	}
 	q.refresh(ctx, room)
 	return nil
+}
+
+// signalKeys are the home hash, the room's signal pool and the guard.
+func (q *QueueStore) signalKeys(room string) []string {
+	home := q.s.homeKeys(room)
+	return []string{home[0], q.s.homeTag(room) + "signals2", home[3]}
+}
+
+// AddSignals implements queue.ControlStore.
+func (q *QueueStore) AddSignals(ctx context.Context, room string, sig queue.Signals) (queue.Signals, error) {
+	pool, err := q.hash.AddSignals(ctx, q.signalKeys(room), sig)
+	if err != nil {
+		return queue.Signals{}, q.hashError("add signals", room, err)
+	}
+	return pool, nil
+}
+
+// SetControl implements queue.ControlStore.
+func (q *QueueStore) SetControl(ctx context.Context, room string, next queue.Control, used queue.Signals) (bool, error) {
+	stored, err := q.hash.SetControl(ctx, q.signalKeys(room), next, used)
+	if err != nil {
+		return false, q.hashError("set control", room, err)
+	}
+	if stored {
+		q.refresh(ctx, room)
+	}
+	return stored, nil
+}
+
+// hashError is an error of redisroom's as this store's.
+func (q *QueueStore) hashError(op, room string, err error) error {
+	if errors.Is(err, redisroom.ErrNoRoom) {
+		return q.s.notFound(op, room)
+	}
+	return unavailable(op, room, err)
 }
 
 // DeleteRoom implements queue.Store: a sharded room cannot be deleted yet.

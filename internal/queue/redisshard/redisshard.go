@@ -29,6 +29,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"usher/internal/queue"
+	"usher/internal/queue/redisroom"
 	"usher/internal/redisscript"
 )
 
@@ -93,7 +94,7 @@ func New(c rueidis.Client, prefix string, lease time.Duration) *Store {
 		c:             c,
 		prefix:        prefix,
 		lease:         lease,
-		putRoomScript: rueidis.NewLuaScript(putRoomLua),
+		putRoomScript: rueidis.NewLuaScript(redisroom.ControlAfreshLua + putRoomLua),
 		reserve:       rueidis.NewLuaScript(redisscript.RefillLua + bucketLua + reserveLua),
 		commit:        rueidis.NewLuaScript(redisscript.RefillLua + bucketLua + commitLua),
 		enter:         rueidis.NewLuaScript(placeLua + enterLua),

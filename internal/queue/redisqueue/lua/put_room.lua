@@ -38,15 +38,9 @@ if existed and redis.call('HGET', meta, 'drawn') == '1' then
     end
   end
 end
--- Switched to adaptive: the controller starts afresh (its fields go, its
--- version moves on, so a step over the old state loses).
-local reset = false
-if existed and redis.call('HGET', meta, 'admission') ~= 'adaptive' and
-    (tonumber(redis.call('HGET', meta, 'ctl_version')) or 0) > 0 then
-  for i = 5, #ARGV, 2 do
-    if ARGV[i] == 'admission' and ARGV[i + 1] == 'adaptive' then
-      reset = true
-    end
+for i = 5, #ARGV, 2 do
+  if existed and ARGV[i] == 'admission' then
+    control_afresh(meta, ARGV[i + 1])
   end
 end
 local tokens = batch
@@ -62,14 +56,6 @@ if not existed then
   redis.call('HSET', meta, 'seq', 0, 'admitted_total', 0)
 end
 redis.call('HINCRBY', meta, 'rules_v', 1)
-if reset then
-  for _, f in ipairs(redis.call('HKEYS', meta)) do
-    if f == 'admit_rate_current' or (string.sub(f, 1, 4) == 'ctl_' and f ~= 'ctl_version') then
-      redis.call('HDEL', meta, f)
-    end
-  end
-  redis.call('HINCRBY', meta, 'ctl_version', 1)
-end
 -- Every instance's view re-reads the room (queue.Waker): <prefix>wake.
 local prefix, name = string.match(meta, '^(.*){(.*)}:meta$')
 redis.call('PUBLISH', prefix .. 'wake', name)

@@ -15,6 +15,9 @@
 -- version, for the line shards' copies (line_state.lua). A write
 -- publishes the room's name on <prefix>wake.
 --
+-- A write that switches the queue's admission to adaptive starts the
+-- room's controller afresh (redisroom's control_afresh).
+--
 -- A hash without settings (no state, no max_active: counters an older
 -- instance wrote into a room Redis had lost) is no room: it is replaced.
 -- state_v starts at the creation time in µs (Redis' clock), so that the
@@ -41,6 +44,9 @@ else
   redis.call('DEL', meta)
   local t = redis.call('TIME')
   redis.call('HSET', meta, 'state_v', t[1] .. string.format('%06d', tonumber(t[2])))
+end
+if exists and set['admission'] then -- the queue's settings (QueueStore)
+  control_afresh(meta, set['admission'])
 end
 for i = 2, #ARGV, 2 do
   redis.call('HSET', meta, ARGV[i], ARGV[i + 1])

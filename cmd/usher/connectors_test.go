@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -50,15 +51,116 @@ var connectorsDir = filepath.Join("..", "..", "connectors")
 
 // TestConnectorNode runs the Node connector's tests (node --test
 // connectors/node: the conformance vectors, and test/usher.test.js
-// against a live usher) with a usher auth built from this tree. The Node
-// test finds it in USHER_TEST_URL, its admin listener in
-// USHER_TEST_ADMIN_URL and USHER_TEST_ADMIN_KEY, and asks for a key
-// rotation at USHER_TEST_CONTROL: POST /rotate stages a new key (usher
-// keys rotate, active at once) and restarts usher auth on the same
-// addresses, as an operator does, and answers 204 once it serves again.
+// against a live usher) with a usher auth built from this tree
+// (liveConnector).
 func TestConnectorNode(t *testing.T) {
 	t.Parallel()
 	node := nodeBin(t)
+	out := liveConnector(t, "node --test connectors/node", func(ctx context.Context) *exec.Cmd {
+		return exec.CommandContext(ctx, node, "--test", "--test-reporter=tap", filepath.Join(connectorsDir, "node"))
+	})
+	for _, want := range []string{"# fail 0", "# skipped 0", "# cancelled 0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("node --test connectors/node: no %q in its report:\n%s", want, out)
+		}
+	}
+}
+
+// javaBins returns the paths of java and javac, JDK 17 or later (its own
+// Ed25519, records, pattern matching). It skips without them, and fails
+// under CI.
+func javaBins(tb testing.TB) (java, javac string) {
+	tb.Helper()
+	const enable = "install JDK 17 or later (Debian's openjdk-17-jdk-headless)"
+	java, err := exec.LookPath("java")
+	if err != nil {
+		testenv.Skip(tb, "java", enable)
+	}
+	javac, err = exec.LookPath("javac")
+	if err != nil {
+		testenv.Skip(tb, "javac", enable)
+	}
+	out, err := exec.Command(javac, "-version").CombinedOutput()
+	m := regexp.MustCompile(`javac (\d+)`).FindSubmatch(out)
+	if err != nil || m == nil {
+		tb.Fatalf("javac -version: %q, %v", out, err)
+	}
+	if major, _ := strconv.Atoi(string(m[1])); major < 17 {
+		testenv.Skip(tb, "javac", enable+" (found "+string(bytes.TrimSpace(out))+")")
+	}
+	return java, javac
+}
+
+// tomcatJars is the class path of Debian's embedded Tomcat 10.1 (Jakarta
+// Servlet 6), which the Java connector's servlet filter is compiled
+// against and tested in, and of the Jakarta annotations it loads. It skips
+// without them, and fails under CI.
+func tomcatJars(tb testing.TB) string {
+	tb.Helper()
+	jars := []string{"/usr/share/java/tomcat10-embed-core.jar", "/usr/share/java/jakarta-annotation-api.jar"}
+	for _, jar := range jars {
+		if _, err := os.Stat(jar); err != nil {
+			testenv.Skip(tb, "tomcat10-embed", "apt-get install libtomcat10-embed-java libjakarta-annotation-api-java")
+		}
+	}
+	return strings.Join(jars, string(os.PathListSeparator))
+}
+
+// buildJava compiles the Java connector, its servlet filter and its tests
+// with javac into a directory of the test's, and returns the class path
+// to run them with.
+func buildJava(tb testing.TB, javac, tomcat string) string {
+	tb.Helper()
+	dir := filepath.Join(connectorsDir, "java")
+	var sources []string
+	filepath.WalkDir(filepath.Join(dir, "src"), func(path string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(path, ".java") {
+			sources = append(sources, path)
+		}
+		return nil
+	})
+	if len(sources) < 10 {
+		tb.Fatalf("connectors/java: %d sources", len(sources))
+	}
+	classes := tb.TempDir()
+	cmd := exec.Command(javac, append([]string{"-Xlint:all", "-Werror", "-d", classes, "-cp", tomcat}, sources...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("javac connectors/java: %v\n%s", err, out)
+	}
+	return classes + string(os.PathListSeparator) + tomcat
+}
+
+// TestConnectorJava compiles the Java connector with javac and runs its
+// tests (usher.connector.Tests: the conformance vectors, the pure parts,
+// and LiveTests, the servlet filter in an embedded Tomcat against a live
+// usher) with a usher auth built from this tree (liveConnector).
+func TestConnectorJava(t *testing.T) {
+	t.Parallel()
+	java, javac := javaBins(t)
+	cp := buildJava(t, javac, tomcatJars(t))
+	vectors := filepath.Join(connectorsDir, "testdata", "vectors.json")
+	out := liveConnector(t, "java usher.connector.Tests", func(ctx context.Context) *exec.Cmd {
+		return exec.CommandContext(ctx, java, "-cp", cp, "usher.connector.Tests", vectors)
+	})
+	m := regexp.MustCompile(`(?m)^(\d+) passed, 0 failed, 0 skipped$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("java usher.connector.Tests: no \"N passed, 0 failed, 0 skipped\" in its report:\n%s", out)
+	}
+	// The vectors (44), the pure parts and the live tests.
+	if n, _ := strconv.Atoi(m[1]); n < 70 {
+		t.Errorf("java usher.connector.Tests: %d passed; want every vector and live test:\n%s", n, out)
+	}
+}
+
+// liveConnector runs a connector's tests, made by mk, with a usher auth
+// built from this tree, and returns their output; it fails the test when
+// they exit non-zero. The tests find usher auth in USHER_TEST_URL, its
+// admin listener in USHER_TEST_ADMIN_URL and USHER_TEST_ADMIN_KEY, and ask
+// for a key rotation at USHER_TEST_CONTROL: POST /rotate stages a new key
+// (usher keys rotate, active at once) and restarts usher auth on the same
+// addresses, as an operator does, and answers 204 once it serves again.
+func liveConnector(t *testing.T, name string, mk func(ctx context.Context) *exec.Cmd) string {
+	t.Helper()
 	dir := testenv.DataDir(t)
 	const adminKey = "connector-test-admin-key-0123456789"
 	addr, adminAddr := "127.0.0.1:"+freePort(t), "127.0.0.1:"+freePort(t)
@@ -84,7 +186,7 @@ func TestConnectorNode(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=tap", filepath.Join(connectorsDir, "node"))
+	cmd := mk(ctx)
 	cmd.Env = append(os.Environ(),
 		"USHER_TEST_URL="+in.base,
 		"USHER_TEST_ADMIN_URL=http://"+adminAddr,
@@ -112,17 +214,12 @@ func TestConnectorNode(t *testing.T) {
 			done <- err
 		case err := <-exited:
 			if err != nil {
-				t.Fatalf("node --test connectors/node: %v\n%s", err, out.String())
-			}
-			for _, want := range []string{"# fail 0", "# skipped 0", "# cancelled 0"} {
-				if !bytes.Contains([]byte(out.String()), []byte(want)) {
-					t.Errorf("node --test connectors/node: no %q in its report:\n%s", want, out.String())
-				}
+				t.Fatalf("%s: %v\n%s", name, err, out.String())
 			}
 			if testing.Verbose() {
 				t.Log(out.String())
 			}
-			return
+			return out.String()
 		}
 	}
 }

@@ -225,18 +225,20 @@ func liveConnector(t *testing.T, name string, mk func(ctx context.Context) *exec
 }
 
 // BenchmarkConnector measures passes checked per second on one core by the
-// Go gate and by the Node connector, on the same pass and key:
+// Go gate and by the Node and Java connectors, on the same pass and key:
 //
 //   - verify: the signature and claims alone (token.Keyring.ParsePass;
-//     the connector's verifyPass);
+//     Node's verifyPass; Java's Pass.verify);
 //   - middleware: a request carrying the pass through the gate to a
 //     handler (gate.Middleware, which also slides the slot in the memory
 //     store; the connector's gate.handle on a Node request, which asks
 //     nobody while the pass is in the first half of its life and checks a
-//     pass's signature once: middleware-uncached checks it every time).
+//     pass's signature once: middleware-uncached checks it every time;
+//     Java's Gate.check, what its servlet filter decides with, likewise).
 //
-// The node sub-benchmarks run connectors/node/bench/verify.js, warmed up,
-// for b.N passes at a time and report its own timing as ns/op.
+// The node sub-benchmarks run connectors/node/bench/verify.js, the java
+// ones usher.connector.Bench, warmed up, for b.N passes at a time and
+// report their own timing as ns/op.
 //
 //	go test ./cmd/usher -run '^$' -bench Connector -count 5
 func BenchmarkConnector(b *testing.B) {
@@ -282,6 +284,8 @@ func BenchmarkConnector(b *testing.B) {
 		})
 	})
 	b.Run("verify/node", nodeBench(b, "verify", input))
+	var javaCP string // compiled on the first Java sub-benchmark
+	b.Run("verify/java", javaBench(b, &javaCP, "verify", input))
 	b.Run("middleware/go", func(b *testing.B) {
 		g := gate.New(q, keys, gate.Options{Room: func(*http.Request) string { return "sale" }})
 		h := g.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -301,20 +305,42 @@ func BenchmarkConnector(b *testing.B) {
 	})
 	b.Run("middleware/node", nodeBench(b, "middleware", input))
 	b.Run("middleware-uncached/node", nodeBench(b, "middleware-uncached", input))
+	b.Run("middleware/java", javaBench(b, &javaCP, "middleware", input))
+	b.Run("middleware-uncached/java", javaBench(b, &javaCP, "middleware-uncached", input))
 }
 
 // nodeBench returns the sub-benchmark of the Node connector's benchmark
-// script in mode: started once (warmed up, off the clock) on the first
-// call, then asked for b.N passes per call; it reports the script's own
-// timing of them as ns/op.
+// script in mode (childBench).
 func nodeBench(parent *testing.B, mode, input string) func(*testing.B) {
+	script := filepath.Join(connectorsDir, "node", "bench", "verify.js")
+	return childBench(parent, script, func(b *testing.B) []string {
+		return []string{nodeBin(b), script, "--serve", "--mode", mode, "--input", input}
+	})
+}
+
+// javaBench returns the sub-benchmark of the Java connector's benchmark
+// (usher.connector.Bench, compiled once for the run) in mode (childBench).
+func javaBench(parent *testing.B, cp *string, mode, input string) func(*testing.B) {
+	return childBench(parent, "usher.connector.Bench", func(b *testing.B) []string {
+		java, javac := javaBins(b)
+		if *cp == "" {
+			*cp = buildJava(parent, javac, tomcatJars(b))
+		}
+		return []string{java, "-cp", *cp, "usher.connector.Bench", "--serve", "--mode", mode, "--input", input}
+	})
+}
+
+// childBench returns the sub-benchmark of a connector's benchmark program,
+// run as argv gives it: started once (warmed up, off the clock) on the
+// first call, then asked for b.N passes per call; it reports the
+// program's own timing of them as ns/op.
+func childBench(parent *testing.B, name string, argv func(*testing.B) []string) func(*testing.B) {
 	var next func(n int) ([]byte, error)
 	return func(b *testing.B) {
 		if next == nil {
 			b.StopTimer()
-			node := nodeBin(b)
-			script := filepath.Join(connectorsDir, "node", "bench", "verify.js")
-			cmd := exec.Command(node, script, "--serve", "--mode", mode, "--input", input)
+			args := argv(b)
+			cmd := exec.Command(args[0], args[1:]...)
 			cmd.Stderr = os.Stderr
 			in, err := cmd.StdinPipe()
 			if err != nil {
@@ -336,12 +362,12 @@ func nodeBench(parent *testing.B, mode, input string) func(*testing.B) {
 					}
 				}
 				if !lines.Scan() {
-					return nil, fmt.Errorf("%s exited: %v", script, lines.Err())
+					return nil, fmt.Errorf("%s exited: %v", name, lines.Err())
 				}
 				return lines.Bytes(), nil
 			}
 			if ready, err := next(0); err != nil || string(ready) != `{"ready":true}` {
-				b.Fatalf("%s: %q, %v; want it ready", script, ready, err)
+				b.Fatalf("%s: %q, %v; want it ready", name, ready, err)
 			}
 			b.StartTimer()
 		}
@@ -354,7 +380,7 @@ func nodeBench(parent *testing.B, mode, input string) func(*testing.B) {
 			CPUNsPerOp float64 `json:"cpu_ns_per_op"`
 		}
 		if err := json.Unmarshal(line, &r); err != nil || r.NsPerOp <= 0 {
-			b.Fatalf("node bench: %q: want {\"ns_per_op\": …}", line)
+			b.Fatalf("%s: %q: want {\"ns_per_op\": …}", name, line)
 		}
 		b.ReportMetric(r.NsPerOp, "ns/op")
 		b.ReportMetric(r.CPUNsPerOp, "cpu-ns/op")

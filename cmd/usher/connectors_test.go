@@ -152,6 +152,49 @@ func TestConnectorJava(t *testing.T) {
 	}
 }
 
+// phpBin returns the path of php, 8.1 or later, with ext-sodium (the
+// connector's Ed25519), and the PSR interfaces and Nyholm's PSR-7 the
+// PSR-15 middleware is tested with, as Debian packages them. It skips
+// without them, and fails under CI.
+func phpBin(tb testing.TB) string {
+	tb.Helper()
+	const enable = "apt-get install php-cli php-psr php-nyholm-psr7"
+	bin, err := exec.LookPath("php")
+	if err != nil {
+		testenv.Skip(tb, "php", enable)
+	}
+	out, err := exec.Command(bin, "-r", `echo PHP_VERSION_ID, " ", extension_loaded("sodium") ? 1 : 0, " ",
+		interface_exists("Psr\\Http\\Server\\MiddlewareInterface") ? 1 : 0, " ", is_file("/usr/share/php/Nyholm/Psr7/autoload.php") ? 1 : 0;`).Output()
+	var version, sodium, psr, nyholm int
+	if _, serr := fmt.Sscan(string(out), &version, &sodium, &psr, &nyholm); err != nil || serr != nil {
+		tb.Fatalf("php -r: %q, %v, %v", out, err, serr)
+	}
+	if version < 80100 || sodium == 0 || psr == 0 || nyholm == 0 {
+		testenv.Skip(tb, "php", fmt.Sprintf("%s (found PHP %d, sodium %d, PSR-15 %d, Nyholm %d)", enable, version, sodium, psr, nyholm))
+	}
+	return bin
+}
+
+// TestConnectorPHP runs the PHP connector's tests (php tests/run.php: the
+// conformance vectors, the pure parts, and the PSR-15 middleware and the
+// plain-PHP gate in front of a site under php -S) with a usher auth built
+// from this tree (liveConnector).
+func TestConnectorPHP(t *testing.T) {
+	t.Parallel()
+	php := phpBin(t)
+	out := liveConnector(t, "php connectors/php/tests/run.php", func(ctx context.Context) *exec.Cmd {
+		return exec.CommandContext(ctx, php, filepath.Join(connectorsDir, "php", "tests", "run.php"))
+	})
+	m := regexp.MustCompile(`(?m)^(\d+) passed, 0 failed, 0 skipped$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("php tests/run.php: no \"N passed, 0 failed, 0 skipped\" in its report:\n%s", out)
+	}
+	// The vectors (44), the pure parts and the live tests.
+	if n, _ := strconv.Atoi(m[1]); n < 70 {
+		t.Errorf("php tests/run.php: %d passed; want every vector and live test:\n%s", n, out)
+	}
+}
+
 // liveConnector runs a connector's tests, made by mk, with a usher auth
 // built from this tree, and returns their output; it fails the test when
 // they exit non-zero. The tests find usher auth in USHER_TEST_URL, its

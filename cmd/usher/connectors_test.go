@@ -268,20 +268,24 @@ func liveConnector(t *testing.T, name string, mk func(ctx context.Context) *exec
 }
 
 // BenchmarkConnector measures passes checked per second on one core by the
-// Go gate and by the Node and Java connectors, on the same pass and key:
+// Go gate and by the Node, Java and PHP connectors, on the same pass and
+// key:
 //
 //   - verify: the signature and claims alone (token.Keyring.ParsePass;
-//     Node's verifyPass; Java's Pass.verify);
+//     Node's verifyPass; Java's Pass.verify; PHP's Pass::verify);
 //   - middleware: a request carrying the pass through the gate to a
 //     handler (gate.Middleware, which also slides the slot in the memory
 //     store; the connector's gate.handle on a Node request, which asks
 //     nobody while the pass is in the first half of its life and checks a
 //     pass's signature once: middleware-uncached checks it every time;
-//     Java's Gate.check, what its servlet filter decides with, likewise).
+//     Java's Gate.check, what its servlet filter decides with, likewise;
+//     PHP's middleware is one PHP request: a new Gate, the JWKS read from
+//     the workers' shared file, Gate::check, every signature checked).
 //
 // The node sub-benchmarks run connectors/node/bench/verify.js, the java
-// ones usher.connector.Bench, warmed up, for b.N passes at a time and
-// report their own timing as ns/op.
+// ones usher.connector.Bench, the php ones connectors/php/bench/verify.php,
+// warmed up, for b.N passes at a time and report their own timing as
+// ns/op.
 //
 //	go test ./cmd/usher -run '^$' -bench Connector -count 5
 func BenchmarkConnector(b *testing.B) {
@@ -329,6 +333,7 @@ func BenchmarkConnector(b *testing.B) {
 	b.Run("verify/node", nodeBench(b, "verify", input))
 	var javaCP string // compiled on the first Java sub-benchmark
 	b.Run("verify/java", javaBench(b, &javaCP, "verify", input))
+	b.Run("verify/php", phpBench(b, "verify", input))
 	b.Run("middleware/go", func(b *testing.B) {
 		g := gate.New(q, keys, gate.Options{Room: func(*http.Request) string { return "sale" }})
 		h := g.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -350,6 +355,7 @@ func BenchmarkConnector(b *testing.B) {
 	b.Run("middleware-uncached/node", nodeBench(b, "middleware-uncached", input))
 	b.Run("middleware/java", javaBench(b, &javaCP, "middleware", input))
 	b.Run("middleware-uncached/java", javaBench(b, &javaCP, "middleware-uncached", input))
+	b.Run("middleware/php", phpBench(b, "middleware", input))
 }
 
 // nodeBench returns the sub-benchmark of the Node connector's benchmark
@@ -370,6 +376,15 @@ func javaBench(parent *testing.B, cp *string, mode, input string) func(*testing.
 			*cp = buildJava(parent, javac, tomcatJars(b))
 		}
 		return []string{java, "-cp", *cp, "usher.connector.Bench", "--serve", "--mode", mode, "--input", input}
+	})
+}
+
+// phpBench returns the sub-benchmark of the PHP connector's benchmark
+// script in mode (childBench).
+func phpBench(parent *testing.B, mode, input string) func(*testing.B) {
+	script := filepath.Join(connectorsDir, "php", "bench", "verify.php")
+	return childBench(parent, script, func(b *testing.B) []string {
+		return []string{phpBin(b), script, "--serve", "--mode", mode, "--input", input}
 	})
 }
 

@@ -195,6 +195,50 @@ func TestConnectorPHP(t *testing.T) {
 	}
 }
 
+// workerdBin returns the path of workerd, the Workers runtime, from npm's
+// workerd package: USHER_TEST_WORKERD, else where .ci/run installs it (a
+// cache outside the repository, as axe-core). It skips without it, and
+// fails under CI.
+func workerdBin(tb testing.TB) string {
+	tb.Helper()
+	bin := os.Getenv("USHER_TEST_WORKERD")
+	if bin == "" {
+		cache := os.Getenv("XDG_CACHE_HOME")
+		if cache == "" {
+			home, _ := os.UserHomeDir()
+			cache = filepath.Join(home, ".cache")
+		}
+		bin = filepath.Join(cache, "usher-workerd", "node_modules", "workerd", "bin", "workerd")
+	}
+	if out, err := exec.Command(bin, "--version").Output(); err != nil || !strings.HasPrefix(string(out), "workerd ") {
+		testenv.Skip(tb, "workerd", "npm install --prefix ~/.cache/usher-workerd workerd@1, or set USHER_TEST_WORKERD")
+	}
+	return bin
+}
+
+// TestConnectorCloudflare runs the Cloudflare Worker connector's tests
+// (node --test connectors/cloudflare: the conformance vectors inside
+// workerd, and the worker in workerd on loopback in front of a site)
+// with a usher auth built from this tree (liveConnector).
+func TestConnectorCloudflare(t *testing.T) {
+	t.Parallel()
+	node, workerd := nodeBin(t), workerdBin(t)
+	out := liveConnector(t, "node --test connectors/cloudflare", func(ctx context.Context) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=tap", filepath.Join(connectorsDir, "cloudflare"))
+		cmd.Env = append(os.Environ(), "USHER_TEST_WORKERD="+workerd)
+		return cmd
+	})
+	for _, want := range []string{"# fail 0", "# skipped 0", "# cancelled 0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("node --test connectors/cloudflare: no %q in its report:\n%s", want, out)
+		}
+	}
+	// Every vector ran, inside workerd.
+	if n := strings.Count(out, "ok ") - strings.Count(out, "not ok "); n < 50 {
+		t.Errorf("node --test connectors/cloudflare: %d cases passed; want every vector and live test:\n%s", n, out)
+	}
+}
+
 // liveConnector runs a connector's tests, made by mk, with a usher auth
 // built from this tree, and returns their output; it fails the test when
 // they exit non-zero. The tests find usher auth in USHER_TEST_URL, its
@@ -230,7 +274,10 @@ func liveConnector(t *testing.T, name string, mk func(ctx context.Context) *exec
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := mk(ctx)
-	cmd.Env = append(os.Environ(),
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env,
 		"USHER_TEST_URL="+in.base,
 		"USHER_TEST_ADMIN_URL=http://"+adminAddr,
 		"USHER_TEST_ADMIN_KEY="+adminKey,

@@ -315,11 +315,12 @@ func liveConnector(t *testing.T, name string, mk func(ctx context.Context) *exec
 }
 
 // BenchmarkConnector measures passes checked per second on one core by the
-// Go gate and by the Node, Java and PHP connectors, on the same pass and
-// key:
+// Go gate and by the Node, Java, PHP and Cloudflare Worker connectors, on
+// the same pass and key:
 //
 //   - verify: the signature and claims alone (token.Keyring.ParsePass;
-//     Node's verifyPass; Java's Pass.verify; PHP's Pass::verify);
+//     Node's verifyPass; Java's Pass.verify; PHP's Pass::verify; the
+//     worker's verifyPass in workerd);
 //   - middleware: a request carrying the pass through the gate to a
 //     handler (gate.Middleware, which also slides the slot in the memory
 //     store; the connector's gate.handle on a Node request, which asks
@@ -327,12 +328,14 @@ func liveConnector(t *testing.T, name string, mk func(ctx context.Context) *exec
 //     pass's signature once: middleware-uncached checks it every time;
 //     Java's Gate.check, what its servlet filter decides with, likewise;
 //     PHP's middleware is one PHP request: a new Gate, the JWKS read from
-//     the workers' shared file, Gate::check, every signature checked).
+//     the workers' shared file, Gate::check, every signature checked; the
+//     worker's gate.handle in workerd, with and without its cache).
 //
 // The node sub-benchmarks run connectors/node/bench/verify.js, the java
 // ones usher.connector.Bench, the php ones connectors/php/bench/verify.php,
-// warmed up, for b.N passes at a time and report their own timing as
-// ns/op.
+// the workerd ones connectors/cloudflare/bench/verify.js (timing workerd
+// from outside: its clock stands still during a request), warmed up, for
+// b.N passes at a time and report their own timing as ns/op.
 //
 //	go test ./cmd/usher -run '^$' -bench Connector -count 5
 func BenchmarkConnector(b *testing.B) {
@@ -381,6 +384,7 @@ func BenchmarkConnector(b *testing.B) {
 	var javaCP string // compiled on the first Java sub-benchmark
 	b.Run("verify/java", javaBench(b, &javaCP, "verify", input))
 	b.Run("verify/php", phpBench(b, "verify", input))
+	b.Run("verify/workerd", cloudflareBench(b, "verify", input))
 	b.Run("middleware/go", func(b *testing.B) {
 		g := gate.New(q, keys, gate.Options{Room: func(*http.Request) string { return "sale" }})
 		h := g.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -403,6 +407,8 @@ func BenchmarkConnector(b *testing.B) {
 	b.Run("middleware/java", javaBench(b, &javaCP, "middleware", input))
 	b.Run("middleware-uncached/java", javaBench(b, &javaCP, "middleware-uncached", input))
 	b.Run("middleware/php", phpBench(b, "middleware", input))
+	b.Run("middleware/workerd", cloudflareBench(b, "middleware", input))
+	b.Run("middleware-uncached/workerd", cloudflareBench(b, "middleware-uncached", input))
 }
 
 // nodeBench returns the sub-benchmark of the Node connector's benchmark
@@ -432,6 +438,15 @@ func phpBench(parent *testing.B, mode, input string) func(*testing.B) {
 	script := filepath.Join(connectorsDir, "php", "bench", "verify.php")
 	return childBench(parent, script, func(b *testing.B) []string {
 		return []string{phpBin(b), script, "--serve", "--mode", mode, "--input", input}
+	})
+}
+
+// cloudflareBench returns the sub-benchmark of the Cloudflare connector's
+// benchmark script, which runs the passes in workerd, in mode (childBench).
+func cloudflareBench(parent *testing.B, mode, input string) func(*testing.B) {
+	script := filepath.Join(connectorsDir, "cloudflare", "bench", "verify.js")
+	return childBench(parent, script, func(b *testing.B) []string {
+		return []string{nodeBin(b), script, "--serve", "--mode", mode, "--input", input, "--workerd", workerdBin(b)}
 	})
 }
 

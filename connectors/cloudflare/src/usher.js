@@ -209,7 +209,11 @@ export class KeySet {
       if (this.inflight === null && this.lastError !== null && this.now() - this.fetchedAt < 1000) throw this.lastError;
       return this.fetch();
     }
-    if (this.now() >= this.freshUntil) await this.fetch().catch(() => {}); // the stale set serves if it fails
+    // Stale: fetched again on this request, at most once a second (or
+    // every refetchAfterMs) while usher does not answer; the stale set
+    // serves if it fails.
+    const now = this.now();
+    if (now >= this.freshUntil && now - this.fetchedAt >= Math.max(1000, this.refetchAfterMs)) await this.fetch().catch(() => {});
   }
 
   async refetch() {

@@ -80,8 +80,11 @@ final class KeySet
             $this->read();
         }
         if ($this->keys !== null) {
-            if ($now >= $this->freshUntil) {
-                $this->fetch(); // a failure keeps the stale set; lastError says why
+            // Stale: fetched again, at most once a second (or every
+            // refetchAfterMs) while usher does not answer; a failure keeps
+            // the stale set, and lastError says why.
+            if ($now >= $this->freshUntil && $now - $this->fetchedAt >= max(1000, $this->refetchAfterMs)) {
+                $this->fetch();
             }
             return;
         }

@@ -217,6 +217,12 @@ T::test('KeySet: a failed fetch keeps the set held; without one, a failure is th
     $c->keys->ready(); // stale, and the refresh fails
     T::check($c->keys->get('a') !== null, 'the old set is kept');
     T::eq($c->keys->lastError(), 'down', 'lastError');
+    $loads = $c->loads;
+    $c->keys->ready();
+    T::eq($c->loads, $loads, 'a usher that is down is not asked again on every request');
+    $c->now += 5000;
+    $c->keys->ready();
+    T::eq($c->loads, $loads + 1, 'but again after refetchAfterMs');
 });
 
 T::test('KeySet: workers share the set and the refetch throttle through the file', function () {

@@ -213,6 +213,21 @@ public final class LiveTests {
         map.setFilterName("usher");
         map.addURLPattern("/*");
         ctx.addFilterMap(map);
+        // A second application at /web, its filter made by Tomcat from
+        // init parameters, as web.xml would declare it.
+        Context web = tomcat.addContext("/web", null);
+        Tomcat.addServlet(web, "site", new Site());
+        web.addServletMappingDecoded("/", "site");
+        FilterDef byName = new FilterDef();
+        byName.setFilterName("usher");
+        byName.setFilterClass(UsherFilter.class.getName());
+        byName.addInitParameter("url", USHER);
+        byName.addInitParameter("room", "sale");
+        web.addFilterDef(byName);
+        FilterMap all = new FilterMap();
+        all.setFilterName("usher");
+        all.addURLPattern("/*");
+        web.addFilterMap(all);
         tomcat.start();
         String s = "http://127.0.0.1:" + tomcat.getConnector().getLocalPort();
         try {
@@ -384,6 +399,17 @@ public final class LiveTests {
             eq(gate.keys().fetches(), fetches + 1, "the unknown kid fetched the JWKS again, once");
             eq(gate.stats.asked.get(), asked + 1, "and the pass passed offline");
             eq(gate.verify(p[1], "sale").verdict(), Pass.VALID, "the old key is still in the JWKS");
+        });
+
+        test("live: the filter from init parameters, under a context path", () -> {
+            Reply r = visit(s, "/web/shop/", null, false, p[3], "GET");
+            eq(r.status(), 200, r.body());
+            Map<String, Object> j = r.json();
+            eq(j.get("path"), "/web/shop/", "path");
+            eq(j.get("visitor"), sub(p[3]), "the Admission's visitor");
+            eq(j.get("room"), "sale", "room");
+            eq(visit(s, "/web/shop/", null, true, null, "GET").status(), 429, "no pass: usher's answer");
+            eq(visit(s, "/web/_usher/pow.js", null).status(), 200, "usher's routes, below the context path");
         });
 
         test("live: the plain function takes an UsherRequest", () -> {

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"usher/internal/booking"
 	"usher/internal/gate"
@@ -263,31 +261,10 @@ func (s *server) reservationEvents() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
-		rc := http.NewResponseController(w)
-		rc.SetWriteDeadline(time.Time{}) // the stream outlives the server's WriteTimeout
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(http.StatusOK)
-		rc.Flush()
-		keepAlive := time.NewTicker(15 * time.Second)
-		defer keepAlive.Stop()
-		for {
-			select {
-			case st, ok := <-states:
-				if !ok {
-					return
-				}
-				b, _ := json.Marshal(reservationResponse(st))
-				fmt.Fprintf(w, "event: reservation\ndata: %s\n\n", b)
-			case <-keepAlive.C:
-				fmt.Fprint(w, ": keep-alive\n\n")
-			case <-ctx.Done():
-				return
-			}
-			if err := rc.Flush(); err != nil {
-				return
-			}
-		}
+		serveEvents(w, r, states, func(st booking.Reservation) sse {
+			b, _ := json.Marshal(reservationResponse(st))
+			return sse{event: "reservation", data: b}
+		})
 	})
 }
 

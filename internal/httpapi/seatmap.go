@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -76,6 +77,55 @@ func (s *server) seatStatus() http.Handler {
 		serveEncoded(w, r, st, statusCache)
 	})
 }
+
+// seatEvents follows the status as server-sent events ("event: seats",
+// "id:" and "data:" the status's version and JSON): first the status since
+// ?since= (or the Last-Event-ID a reconnecting browser sends), then each
+// change since the event before. Streams count against the same bounds as
+// the reservation streams, per visitor (the pass's) and per instance.
+func (s *server) seatEvents() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, ok := s.signedPath(w, r)
+		if !ok {
+			return
+		}
+		holder := adminStreams // the admin key's streams share one count
+		if !s.isAdmin(r) {
+			sch, err := s.Sale.Schedule(r.Context(), id)
+			if err == nil {
+				holder, err = s.visitorOf(r, sch.Room)
+			}
+			if err != nil {
+				s.errs.Write(w, r, err)
+				return
+			}
+		}
+		release, err := s.streams.acquire(holder)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		defer release()
+		since := r.URL.Query().Get("since")
+		if since == "" {
+			since = r.Header.Get("Last-Event-ID")
+		}
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		changes, err := s.Sale.FollowSeatMap(ctx, id, since)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		serveEvents(w, r, changes, func(e *sale.Encoded) sse {
+			return sse{event: "seats", id: e.Version, data: e.JSON}
+		})
+	})
+}
+
+// adminStreams is the stream count of the admin key: a space, which no
+// visitor id has.
+const adminStreams = " admin"
 
 // signedPath resolves the {id} path value for the admin key or a pass to
 // the schedule's room (signature, room and expiry); on false the response

@@ -104,6 +104,7 @@ type Service struct {
 	mu        sync.Mutex
 	schedules map[int64]booking.Schedule // immutable once created
 	maps      map[int64]*seatMapSlot
+	watchers  map[int64]*watcher // follow.go
 }
 
 type seatMapSlot struct {
@@ -177,7 +178,7 @@ func New(c Config) *Service {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: c, metrics: newMetrics(c.Registry, c.Broker), schedules: map[int64]booking.Schedule{}, maps: map[int64]*seatMapSlot{}}
+	return &Service{cfg: c, metrics: newMetrics(c.Registry, c.Broker), schedules: map[int64]booking.Schedule{}, maps: map[int64]*seatMapSlot{}, watchers: map[int64]*watcher{}}
 }
 
 // Scope is the hold store scope of a schedule.

@@ -1,0 +1,178 @@
+package sale
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Following a schedule's seat status (an event stream at the edge). Each
+// instance runs one watcher per followed schedule, started by its first
+// follower and stopped with its last: every SnapshotEvery it reads the seat
+// map snapshot (the one the pollers read, so followers add no query) and,
+// when the status changed, makes the change event once and wakes every
+// follower. A follower that fell behind (a slow reader) gets one event from
+// its own version instead, made from the statuses kept for ?since=. A
+// change shows within SnapshotEvery and one rebuild of being made.
+
+// minFollowEvery bounds how often a watcher reads the snapshot, whatever
+// SnapshotEvery says.
+const minFollowEvery = 10 * time.Millisecond
+
+// followTimeout bounds one read of the snapshot by a watcher.
+const followTimeout = 10 * time.Second
+
+// watcher follows one schedule's status for its followers. Membership
+// (followers, and the watcher's place in Service.watchers) is guarded by
+// Service.mu; the state by mu.
+type watcher struct {
+	followers map[chan struct{}]struct{}
+	stop      context.CancelFunc
+
+	mu sync.Mutex
+	// cur is the newest snapshot seen; step the event from the status
+	// named stepSince to cur's, made once for every follower.
+	cur       *SeatMap
+	step      *Encoded
+	stepSince string
+}
+
+// FollowSeatMap follows the schedule's seat status: the first event is the
+// status since the version since (SeatMapChanges), each next one the change
+// since the event before it (Since is the previous event's Version), sent
+// when the status changes. The channel closes when ctx ends.
+func (s *Service) FollowSeatMap(ctx context.Context, scheduleID int64, since string) (<-chan *Encoded, error) {
+	m, err := s.SeatMap(ctx, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	first := m.changesSince(since)
+	w, wake := s.follow(scheduleID, m)
+	out := make(chan *Encoded)
+	go func() {
+		defer close(out)
+		defer s.unfollow(scheduleID, w, wake)
+		ev := newEncoded(first.Version, first)
+		for {
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
+			var next *Encoded
+			for next == nil {
+				select {
+				case <-wake:
+					next = w.next(ev.Version)
+				case <-ctx.Done():
+					return
+				}
+			}
+			ev = next
+		}
+	}()
+	return out, nil
+}
+
+// follow adds a follower of the schedule, starting its watcher if it has
+// none; m is the follower's snapshot, which the watcher takes if newer.
+func (s *Service) follow(scheduleID int64, m *SeatMap) (*watcher, chan struct{}) {
+	wake := make(chan struct{}, 1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.watchers[scheduleID]
+	if w == nil {
+		ctx, stop := context.WithCancel(context.Background())
+		w = &watcher{followers: map[chan struct{}]struct{}{}, stop: stop, cur: m}
+		s.watchers[scheduleID] = w
+		go s.watch(ctx, scheduleID, w)
+	}
+	w.followers[wake] = struct{}{}
+	w.mu.Lock()
+	if m.BuiltAt.After(w.cur.BuiltAt) {
+		w.cur, w.step, w.stepSince = m, nil, ""
+	}
+	w.mu.Unlock()
+	return w, wake
+}
+
+// unfollow removes a follower; the last one stops the watcher.
+func (s *Service) unfollow(scheduleID int64, w *watcher, wake chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(w.followers, wake)
+	if len(w.followers) == 0 {
+		w.stop()
+		delete(s.watchers, scheduleID)
+	}
+}
+
+// watch reads the snapshot every SnapshotEvery until ctx ends, and wakes
+// the followers when its status changed.
+func (s *Service) watch(ctx context.Context, scheduleID int64, w *watcher) {
+	t := time.NewTicker(max(s.cfg.SnapshotEvery, minFollowEvery))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, followTimeout)
+		m, err := s.SeatMap(rctx, scheduleID)
+		cancel()
+		if err != nil || !w.advance(m) {
+			continue // a failed read keeps the last status; SeatMap logs it
+		}
+		s.mu.Lock()
+		for wake := range w.followers {
+			select {
+			case wake <- struct{}{}:
+			default: // already woken
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// advance makes m the watcher's snapshot and its change event when m is
+// newer and its status differs; it reports whether it did.
+func (w *watcher) advance(m *SeatMap) bool {
+	st := m.status()
+	w.mu.Lock()
+	prev := w.cur
+	w.mu.Unlock()
+	if !m.BuiltAt.After(prev.BuiltAt) {
+		return false
+	}
+	was := prev.status().Version
+	if st.Version == was {
+		return false
+	}
+	ch := m.changesSince(was)
+	step := newEncoded(ch.Version, ch)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cur != prev { // a new follower brought a newer snapshot meanwhile
+		return false
+	}
+	w.cur, w.step, w.stepSince = m, step, was
+	return true
+}
+
+// next returns the event that takes a follower at version to the watcher's
+// status: the shared step when the follower is one behind, one of its own
+// otherwise; nil when it is current.
+func (w *watcher) next(version string) *Encoded {
+	w.mu.Lock()
+	cur, step, since := w.cur, w.step, w.stepSince
+	w.mu.Unlock()
+	switch {
+	case cur.status().Version == version:
+		return nil
+	case step != nil && since == version:
+		return step
+	}
+	ch := cur.changesSince(version)
+	return newEncoded(ch.Version, ch)
+}

@@ -99,12 +99,28 @@ func (s *server) hold() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
-		if req.Quantity != nil && req.SeatIDs != nil {
-			s.errs.Write(w, r, sale.ErrInvalid.Detail("want seat_ids or quantity, not both"))
+		kinds := 0
+		for _, set := range []bool{req.SeatIDs != nil, req.Quantity != nil, req.Count != nil} {
+			if set {
+				kinds++
+			}
+		}
+		if kinds > 1 || (req.Count == nil && (req.Section != "" || req.MinPrice != 0 || req.MaxPrice != 0)) {
+			s.errs.Write(w, r, sale.ErrInvalid.Detail("want one of seat_ids, quantity or count; section and prices go with count"))
 			return
 		}
 		a, ok := s.gated(w, r, id)
 		if !ok {
+			return
+		}
+		if req.Count != nil {
+			h, seats, err := s.Sale.HoldBest(r.Context(), id, a.Visitor, sale.BestRequest{
+				Count: *req.Count, Section: req.Section, MinPrice: req.MinPrice, MaxPrice: req.MaxPrice})
+			if err != nil {
+				s.errs.Write(w, r, err)
+				return
+			}
+			encode(w, http.StatusCreated, wire.Hold{HoldID: h.ID, ScheduleID: id, SeatIDs: seats, ExpiresAt: h.ExpiresAt.UTC()})
 			return
 		}
 		if req.Quantity != nil {

@@ -49,6 +49,9 @@ var (
 	// ErrBuyerLimit: the visitor would hold or buy more than BuyerLimit
 	// tickets of the schedule.
 	ErrBuyerLimit = fault.New(fault.BuyerLimit, "ticket limit per buyer reached for this schedule")
+	// ErrNoAdjacent: no row has the adjacent seats a best-available hold
+	// asks for (best.go).
+	ErrNoAdjacent = fault.New(fault.SoldOut, "not that many adjacent seats free")
 	// ErrRoomOfSchedule: deleting the waiting room of a schedule, which
 	// the service would create again within seconds (provisionRooms).
 	ErrRoomOfSchedule = fault.New(fault.RoomOfSchedule, "the room gates a schedule; close it instead of deleting it")
@@ -144,6 +147,7 @@ type SeatMap struct {
 	slot       *seatMapSlot
 	layout     func() *layout // seatmap.go
 	status     func() *status
+	rows       func() []seatRow // best.go
 }
 
 // JSON is the seat map's JSON encoding, made once per snapshot.
@@ -251,10 +255,11 @@ func (s *Service) SeatMap(ctx context.Context, scheduleID int64) (*SeatMap, erro
 	case err == nil:
 		m.slot = slot
 		if slot.cur != nil && sameLayout(slot.cur.Seats, m.Seats) {
-			m.layout = slot.cur.layout
+			m.layout, m.rows = slot.cur.layout, slot.cur.rows
 		} else {
 			seats := m.Seats
 			m.layout = sync.OnceValue(func() *layout { return buildLayout(scheduleID, seats) })
+			m.rows = sync.OnceValue(func() []seatRow { return buildRows(seats) })
 		}
 		m.status = sync.OnceValue(func() *status { return s.buildStatus(slot, m) })
 		slot.cur = m

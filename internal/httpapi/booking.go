@@ -277,7 +277,7 @@ func (s *server) reservationEvents() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
-		serveEvents(w, r, states, func(st booking.Reservation) sse {
+		serveEvents(ctx, w, states, func(st booking.Reservation) sse {
 			b, _ := json.Marshal(reservationResponse(st))
 			return sse{event: "reservation", data: b}
 		})

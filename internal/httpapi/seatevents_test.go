@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"usher/internal/token"
 	"usher/internal/wire"
 )
 
@@ -166,6 +167,29 @@ func TestSeatEvents(t *testing.T) {
 		t.Fatalf("release: %d %s", r.status, r.body)
 	}
 	changeOf(t, events, held.status.Version, []int64{3, 4}, func(c *wire.SeatChanges) []int64 { return c.Available })
+}
+
+// TestSeatEventsEndWithThePass: a pass's stream ends when the pass
+// expires (a browser reconnecting then needs a new pass).
+func TestSeatEventsEndWithThePass(t *testing.T) {
+	t.Parallel()
+	e := newBookingEnv(t)
+	sch := e.newSchedule(t, "c", `{}`)
+	e.do(nil, "POST", fmt.Sprintf("/api/v1/schedules/%d/seats", sch.ID), adminKey, `{"sections":["A"],"rows":1,"seats_per_row":3}`)
+	pass, err := e.keys.SignPass(token.Pass{Room: sch.Room, Visitor: "alice", ExpiresAt: time.Now().Add(2 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, _, r := followSeats(t, e, fmt.Sprintf("/api/v1/schedules/%d/seats/events", sch.ID), pass, nil)
+	if r.status != 200 {
+		t.Fatalf("follow: %d %s", r.status, r.body)
+	}
+	nextSeatEvent(t, events)
+	for ev := range events { // until the stream ends
+		if ev.status.Changes != nil && len(ev.status.Changes.Held)+len(ev.status.Changes.Sold)+len(ev.status.Changes.Available) > 0 {
+			t.Errorf("a change nobody made: %+v", ev.status)
+		}
+	}
 }
 
 // TestSeatEventsBounded: seat streams count against the reservation

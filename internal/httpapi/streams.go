@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync"
@@ -34,10 +35,10 @@ type sse struct {
 }
 
 // serveEvents answers with the values from values, each made an event by
-// toEvent, as a server-sent event stream until values closes or the client
-// leaves. The stream outlives the server's WriteTimeout; a comment line
-// comes every keepAliveEvery.
-func serveEvents[T any](w http.ResponseWriter, r *http.Request, values <-chan T, toEvent func(T) sse) {
+// toEvent, as a server-sent event stream until values closes or ctx (the
+// request's, or shorter) ends. The stream outlives the server's
+// WriteTimeout; a comment line comes every keepAliveEvery.
+func serveEvents[T any](ctx context.Context, w http.ResponseWriter, values <-chan T, toEvent func(T) sse) {
 	rc := http.NewResponseController(w)
 	rc.SetWriteDeadline(time.Time{})
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -59,7 +60,7 @@ func serveEvents[T any](w http.ResponseWriter, r *http.Request, values <-chan T,
 			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.event, ev.data)
 		case <-keepAlive.C:
 			fmt.Fprint(w, ": keep-alive\n\n")
-		case <-r.Context().Done():
+		case <-ctx.Done():
 			return
 		}
 		if err := rc.Flush(); err != nil {

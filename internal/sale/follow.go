@@ -8,12 +8,13 @@ import (
 
 // Following a schedule's seat status (an event stream at the edge). Each
 // instance runs one watcher per followed schedule, started by its first
-// follower and stopped with its last: every SnapshotEvery it reads the seat
-// map snapshot (the one the pollers read, so followers add no query) and,
-// when the status changed, makes the change event once and wakes every
-// follower. A follower that fell behind (a slow reader) gets one event from
-// its own version instead, made from the statuses kept for ?since=. A
-// change shows within SnapshotEvery and one rebuild of being made.
+// follower and stopped with its last: it reads the seat map snapshot (the
+// one the pollers read, so followers add no query) as soon as it is due
+// for a rebuild and, when the status changed, makes the change event once
+// and wakes every follower. A follower that fell behind (a slow reader)
+// gets one event from its own version instead, made from the statuses kept
+// for ?since=. A change shows within 1.2 SnapshotEvery and one rebuild of
+// being made.
 
 // minFollowEvery bounds how often a watcher reads the snapshot, whatever
 // SnapshotEvery says.
@@ -107,10 +108,16 @@ func (s *Service) unfollow(scheduleID int64, w *watcher, wake chan struct{}) {
 	}
 }
 
-// watch reads the snapshot every SnapshotEvery until ctx ends, and wakes
-// the followers when its status changed.
+// watchTicks is how many times per SnapshotEvery a watcher asks for the
+// snapshot: a rebuild comes at most SnapshotEvery/watchTicks after it is
+// due, so a change shows within SnapshotEvery × (1 + 1/watchTicks) and one
+// rebuild. Asking between rebuilds costs a lock.
+const watchTicks = 5
+
+// watch reads the snapshot until ctx ends, and wakes the followers when
+// its status changed.
 func (s *Service) watch(ctx context.Context, scheduleID int64, w *watcher) {
-	t := time.NewTicker(max(s.cfg.SnapshotEvery, minFollowEvery))
+	t := time.NewTicker(max(s.cfg.SnapshotEvery/watchTicks, minFollowEvery))
 	defer t.Stop()
 	for {
 		select {

@@ -104,7 +104,7 @@ func recv(t *testing.T, ch <-chan *sale.Encoded) *sale.Encoded {
 	}
 }
 
-func decodeEvent(t *testing.T, e *sale.Encoded) wire.SeatMapStatus {
+func decodeEvent(t testing.TB, e *sale.Encoded) wire.SeatMapStatus {
 	t.Helper()
 	var st wire.SeatMapStatus
 	if err := json.Unmarshal(e.JSON, &st); err != nil || st.Version != e.Version {

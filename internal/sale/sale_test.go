@@ -63,7 +63,7 @@ func newRigMetrics(t *testing.T, seats int, catalog booking.Store, reg prometheu
 
 // newRigConfig builds the rig with configure (nil: none) applied to the
 // sale's configuration.
-func newRigConfig(t *testing.T, seats int, catalog booking.Store, reg prometheus.Registerer, configure func(*sale.Config)) *rig {
+func newRigConfig(t testing.TB, seats int, catalog booking.Store, reg prometheus.Registerer, configure func(*sale.Config)) *rig {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := natsmq.StartEmbedded(testenv.DataDir(t), nil)

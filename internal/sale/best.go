@@ -3,6 +3,7 @@ package sale
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 
@@ -99,7 +100,7 @@ func (s *Service) bestBlock(m *SeatMap, want BestRequest, skip map[int64]bool) (
 			}
 			start := k - want.Count + 1
 			mid := float64(m.Seats[row.seats[start]].Number+m.Seats[i].Number) / 2
-			if d := abs(mid - row.middle); best < 0 || d < bestDist {
+			if d := math.Abs(mid - row.middle); best < 0 || d < bestDist {
 				best, bestDist = start, d
 			}
 		}
@@ -111,13 +112,6 @@ func (s *Service) bestBlock(m *SeatMap, want BestRequest, skip map[int64]bool) (
 		}
 	}
 	return nil, most
-}
-
-func abs(f float64) float64 {
-	if f < 0 {
-		return -f
-	}
-	return f
 }
 
 // HoldBest holds the best want.Count adjacent seats free now for visitor

@@ -25,7 +25,7 @@ const followTimeout = 10 * time.Second
 
 // watcher follows one schedule's status for its followers. Membership
 // (followers, and the watcher's place in Service.watchers) is guarded by
-// Service.mu; the state by mu.
+// Service.mu; the state by mu, written by the watch loop alone.
 type watcher struct {
 	followers map[chan struct{}]struct{}
 	stop      context.CancelFunc
@@ -75,8 +75,10 @@ func (s *Service) FollowSeatMap(ctx context.Context, scheduleID int64, since str
 	return out, nil
 }
 
-// follow adds a follower of the schedule, starting its watcher if it has
-// none; m is the follower's snapshot, which the watcher takes if newer.
+// follow adds a follower of the schedule, starting its watcher (from m,
+// the follower's snapshot) if it has none. A follower whose snapshot is
+// newer than the watcher's waits for the watcher to read it: then its own
+// version is current and it is sent nothing.
 func (s *Service) follow(scheduleID int64, m *SeatMap) (*watcher, chan struct{}) {
 	wake := make(chan struct{}, 1)
 	s.mu.Lock()
@@ -89,11 +91,6 @@ func (s *Service) follow(scheduleID int64, m *SeatMap) (*watcher, chan struct{})
 		go s.watch(ctx, scheduleID, w)
 	}
 	w.followers[wake] = struct{}{}
-	w.mu.Lock()
-	if m.BuiltAt.After(w.cur.BuiltAt) {
-		w.cur, w.step, w.stepSince = m, nil, ""
-	}
-	w.mu.Unlock()
 	return w, wake
 }
 
@@ -143,7 +140,8 @@ func (s *Service) watch(ctx context.Context, scheduleID int64, w *watcher) {
 }
 
 // advance makes m the watcher's snapshot and its change event when m is
-// newer and its status differs; it reports whether it did.
+// newer and its status differs; it reports whether it did. Only the watch
+// loop calls it.
 func (w *watcher) advance(m *SeatMap) bool {
 	st := m.status()
 	w.mu.Lock()
@@ -159,11 +157,8 @@ func (w *watcher) advance(m *SeatMap) bool {
 	ch := m.changesSince(was)
 	step := newEncoded(ch.Version, ch)
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.cur != prev { // a new follower brought a newer snapshot meanwhile
-		return false
-	}
 	w.cur, w.step, w.stepSince = m, step, was
+	w.mu.Unlock()
 	return true
 }
 

@@ -112,3 +112,43 @@ func decodeEvent(t testing.TB, e *sale.Encoded) wire.SeatMapStatus {
 	}
 	return st
 }
+
+// TestFollowerJoiningAfterAChange: a follower that joins after a change,
+// with a snapshot newer than the watcher's, does not keep that change from
+// the followers before it, and continues from its own version.
+func TestFollowerJoiningAfterAChange(t *testing.T) {
+	r := newRig(t, 200)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	early, err := r.svc.FollowSeatMap(ctx, r.sched.ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v0 := decodeEvent(t, recv(t, early)).Version
+	if _, err := r.svc.Hold(ctx, r.sched.ID, "bob", []int64{r.seats[3]}); err != nil {
+		t.Fatal(err)
+	}
+	late, err := r.svc.FollowSeatMap(ctx, r.sched.ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := decodeEvent(t, recv(t, late)).Version
+	if v1 == v0 {
+		t.Fatal("the late follower's first status does not show the hold")
+	}
+	for prev := v0; prev != v1; { // the early follower reaches v1
+		st := decodeEvent(t, recv(t, early))
+		if st.Since != prev {
+			t.Fatalf("early follower: event since %s, want since %s", st.Since, prev)
+		}
+		prev = st.Version
+	}
+	if _, err := r.svc.Hold(ctx, r.sched.ID, "carol", []int64{r.seats[5]}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []<-chan *sale.Encoded{early, late} {
+		if st := decodeEvent(t, recv(t, ch)); st.Since != v1 || st.Changes == nil || !slices.Equal(st.Changes.Held, []int64{r.seats[5]}) {
+			t.Errorf("after carol's hold: %+v, want her seat held since %s", st, v1)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"usher/internal/booking"
 	"usher/internal/hold"
 )
 
@@ -53,7 +54,13 @@ func (s *Service) buyerHoldLimit(ctx context.Context, scheduleID int64, visitor 
 		return l, nil
 	}
 	bought, err := s.cfg.Catalog.BuyerTickets(ctx, scheduleID, visitor)
-	if err != nil {
+	switch {
+	case errors.Is(err, booking.ErrUnavailable):
+		// Holds go on while the database is down (the last seat map
+		// serves them): count nothing bought; the hold store still bounds
+		// what is held, and Decide what is bought.
+		bought = 0
+	case err != nil:
 		return l, err
 	}
 	l.bought, l.limit = bought, int64(s.cfg.BuyerLimit)

@@ -78,3 +78,28 @@ func TestBuyerLimitConcurrent(t *testing.T) {
 		t.Errorf("%d seats sold, %d tickets counted (%v), want both %d", sold, n, err, confirmed)
 	}
 }
+
+// unreadableBuyers is a catalog whose buyer counts cannot be read, as
+// while the database is down.
+type unreadableBuyers struct{ booking.Store }
+
+func (unreadableBuyers) BuyerTickets(context.Context, int64, string) (int64, error) {
+	return 0, fmt.Errorf("test: %w", booking.ErrUnavailable)
+}
+
+// TestBuyerLimitDatabaseDown: holds go on while the buyer counts cannot be
+// read, still bounded by the buyer limit in the hold store.
+func TestBuyerLimitDatabaseDown(t *testing.T) {
+	db, err := sqlitebooking.Open(context.Background(), filepath.Join(t.TempDir(), "booking.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRigConfig(t, 10, unreadableBuyers{db}, nil, func(c *sale.Config) { c.BuyerLimit = 2 })
+	ctx := context.Background()
+	if _, err := r.svc.Hold(ctx, r.sched.ID, "v", r.seats[:2]); err != nil {
+		t.Fatalf("two seats with the counts unreadable: %v", err)
+	}
+	if _, err := r.svc.Hold(ctx, r.sched.ID, "v", r.seats[2:3]); !errors.Is(err, sale.ErrBuyerLimit) {
+		t.Errorf("a third seat: %v, want ErrBuyerLimit", err)
+	}
+}

@@ -39,6 +39,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	holdTTL := f.duration("hold-ttl", 5*time.Minute, "how long a seat or stock hold lasts")
 	seatLimit := f.int("seat-limit", 4, "most seats a visitor holds at once in a schedule, and per reservation")
 	stockLimit := f.int("stock-limit", 4, "most general-admission units a visitor holds at once in a schedule")
+	buyerLimit := f.int("buyer-limit", 0, "most tickets (seats and units) a visitor buys of a schedule across its reservations; 0: no limit")
 	seatMapEvery := f.duration("seat-map-every", 500*time.Millisecond, "most often a schedule's seat map is rebuilt from the database")
 	collect := f.bool("collect", true, "run the collector: count this deployment's event stream into analytics tables in --db (SQLite: <data-dir>/analytics.db)")
 	conns := addConnFlags(f, 5*time.Second)
@@ -51,6 +52,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	f.positive("hold-ttl", holdTTL.Seconds())
 	f.positive("seat-limit", float64(*seatLimit))
 	f.positive("stock-limit", float64(*stockLimit))
+	if *buyerLimit < 0 {
+		f.errs = append(f.errs, "--buyer-limit: want 0 (no limit) or more")
+	}
 	f.positive("seat-map-every", seatMapEvery.Seconds())
 	conns.check(f)
 	if *inventoryEvery < 0 {
@@ -124,7 +128,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	sales := sale.New(sale.Config{
 		Catalog: catalog, Holds: k.holds, Broker: mqb, Queue: k.q,
-		HoldTTL: *holdTTL, SeatLimit: *seatLimit, StockLimit: *stockLimit, SnapshotEvery: *seatMapEvery, Workers: *dbPool,
+		HoldTTL: *holdTTL, SeatLimit: *seatLimit, StockLimit: *stockLimit, BuyerLimit: *buyerLimit, SnapshotEvery: *seatMapEvery, Workers: *dbPool,
 		InventoryEvery: *inventoryEvery, Events: k.emitter(),
 		Logger:   k.log.With("component", "sale"),
 		Registry: k.reg,

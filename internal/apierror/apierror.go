@@ -67,6 +67,7 @@ var statuses = map[string]int{
 	fault.SeatsTaken:          http.StatusConflict,
 	fault.SeatsNotHeld:        http.StatusConflict,
 	fault.HoldLimit:           http.StatusConflict,
+	fault.BuyerLimit:          http.StatusConflict,
 	fault.SoldOut:             http.StatusConflict,
 	fault.Unavailable:         http.StatusServiceUnavailable,
 	fault.BadPath:             http.StatusBadRequest,

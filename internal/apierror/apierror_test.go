@@ -58,6 +58,7 @@ func TestEveryDomainError(t *testing.T) {
 		{sale.ErrNotHeld, 409, "seats_not_held"},
 		{&sale.NotHeldError{Seats: []string{"7"}}, 409, "seats_not_held"},
 		{hold.ErrLimit, 409, "hold_limit"},
+		{sale.ErrBuyerLimit, 409, "buyer_limit"},
 		{hold.ErrSoldOut, 409, "sold_out"},
 		{queue.ErrUnavailable, 503, "unavailable"},
 		{booking.ErrUnavailable, 503, "unavailable"},

@@ -111,6 +111,9 @@ const (
 	// reservation is malformed (a quantity below 0, or seats and a quantity
 	// at once).
 	ReasonSoldOut = "sold_out"
+	// ReasonBuyerLimit: the visitor's tickets for the schedule would exceed
+	// the reservation's BuyerLimit.
+	ReasonBuyerLimit = "buyer_limit"
 )
 
 // Stock is a schedule's general-admission stock (units without seat
@@ -133,11 +136,15 @@ type Reservation struct {
 	Quantity int64 `json:"quantity,omitempty"`
 	// HoldIDs are the holds that covered the seats when the reservation was
 	// submitted; the consumer ends them once it is decided. Not stored in SQL.
-	HoldIDs   []string          `json:"hold_ids,omitempty"`
-	Status    ReservationStatus `json:"status"`
-	Reason    string            `json:"reason,omitempty"`
-	CreatedAt time.Time         `json:"created_at"`
-	DecidedAt time.Time         `json:"decided_at,omitzero"`
+	HoldIDs []string `json:"hold_ids,omitempty"`
+	// BuyerLimit, above 0, is the most tickets (seats or units) the
+	// Visitor may buy of the schedule across its confirmed reservations,
+	// this one included (Decide). Not stored with the decision.
+	BuyerLimit int64             `json:"buyer_limit,omitempty"`
+	Status     ReservationStatus `json:"status"`
+	Reason     string            `json:"reason,omitempty"`
+	CreatedAt  time.Time         `json:"created_at"`
+	DecidedAt  time.Time         `json:"decided_at,omitzero"`
 }
 
 // Store keeps the catalog and decided reservations in SQL. Methods wrap
@@ -173,6 +180,12 @@ type Store interface {
 	// Rejected with ReasonSoldOut (so does a quantity below 0, or seats and
 	// a quantity at once). It is stored and redelivered like any other.
 	//
+	// A reservation with a BuyerLimit also counts its tickets (seats or
+	// units) to its visitor for the schedule, in the same transaction, with
+	// a conditional UPDATE of the visitor's count (tickets + n <= limit):
+	// no row touched means Rejected with ReasonBuyerLimit and nothing
+	// sold. A reservation rejected for any reason counts nothing.
+	//
 	// Each decision it stores writes its event (reservation_confirmed or
 	// reservation_rejected, OutboxEvent) into the outbox in the same
 	// transaction: a decision rolled back leaves no event, a stored one
@@ -184,6 +197,10 @@ type Store interface {
 	SetStock(ctx context.Context, scheduleID, total int64) error
 	// Stock returns a schedule's stock; ErrNotFound when it has none.
 	Stock(ctx context.Context, scheduleID int64) (Stock, error)
+	// BuyerTickets returns the tickets Decide counted to visitor for the
+	// schedule (confirmed reservations that carried a BuyerLimit); 0 for
+	// none.
+	BuyerTickets(ctx context.Context, scheduleID int64, visitor string) (int64, error)
 	// Reservation returns a decided reservation.
 	Reservation(ctx context.Context, id string) (Reservation, error)
 
@@ -244,6 +261,14 @@ func CheckSeatSpecs(seats []SeatSpec) error {
 		seen[k] = true
 	}
 	return nil
+}
+
+// Tickets is the number of tickets r buys: its seats, or its quantity.
+func Tickets(r Reservation) int64 {
+	if r.Quantity != 0 {
+		return r.Quantity
+	}
+	return int64(len(r.SeatIDs))
 }
 
 // Malformed returns the rejection reason of a seat list that no sale can

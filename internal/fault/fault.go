@@ -44,6 +44,7 @@ const (
 	SeatsTaken          = "seats_taken"
 	SeatsNotHeld        = "seats_not_held"
 	HoldLimit           = "hold_limit"
+	BuyerLimit          = "buyer_limit"
 	SoldOut             = "sold_out"
 	Unavailable         = "unavailable"
 	BadPath             = "bad_path"

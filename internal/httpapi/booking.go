@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"usher/internal/booking"
 	"usher/internal/gate"
@@ -101,12 +99,28 @@ func (s *server) hold() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
-		if req.Quantity != nil && req.SeatIDs != nil {
-			s.errs.Write(w, r, sale.ErrInvalid.Detail("want seat_ids or quantity, not both"))
+		kinds := 0
+		for _, set := range []bool{req.SeatIDs != nil, req.Quantity != nil, req.Count != nil} {
+			if set {
+				kinds++
+			}
+		}
+		if kinds > 1 || (req.Count == nil && (req.Section != "" || req.MinPrice != 0 || req.MaxPrice != 0)) {
+			s.errs.Write(w, r, sale.ErrInvalid.Detail("want one of seat_ids, quantity or count; section and prices go with count"))
 			return
 		}
 		a, ok := s.gated(w, r, id)
 		if !ok {
+			return
+		}
+		if req.Count != nil {
+			h, seats, err := s.Sale.HoldBest(r.Context(), id, a.Visitor, sale.BestRequest{
+				Count: *req.Count, Section: req.Section, MinPrice: req.MinPrice, MaxPrice: req.MaxPrice})
+			if err != nil {
+				s.errs.Write(w, r, err)
+				return
+			}
+			encode(w, http.StatusCreated, wire.Hold{HoldID: h.ID, ScheduleID: id, SeatIDs: seats, ExpiresAt: h.ExpiresAt.UTC()})
 			return
 		}
 		if req.Quantity != nil {
@@ -263,31 +277,10 @@ func (s *server) reservationEvents() http.Handler {
 			s.errs.Write(w, r, err)
 			return
 		}
-		rc := http.NewResponseController(w)
-		rc.SetWriteDeadline(time.Time{}) // the stream outlives the server's WriteTimeout
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(http.StatusOK)
-		rc.Flush()
-		keepAlive := time.NewTicker(15 * time.Second)
-		defer keepAlive.Stop()
-		for {
-			select {
-			case st, ok := <-states:
-				if !ok {
-					return
-				}
-				b, _ := json.Marshal(reservationResponse(st))
-				fmt.Fprintf(w, "event: reservation\ndata: %s\n\n", b)
-			case <-keepAlive.C:
-				fmt.Fprint(w, ": keep-alive\n\n")
-			case <-ctx.Done():
-				return
-			}
-			if err := rc.Flush(); err != nil {
-				return
-			}
-		}
+		serveEvents(ctx, w, states, func(st booking.Reservation) sse {
+			b, _ := json.Marshal(reservationResponse(st))
+			return sse{event: "reservation", data: b}
+		})
 	})
 }
 

@@ -66,6 +66,7 @@ func (s *server) routes() []Route {
 		v("GET /api/v1/schedules/{id}/seats", s.seats()),
 		v("GET /api/v1/schedules/{id}/seats/layout", s.seatLayout()),
 		v("GET /api/v1/schedules/{id}/seats/status", s.seatStatus()),
+		v("GET /api/v1/schedules/{id}/seats/events", s.seatEvents()),
 		v("GET /api/v1/schedules/{id}/stock", s.stock()),
 		v("POST /api/v1/schedules/{id}/holds", s.hold()),
 		v("DELETE /api/v1/schedules/{id}/holds/{hold}", s.releaseHold()),

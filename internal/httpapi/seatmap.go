@@ -1,14 +1,17 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"usher/internal/booking"
 	"usher/internal/gate"
 	"usher/internal/queue"
 	"usher/internal/sale"
+	"usher/internal/token"
 )
 
 // The seat map in two parts (package sale's seatmap.go): the layout,
@@ -76,6 +79,62 @@ func (s *server) seatStatus() http.Handler {
 		serveEncoded(w, r, st, statusCache)
 	})
 }
+
+// seatEvents follows the status as server-sent events ("event: seats",
+// "id:" and "data:" the status's version and JSON): first the status since
+// ?since= (or the Last-Event-ID a reconnecting browser sends), then each
+// change since the event before, until the pass expires. Streams count
+// against the same bounds as the reservation streams, per visitor (the
+// pass's) and per instance.
+func (s *server) seatEvents() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, ok := s.signedPath(w, r)
+		if !ok {
+			return
+		}
+		holder, until := adminStreams, time.Time{} // the admin key's streams share one count
+		if !s.isAdmin(r) {
+			sch, err := s.Sale.Schedule(r.Context(), id)
+			var p token.Pass
+			if err == nil {
+				raw, _ := gate.PassFrom(r)
+				p, err = s.Keys.ParsePass(raw, sch.Room)
+			}
+			if err != nil {
+				s.errs.Write(w, r, err)
+				return
+			}
+			holder, until = p.Visitor, p.ExpiresAt
+		}
+		release, err := s.streams.acquire(holder)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		defer release()
+		since := r.URL.Query().Get("since")
+		if since == "" {
+			since = r.Header.Get("Last-Event-ID")
+		}
+		ctx, cancel := context.WithCancel(r.Context())
+		if !until.IsZero() { // a pass's stream ends when the pass does
+			ctx, cancel = context.WithDeadline(r.Context(), until)
+		}
+		defer cancel()
+		changes, err := s.Sale.FollowSeatMap(ctx, id, since)
+		if err != nil {
+			s.errs.Write(w, r, err)
+			return
+		}
+		serveEvents(ctx, w, changes, func(e *sale.Encoded) sse {
+			return sse{event: "seats", id: e.Version, data: e.JSON}
+		})
+	})
+}
+
+// adminStreams is the stream count of the admin key: a space, which no
+// visitor id has.
+const adminStreams = " admin"
 
 // signedPath resolves the {id} path value for the admin key or a pass to
 // the schedule's room (signature, room and expiry); on false the response

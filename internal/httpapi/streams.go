@@ -1,7 +1,11 @@
 package httpapi
 
 import (
+	"context"
+	"fmt"
+	"net/http"
 	"sync"
+	"time"
 
 	"usher/internal/fault"
 )
@@ -17,7 +21,53 @@ const (
 )
 
 // ErrTooManyStreams answers a stream over either limit.
-var ErrTooManyStreams = fault.New(fault.RateLimited, "too many open event streams; poll GET /api/v1/reservations/{id} instead")
+var ErrTooManyStreams = fault.New(fault.RateLimited, "too many open event streams; poll instead")
+
+// keepAliveEvery is how often an idle stream sends a comment line, so that
+// proxies do not close it.
+const keepAliveEvery = 15 * time.Second
+
+// sse is one server-sent event: its type, its id (empty: none) and data
+// (one line of JSON).
+type sse struct {
+	event, id string
+	data      []byte
+}
+
+// serveEvents answers with the values from values, each made an event by
+// toEvent, as a server-sent event stream until values closes or ctx (the
+// request's, or shorter) ends. The stream outlives the server's
+// WriteTimeout; a comment line comes every keepAliveEvery.
+func serveEvents[T any](ctx context.Context, w http.ResponseWriter, values <-chan T, toEvent func(T) sse) {
+	rc := http.NewResponseController(w)
+	rc.SetWriteDeadline(time.Time{})
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	rc.Flush()
+	keepAlive := time.NewTicker(keepAliveEvery)
+	defer keepAlive.Stop()
+	for {
+		select {
+		case v, ok := <-values:
+			if !ok {
+				return
+			}
+			ev := toEvent(v)
+			if ev.id != "" {
+				fmt.Fprintf(w, "id: %s\n", ev.id)
+			}
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.event, ev.data)
+		case <-keepAlive.C:
+			fmt.Fprint(w, ": keep-alive\n\n")
+		case <-ctx.Done():
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+	}
+}
 
 // streams counts the open event streams of one server.
 type streams struct {

@@ -89,7 +89,26 @@ func (s *Service) AddSeats(ctx context.Context, scheduleID int64, l SeatLayout) 
 	if err != nil {
 		return nil, err
 	}
-	return s.cfg.Catalog.AddSeats(ctx, scheduleID, specs)
+	ids, err := s.cfg.Catalog.AddSeats(ctx, scheduleID, specs)
+	if err == nil {
+		s.seatsAdded(scheduleID)
+	}
+	return ids, err
+}
+
+// seatsAdded makes the schedule's next seat map a rebuild, so that seats
+// added on this instance show at once (other instances show them within
+// SnapshotEvery).
+func (s *Service) seatsAdded(scheduleID int64) {
+	s.mu.Lock()
+	slot := s.maps[scheduleID]
+	s.mu.Unlock()
+	if slot == nil {
+		return
+	}
+	slot.mu.Lock()
+	slot.tried = time.Time{}
+	slot.mu.Unlock()
 }
 
 // Owner returns a reservation whoever made it, to find the room whose

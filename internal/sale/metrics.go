@@ -55,7 +55,7 @@ func newMetrics(reg prometheus.Registerer, broker mq.Broker) *metrics {
 		}, []string{"schedule"}),
 		reservations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "usher_reservations_total",
-			Help: "Reservations by outcome: submitted (by this instance's requests), confirmed or rejected (by this instance's consumer); reason: why a rejected one was (seat_taken, seat_unknown, sold_out, other).",
+			Help: "Reservations by outcome: submitted (by this instance's requests), confirmed or rejected (by this instance's consumer); reason: why a rejected one was (seat_taken, seat_unknown, sold_out, buyer_limit, other).",
 		}, []string{"outcome", "reason"}),
 		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "usher_reservation_batch_seconds",
@@ -84,7 +84,7 @@ func (m *metrics) held(kind string, err error) {
 		result = "placed"
 	case errors.Is(err, hold.ErrTaken):
 		result = "taken"
-	case errors.Is(err, hold.ErrLimit):
+	case errors.Is(err, hold.ErrLimit), errors.Is(err, ErrBuyerLimit):
 		result = "limit"
 	case errors.Is(err, hold.ErrSoldOut):
 		result = "sold_out"
@@ -138,7 +138,7 @@ func (m *metrics) decided(out []booking.Reservation, d time.Duration, err error)
 // rejectReason bounds the reason label to the reasons booking defines.
 func rejectReason(reason string) string {
 	switch reason {
-	case booking.ReasonSeatTaken, booking.ReasonSeatUnknown, booking.ReasonSoldOut:
+	case booking.ReasonSeatTaken, booking.ReasonSeatUnknown, booking.ReasonSoldOut, booking.ReasonBuyerLimit:
 		return reason
 	}
 	return "other"

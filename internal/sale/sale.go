@@ -46,6 +46,12 @@ var (
 	// ErrInvalid: malformed input; validators return ErrInvalid.Detail
 	// naming the field.
 	ErrInvalid = fault.New(fault.Invalid, "invalid input")
+	// ErrBuyerLimit: the visitor would hold or buy more than BuyerLimit
+	// tickets of the schedule.
+	ErrBuyerLimit = fault.New(fault.BuyerLimit, "ticket limit per buyer reached for this schedule")
+	// ErrNoAdjacent: no row has the adjacent seats a best-available hold
+	// asks for (best.go).
+	ErrNoAdjacent = fault.New(fault.SoldOut, "not that many adjacent seats free")
 	// ErrRoomOfSchedule: deleting the waiting room of a schedule, which
 	// the service would create again within seconds (provisionRooms).
 	ErrRoomOfSchedule = fault.New(fault.RoomOfSchedule, "the room gates a schedule; close it instead of deleting it")
@@ -76,6 +82,10 @@ type Config struct {
 	// StockLimit is the most general-admission units one visitor holds at
 	// once in a schedule (default 4).
 	StockLimit int
+	// BuyerLimit, above 0, is the most tickets (seats and units) one
+	// visitor buys of a schedule across its reservations (buyer.go);
+	// 0: no limit.
+	BuyerLimit int
 	// SnapshotEvery is the most often a schedule's seat map is rebuilt from
 	// SQL and the hold store (default 500 ms).
 	SnapshotEvery time.Duration
@@ -104,6 +114,7 @@ type Service struct {
 	mu        sync.Mutex
 	schedules map[int64]booking.Schedule // immutable once created
 	maps      map[int64]*seatMapSlot
+	watchers  map[int64]*watcher // follow.go
 }
 
 type seatMapSlot struct {
@@ -136,6 +147,7 @@ type SeatMap struct {
 	slot       *seatMapSlot
 	layout     func() *layout // seatmap.go
 	status     func() *status
+	rows       func() []seatRow // best.go
 }
 
 // JSON is the seat map's JSON encoding, made once per snapshot.
@@ -177,7 +189,7 @@ func New(c Config) *Service {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: c, metrics: newMetrics(c.Registry, c.Broker), schedules: map[int64]booking.Schedule{}, maps: map[int64]*seatMapSlot{}}
+	return &Service{cfg: c, metrics: newMetrics(c.Registry, c.Broker), schedules: map[int64]booking.Schedule{}, maps: map[int64]*seatMapSlot{}, watchers: map[int64]*watcher{}}
 }
 
 // Scope is the hold store scope of a schedule.
@@ -243,10 +255,11 @@ func (s *Service) SeatMap(ctx context.Context, scheduleID int64) (*SeatMap, erro
 	case err == nil:
 		m.slot = slot
 		if slot.cur != nil && sameLayout(slot.cur.Seats, m.Seats) {
-			m.layout = slot.cur.layout
+			m.layout, m.rows = slot.cur.layout, slot.cur.rows
 		} else {
 			seats := m.Seats
 			m.layout = sync.OnceValue(func() *layout { return buildLayout(scheduleID, seats) })
+			m.rows = sync.OnceValue(func() []seatRow { return buildRows(seats) })
 		}
 		m.status = sync.OnceValue(func() *status { return s.buildStatus(slot, m) })
 		slot.cur = m
@@ -352,12 +365,17 @@ func (s *Service) Hold(ctx context.Context, scheduleID int64, visitor string, se
 	if err != nil {
 		return hold.Hold{}, err
 	}
-	h, err := s.holdSeats(ctx, m, scheduleID, visitor, seats)
+	limit, err := s.buyerHoldLimit(ctx, scheduleID, visitor, int64(len(seats)), s.cfg.SeatLimit)
+	if err != nil {
+		s.metrics.held(kindSeats, err)
+		return hold.Hold{}, err
+	}
+	h, err := s.holdSeats(ctx, m, scheduleID, visitor, seats, limit)
 	s.metrics.held(kindSeats, err)
 	return h, err
 }
 
-func (s *Service) holdSeats(ctx context.Context, m *SeatMap, scheduleID int64, visitor string, seats []int64) (hold.Hold, error) {
+func (s *Service) holdSeats(ctx context.Context, m *SeatMap, scheduleID int64, visitor string, seats []int64, limit holdLimit) (hold.Hold, error) {
 	var sold []string
 	keys := make([]string, len(seats))
 	for i, id := range seats {
@@ -369,7 +387,8 @@ func (s *Service) holdSeats(ctx context.Context, m *SeatMap, scheduleID int64, v
 	if len(sold) > 0 {
 		return hold.Hold{}, &hold.TakenError{Seats: sold}
 	}
-	h, err := s.cfg.Holds.HoldSeats(ctx, Scope(scheduleID), visitor, keys, s.cfg.SeatLimit, s.cfg.HoldTTL, s.cfg.Now())
+	h, err := s.cfg.Holds.HoldSeats(ctx, Scope(scheduleID), visitor, keys, limit.n, s.cfg.HoldTTL, s.cfg.Now())
+	err = limit.explain(err)
 	if err == nil {
 		s.emitHold(ctx, event.HoldPlaced, scheduleID, h)
 	}
@@ -435,9 +454,13 @@ func (s *Service) Reserve(ctx context.Context, visitor string, scheduleID int64,
 	if len(notHeld) > 0 {
 		return booking.Reservation{}, false, &NotHeldError{Seats: notHeld}
 	}
+	if err := s.checkBuyer(ctx, scheduleID, visitor, int64(len(seats))); err != nil {
+		return booking.Reservation{}, false, err
+	}
 	r := booking.Reservation{
 		ID: newID(), Visitor: visitor, ScheduleID: scheduleID, SeatIDs: seats, HoldIDs: holdIDs,
-		Status: booking.Pending, CreatedAt: now.UTC().Truncate(time.Microsecond), // SQL keeps µs
+		BuyerLimit: int64(s.cfg.BuyerLimit),
+		Status:     booking.Pending, CreatedAt: now.UTC().Truncate(time.Microsecond), // SQL keeps µs
 	}
 	return s.submit(ctx, r, idempotencyKey)
 }

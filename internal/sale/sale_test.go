@@ -58,6 +58,13 @@ func newRigWith(t *testing.T, seats int, catalog booking.Store) *rig {
 // newRigMetrics builds the rig with the booking metrics in reg (nil: none).
 func newRigMetrics(t *testing.T, seats int, catalog booking.Store, reg prometheus.Registerer) *rig {
 	t.Helper()
+	return newRigConfig(t, seats, catalog, reg, nil)
+}
+
+// newRigConfig builds the rig with configure (nil: none) applied to the
+// sale's configuration.
+func newRigConfig(t testing.TB, seats int, catalog booking.Store, reg prometheus.Registerer, configure func(*sale.Config)) *rig {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := natsmq.StartEmbedded(testenv.DataDir(t), nil)
 	if err != nil {
@@ -75,11 +82,15 @@ func newRigMetrics(t *testing.T, seats int, catalog booking.Store, reg prometheu
 	}
 	r := &rig{q: queue.New(memqueue.New(), queue.Options{}), catalog: catalog, holds: memhold.New(), broker: broker, nats: srv,
 		events: &recorder{}}
-	r.svc = sale.New(sale.Config{
+	cfg := sale.Config{
 		Catalog: catalog, Holds: r.holds, Broker: broker, Queue: r.q, Events: r.events,
 		SnapshotEvery: time.Nanosecond, Workers: 2, MaxBatch: 16, RetryAfter: 50 * time.Millisecond,
 		Registry: reg,
-	})
+	}
+	if configure != nil {
+		configure(&cfg)
+	}
+	r.svc = sale.New(cfg)
 	done := make(chan error, 1)
 	go func() { done <- r.svc.Run(ctx) }()
 	t.Cleanup(func() {

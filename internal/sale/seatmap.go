@@ -171,11 +171,16 @@ func (s *Service) SeatMapChanges(ctx context.Context, scheduleID int64, since st
 	if err != nil {
 		return wire.SeatMapStatus{}, err
 	}
+	return m.changesSince(since), nil
+}
+
+// changesSince is SeatMapChanges for the snapshot m.
+func (m *SeatMap) changesSince(since string) wire.SeatMapStatus {
 	cur := m.status()
 	out := cur.full
 	old := m.slot.past(since)
 	if old == nil || old.full.Layout != out.Layout {
-		return out, nil
+		return out
 	}
 	l := m.layout()
 	c := wire.SeatChanges{Available: []int64{}, Held: []int64{}, Sold: []int64{}}
@@ -195,10 +200,10 @@ func (s *Service) SeatMapChanges(ctx context.Context, scheduleID int64, since st
 	}
 	// A seat id costs up to about 8 characters; the full status is there.
 	if 8*n > len(out.Status) {
-		return out, nil
+		return out
 	}
 	out.Status, out.Since, out.Changes = "", since, &c
-	return out, nil
+	return out
 }
 
 // past returns the kept status named version, or nil.

@@ -102,3 +102,24 @@ func TestRebuildDoesNotBlock(t *testing.T) {
 		t.Errorf("after the rebuild: a map built at %v, want now", m.BuiltAt)
 	}
 }
+
+// TestSeatsAddedShowAtOnce: seats added through the service show in the
+// next seat map of this instance, however long SnapshotEvery is.
+func TestSeatsAddedShowAtOnce(t *testing.T) {
+	db, err := sqlitebooking.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRigConfig(t, 10, db, nil, func(c *sale.Config) { c.SnapshotEvery = time.Hour })
+	ctx := context.Background()
+	m, err := r.svc.SeatMap(ctx, r.sched.ID)
+	if err != nil || len(m.Seats) != 10 {
+		t.Fatalf("seat map before: %v seats, %v", len(m.Seats), err)
+	}
+	if _, err := r.svc.AddSeats(ctx, r.sched.ID, sale.SeatLayout{Sections: []string{"B"}, Rows: 1, SeatsPerRow: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err = r.svc.SeatMap(ctx, r.sched.ID); err != nil || len(m.Seats) != 15 {
+		t.Errorf("seat map after adding 5 seats: %d seats (%v), want 15", len(m.Seats), err)
+	}
+}

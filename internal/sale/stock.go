@@ -128,7 +128,13 @@ func (s *Service) HoldStock(ctx context.Context, scheduleID int64, visitor strin
 	if _, err := s.Schedule(ctx, scheduleID); err != nil {
 		return hold.Hold{}, err
 	}
-	h, err := s.cfg.Holds.HoldStock(ctx, Scope(scheduleID), visitor, n, int64(s.cfg.StockLimit), s.cfg.HoldTTL, s.cfg.Now())
+	limit, err := s.buyerHoldLimit(ctx, scheduleID, visitor, n, s.cfg.StockLimit)
+	if err != nil {
+		s.metrics.held(kindStock, err)
+		return hold.Hold{}, err
+	}
+	h, err := s.cfg.Holds.HoldStock(ctx, Scope(scheduleID), visitor, n, int64(limit.n), s.cfg.HoldTTL, s.cfg.Now())
+	err = limit.explain(err)
 	s.metrics.held(kindStock, err)
 	if err == nil {
 		s.emitHold(ctx, event.HoldPlaced, scheduleID, h)
@@ -167,11 +173,15 @@ func (s *Service) ReserveStock(ctx context.Context, visitor string, scheduleID i
 	if h.Quantity <= 0 {
 		return booking.Reservation{}, false, ErrInvalid.Detail("hold_id: the hold has seats; reserve them with seat_ids")
 	}
+	if err := s.checkBuyer(ctx, scheduleID, visitor, h.Quantity); err != nil {
+		return booking.Reservation{}, false, err
+	}
 	// The reservation's id comes from the hold: reserving one hold under two
 	// idempotency keys makes one reservation, not two sales of its units.
 	r := booking.Reservation{
 		ID: fmt.Sprintf("r%d-%s", scheduleID, holdID), Visitor: visitor, ScheduleID: scheduleID, Quantity: h.Quantity, HoldIDs: []string{holdID},
-		Status: booking.Pending, CreatedAt: now.UTC().Truncate(time.Microsecond), // SQL keeps µs
+		BuyerLimit: int64(s.cfg.BuyerLimit),
+		Status:     booking.Pending, CreatedAt: now.UTC().Truncate(time.Microsecond), // SQL keeps µs
 	}
 	return s.submit(ctx, r, idempotencyKey)
 }

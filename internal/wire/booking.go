@@ -11,6 +11,12 @@ import "time"
 type HoldRequest struct {
 	SeatIDs  []int64 `json:"seat_ids"`
 	Quantity *int64  `json:"quantity"`
+	// Count asks for the best Count adjacent seats (best available), in
+	// Section and priced from MinPrice to MaxPrice when they are set.
+	Count    *int   `json:"count"`
+	Section  string `json:"section,omitempty"`
+	MinPrice int64  `json:"min_price,omitempty"`
+	MaxPrice int64  `json:"max_price,omitempty"`
 }
 
 // Hold is a hold as the API shows it: seats, or a quantity of stock.

@@ -3,6 +3,7 @@
 // usher relies on: the catalog (default room names, duplicate seats refused
 // whole, bulk seat creation), Decide's all-or-nothing conditional sale,
 // first-wins inside a batch, idempotent redelivery, stock reservations,
+// the buyer limit per schedule,
 // exactly one outbox event per stored decision, and — under many concurrent
 // callers — that no seat is ever sold twice. It also pins the errors a
 // backend returns (booking.ErrNotFound, booking.ErrInvalid; never
@@ -54,6 +55,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"DecideStock", testDecideStock},
 		{"DecideStockRedelivery", testDecideStockRedelivery},
 		{"DecideStockConcurrent", testDecideStockConcurrent},
+		{"DecideBuyerLimit", testDecideBuyerLimit},
+		{"DecideBuyerConcurrent", testDecideBuyerConcurrent},
 		{"ListConcerts", testListConcerts},
 		{"ListSchedules", testListSchedules},
 		{"ListReservations", testListReservations},

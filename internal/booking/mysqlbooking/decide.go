@@ -39,6 +39,11 @@ import (
 //  4. one multi-row INSERT of the decisions, then one INSERT … SELECT of
 //     their events into the outbox (outboxStmt) in the same transaction.
 //
+// Reservations with a buyer limit count their tickets to their buyer
+// first, after step 1 (countBuyers: a conditional UPDATE each); one over
+// the limit takes the pipeline path, rejected there, and the counts of
+// those not confirmed are taken back before step 4 (uncount).
+//
 // A reservation id twice in a batch: the second is a redelivery of the
 // first. Two calls deciding the same new id at once: the second's INSERT
 // hits the primary key (1062) and its whole transaction is rolled back and
@@ -138,6 +143,10 @@ func decide(ctx context.Context, tx *sql.Tx, reqs []booking.Reservation, set boo
 	if err != nil {
 		return nil, err
 	}
+	buyers, err := countBuyers(ctx, tx, reqs, stored)
+	if err != nil {
+		return nil, err
+	}
 	var seats, stocks []any
 	for _, r := range reqs {
 		if _, ok := stored[r.ID]; ok {
@@ -163,8 +172,11 @@ func decide(ctx context.Context, tx *sql.Tx, reqs []booking.Reservation, set boo
 			fresh = append(fresh, r)
 		}
 	}
-	if set && len(fresh) > 1 && setEligible(fresh, len(seats)) {
+	if set && len(fresh) > 1 && len(buyers.over) == 0 && setEligible(fresh, len(seats)) {
 		if err := sellSet(ctx, tx, fresh, seats); err != nil {
+			return nil, err
+		}
+		if err := buyers.uncount(ctx, tx, fresh); err != nil {
 			return nil, err
 		}
 		out := make([]booking.Reservation, len(reqs))
@@ -191,9 +203,12 @@ func decide(ctx context.Context, tx *sql.Tx, reqs []booking.Reservation, set boo
 			continue
 		}
 		first[r.ID] = i
-		if r.Quantity != 0 {
+		switch {
+		case buyers.over[r.ID]:
+			r.Status, r.Reason = booking.Rejected, booking.ReasonBuyerLimit
+		case r.Quantity != 0:
 			r.Status, r.Reason, err = sellStock(ctx, tx, r)
-		} else {
+		default:
 			r.Status, r.Reason, err = sellSeats(ctx, tx, r)
 		}
 		if err != nil {
@@ -202,7 +217,67 @@ func decide(ctx context.Context, tx *sql.Tx, reqs []booking.Reservation, set boo
 		out[i] = r
 		decided = append(decided, r)
 	}
+	if err := buyers.uncount(ctx, tx, decided); err != nil {
+		return nil, err
+	}
 	return out, insertDecisions(ctx, tx, decided)
+}
+
+// buyers is what countBuyers did: the reservations (by id) whose tickets
+// it counted, and those over their buyer's limit.
+type buyers struct{ counted, over map[string]bool }
+
+// countBuyers counts the tickets of reqs' new reservations that carry a
+// buyer limit, each once, with the contract's conditional UPDATE of the
+// buyer's row (made first if missing), buyers in (schedule, buyer) order
+// so that concurrent calls lock the rows in one order, before any seat.
+func countBuyers(ctx context.Context, tx *sql.Tx, reqs []booking.Reservation, stored map[string]booking.Reservation) (buyers, error) {
+	bs := buyers{counted: map[string]bool{}, over: map[string]bool{}}
+	var limited []booking.Reservation
+	seen := map[string]bool{}
+	for _, r := range reqs {
+		if _, ok := stored[r.ID]; !ok && r.BuyerLimit > 0 && booking.Tickets(r) > 0 && !seen[r.ID] {
+			limited = append(limited, r)
+		}
+		seen[r.ID] = true
+	}
+	slices.SortStableFunc(limited, func(a, b booking.Reservation) int {
+		return cmp.Or(cmp.Compare(a.ScheduleID, b.ScheduleID), cmp.Compare(a.Visitor, b.Visitor))
+	})
+	for _, r := range limited {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO buyer_tickets (schedule_id, buyer, tickets) VALUES (?, ?, 0)
+			ON DUPLICATE KEY UPDATE tickets = tickets`, r.ScheduleID, r.Visitor); err != nil {
+			return bs, err
+		}
+		n := booking.Tickets(r)
+		res, err := tx.ExecContext(ctx, `UPDATE buyer_tickets SET tickets = tickets + ?
+			WHERE schedule_id = ? AND buyer = ? AND tickets + ? <= ?`, n, r.ScheduleID, r.Visitor, n, r.BuyerLimit)
+		if err != nil {
+			return bs, err
+		}
+		if matched, err := res.RowsAffected(); err != nil {
+			return bs, err
+		} else if matched == 1 {
+			bs.counted[r.ID] = true
+		} else {
+			bs.over[r.ID] = true
+		}
+	}
+	return bs, nil
+}
+
+// uncount takes back the tickets of the counted reservations of decided
+// that were not confirmed.
+func (bs buyers) uncount(ctx context.Context, tx *sql.Tx, decided []booking.Reservation) error {
+	for _, r := range decided {
+		if bs.counted[r.ID] && r.Status != booking.Confirmed {
+			if _, err := tx.ExecContext(ctx, `UPDATE buyer_tickets SET tickets = tickets - ? WHERE schedule_id = ? AND buyer = ?`,
+				booking.Tickets(r), r.ScheduleID, r.Visitor); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // storedReservations returns the reservations of reqs already decided, by
@@ -433,6 +508,19 @@ func insertDecisions(ctx context.Context, tx *sql.Tx, rs []booking.Reservation) 
 		}
 	}
 	return nil
+}
+
+// BuyerTickets returns the tickets counted to visitor for the schedule.
+func (s *Store) BuyerTickets(ctx context.Context, scheduleID int64, visitor string) (int64, error) {
+	var n int64
+	err := s.db.QueryRowContext(ctx, `SELECT tickets FROM buyer_tickets WHERE schedule_id = ? AND buyer = ?`, scheduleID, visitor).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, wrap(fmt.Sprintf("tickets of %s in schedule %d", visitor, scheduleID), err)
+	}
+	return n, nil
 }
 
 // Reservation returns a decided reservation.

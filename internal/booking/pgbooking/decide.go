@@ -58,6 +58,12 @@ import (
 // schedule id order (lockStockStmt, after the seats), for the same reason
 // as lockStmt.
 
+// Reservations with a buyer limit first count their tickets to their
+// buyer (countBuyers: buyerStmt, one round trip, in (schedule, buyer)
+// order, before the seats are locked); one over the limit is rejected
+// (rejectStmt) on the pipeline or careful path, and the counts of those
+// not confirmed are taken back before COMMIT (uncount).
+
 // lockStmt locks the seats still for sale, in seat id order.
 const lockStmt = `
 	SELECT seat_id FROM seat
@@ -126,11 +132,12 @@ const decideStmt = `
 
 // rejectStmt records a rejection without selling anything: $7 is the
 // reason, or the empty string to find it (seat_unknown if a seat is not in the
-// schedule, else seat_taken). Same parameters and result as decideStmt.
+// schedule, else seat_taken); $8 the quantity. Same parameters and result
+// as decideStmt.
 const rejectStmt = `
 	WITH decided AS (
-		INSERT INTO reservation (reservation_id, visitor, schedule_id, seat_ids, status, reason, created_at, decided_at)
-		SELECT $1::text, $2::text, $3::bigint, $4::bigint[], 'rejected',
+		INSERT INTO reservation (reservation_id, visitor, schedule_id, seat_ids, quantity, status, reason, created_at, decided_at)
+		SELECT $1::text, $2::text, $3::bigint, $4::bigint[], $8::bigint, 'rejected',
 		       CASE WHEN $7::text <> '' THEN $7::text
 		            WHEN (SELECT count(*) FROM seat WHERE schedule_id = $3::bigint AND seat_id = ANY ($4::bigint[]))
 		                 < cardinality($4::bigint[]) THEN 'seat_unknown'
@@ -257,10 +264,14 @@ func decide(ctx context.Context, tx pgx.Tx, reqs []booking.Reservation, careful,
 	slices.Sort(seats)
 	seats = slices.Compact(seats)
 	stocks := stockSchedules(reqs)
+	buyers, err := countBuyers(ctx, tx, reqs)
+	if err != nil {
+		return nil, err
+	}
 
 	outs := make([]outcome, len(reqs))
 	switch {
-	case !careful && set && len(stocks) == 0 && setEligible(reqs, len(seats)):
+	case !careful && set && len(stocks) == 0 && len(buyers.over) == 0 && setEligible(reqs, len(seats)):
 		if err := decideSet(ctx, tx, reqs, outs); err != nil {
 			return nil, err
 		}
@@ -277,7 +288,12 @@ func decide(ctx context.Context, tx pgx.Tx, reqs []booking.Reservation, careful,
 		}
 		for i, r := range reqs {
 			var err error
-			if outs[i], err = decideCarefully(ctx, tx, r); err != nil {
+			if buyers.over[r.ID] {
+				outs[i], err = reject(ctx, tx, r, booking.ReasonBuyerLimit)
+			} else {
+				outs[i], err = decideCarefully(ctx, tx, r)
+			}
+			if err != nil {
 				return nil, err
 			}
 		}
@@ -290,7 +306,7 @@ func decide(ctx context.Context, tx pgx.Tx, reqs []booking.Reservation, careful,
 			b.Queue(lockStockStmt, stocks)
 		}
 		for _, r := range reqs {
-			queueDecide(b, r)
+			queueDecide(b, r, buyers.over[r.ID])
 		}
 		br := tx.SendBatch(ctx, b)
 		for _, locks := range []int{len(seats), len(stocks)} {
@@ -321,6 +337,9 @@ func decide(ctx context.Context, tx pgx.Tx, reqs []booking.Reservation, careful,
 		if outs[i].status == nil && outs[i].sold > 0 {
 			return nil, fmt.Errorf("pgbooking: decide %s: decided concurrently; retry", r.ID)
 		}
+	}
+	if err := buyers.uncount(ctx, tx, reqs, outs); err != nil {
+		return nil, err
 	}
 
 	out := make([]booking.Reservation, len(reqs))
@@ -357,6 +376,92 @@ func decide(ctx context.Context, tx pgx.Tx, reqs []booking.Reservation, careful,
 		}
 	}
 	return out, nil
+}
+
+// buyerStmt counts one reservation's tickets ($4) to its buyer ($3) for
+// its schedule ($2), with the contract's conditional UPDATE (an upsert, so
+// that a buyer's first reservation makes the row) unless the reservation
+// ($1) is stored already. Result: whether it was not stored, and 1 if it
+// counted (0: over the limit $5).
+const buyerStmt = `
+	WITH fresh AS (
+		SELECT NOT EXISTS (SELECT 1 FROM reservation WHERE reservation_id = $1::text) AS yes
+	), counted AS (
+		INSERT INTO buyer_tickets AS b (schedule_id, buyer, tickets)
+		SELECT $2::bigint, $3::text, $4::bigint FROM fresh WHERE fresh.yes AND $4::bigint <= $5::bigint
+		ON CONFLICT (schedule_id, buyer) DO UPDATE SET tickets = b.tickets + EXCLUDED.tickets
+		 WHERE b.tickets + EXCLUDED.tickets <= $5::bigint
+		RETURNING 1
+	)
+	SELECT fresh.yes, (SELECT count(*) FROM counted) FROM fresh`
+
+// uncountStmt takes back tickets buyerStmt counted.
+const uncountStmt = `UPDATE buyer_tickets SET tickets = tickets - $3::bigint WHERE schedule_id = $1::bigint AND buyer = $2::text`
+
+// buyers is what countBuyers did: the reservations (by id) whose tickets
+// it counted, and those over their buyer's limit.
+type buyers struct{ counted, over map[string]bool }
+
+// countBuyers counts the tickets of reqs' new reservations that carry a
+// buyer limit, in one round trip, before any seat is locked, buyers in
+// (schedule, buyer) order so that concurrent calls lock the rows in one
+// order. Each reservation counts once, at its first place in the batch.
+func countBuyers(ctx context.Context, tx pgx.Tx, reqs []booking.Reservation) (buyers, error) {
+	bs := buyers{counted: map[string]bool{}, over: map[string]bool{}}
+	var limited []booking.Reservation
+	seen := map[string]bool{}
+	for _, r := range reqs {
+		if r.BuyerLimit > 0 && booking.Tickets(r) > 0 && !seen[r.ID] {
+			limited = append(limited, r)
+		}
+		seen[r.ID] = true
+	}
+	if len(limited) == 0 {
+		return bs, nil
+	}
+	slices.SortStableFunc(limited, func(a, b booking.Reservation) int {
+		return cmp.Or(cmp.Compare(a.ScheduleID, b.ScheduleID), cmp.Compare(a.Visitor, b.Visitor))
+	})
+	b := &pgx.Batch{}
+	for _, r := range limited {
+		b.Queue(buyerStmt, r.ID, r.ScheduleID, r.Visitor, booking.Tickets(r), r.BuyerLimit)
+	}
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	for _, r := range limited {
+		var fresh bool
+		var n int64
+		if err := br.QueryRow().Scan(&fresh, &n); err != nil {
+			return bs, err
+		}
+		switch {
+		case n == 1:
+			bs.counted[r.ID] = true
+		case fresh:
+			bs.over[r.ID] = true
+		}
+	}
+	return bs, br.Close()
+}
+
+// uncount takes back the tickets of the counted reservations that this
+// call did not confirm (rejected, or stored meanwhile by another call).
+func (bs buyers) uncount(ctx context.Context, tx pgx.Tx, reqs []booking.Reservation, outs []outcome) error {
+	b := &pgx.Batch{}
+	done := map[string]bool{}
+	for i, r := range reqs {
+		if !bs.counted[r.ID] || done[r.ID] {
+			continue
+		}
+		done[r.ID] = true
+		if outs[i].status == nil || *outs[i].status != string(booking.Confirmed) {
+			b.Queue(uncountStmt, r.ScheduleID, r.Visitor, booking.Tickets(r))
+		}
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	return tx.SendBatch(ctx, b).Close()
 }
 
 // stockSchedules returns the schedules of reqs' stock reservations, sorted,
@@ -463,14 +568,18 @@ func arrayLiteral(ids []int64) string {
 }
 
 // queueDecide queues r's statement: a sale, or a rejection if its seat
-// list cannot be sold as such.
-func queueDecide(b *pgx.Batch, r booking.Reservation) {
+// list cannot be sold as such or its buyer is over the limit (over).
+func queueDecide(b *pgx.Batch, r booking.Reservation, over bool) {
+	if over {
+		b.Queue(rejectStmt, r.ID, r.Visitor, r.ScheduleID, seatArray(r.SeatIDs), r.CreatedAt, r.DecidedAt, booking.ReasonBuyerLimit, r.Quantity)
+		return
+	}
 	if r.Quantity != 0 {
 		b.Queue(decideStockStmt, r.ID, r.Visitor, r.ScheduleID, seatArray(r.SeatIDs), r.CreatedAt, r.DecidedAt, r.Quantity)
 		return
 	}
 	if reason := booking.Malformed(r.SeatIDs); reason != "" {
-		b.Queue(rejectStmt, r.ID, r.Visitor, r.ScheduleID, seatArray(r.SeatIDs), r.CreatedAt, r.DecidedAt, reason)
+		b.Queue(rejectStmt, r.ID, r.Visitor, r.ScheduleID, seatArray(r.SeatIDs), r.CreatedAt, r.DecidedAt, reason, r.Quantity)
 		return
 	}
 	b.Queue(decideStmt, r.ID, r.Visitor, r.ScheduleID, r.SeatIDs, r.CreatedAt, r.DecidedAt)
@@ -520,7 +629,7 @@ func decideCarefully(ctx context.Context, tx pgx.Tx, r booking.Reservation) (out
 // already stored.
 func reject(ctx context.Context, tx pgx.Tx, r booking.Reservation, reason string) (outcome, error) {
 	var o outcome
-	err := tx.QueryRow(ctx, rejectStmt, r.ID, r.Visitor, r.ScheduleID, seatArray(r.SeatIDs), r.CreatedAt, r.DecidedAt, reason).
+	err := tx.QueryRow(ctx, rejectStmt, r.ID, r.Visitor, r.ScheduleID, seatArray(r.SeatIDs), r.CreatedAt, r.DecidedAt, reason, r.Quantity).
 		Scan(&o.sold, &o.status, &o.reason)
 	return o, err
 }
@@ -531,6 +640,19 @@ func seatArray(ids []int64) []int64 {
 		return []int64{}
 	}
 	return ids
+}
+
+// BuyerTickets returns the tickets counted to visitor for the schedule.
+func (s *Store) BuyerTickets(ctx context.Context, scheduleID int64, visitor string) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT tickets FROM buyer_tickets WHERE schedule_id = $1 AND buyer = $2`, scheduleID, visitor).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, wrap(fmt.Sprintf("tickets of %s in schedule %d", visitor, scheduleID), err)
+	}
+	return n, nil
 }
 
 // Reservation returns a decided reservation.

@@ -21,6 +21,16 @@ const sellSeat = `
 const sellStock = `
 	UPDATE stock SET sold = sold + ?1 WHERE schedule_id = ?2 AND sold + ?1 <= total`
 
+// countBuyer is the contract's conditional UPDATE of a buyer's tickets
+// (the row made first by ensureBuyer): zero rows affected means over the
+// limit.
+const (
+	ensureBuyer = `INSERT INTO buyer_tickets (schedule_id, buyer) VALUES (?, ?) ON CONFLICT DO NOTHING`
+	countBuyer  = `
+	UPDATE buyer_tickets SET tickets = tickets + ?1
+	 WHERE schedule_id = ?2 AND buyer = ?3 AND tickets + ?1 <= ?4`
+)
+
 const selectReservation = `
 	SELECT visitor, schedule_id, seat_ids, quantity, status, reason, created_at, decided_at
 	  FROM reservation WHERE reservation_id = ?`
@@ -54,6 +64,8 @@ func (s *Store) Decide(ctx context.Context, rs []booking.Reservation) ([]booking
 		{&d.get, selectReservation},
 		{&d.sell, sellSeat},
 		{&d.stock, sellStock},
+		{&d.ensure, ensureBuyer},
+		{&d.buyer, countBuyer},
 		{&d.count, `SELECT count(*) FROM seat WHERE schedule_id = ? AND seat_id IN (SELECT value FROM json_each(?))`},
 		{&d.insert, `INSERT INTO reservation (reservation_id, visitor, schedule_id, seat_ids, quantity, status, reason, created_at, decided_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`},
@@ -77,12 +89,12 @@ func (s *Store) Decide(ctx context.Context, rs []booking.Reservation) ([]booking
 
 // decider holds one Decide call's transaction and prepared statements.
 type decider struct {
-	tx                              *sql.Tx
-	get, sell, stock, count, insert *sql.Stmt
+	tx                                             *sql.Tx
+	get, sell, stock, ensure, buyer, count, insert *sql.Stmt
 }
 
 func (d *decider) close() {
-	for _, st := range []*sql.Stmt{d.get, d.sell, d.stock, d.count, d.insert} {
+	for _, st := range []*sql.Stmt{d.get, d.sell, d.stock, d.ensure, d.buyer, d.count, d.insert} {
 		if st != nil {
 			st.Close()
 		}
@@ -97,11 +109,7 @@ func (d *decider) decide(ctx context.Context, r booking.Reservation, decidedAt t
 	if !errors.Is(err, sql.ErrNoRows) {
 		return booking.Reservation{}, err
 	}
-	if r.Quantity != 0 {
-		r.Status, r.Reason, err = d.sellStock(ctx, r)
-	} else {
-		r.Status, r.Reason, err = d.sellAll(ctx, r)
-	}
+	r.Status, r.Reason, err = d.sellCounted(ctx, r)
 	if err != nil {
 		return booking.Reservation{}, err
 	}
@@ -116,6 +124,53 @@ func (d *decider) decide(ctx context.Context, r booking.Reservation, decidedAt t
 	_, err = d.insert.ExecContext(ctx, r.ID, r.Visitor, r.ScheduleID, booking.EncodeSeatIDs(r.SeatIDs), r.Quantity,
 		string(r.Status), r.Reason, micros(r.CreatedAt), micros(r.DecidedAt))
 	return r, err
+}
+
+// sellCounted sells r (its seats or its stock) and, when it carries a
+// buyer limit, counts its tickets to its visitor first, inside a savepoint
+// rolled back unless r is confirmed.
+func (d *decider) sellCounted(ctx context.Context, r booking.Reservation) (booking.ReservationStatus, string, error) {
+	sell := d.sellAll
+	if r.Quantity != 0 {
+		sell = d.sellStock
+	}
+	n := booking.Tickets(r)
+	if r.BuyerLimit <= 0 || n <= 0 {
+		return sell(ctx, r)
+	}
+	if _, err := d.tx.ExecContext(ctx, `SAVEPOINT buyer`); err != nil {
+		return "", "", err
+	}
+	status, reason, err := d.countAndSell(ctx, r, n, sell)
+	if err != nil {
+		return "", "", err
+	}
+	undo := `RELEASE buyer`
+	if status != booking.Confirmed {
+		undo = `ROLLBACK TO buyer; RELEASE buyer`
+	}
+	if _, err := d.tx.ExecContext(ctx, undo); err != nil {
+		return "", "", err
+	}
+	return status, reason, nil
+}
+
+func (d *decider) countAndSell(ctx context.Context, r booking.Reservation, n int64,
+	sell func(context.Context, booking.Reservation) (booking.ReservationStatus, string, error),
+) (booking.ReservationStatus, string, error) {
+	if _, err := d.ensure.ExecContext(ctx, r.ScheduleID, r.Visitor); err != nil {
+		return "", "", err
+	}
+	res, err := d.buyer.ExecContext(ctx, n, r.ScheduleID, r.Visitor, r.BuyerLimit)
+	if err != nil {
+		return "", "", err
+	}
+	if counted, err := res.RowsAffected(); err != nil {
+		return "", "", err
+	} else if counted == 0 {
+		return booking.Rejected, booking.ReasonBuyerLimit, nil
+	}
+	return sell(ctx, r)
 }
 
 // sellAll sells every seat of r or none.
@@ -169,6 +224,19 @@ func (d *decider) sellStock(ctx context.Context, r booking.Reservation) (booking
 		return booking.Rejected, booking.ReasonSoldOut, nil
 	}
 	return booking.Confirmed, "", nil
+}
+
+// BuyerTickets returns the tickets counted to visitor for the schedule.
+func (s *Store) BuyerTickets(ctx context.Context, scheduleID int64, visitor string) (int64, error) {
+	var n int64
+	err := s.r.QueryRowContext(ctx, `SELECT tickets FROM buyer_tickets WHERE schedule_id = ? AND buyer = ?`, scheduleID, visitor).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, wrap(fmt.Sprintf("tickets of %s in schedule %d", visitor, scheduleID), err)
+	}
+	return n, nil
 }
 
 // Reservation returns a decided reservation.

@@ -43,6 +43,7 @@ func loadtest(ctx context.Context, args []string, getenv func(string) string, st
 	leave := f.bool("leave", true, "queued: visitors leave the room after their calls, freeing the slot")
 	giveUp := floatFlag(f, "give-up", 0, "queued: share of waiting visitors (0 to 1) who give up silently (stop polling, never leave) at a random moment within the ETA they were told")
 	buy := f.int("buy", 0, "queued: admitted visitors buy one seat of this schedule through usher's booking API (seat map, hold, reserve) instead of calling the target, which then defaults to the schedule's seat map; the report counts who bought and who found nothing to buy")
+	buyMode := f.string("buy-mode", loadgen.BuyRandom, "queued, with --buy: how a buyer chooses a seat: random (any available seat), stage (one of the 100 front-most available), best (best available: the server picks), mixed (half stage, half best)")
 	forwardedFor := f.bool("forwarded-for", false, "queued: each visit enters with an X-Forwarded-For address of its own (198.18.0.0/16), for a usher whose --trusted-proxies holds this machine")
 	timeout := f.duration("timeout", 60*time.Second, "bound on each HTTP call")
 	grace := f.duration("grace", 5*time.Second, "how long calls in flight at the end may finish")
@@ -64,7 +65,7 @@ func loadtest(ctx context.Context, args []string, getenv func(string) string, st
 		Target: loadgen.Target{URL: *target, Method: *method}, Usher: strings.TrimRight(*usherURL, "/"), Room: *room,
 		Users: *users, SpawnRate: *spawn, Iterations: *iterations, Duration: *duration,
 		StartRate: *startRate, MaxInFlight: *maxInFlight, Calls: *calls, Leave: *leave, ForwardedFor: *forwardedFor, GiveUp: *giveUp,
-		Buy:     int64(*buy),
+		Buy: int64(*buy), BuyMode: *buyMode,
 		Timeout: *timeout, Grace: *grace, Tick: *tick,
 	}
 	if *body != "" {

@@ -179,13 +179,23 @@ func TestLoadtestBadSettings(t *testing.T) {
 	}
 }
 
-// TestLoadtestBuy sells 10 seats to 60 visitors through a real usher:
-// admitted visitors buy through the booking API (the compact seat map);
-// no seat is bought twice, only a visit that bought counts as completed,
-// and once the room's inventory is gone the rest are told sold out instead
-// of being admitted for nothing.
+// TestLoadtestBuy sells 10 seats to 60 visitors through a real usher, in
+// each way buyers choose seats: admitted visitors buy through the booking
+// API (the compact seat map, or best available); no seat is bought twice,
+// only a visit whose reservation was confirmed counts as completed, and
+// once the room's inventory is gone the rest are told sold out instead of
+// being admitted for nothing.
 func TestLoadtestBuy(t *testing.T) {
 	t.Parallel()
+	for _, mode := range []string{loadgen.BuyRandom, loadgen.BuyBest, loadgen.BuyMixed} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testLoadtestBuy(t, mode)
+		})
+	}
+}
+
+func testLoadtestBuy(t *testing.T, mode string) {
 	dir := testenv.DataDir(t)
 	var out, errs strings.Builder
 	if err := seed(context.Background(), []string{"--seats", "10", "--data-dir", dir, "--json"}, func(string) string { return "" }, &out, &errs); err != nil {
@@ -202,7 +212,7 @@ func TestLoadtestBuy(t *testing.T) {
 		stats, _ := room["stats"].(map[string]any)
 		return status == 200 && stats["inventory"] == float64(10)
 	})
-	reports := runLoadtest(t, "--scenario", "queued", "--buy", "1", "--usher", usherURL, "--usher-admin", adminOf(t, usherURL), "--room", "schedule-1",
+	reports := runLoadtest(t, "--scenario", "queued", "--buy", "1", "--buy-mode", mode, "--usher", usherURL, "--usher-admin", adminOf(t, usherURL), "--room", "schedule-1",
 		"--setup-room", `{"client_enters_per_minute":0,"admit_rate":20,"interval_ms":100,"visitors_per_unit":2}`,
 		"--admin-key", strings.TrimSpace(string(key)), "--users", "60", "--spawn-rate", "100", "--iterations", "1",
 		"--duration", "60s", "--tick", "200ms", "--max-error-rate", "1")
@@ -210,11 +220,17 @@ func TestLoadtestBuy(t *testing.T) {
 	checkInvariants(t, rep)
 	v := rep.Visits
 	t.Logf("visits: %+v", v)
-	if v == nil || v.Started != 60 {
-		t.Fatalf("visits %+v, want 60 started", v)
+	if v == nil || v.Started != 60 || rep.BuyMode != mode {
+		t.Fatalf("visits %+v in mode %q, want 60 started in %s", v, rep.BuyMode, mode)
 	}
-	if v.Bought < 1 || v.Bought > 10 {
-		t.Errorf("%d bought, want 1 to 10 (10 seats)", v.Bought)
+	if v.Bought < 1 || v.Bought > 10 || v.Oversold != 0 || v.Rejected != 0 {
+		t.Errorf("%d bought, %d oversold, %d rejected; want 1 to 10 bought (10 seats), none oversold or rejected", v.Bought, v.Oversold, v.Rejected)
+	}
+	if v.HoldsTried < v.Bought || v.HoldsFailed > v.HoldsTried || v.BytesPerBuyer <= 0 {
+		t.Errorf("%d holds tried, %d taken first, %g bytes per buyer for %d bought", v.HoldsTried, v.HoldsFailed, v.BytesPerBuyer, v.Bought)
+	}
+	if rep.ToConfirmed == nil || rep.ToConfirmed.Count != uint64(v.Bought) {
+		t.Errorf("admission to confirmed %+v, want one sample per buyer (%d)", rep.ToConfirmed, v.Bought)
 	}
 	if v.Completed != v.Bought {
 		t.Errorf("%d completed, %d bought: a buy that bought nothing is not completed", v.Completed, v.Bought)

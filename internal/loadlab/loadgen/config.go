@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -74,8 +75,10 @@ type Config struct {
 	// it through usher's booking API (seat map, hold, reservation; buy.go)
 	// instead of calling Target, and the report counts those who bought and
 	// those who found nothing to buy (Queued). Target defaults to the
-	// schedule's seat map.
-	Buy int64
+	// schedule's seat map. BuyMode says how they choose a seat (BuyModes;
+	// "": BuyRandom).
+	Buy     int64
+	BuyMode string
 	// ForwardedFor gives each visit's entry an X-Forwarded-For address of its
 	// own (in 198.18.0.0/16, the benchmarking range), so that a usher that
 	// trusts this machine as a proxy (--trusted-proxies) counts every visitor
@@ -182,6 +185,9 @@ func (c Config) length() time.Duration {
 }
 
 func (c *Config) defaults() {
+	if c.BuyMode == "" {
+		c.BuyMode = BuyRandom
+	}
 	if c.Buy > 0 && c.Target.URL == "" {
 		c.Target.URL = fmt.Sprintf("%s/api/v1/schedules/%d/seats", c.Usher, c.Buy)
 	}
@@ -237,6 +243,8 @@ func (c Config) validate() error {
 		return bad("spawn rate, start rate, iterations and calls cannot be negative")
 	case c.Buy < 0 || (c.Buy > 0 && c.Scenario != Queued):
 		return bad("buy %d: want a schedule id, with the queued scenario", c.Buy)
+	case !slices.Contains(BuyModes, c.BuyMode):
+		return bad("buy mode %q: want one of %v", c.BuyMode, BuyModes)
 	case !(c.GiveUp >= 0 && c.GiveUp <= 1):
 		return bad("give-up %v: want a share from 0 to 1", c.GiveUp)
 	case c.Scenario == Queued && c.Calls == 0 && c.Iterations > 0:

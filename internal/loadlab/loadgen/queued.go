@@ -128,7 +128,7 @@ func (r *runner) visit(due time.Time) bool {
 	pass, calls, done := e.Pass, 0, true
 	due = time.Now()
 	if r.cfg.Buy > 0 {
-		calls, done = r.buy(pass) // a buy that bought nothing is not completed
+		calls, done = r.buy(pass, v.admittedAt) // a buy that bought nothing is not completed
 	}
 	for i := 0; r.cfg.Buy == 0 && (r.cfg.Calls == 0 || i < r.cfg.Calls); i++ {
 		if i > 0 {

@@ -26,8 +26,10 @@ type Report struct {
 	Target     string `json:"target"`
 	Usher      string `json:"usher,omitempty"`
 	Room       string `json:"room,omitempty"`
-	// Buy is the schedule admitted visitors buy a seat of (Config.Buy).
+	// Buy is the schedule admitted visitors buy a seat of (Config.Buy),
+	// BuyMode how they chose it.
 	Buy       int64     `json:"buy,omitempty"`
+	BuyMode   string    `json:"buy_mode,omitempty"`
 	StartedAt time.Time `json:"started_at"`
 	// ElapsedSeconds runs from the start until the last call ended.
 	ElapsedSeconds float64 `json:"elapsed_s"`
@@ -39,6 +41,9 @@ type Report struct {
 	// describe the waiting room (Queued only).
 	Visits      *Visits       `json:"visits,omitempty"`
 	TimeInQueue *hist.Summary `json:"time_in_queue,omitempty"`
+	// ToConfirmed is the time from admission to a confirmed reservation
+	// (ms; Config.Buy).
+	ToConfirmed *hist.Summary `json:"to_confirmed,omitempty"`
 	// PollLatency is that of the status polls answered, from when each
 	// was due (Queue's latency mixes in the enters and leaves).
 	PollLatency *hist.Summary `json:"poll_latency,omitempty"`
@@ -94,10 +99,19 @@ type Visits struct {
 	GaveUp int64 `json:"gave_up"`
 	// Failed ended early: entry refused, poll refused, slot expired, room closed.
 	Failed map[string]int64 `json:"failed"`
-	// Bought admitted visitors reserved a seat; FoundNothing found no seat
-	// to hold (Config.Buy): admitted for nothing.
+	// Bought admitted visitors reserved a seat, confirmed; FoundNothing
+	// found no seat to hold (Config.Buy): admitted for nothing.
 	Bought       int64 `json:"bought,omitempty"`
 	FoundNothing int64 `json:"found_nothing,omitempty"`
+	// HoldsTried and HoldsFailed (taken first: 409) are the buyers' holds,
+	// Rejected the reservations the database rejected, Oversold the seats
+	// two confirmed reservations bought (goal 0), BytesPerBuyer the
+	// answers' bodies per admitted buyer.
+	HoldsTried    int64   `json:"holds_tried,omitempty"`
+	HoldsFailed   int64   `json:"holds_failed,omitempty"`
+	Rejected      int64   `json:"rejected,omitempty"`
+	Oversold      int64   `json:"oversold,omitempty"`
+	BytesPerBuyer float64 `json:"bytes_per_buyer,omitempty"`
 	// Polls are the status polls the visitors sent, PollsPerAdmitted
 	// them ÷ Admitted (0 with none admitted): what an admission costs in
 	// polls.
@@ -154,6 +168,9 @@ func (r *runner) report(elapsed time.Duration, tl *timeline) *Report {
 	}
 	if c.Scenario == Queued {
 		rep.Usher, rep.Room, rep.Calls, rep.Buy = c.Usher, c.Room, c.Calls, c.Buy
+		if c.Buy > 0 {
+			rep.BuyMode = c.BuyMode
+		}
 		q := r.queue.calls(elapsed)
 		rep.Queue = &q
 		failed, _ := r.failed.snapshot()
@@ -166,6 +183,15 @@ func (r *runner) report(elapsed time.Duration, tl *timeline) *Report {
 		}
 		if v := rep.Visits; v.Admitted > 0 {
 			v.PollsPerAdmitted = float64(v.Polls) / float64(v.Admitted)
+		}
+		if c.Buy > 0 {
+			v := rep.Visits
+			v.HoldsTried, v.HoldsFailed, v.Rejected, v.Oversold = r.holdsTried.Load(), r.holdsFailed.Load(), r.rejected.Load(), r.sold.oversold()
+			if v.Admitted > 0 {
+				v.BytesPerBuyer = float64(r.buyBytes.Load()) / float64(v.Admitted)
+			}
+			s := r.toConfirmed.Snapshot().Summary()
+			rep.ToConfirmed = &s
 		}
 		s := r.inQueue.Snapshot().Summary()
 		rep.TimeInQueue = &s
@@ -232,8 +258,10 @@ func (rep *Report) WriteText(w io.Writer) error {
 		if v.GaveUp > 0 {
 			fmt.Fprintf(&b, ", %s gave up", num(float64(v.GaveUp)))
 		}
-		if v.Bought > 0 || v.FoundNothing > 0 {
-			fmt.Fprintf(&b, "; %s bought a seat, %s admitted found nothing to buy", num(float64(v.Bought)), num(float64(v.FoundNothing)))
+		if v.Bought > 0 || v.FoundNothing > 0 || v.HoldsTried > 0 {
+			fmt.Fprintf(&b, "; %s bought a seat (%s), %s admitted found nothing to buy; %s holds tried, %s taken first, %s per seat sold; %s rejected, %s oversold; %s bytes per buyer",
+				num(float64(v.Bought)), rep.BuyMode, num(float64(v.FoundNothing)), num(float64(v.HoldsTried)), num(float64(v.HoldsFailed)),
+				num(float64(v.HoldsTried)/max(1, float64(v.Bought))), num(float64(v.Rejected)), num(float64(v.Oversold)), num(v.BytesPerBuyer))
 		}
 		if len(v.Failed) > 0 {
 			fmt.Fprintf(&b, ", failed: %s", kinds(v.Failed))
@@ -241,6 +269,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 		b.WriteString("\n")
 		fmt.Fprintf(&b, "  polls: %s (%s per admitted visitor); position rises: %s in %s visitors\n",
 			num(float64(v.Polls)), num(v.PollsPerAdmitted), num(float64(v.Rises)), num(float64(v.RoseVisitors)))
+	}
+	if q := rep.ToConfirmed; q != nil && q.Count > 0 {
+		fmt.Fprintf(&b, "  admission to confirmed: p50 %s s, p95 %s s, max %s s\n", num(q.P50/1000), num(q.P95/1000), num(q.Max/1000))
 	}
 	if q := rep.TimeInQueue; q != nil && q.Count > 0 {
 		fmt.Fprintf(&b, "  time in queue: p50 %s s, p90 %s s, max %s s\n", num(q.P50/1000), num(q.P90/1000), num(q.Max/1000))

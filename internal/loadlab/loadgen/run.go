@@ -58,6 +58,13 @@ type runner struct {
 	gaveUp       atomic.Int64
 	// bought reserved a seat; foundNothing found none to hold (Config.Buy).
 	bought, foundNothing atomic.Int64
+	// holdsTried and holdsFailed (409) count the holds the buyers tried,
+	// rejected their reservations the database rejected, buyBytes the
+	// bodies of their answers; toConfirmed is the time from admission to
+	// a confirmed reservation; sold the seats bought (Config.Buy).
+	holdsTried, holdsFailed, rejected, buyBytes atomic.Int64
+	toConfirmed                                 *hist.Recorder
+	sold                                        soldSeats
 	// layouts are the seat-map layouts read (Config.Buy).
 	layouts layouts
 	// polls are the status polls sent; rises the answers that put a
@@ -87,7 +94,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer cancelHard()
 	r := &runner{
 		cfg: cfg, stop: make(chan struct{}), hard: hard, conns: newConns(cfg.Timeout),
-		origin: newCallStats(), queue: newCallStats(), inQueue: hist.NewRecorder(), pollLat: hist.NewRecorder(),
+		origin: newCallStats(), queue: newCallStats(), inQueue: hist.NewRecorder(), pollLat: hist.NewRecorder(), toConfirmed: hist.NewRecorder(),
 		entriesURL: cfg.Usher + "/api/v1/rooms/" + cfg.Room + "/entries",
 	}
 	r.meURL = r.entriesURL + "/me"

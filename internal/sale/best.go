@@ -18,7 +18,12 @@ import (
 // the row's middle. Candidates come from the seat map snapshot; the hold
 // store holds the block all or none, and a block it refuses (held since the
 // snapshot) is left out and the next best tried, so two requests never get
-// one seat and a request never gets seats that are not adjacent.
+// one seat and a request never gets seats that are not adjacent. Seats
+// this instance held since the snapshot are left out from the start, and
+// one instance's requests pick and hold one at a time, so that a crowd
+// does not race for one block; requests of other instances can still
+// collide, and cost a try each. Limit: a hold store slow to answer slows
+// every best-available request of the schedule on this instance.
 
 // BestRequest asks for the best Count adjacent seats, in Section when it is
 // set, each priced within [MinPrice, MaxPrice] when they are set (0: no
@@ -72,11 +77,11 @@ func buildRows(seats []booking.Seat) []seatRow {
 // and not in skip, and the most adjacent free seats any row of the request
 // has (when no block is found).
 func (s *Service) bestBlock(m *SeatMap, want BestRequest, skip map[int64]bool) (block []int64, most int) {
+	taken := s.markedSeats(m.ScheduleID)
 	free := func(i int) bool {
 		seat := m.Seats[i]
-		return seat.Status == booking.Available && !skip[seat.ID] &&
-			(want.MinPrice == 0 || seat.Price >= want.MinPrice) && (want.MaxPrice == 0 || seat.Price <= want.MaxPrice) &&
-			!s.soldSince(m.ScheduleID, seat.ID)
+		return seat.Status == booking.Available && !skip[seat.ID] && !taken[seat.ID] &&
+			(want.MinPrice == 0 || seat.Price >= want.MinPrice) && (want.MaxPrice == 0 || seat.Price <= want.MaxPrice)
 	}
 	for _, row := range m.rows() {
 		if want.Section != "" && row.section != want.Section {
@@ -136,13 +141,16 @@ func (s *Service) HoldBest(ctx context.Context, scheduleID int64, visitor string
 	}
 	skip := map[int64]bool{}
 	for range maxBestTries {
+		m.slot.best.Lock()
 		block, most := s.bestBlock(m, want, skip)
 		if block == nil {
+			m.slot.best.Unlock()
 			err := ErrNoAdjacent.Detail("count: at most %d adjacent seats are free here now", most)
 			s.metrics.held(kindSeats, err)
 			return hold.Hold{}, nil, err
 		}
 		h, err := s.holdSeats(ctx, m, scheduleID, visitor, block, limit)
+		m.slot.best.Unlock()
 		taken, ok := errors.AsType[*hold.TakenError](err)
 		if !ok {
 			s.metrics.held(kindSeats, err)

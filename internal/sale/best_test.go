@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"usher/internal/booking"
+	"usher/internal/booking/sqlitebooking"
 	"usher/internal/hold"
 	"usher/internal/sale"
 )
@@ -114,4 +116,54 @@ func seatAt(byID map[int64]booking.SeatSpec, section, row string, number int) in
 		}
 	}
 	return 0
+}
+
+// TestHoldBestCrowd: a crowd asking one instance for the best seat at
+// once, on a snapshot that is not rebuilt meanwhile, is served in one try
+// each: every request gets a seat, none twice.
+func TestHoldBestCrowd(t *testing.T) {
+	catalog, err := sqlitebooking.Open(context.Background(), filepath.Join(t.TempDir(), "booking.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRigConfig(t, 1, catalog, nil, func(c *sale.Config) { c.SnapshotEvery = time.Hour })
+	ctx := context.Background()
+	c, err := r.svc.CreateConcert(ctx, "crowd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := r.svc.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.svc.AddSeats(ctx, sch.ID, sale.SeatLayout{Sections: []string{"A"}, Rows: 10, SeatsPerRow: 20, Price: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.svc.SeatMap(ctx, sch.ID); err != nil { // the snapshot every request reads
+		t.Fatal(err)
+	}
+	const crowd = 150
+	var mu sync.Mutex
+	owner := map[int64]string{}
+	var wg sync.WaitGroup
+	for g := range crowd {
+		wg.Go(func() {
+			visitor := fmt.Sprintf("v%d", g)
+			_, seats, err := r.svc.HoldBest(ctx, sch.ID, visitor, sale.BestRequest{Count: 1})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil || len(seats) != 1 {
+				t.Errorf("%s: %v, %v; want a seat", visitor, seats, err)
+				return
+			}
+			if o, ok := owner[seats[0]]; ok {
+				t.Errorf("seat %d held by %s and %s", seats[0], o, visitor)
+			}
+			owner[seats[0]] = visitor
+		})
+	}
+	wg.Wait()
+	if len(owner) != crowd {
+		t.Errorf("%d seats held for %d requests", len(owner), crowd)
+	}
 }

@@ -119,14 +119,21 @@ type Service struct {
 
 type seatMapSlot struct {
 	build sync.Mutex // one rebuild at a time per schedule
+	// best serializes this instance's best-available holds of the
+	// schedule (HoldBest): each picks its block after the one before has
+	// marked its seats held, so that a crowd does not race for one block.
+	best  sync.Mutex
 	mu    sync.Mutex // guards the fields below, never held during a rebuild
 	cur   *SeatMap
 	tried time.Time // last rebuild attempt
 	// building is true while a rebuild runs: other callers take cur.
 	building bool
-	// sold holds seats this instance saw confirmed, with when, until a
-	// rebuild that started later shows them: Hold refuses them at once.
-	sold map[int64]time.Time
+	// sold holds seats this instance saw confirmed, held seats it held,
+	// each with when, until a rebuild that started later shows them: Hold
+	// refuses the sold at once, and best available passes over both, so
+	// that the requests of one instance do not race for the block its
+	// last snapshot shows best.
+	sold, held map[int64]time.Time
 	// history holds the last statuses made, oldest first (seatmap.go).
 	hmu     sync.Mutex
 	history []*status
@@ -263,9 +270,11 @@ func (s *Service) SeatMap(ctx context.Context, scheduleID int64) (*SeatMap, erro
 		}
 		m.status = sync.OnceValue(func() *status { return s.buildStatus(slot, m) })
 		slot.cur = m
-		for id, at := range slot.sold {
-			if at.Before(now) { // the rebuild read SQL after this sale
-				delete(slot.sold, id)
+		for _, recent := range []map[int64]time.Time{slot.sold, slot.held} {
+			for id, at := range recent {
+				if at.Before(now) { // the rebuild read SQL and holds after it
+					delete(recent, id)
+				}
 			}
 		}
 	case slot.cur != nil && now.Sub(slot.cur.BuiltAt) < staleLimit:
@@ -380,7 +389,7 @@ func (s *Service) holdSeats(ctx context.Context, m *SeatMap, scheduleID int64, v
 	keys := make([]string, len(seats))
 	for i, id := range seats {
 		keys[i] = seatKey(id)
-		if m.Seats[m.byID[id]].Status == booking.Sold || s.soldSince(scheduleID, id) {
+		if m.Seats[m.byID[id]].Status == booking.Sold || s.marked(scheduleID, soldSeats, id) {
 			sold = append(sold, keys[i])
 		}
 	}
@@ -390,6 +399,7 @@ func (s *Service) holdSeats(ctx context.Context, m *SeatMap, scheduleID int64, v
 	h, err := s.cfg.Holds.HoldSeats(ctx, Scope(scheduleID), visitor, keys, limit.n, s.cfg.HoldTTL, s.cfg.Now())
 	err = limit.explain(err)
 	if err == nil {
+		s.mark(scheduleID, heldSeats, seats, s.cfg.Now())
 		s.emitHold(ctx, event.HoldPlaced, scheduleID, h)
 	}
 	return h, err
@@ -584,7 +594,7 @@ func (s *Service) decide(ctx context.Context, batch []booking.Reservation) ([]bo
 	for i := range decided {
 		decided[i].HoldIDs = batch[i].HoldIDs
 		if decided[i].Status == booking.Confirmed {
-			s.markSold(decided[i].ScheduleID, decided[i].SeatIDs, now)
+			s.mark(decided[i].ScheduleID, soldSeats, decided[i].SeatIDs, now)
 		}
 	}
 	var wg sync.WaitGroup
@@ -604,10 +614,24 @@ func (s *Service) decide(ctx context.Context, batch []booking.Reservation) ([]bo
 // their holds ended and slots freed at once.
 const followUpConcurrency = 16
 
-// markSold records seats this instance just saw sold, so that Hold refuses
-// them before the next seat map rebuild shows them (which stays at most
-// every SnapshotEvery).
-func (s *Service) markSold(scheduleID int64, seats []int64, at time.Time) {
+// What mark records of seats: sold or held by this instance.
+const (
+	soldSeats = iota
+	heldSeats
+)
+
+// recent is the slot's record of seats of kind.
+func (slot *seatMapSlot) recent(kind int) *map[int64]time.Time {
+	if kind == soldSeats {
+		return &slot.sold
+	}
+	return &slot.held
+}
+
+// mark records seats this instance just saw sold, or held, so that Hold
+// refuses the sold and best available passes over both before the next
+// seat map rebuild shows them (which stays at most every SnapshotEvery).
+func (s *Service) mark(scheduleID int64, kind int, seats []int64, at time.Time) {
 	s.mu.Lock()
 	slot := s.maps[scheduleID]
 	s.mu.Unlock()
@@ -616,16 +640,36 @@ func (s *Service) markSold(scheduleID int64, seats []int64, at time.Time) {
 	}
 	slot.mu.Lock()
 	defer slot.mu.Unlock()
-	if slot.sold == nil {
-		slot.sold = map[int64]time.Time{}
+	m := slot.recent(kind)
+	if *m == nil {
+		*m = map[int64]time.Time{}
 	}
 	for _, id := range seats {
-		slot.sold[id] = at
+		(*m)[id] = at
 	}
 }
 
-// soldSince reports whether markSold recorded the seat.
-func (s *Service) soldSince(scheduleID, seat int64) bool {
+// markedSeats returns the seats mark recorded, sold or held.
+func (s *Service) markedSeats(scheduleID int64) map[int64]bool {
+	s.mu.Lock()
+	slot := s.maps[scheduleID]
+	s.mu.Unlock()
+	out := map[int64]bool{}
+	if slot == nil {
+		return out
+	}
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	for _, recent := range []map[int64]time.Time{slot.sold, slot.held} {
+		for id := range recent {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// marked reports whether mark recorded the seat as of kind.
+func (s *Service) marked(scheduleID int64, kind int, seat int64) bool {
 	s.mu.Lock()
 	slot := s.maps[scheduleID]
 	s.mu.Unlock()
@@ -634,7 +678,7 @@ func (s *Service) soldSince(scheduleID, seat int64) bool {
 	}
 	slot.mu.Lock()
 	defer slot.mu.Unlock()
-	_, ok := slot.sold[seat]
+	_, ok := (*slot.recent(kind))[seat]
 	return ok
 }
 

@@ -46,6 +46,7 @@ smoke() {
   seatmap) scripts/bench-seatmap.sh 1s 8 1000 "$redis" ;;
   seed) scripts/bench-seed.sh 2s 50 2 ;;
   shard) N=300 ROUNDS=1 scripts/bench-shard.sh ;;
+  stadium) scripts/bench-stadium.sh 30 200 50 "random stage mixed" "$redis" ;;
   visitor) OLD_BIN=$USHER_BIN scripts/bench-visitor.sh 4 40 "$redis" ;;
   *)
     echo "bench-smoke: scripts/bench-$1.sh has no smoke line in scripts/bench-smoke.sh; add one" >&2

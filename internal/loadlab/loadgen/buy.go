@@ -74,8 +74,12 @@ func (r *runner) buy(pass string, admitted time.Time) (calls int, bought bool) {
 			body = fmt.Appendf(nil, `{"seat_ids":[%d]}`, seat)
 		}
 		var h wire.Hold
+		sent := time.Now()
 		res := r.bookingCall(http.MethodPost, base+"/holds", pass, body, func(b []byte) bool { return json.Unmarshal(b, &h) == nil })
 		calls++
+		if res.counted {
+			r.holdLat.Record(res.recv.Sub(sent))
+		}
 		r.holdsTried.Add(1)
 		switch {
 		case res.status == http.StatusConflict && mode == BuyBest:

@@ -41,9 +41,10 @@ type Report struct {
 	// describe the waiting room (Queued only).
 	Visits      *Visits       `json:"visits,omitempty"`
 	TimeInQueue *hist.Summary `json:"time_in_queue,omitempty"`
-	// ToConfirmed is the time from admission to a confirmed reservation
-	// (ms; Config.Buy).
+	// ToConfirmed is the time from admission to a confirmed reservation,
+	// HoldLatency a hold's answer (ms; Config.Buy).
 	ToConfirmed *hist.Summary `json:"to_confirmed,omitempty"`
+	HoldLatency *hist.Summary `json:"hold_latency,omitempty"`
 	// PollLatency is that of the status polls answered, from when each
 	// was due (Queue's latency mixes in the enters and leaves).
 	PollLatency *hist.Summary `json:"poll_latency,omitempty"`
@@ -190,8 +191,8 @@ func (r *runner) report(elapsed time.Duration, tl *timeline) *Report {
 			if v.Admitted > 0 {
 				v.BytesPerBuyer = float64(r.buyBytes.Load()) / float64(v.Admitted)
 			}
-			s := r.toConfirmed.Snapshot().Summary()
-			rep.ToConfirmed = &s
+			s, h := r.toConfirmed.Snapshot().Summary(), r.holdLat.Snapshot().Summary()
+			rep.ToConfirmed, rep.HoldLatency = &s, &h
 		}
 		s := r.inQueue.Snapshot().Summary()
 		rep.TimeInQueue = &s
@@ -272,6 +273,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 	}
 	if q := rep.ToConfirmed; q != nil && q.Count > 0 {
 		fmt.Fprintf(&b, "  admission to confirmed: p50 %s s, p95 %s s, max %s s\n", num(q.P50/1000), num(q.P95/1000), num(q.Max/1000))
+	}
+	if q := rep.HoldLatency; q != nil && q.Count > 0 {
+		fmt.Fprintf(&b, "  holds: p50 %s ms, p95 %s ms, max %s ms\n", num(q.P50), num(q.P95), num(q.Max))
 	}
 	if q := rep.TimeInQueue; q != nil && q.Count > 0 {
 		fmt.Fprintf(&b, "  time in queue: p50 %s s, p90 %s s, max %s s\n", num(q.P50/1000), num(q.P90/1000), num(q.Max/1000))

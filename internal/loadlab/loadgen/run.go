@@ -61,9 +61,10 @@ type runner struct {
 	// holdsTried and holdsFailed (409) count the holds the buyers tried,
 	// rejected their reservations the database rejected, buyBytes the
 	// bodies of their answers; toConfirmed is the time from admission to
-	// a confirmed reservation; sold the seats bought (Config.Buy).
+	// a confirmed reservation, holdLat a hold's answer; sold the seats
+	// bought (Config.Buy).
 	holdsTried, holdsFailed, rejected, buyBytes atomic.Int64
-	toConfirmed                                 *hist.Recorder
+	toConfirmed, holdLat                        *hist.Recorder
 	sold                                        soldSeats
 	// layouts are the seat-map layouts read (Config.Buy).
 	layouts layouts
@@ -94,7 +95,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer cancelHard()
 	r := &runner{
 		cfg: cfg, stop: make(chan struct{}), hard: hard, conns: newConns(cfg.Timeout),
-		origin: newCallStats(), queue: newCallStats(), inQueue: hist.NewRecorder(), pollLat: hist.NewRecorder(), toConfirmed: hist.NewRecorder(),
+		origin: newCallStats(), queue: newCallStats(), inQueue: hist.NewRecorder(), pollLat: hist.NewRecorder(), toConfirmed: hist.NewRecorder(), holdLat: hist.NewRecorder(),
 		entriesURL: cfg.Usher + "/api/v1/rooms/" + cfg.Room + "/entries",
 	}
 	r.meURL = r.entriesURL + "/me"

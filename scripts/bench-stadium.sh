@@ -59,5 +59,6 @@ for mode in $modes; do
   read -r bought per failed nothing h50 h95 p50 p95 bytes over <<<"$row"
   figures "$mode" "$bought" "$per" "$failed" "$nothing" "$h50" "$h95" "$p50" "$p95" "$bytes" "$over"
   printf '| %s | %s | %s | %s | %s | %s / %s | %s / %s | %s | %s |\n' "$mode" "$bought" "$per" "$failed" "$nothing" "$h50" "$h95" "$p50" "$p95" "$bytes" "$over"
+  jq -c '.[0] | {mode: .buy_mode, visits: .visits | {admitted, completed, failed, cut_off}, origin_errors: .origin.errors}' "$tmp/$mode.json" >&2
   [ "$over" = 0 ] || { echo "bench-stadium: $over seats sold twice ($mode)" >&2; exit 1; }
 done

@@ -39,11 +39,14 @@ var BuyModes = []string{BuyRandom, BuyStage, BuyBest, BuyMixed}
 // chooses among.
 const nearStage = 100
 
-// confirmPolls bounds the polls of a reservation's status, confirmEvery
-// apart, before a buy counts as unconfirmed.
+// A reservation's status is polled first confirmFirst after it was
+// accepted, then twice as long after each poll, at most confirmMax, for
+// confirmFor in all: a buy still pending then counts as unconfirmed. A
+// crowd polling fast would weigh on the instance as much as its buying.
 const (
-	confirmPolls = 100
-	confirmEvery = 100 * time.Millisecond
+	confirmFirst = 250 * time.Millisecond
+	confirmMax   = 2 * time.Second
+	confirmFor   = time.Minute
 )
 
 // buy is what an admitted visitor does with Config.Buy set: it holds a
@@ -156,7 +159,12 @@ func (r *runner) chooseSeat(base, pass, mode string) (seat int64, calls int, ok 
 
 // confirm polls the reservation until it is decided: true when confirmed.
 func (r *runner) confirm(pass, id string) (calls int, confirmed bool) {
-	for range confirmPolls {
+	wait, end := confirmFirst, time.Now().Add(confirmFor)
+	for time.Now().Before(end) {
+		if !r.sleepUntil(time.Now().Add(wait)) {
+			return calls, false
+		}
+		wait = min(2*wait, confirmMax)
 		var rv wire.Reservation
 		res := r.bookingCall(http.MethodGet, r.cfg.Usher+"/api/v1/reservations/"+url.PathEscape(id), pass, nil,
 			func(b []byte) bool { return json.Unmarshal(b, &rv) == nil })
@@ -168,9 +176,6 @@ func (r *runner) confirm(pass, id string) (calls int, confirmed bool) {
 			return calls, true
 		case rv.Status != "pending":
 			r.rejected.Add(1)
-			return calls, false
-		}
-		if !r.sleepUntil(time.Now().Add(confirmEvery)) {
 			return calls, false
 		}
 	}

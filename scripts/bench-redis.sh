@@ -10,7 +10,7 @@
 #     redis-benchmark enters is made by usher serve (PUT {"state":"paused"},
 #     the Go benchmark's settings), which also runs the enter script once:
 #     the script fails if the text it loads (redisscript's refill.lua, then
-#     lua/bucket, inventory, draw, presence and enter.lua, as redisqueue.New
+#     lua/limits, draw, presence and enter.lua, as redisqueue.New
 #     builds it) is not the one usher ran, or if redis-benchmark's calls
 #     placed fewer than 99 % of its visitors (an error reply is a call too).
 #  2. Redis memory per waiting visitor at 1,000,000 waiting (skip with
@@ -53,7 +53,7 @@ echo "building the test binary (outside the timed runs)…"
 go test -c -o "$tmp/redisqueue.test" ./internal/queue/redisqueue/
 
 # The enter script as redisqueue.New builds it; its sha1 is what EVALSHA names.
-cat internal/redisscript/refill.lua "$lua/bucket.lua" "$lua/inventory.lua" "$lua/draw.lua" \
+cat internal/redisscript/refill.lua "$lua/limits.lua" "$lua/draw.lua" \
 	"$lua/presence.lua" "$lua/enter.lua" >"$tmp/enter.lua"
 sha=$(sha1sum "$tmp/enter.lua" | cut -d' ' -f1)
 echo "enter script sha1 $sha; $n enters per run, concurrency 50, $rounds rounds"

@@ -73,7 +73,7 @@ const (
 )
 
 // textFor returns the texts of r's waiting page.
-func (p *core) textFor(r *http.Request) Text { return p.texts[p.lang.pick(r)] }
+func (p *core) textFor(r *http.Request) Text { return p.pages.current().texts[p.lang.pick(r)] }
 
 // pick returns the language of r's page: the forced one, else the
 // visitor's choice (a LangCookie naming a shipped language; any other
@@ -94,10 +94,11 @@ func (p *core) langChoices(current, back string) []LangChoice {
 	if p.lang.forced != "" {
 		return nil
 	}
+	set := p.pages.current()
 	cs := make([]LangChoice, len(Languages))
 	for i, l := range Languages {
 		q := url.Values{"lang": {l}, "to": {back}}
-		cs[i] = LangChoice{Lang: l, Name: p.texts[l].Name, URL: LangPath + "?" + q.Encode(), Current: l == current}
+		cs[i] = LangChoice{Lang: l, Name: set.texts[l].Name, URL: LangPath + "?" + q.Encode(), Current: l == current}
 	}
 	return cs
 }

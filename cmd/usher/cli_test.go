@@ -152,7 +152,7 @@ func TestEnvironmentVariables(t *testing.T) {
 	}
 	type use struct{ cmd, flag, def string }
 	uses := map[string][]use{}
-	for _, cmd := range [][]string{{"serve"}, {"proxy"}, {"auth"}, {"seed"}, {"keys", "list"}, {"keys", "rotate"}, {"plan"}, {"origin"}, {"loadtest"}, {"invites"}, {"verify-draw"}, {"collect"}} {
+	for _, cmd := range [][]string{{"serve"}, {"proxy"}, {"auth"}, {"seed"}, {"keys", "list"}, {"keys", "rotate"}, {"plan"}, {"origin"}, {"loadtest"}, {"invites"}, {"verify-draw"}, {"collect"}, {"page", "check"}} {
 		for _, s := range helpSettings(t, cmd...) {
 			if s.env != "" {
 				uses[s.env] = append(uses[s.env], use{cmd: strings.Join(cmd, " "), flag: s.flag, def: s.def})
@@ -162,7 +162,7 @@ func TestEnvironmentVariables(t *testing.T) {
 	if len(uses) < 40 {
 		t.Fatalf("found %d variables in the help texts; the help format changed?", len(uses))
 	}
-	own := map[string]string{"proxy": "USHER_PROXY_", "auth": "USHER_AUTH_", "plan": "USHER_PLAN_", "origin": "USHER_ORIGIN_", "loadtest": "USHER_LOADTEST_", "invites": "USHER_INVITES_", "collect": "USHER_COLLECT_"}
+	own := map[string]string{"proxy": "USHER_PROXY_", "auth": "USHER_AUTH_", "plan": "USHER_PLAN_", "origin": "USHER_ORIGIN_", "loadtest": "USHER_LOADTEST_", "invites": "USHER_INVITES_", "collect": "USHER_COLLECT_", "page check": "USHER_PAGE_"}
 	for _, p := range own {
 		if !strings.Contains(string(readme), "`"+p+"`") {
 			t.Errorf("docs/configuration.md does not name the prefix %s", p)

@@ -248,6 +248,9 @@ func (s *pageSet) sample(lang, state string) Page {
 	if state == StatePreQueue {
 		pg.Position, pg.Ahead, pg.ETASeconds = 0, 0, 3300
 	}
+	for _, l := range Languages {
+		pg.Languages = append(pg.Languages, LangChoice{Lang: l, Name: s.texts[l].Name, URL: LangPath + "?lang=" + l + "&to=%2F", Current: l == lang})
+	}
 	s.fill(&pg, lang)
 	return pg
 }

@@ -38,6 +38,10 @@ func pageCheck(ctx context.Context, args []string, getenv func(string) string, s
 	chromium := f.string("chromium", "chromium", "the Chromium binary of the audit")
 	tmpl := f.string("waiting-template", "", "an operator's html/template to check with the directory, as the edges' --waiting-template")
 	timeout := f.duration("timeout", 5*time.Minute, "most time for the whole audit")
+	f.Usage = func() {
+		fmt.Fprintln(f.Output(), use)
+		f.PrintDefaults()
+	}
 	var dir string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		dir, args = args[0], args[1:]

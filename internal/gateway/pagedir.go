@@ -318,18 +318,19 @@ func (p *Pages) Reload() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	files, err := readPageDir(p.dir, p.tmpl)
-	var d [32]byte
+	d := sha256.Sum256([]byte(fmt.Sprint(err))) // an unreadable directory: told once per reason
 	if err == nil {
-		if d = files.digest(); d == p.seen {
-			return p.lastErr
-		}
+		d = files.digest()
+	}
+	if d == p.seen {
+		return p.lastErr
+	}
+	p.seen = d
+	if err == nil {
 		var set *pageSet
 		if set, err = buildPageSet(files); err == nil {
 			p.set.Store(set)
 		}
-		p.seen = d
-	} else {
-		p.seen = [32]byte{} // read again next time
 	}
 	p.lastErr = err
 	if err != nil {

@@ -229,3 +229,30 @@ func value(t *testing.T, m prometheus.Metric) float64 {
 	}
 	return d.Gauge.GetValue()
 }
+
+// A directory that goes away keeps the last good pages, and is told
+// once, not at every poll.
+func TestPageDirGone(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "pages")
+	writeFiles(t, dir, map[string]string{"brand.json": `{"site_name": "Kept"}`})
+	p, err := LoadPages(dir, "", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := p.Reload(); err == nil {
+			t.Fatal("a removed directory reloaded")
+		}
+	}
+	if n := value(t, p.reloads.WithLabelValues("error")); n != 1 {
+		t.Errorf("%v refusals counted for one reason, want 1", n)
+	}
+	var b strings.Builder
+	if err := p.Render(&b, "en", StateWaiting); err != nil || !strings.Contains(b.String(), "Kept") {
+		t.Errorf("the last good pages are gone: %v", err)
+	}
+}

@@ -214,6 +214,8 @@ func TestSettingsCheckedBeforeWriting(t *testing.T) {
 		{"serve", map[string]string{"USHER_LOG_FORMAT": "xml"}, "USHER_LOG_FORMAT"},
 		{"serve", map[string]string{"USHER_STORE": "mem"}, "USHER_STORE"},
 		{"proxy", map[string]string{"USHER_LOG_LEVEL": "loud", "USHER_PROXY_ORIGIN": "http://127.0.0.1:1"}, "USHER_LOG_LEVEL"},
+		{"proxy", map[string]string{"USHER_PROXY_PAGE_DIR": "/nonexistent/pages", "USHER_PROXY_ORIGIN": "http://127.0.0.1:1"}, "USHER_PROXY_PAGE_DIR"},
+		{"auth", map[string]string{"USHER_AUTH_PAGE_DIR": "/nonexistent/pages"}, "USHER_AUTH_PAGE_DIR"},
 		{"seed", map[string]string{"USHER_DB": "oracle://db/usher"}, "USHER_DB"},
 		{"seed", map[string]string{"USHER_STORE": "mem"}, "USHER_STORE"},
 		{"collect", map[string]string{}, "USHER_COLLECT_NATS"},

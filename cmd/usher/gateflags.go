@@ -50,6 +50,11 @@ func addGateFlags(f *flags, edge string) gateFlags {
 func (g gateFlags) check(f *flags) {
 	g.conns.check(f)
 	f.positive("body-timeout", g.bodyTimeout.Seconds())
+	// Checked again when the edge is built; here so that a bad page
+	// stops the start before anything is written.
+	if _, err := gateway.LoadPages(*g.pageDir, *g.waitingTemplate, nil, nil); err != nil {
+		f.errs = append(f.errs, fmt.Sprintf("--page-dir/%s or --waiting-template/%s: %v", f.envName("page-dir"), f.envName("waiting-template"), err))
+	}
 }
 
 // rules parses the path rules.

@@ -36,7 +36,7 @@ const goodBrand = `{
   "logo": "logo.png",
   "colors": {"accent": "#0b5394", "background": "#fdf6e3", "text": "#222"},
   "text": {
-    "en": {"title": "You are in line for Example Fest", "ahead": {"one": "%d fan ahead of you", "other": "%d fans ahead of you"}},
+    "en": {"title": "You are in line for Example Fest", "keep": "Stay <b onmouseover=x>here</b>", "ahead": {"one": "%d fan ahead of you", "other": "%d fans ahead of you"}},
     "ko": {"title": "Example Fest 대기열에 있습니다"}
   }
 }`
@@ -57,10 +57,14 @@ func TestPageDirBrandShows(t *testing.T) {
 		"1 fan ahead of you",
 		"body{background:#fdf6e3;color:#222}",
 		".button{background:#0b5394;color:#ffffff}",
+		"<p>Stay &lt;b onmouseover=x&gt;here&lt;/b&gt;</p>",
 	} {
 		if !strings.Contains(res.body, want) {
 			t.Errorf("branded page lacks %q:\n%s", want, res.body)
 		}
+	}
+	if strings.Contains(res.body, "<b onmouseover") {
+		t.Errorf("a brand's text reached the page unescaped:\n%s", res.body)
 	}
 	ko := do(t, browser(t), "GET", e.url+"/shop", map[string]string{"Accept-Language": "ko"})
 	if !strings.Contains(ko.body, "Example Fest 대기열에 있습니다") {

@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"usher/internal/testenv"
 )
@@ -94,5 +98,35 @@ func TestOperationsBrandExample(t *testing.T) {
 	var out strings.Builder
 	if err := run(context.Background(), []string{"page", "check", dir}, noEnv, &out, &out); err != nil {
 		t.Errorf("the documented brand.json: %v", err)
+	}
+}
+
+// usher proxy --page-dir serves the brand, and the reload loop it runs
+// picks up a change without a restart.
+func TestProxyPageDir(t *testing.T) {
+	t.Parallel()
+	dir := pageDir(t, map[string]string{"brand.json": `{"site_name": "First Site"}`})
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "origin") }))
+	defer origin.Close()
+	base := startProxy(t, nil, "--addr", "127.0.0.1:0", "--origin", origin.URL, "--data-dir", testenv.DataDir(t),
+		"--admin-key", proxyAdminKey, "--insecure-cookies", "--page-dir", dir)
+	c := client{t, base}
+	if st, _, body := c.admin().do("PUT", "/api/v1/rooms/sale", proxyAdminKey, `{"state":"paused"}`); st != 200 {
+		t.Fatalf("pause the room: %d %v", st, body)
+	}
+	if st, body := get(t, newBrowser(t), base+"/shop"); st != http.StatusTooManyRequests || !strings.Contains(body, `<p class="site">First Site</p>`) {
+		t.Fatalf("waiting page: %d, want the brand:\n%s", st, body)
+	}
+	pageDirWrite(t, dir, `{"site_name": "Second Site"}`)
+	testenv.Eventually(t, time.Minute, "the changed brand served", func() bool {
+		_, body := get(t, newBrowser(t), base+"/shop")
+		return strings.Contains(body, `<p class="site">Second Site</p>`)
+	})
+}
+
+func pageDirWrite(t *testing.T, dir, brand string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "brand.json"), []byte(brand), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

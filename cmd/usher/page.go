@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -20,7 +21,8 @@ import (
 // pageCheck runs usher page check DIR: it checks an operator's page
 // directory as the edges do at start and, given axe-core, audits its
 // waiting page in headless Chromium: the waiting state in every language,
-// and every state in English. Any refusal or violation fails it.
+// and every state in English, for the directory and each room of its own.
+// Any refusal or violation fails it.
 func pageCheck(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	const use = "usage: usher page check [flags] DIR"
 	switch {
@@ -84,9 +86,9 @@ func auditPages(ctx context.Context, pages *gateway.Pages, script, chromium stri
 		return err
 	}
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		lang, state, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		q := r.URL.Query()
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		if err := pages.Render(w, lang, state); err != nil {
+		if err := pages.Render(w, q.Get("room"), q.Get("lang"), q.Get("state")); err != nil {
 			http.Error(w, err.Error(), http.StatusNotFound)
 		}
 	})}
@@ -102,31 +104,39 @@ func auditPages(ctx context.Context, pages *gateway.Pages, script, chromium stri
 		return err
 	}
 	defer closeBrowser()
-	type page struct{ lang, state string }
+	type page struct{ room, lang, state string }
 	var list []page
-	for _, l := range gateway.Languages {
-		list = append(list, page{l, gateway.StateWaiting})
-	}
-	for _, s := range gateway.PageStates[1:] {
-		list = append(list, page{gateway.Languages[0], s})
+	for _, room := range append([]string{""}, pages.Rooms()...) {
+		for _, l := range gateway.Languages {
+			list = append(list, page{room, l, gateway.StateWaiting})
+		}
+		for _, s := range gateway.PageStates[1:] {
+			list = append(list, page{room, gateway.Languages[0], s})
+		}
 	}
 	bad := 0
 	for _, p := range list {
-		if err := chromedp.Do(tab, chromedp.Navigate("http://"+ln.Addr().String()+"/"+p.lang+"/"+p.state)); err != nil {
-			return fmt.Errorf("audit %s %s: %w", p.lang, p.state, err)
+		what := p.lang + ", " + p.state
+		if p.room != "" {
+			what = "room " + p.room + ", " + what
+		}
+		q := url.Values{"room": {p.room}, "lang": {p.lang}, "state": {p.state}}
+		if err := chromedp.Do(tab, chromedp.Navigate("http://"+ln.Addr().String()+"/?"+q.Encode())); err != nil {
+			return fmt.Errorf("audit %s: %w", what, err)
 		}
 		vs, err := axe.Audit(tab, script)
 		if err != nil {
-			return fmt.Errorf("audit %s %s: %w", p.lang, p.state, err)
+			return fmt.Errorf("audit %s: %w", what, err)
 		}
 		for _, v := range vs {
-			fmt.Fprintf(stdout, "%s, %s: %s\n", p.lang, p.state, v)
+			fmt.Fprintf(stdout, "%s: %s\n", what, v)
 		}
 		bad += len(vs)
 	}
 	if bad > 0 {
 		return fmt.Errorf("accessibility audit: %d violations on %d pages", bad, len(list))
 	}
-	fmt.Fprintf(stdout, "accessibility audit: %d pages (the waiting state in every language, every state in %s), no violations\n", len(list), gateway.Languages[0])
+	fmt.Fprintf(stdout, "accessibility audit: %d pages (the waiting state in every language, every state in %s, for the directory and each of its %d rooms), no violations\n",
+		len(list), gateway.Languages[0], len(pages.Rooms()))
 	return nil
 }

@@ -63,21 +63,22 @@ func TestPageCheckAudit(t *testing.T) {
 	testenv.Axe(t) // skips without it
 	path := os.Getenv(testenv.AxeVar)
 	chromium := testenv.Chromium(t)
-	good := pageDir(t, map[string]string{"brand.json": brandedDir})
+	good := pageDir(t, map[string]string{"brand.json": brandedDir,
+		"rooms/vip/brand.json": `{"site_name": "VIP", "colors": {"accent": "#7a1f5c", "surface": "#fffaf0"}}`})
 	var out strings.Builder
 	if err := run(context.Background(), []string{"page", "check", "--axe", path, "--chromium", chromium, good}, noEnv, &out, &out); err != nil {
 		t.Fatalf("branded directory: %v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), "19 pages") || !strings.Contains(out.String(), "no violations") {
+	if !strings.Contains(out.String(), "38 pages") || !strings.Contains(out.String(), "no violations") {
 		t.Errorf("branded directory: %s", out.String())
 	}
-	bad := pageDir(t, map[string]string{"waiting.html": `<!doctype html><html><title>{{.T.Title}}</title><main><p style="color:#aaa;background:#bbb">{{.T.Keep}}</p></main></html>`})
+	bad := pageDir(t, map[string]string{"rooms/vip/waiting.html": `<!doctype html><html><title>{{.T.Title}}</title><main><p style="color:#aaa;background:#bbb">{{.T.Keep}}</p></main></html>`})
 	out.Reset()
 	err := run(context.Background(), []string{"page", "check", "--axe", path, "--chromium", chromium, bad}, noEnv, &out, &out)
 	if err == nil || !strings.Contains(err.Error(), "violations") {
 		t.Errorf("inaccessible template: err = %v", err)
 	}
-	for _, rule := range []string{"en, waiting: axe html-has-lang", "ko, waiting: axe color-contrast"} {
+	for _, rule := range []string{"room vip, en, waiting: axe html-has-lang", "room vip, ko, waiting: axe color-contrast"} {
 		if !strings.Contains(out.String(), rule) {
 			t.Errorf("the report lacks %q:\n%s", rule, out.String())
 		}

@@ -40,6 +40,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"usher/internal/pow"
+	"usher/internal/queue"
 )
 
 // The page directory's files.
@@ -47,6 +48,9 @@ const (
 	BrandFile    = "brand.json"
 	TemplateFile = "waiting.html"
 	TextDir      = "text"
+	// RoomsDir holds a directory per room (rooms/<room>/) whose files
+	// replace the page directory's own for that room's page.
+	RoomsDir = "rooms"
 )
 
 // PagePoll is how often a page directory is looked at for a change.
@@ -58,6 +62,15 @@ type pageSet struct {
 	texts   map[string]Text // by language, every shipped one
 	css     template.CSS
 	brand   brandView
+	rooms   map[string]*pageSet // a room's own set, by room
+}
+
+// forRoom is room's set: its own, or the directory's.
+func (s *pageSet) forRoom(room string) *pageSet {
+	if r, ok := s.rooms[room]; ok {
+		return r
+	}
+	return s
 }
 
 // pageFiles are a page directory's files, by name: the brand, the
@@ -96,75 +109,168 @@ func readPageDir(dir, tmplPath string) (pageFiles, error) {
 		return nil, fmt.Errorf("page directory: %w", err)
 	}
 	defer root.Close()
-	read := func(name string) error {
-		f, err := root.Open(name)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("page directory %s: %w", dir, err)
-		}
-		defer f.Close()
-		b, err := io.ReadAll(io.LimitReader(f, maxPageFile+1))
-		if err != nil {
-			return fmt.Errorf("page directory %s: %w", dir, err)
-		}
-		if len(b) > maxPageFile {
-			return fmt.Errorf("page directory %s: %s is over %d KiB", dir, name, maxPageFile>>10)
-		}
-		files[name] = b
-		return nil
-	}
-	if err := read(BrandFile); err != nil {
+	r := dirReader{root: root, dir: dir, files: files, tmplPath: tmplPath}
+	if err := r.readSet(""); err != nil {
 		return nil, err
 	}
-	if tmplPath == "" {
-		if err := read(TemplateFile); err != nil {
+	rooms, err := r.names(RoomsDir)
+	if err != nil {
+		return nil, err
+	}
+	for _, room := range rooms {
+		if fi, err := root.Stat(RoomsDir + "/" + room); err != nil || !fi.IsDir() || !queue.ValidRoomID(room) {
+			return nil, fmt.Errorf("page directory %s: %s/%s: want a directory named for a room, [a-z0-9][a-z0-9-]{0,63}", dir, RoomsDir, room)
+		}
+		if err := r.readSet(RoomsDir + "/" + room + "/"); err != nil {
 			return nil, err
 		}
-	} else if _, err := root.Stat(TemplateFile); err == nil {
-		return nil, fmt.Errorf("page directory %s has %s and a waiting template is given too: use one", dir, TemplateFile)
 	}
-	if d, err := root.Open(TextDir); err == nil {
-		names, err := d.Readdirnames(100)
-		d.Close()
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("page directory %s: %w", dir, err)
+	return files, nil
+}
+
+// dirReader reads a page directory's files through its root.
+type dirReader struct {
+	root     *os.Root
+	dir      string
+	files    pageFiles
+	tmplPath string
+}
+
+// read reads name into files; a missing file is no error.
+func (r dirReader) read(name string) error {
+	f, err := r.root.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("page directory %s: %w", r.dir, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxPageFile+1))
+	if err != nil {
+		return fmt.Errorf("page directory %s: %w", r.dir, err)
+	}
+	if len(b) > maxPageFile {
+		return fmt.Errorf("page directory %s: %s is over %d KiB", r.dir, name, maxPageFile>>10)
+	}
+	r.files[name] = b
+	return nil
+}
+
+// names lists the directory sub (none when it does not exist).
+func (r dirReader) names(sub string) ([]string, error) {
+	d, err := r.root.Open(sub)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("page directory %s: %w", r.dir, err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(200)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("page directory %s: %w", r.dir, err)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// readSet reads one set's files under prefix ("" or rooms/<room>/): the
+// brand, the template, the text sets and the logo the brand names,
+// relative to the brand.
+func (r dirReader) readSet(prefix string) error {
+	if err := r.read(prefix + BrandFile); err != nil {
+		return err
+	}
+	if r.tmplPath == "" {
+		if err := r.read(prefix + TemplateFile); err != nil {
+			return err
 		}
-		for _, name := range names {
-			lang, ok := strings.CutSuffix(name, ".json")
-			if !ok || !slices.Contains(Languages, lang) {
-				return nil, fmt.Errorf("page directory %s: %s/%s: want <lang>.json for a shipped language, one of %s",
-					dir, TextDir, name, strings.Join(Languages, ", "))
-			}
-			if err := read(TextDir + "/" + name); err != nil {
-				return nil, err
-			}
+	} else if _, err := r.root.Stat(prefix + TemplateFile); err == nil {
+		return fmt.Errorf("page directory %s has %s%s and a waiting template is given too: use one", r.dir, prefix, TemplateFile)
+	}
+	names, err := r.names(prefix + TextDir)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		lang, ok := strings.CutSuffix(name, ".json")
+		if !ok || !slices.Contains(Languages, lang) {
+			return fmt.Errorf("page directory %s: %s%s/%s: want <lang>.json for a shipped language, one of %s",
+				r.dir, prefix, TextDir, name, strings.Join(Languages, ", "))
+		}
+		if err := r.read(prefix + TextDir + "/" + name); err != nil {
+			return err
 		}
 	}
-	if b, ok := files[BrandFile]; ok {
+	if b, ok := r.files[prefix+BrandFile]; ok {
 		var logo struct {
 			Logo string `json:"logo"`
 		}
 		json.Unmarshal(b, &logo) // a broken brand is reported when built
 		if logoIsFile(logo.Logo) {
 			if err := checkLogoName(logo.Logo); err != nil {
-				return nil, fmt.Errorf("page directory %s: %s: %w", dir, BrandFile, err)
+				return fmt.Errorf("page directory %s: %s%s: %w", r.dir, prefix, BrandFile, err)
 			}
-			if _, err := root.Stat(logo.Logo); err != nil {
-				return nil, fmt.Errorf("page directory %s: %s: logo %q: %w", dir, BrandFile, logo.Logo, err)
+			if _, err := r.root.Stat(prefix + logo.Logo); err != nil {
+				return fmt.Errorf("page directory %s: %s%s: logo %q: %w", r.dir, prefix, BrandFile, logo.Logo, err)
 			}
-			if err := read(logo.Logo); err != nil {
-				return nil, err
+			if err := r.read(prefix + logo.Logo); err != nil {
+				return err
 			}
 		}
 	}
-	return files, nil
+	return nil
+}
+
+// split splits files into the directory's own and each room's,
+// a room's being the directory's with its own files in their place.
+func (f pageFiles) split() (own pageFiles, rooms map[string]pageFiles) {
+	own, rooms = pageFiles{}, map[string]pageFiles{}
+	for name, b := range f {
+		rest, ok := strings.CutPrefix(name, RoomsDir+"/")
+		if !ok {
+			own[name] = b
+			continue
+		}
+		room, file, _ := strings.Cut(rest, "/")
+		if rooms[room] == nil {
+			rooms[room] = pageFiles{}
+		}
+		rooms[room][file] = b
+	}
+	for room, mine := range rooms {
+		merged := maps.Clone(own)
+		maps.Copy(merged, mine)
+		rooms[room] = merged
+	}
+	return own, rooms
 }
 
 // buildPageSet checks files and makes the page set they give over the
-// shipped one.
+// shipped one, with each room's.
 func buildPageSet(files pageFiles) (*pageSet, error) {
+	own, rooms := files.split()
+	s, err := buildOne(own)
+	if err != nil {
+		return nil, err
+	}
+	for _, room := range slices.Sorted(maps.Keys(rooms)) {
+		rs, err := buildOne(rooms[room])
+		if err != nil {
+			return nil, fmt.Errorf("%s/%s: %w", RoomsDir, room, err)
+		}
+		if s.rooms == nil {
+			s.rooms = map[string]*pageSet{}
+		}
+		s.rooms[room] = rs
+	}
+	return s, nil
+}
+
+// buildOne is buildPageSet for one set of files, a room's or the
+// directory's own.
+func buildOne(files pageFiles) (*pageSet, error) {
 	s := &pageSet{texts: make(map[string]Text, len(Languages)), css: waitingCSS}
 	for _, l := range Languages {
 		b, ok := files[TextDir+"/"+l+".json"]
@@ -370,9 +476,13 @@ func (p *Pages) Run(ctx context.Context) error {
 	}
 }
 
-// Render writes the sample page of state in lang (the audit's pages).
-func (p *Pages) Render(w io.Writer, lang, state string) error {
-	s := p.current()
+// Rooms lists the rooms with a page set of their own (rooms/<room>/).
+func (p *Pages) Rooms() []string { return slices.Sorted(maps.Keys(p.current().rooms)) }
+
+// Render writes the sample page of state in lang in room (the audit's
+// pages): the room's own set, else the directory's.
+func (p *Pages) Render(w io.Writer, room, lang, state string) error {
+	s := p.current().forRoom(room)
 	if _, ok := s.texts[lang]; !ok {
 		return fmt.Errorf("language %q: want one of %s", lang, strings.Join(Languages, ", "))
 	}

@@ -143,7 +143,7 @@ func TestPageDirReload(t *testing.T) {
 	}
 	show := func() string {
 		var b strings.Builder
-		if err := p.Render(&b, "en", StateWaiting); err != nil {
+		if err := p.Render(&b, "", "en", StateWaiting); err != nil {
 			t.Fatal(err)
 		}
 		return b.String()
@@ -256,7 +256,59 @@ func TestPageDirGone(t *testing.T) {
 		t.Errorf("%v refusals counted for one reason, want 1", n)
 	}
 	var b strings.Builder
-	if err := p.Render(&b, "en", StateWaiting); err != nil || !strings.Contains(b.String(), "Kept") {
+	if err := p.Render(&b, "", "en", StateWaiting); err != nil || !strings.Contains(b.String(), "Kept") {
 		t.Errorf("the last good pages are gone: %v", err)
+	}
+}
+
+// A room's directory (rooms/<room>/) gives that room its own page; the
+// other rooms keep the directory's.
+func TestPageDirRooms(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"brand.json":           `{"site_name": "Main Site"}`,
+		"rooms/vip/brand.json": `{"site_name": "VIP Presale", "logo": "vip.png", "text": {"en": {"title": "You are in the VIP line", "ahead": {"one": "%d VIP ahead", "other": "%d VIPs ahead"}}}}`,
+		"rooms/vip/vip.png":    string(pngLogo),
+	})
+	if err := os.MkdirAll(filepath.Join(dir, "rooms", "empty"), 0o755); err != nil { // changes nothing
+		t.Fatal(err)
+	}
+	route, err := ParseRoute("/vip/=vip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, newOrigin(t, helloOrigin), Rules{Routes: []Route{route}}, func(c *Config) { c.PageDir = dir })
+	e.admit("sale", "occupant", time.Time{})
+	e.admit("vip", "occupant", time.Time{})
+	vip := do(t, browser(t), "GET", e.url+"/vip/tickets", nil)
+	for _, want := range []string{"You are in the VIP line – VIP Presale</title>", `<p class="site">VIP Presale</p>`, `src="data:image/png;base64,`} {
+		if !strings.Contains(vip.body, want) {
+			t.Errorf("the vip room's page lacks %q:\n%s", want, vip.body)
+		}
+	}
+	if json := do(t, browser(t), "GET", e.url+"/vip/tickets", map[string]string{"Accept": "application/json"}); !strings.Contains(json.body, `"ahead_text":"1 VIP ahead"`) {
+		t.Errorf("the vip room's JSON answer: %s", json.body)
+	}
+	sale := do(t, browser(t), "GET", e.url+"/shop", nil)
+	if !strings.Contains(sale.body, `<p class="site">Main Site</p>`) || strings.Contains(sale.body, "VIP") {
+		t.Errorf("the sale room's page is not the directory's:\n%s", sale.body)
+	}
+	if got := e.p.Pages().Rooms(); len(got) != 1 || got[0] != "vip" {
+		t.Errorf("Rooms() = %v, want [vip]", got)
+	}
+
+	for name, files := range map[string]map[string]string{
+		"rooms/Bad_Room: want a directory named for a room": {"rooms/Bad_Room/brand.json": "{}"},
+		"rooms/file: want a directory":                      {"rooms/file": "x"},
+		"rooms/vip: brand.json: colors.accent":              {"rooms/vip/brand.json": `{"colors": {"accent": "blue"}}`},
+		"rooms/vip: waiting.html":                           {"rooms/vip/waiting.html": `{{.Nope}}`},
+		"rooms/vip/brand.json: logo":                        {"rooms/vip/brand.json": `{"site_name": "x", "logo": "../../secret.png"}`, "secret.png": string(pngLogo)},
+	} {
+		bad := t.TempDir()
+		writeFiles(t, bad, files)
+		if _, err := LoadPages(bad, "", nil, nil); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%v: err = %v, want one with %q", files, err, name)
+		}
 	}
 }

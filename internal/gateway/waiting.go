@@ -55,7 +55,7 @@ func (p *core) waitingPage(w http.ResponseWriter, r *http.Request, room, ticket 
 	pg := Page{
 		State: state, Room: room, Position: resp.Position, Ahead: resp.Ahead,
 		StartPosition: start, Progress: progress(start, resp.Position),
-		ETA: entryETA(p.textFor(r), resp), ETASeconds: resp.ETASeconds,
+		ETA: entryETA(p.textFor(r, room), resp), ETASeconds: resp.ETASeconds,
 		Refresh: refresh, PollAfterMS: resp.PollAfterMS,
 	}
 	if resp.OpensAt != nil {
@@ -66,11 +66,11 @@ func (p *core) waitingPage(w http.ResponseWriter, r *http.Request, room, ticket 
 
 // renderPage writes the waiting page template in one of its states.
 func (p *core) renderPage(w http.ResponseWriter, r *http.Request, status int, pg Page) {
-	set := p.pages.current()
+	set := p.pages.current().forRoom(pg.Room)
 	pg.UpdatedAt = p.c.Queue.Now()
 	pg.URL = backURL(r)
 	set.fill(&pg, p.lang.pick(r))
-	pg.Languages = p.langChoices(pg.T.Lang, pg.URL)
+	pg.Languages = p.langChoices(set, pg.T.Lang, pg.URL)
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")

@@ -7,7 +7,9 @@ package gateway
 //     overrides of the shipped text keys (Brand);
 //   - waiting.html: a template that replaces the shipped waiting page
 //     (fields: Page);
-//   - text/<lang>.json: a whole text set replacing a shipped language's.
+//   - text/<lang>.json: a whole text set replacing a shipped language's;
+//   - rooms/<room>/: the same files for one room, each replacing the
+//     directory's for that room's page and JSON texts.
 //
 // The directory is read through an os.Root, so no name in it (the logo's)
 // leads out of it, not even by a symbolic link. A set is checked whole

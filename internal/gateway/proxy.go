@@ -81,7 +81,8 @@ type Config struct {
 	// waiting page (fields: Page); "" uses the shipped one.
 	WaitingTemplate string
 	// PageDir is the operator's page directory (pagedir.go): brand.json,
-	// waiting.html, text/<lang>.json; "" for none. Pages.Run reloads it.
+	// waiting.html, text/<lang>.json, rooms/<room>/; "" for none.
+	// Pages().Run reloads it.
 	PageDir string
 	// PublicHosts are the hosts (name, or name:port) the edge serves; a
 	// request for another Host is refused (421). Only then does the origin

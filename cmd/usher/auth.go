@@ -78,7 +78,7 @@ func auth(ctx context.Context, args []string, getenv func(string) string, stdout
 	}
 	srv := edgeServer(c.logs.accessLog(log.With("component", "access"), a))
 	ln := g.limit(lns.public, c, srv)
-	var parts []func(context.Context) error
+	parts := []func(context.Context) error{a.Pages().Run}
 	if releases != nil {
 		parts = append(parts, func(ctx context.Context) error { return a.ServeReleases(ctx, releases) })
 	}

@@ -152,7 +152,7 @@ func TestEnvironmentVariables(t *testing.T) {
 	}
 	type use struct{ cmd, flag, def string }
 	uses := map[string][]use{}
-	for _, cmd := range [][]string{{"serve"}, {"proxy"}, {"auth"}, {"seed"}, {"keys", "list"}, {"keys", "rotate"}, {"plan"}, {"origin"}, {"loadtest"}, {"invites"}, {"verify-draw"}, {"collect"}} {
+	for _, cmd := range [][]string{{"serve"}, {"proxy"}, {"auth"}, {"seed"}, {"keys", "list"}, {"keys", "rotate"}, {"plan"}, {"origin"}, {"loadtest"}, {"invites"}, {"verify-draw"}, {"collect"}, {"page", "check"}} {
 		for _, s := range helpSettings(t, cmd...) {
 			if s.env != "" {
 				uses[s.env] = append(uses[s.env], use{cmd: strings.Join(cmd, " "), flag: s.flag, def: s.def})
@@ -162,7 +162,7 @@ func TestEnvironmentVariables(t *testing.T) {
 	if len(uses) < 40 {
 		t.Fatalf("found %d variables in the help texts; the help format changed?", len(uses))
 	}
-	own := map[string]string{"proxy": "USHER_PROXY_", "auth": "USHER_AUTH_", "plan": "USHER_PLAN_", "origin": "USHER_ORIGIN_", "loadtest": "USHER_LOADTEST_", "invites": "USHER_INVITES_", "collect": "USHER_COLLECT_"}
+	own := map[string]string{"proxy": "USHER_PROXY_", "auth": "USHER_AUTH_", "plan": "USHER_PLAN_", "origin": "USHER_ORIGIN_", "loadtest": "USHER_LOADTEST_", "invites": "USHER_INVITES_", "collect": "USHER_COLLECT_", "page check": "USHER_PAGE_"}
 	for _, p := range own {
 		if !strings.Contains(string(readme), "`"+p+"`") {
 			t.Errorf("docs/configuration.md does not name the prefix %s", p)
@@ -214,6 +214,8 @@ func TestSettingsCheckedBeforeWriting(t *testing.T) {
 		{"serve", map[string]string{"USHER_LOG_FORMAT": "xml"}, "USHER_LOG_FORMAT"},
 		{"serve", map[string]string{"USHER_STORE": "mem"}, "USHER_STORE"},
 		{"proxy", map[string]string{"USHER_LOG_LEVEL": "loud", "USHER_PROXY_ORIGIN": "http://127.0.0.1:1"}, "USHER_LOG_LEVEL"},
+		{"proxy", map[string]string{"USHER_PROXY_PAGE_DIR": "/nonexistent/pages", "USHER_PROXY_ORIGIN": "http://127.0.0.1:1"}, "USHER_PROXY_PAGE_DIR"},
+		{"auth", map[string]string{"USHER_AUTH_PAGE_DIR": "/nonexistent/pages"}, "USHER_AUTH_PAGE_DIR"},
 		{"seed", map[string]string{"USHER_DB": "oracle://db/usher"}, "USHER_DB"},
 		{"seed", map[string]string{"USHER_STORE": "mem"}, "USHER_STORE"},
 		{"collect", map[string]string{}, "USHER_COLLECT_NATS"},

@@ -121,7 +121,7 @@ var otherToolsFlags = map[string]string{"cluster-pipeline": "redis-cli", "jetstr
 // flag of some usher command (or of a tool listed in otherToolsFlags).
 func TestDocsNameRealFlags(t *testing.T) {
 	known := map[string]bool{}
-	for _, cmd := range [][]string{{"serve"}, {"proxy"}, {"auth"}, {"seed"}, {"keys", "list"}, {"keys", "rotate"}, {"plan"}, {"origin"}, {"loadtest"}, {"invites"}, {"verify-draw"}, {"collect"}} {
+	for _, cmd := range [][]string{{"serve"}, {"proxy"}, {"auth"}, {"seed"}, {"keys", "list"}, {"keys", "rotate"}, {"plan"}, {"origin"}, {"loadtest"}, {"invites"}, {"verify-draw"}, {"collect"}, {"page", "check"}} {
 		for _, s := range helpSettings(t, cmd...) {
 			known[s.flag] = true
 		}

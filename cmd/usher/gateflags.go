@@ -17,6 +17,7 @@ import (
 // path rules, the waiting page and the bounds on what a client sends.
 type gateFlags struct {
 	room, lang, waitingTemplate *string
+	pageDir                     *string
 	gates, opens, routes        *[]string
 	publicHosts                 *[]string
 	bypassCIDRs                 *[]string
@@ -34,6 +35,7 @@ func addGateFlags(f *flags, edge string) gateFlags {
 		opens:           f.stringList("open", "always-open path pattern, repeatable, such as /static/ or /healthz"),
 		lang:            f.string("lang", gateway.LangAuto, "waiting page language: auto (each visitor's choice or Accept-Language, English fallback), auto:<lang> (another fallback), or one language for every visitor: "+strings.Join(gateway.Languages, ", ")),
 		waitingTemplate: f.string("waiting-template", "", "operator's html/template for the waiting page (see docs/proxy.md)"),
+		pageDir:         f.string("page-dir", "", "directory of the waiting page's brand.json, waiting.html and text/<lang>.json, reloaded on a change (see docs/operations.md; check it with usher page check)"),
 		routes:          f.stringList("route", "path prefix → room, repeatable, such as /concert-a/=room-a; longest prefix wins"),
 		conns:           addConnFlags(f, 10*time.Second),
 		bodyTimeout:     f.duration("body-timeout", time.Minute, "most time to read a request's body, whatever its headers"),
@@ -48,6 +50,11 @@ func addGateFlags(f *flags, edge string) gateFlags {
 func (g gateFlags) check(f *flags) {
 	g.conns.check(f)
 	f.positive("body-timeout", g.bodyTimeout.Seconds())
+	// Checked again when the edge is built; here so that a bad page
+	// stops the start before anything is written.
+	if _, err := gateway.LoadPages(*g.pageDir, *g.waitingTemplate, nil, nil); err != nil {
+		f.errs = append(f.errs, fmt.Sprintf("--page-dir/%s or --waiting-template/%s: %v", f.envName("page-dir"), f.envName("waiting-template"), err))
+	}
 }
 
 // rules parses the path rules.
@@ -96,7 +103,7 @@ func (g gateFlags) config(ctx context.Context, c coreFlags, k *core, rules gatew
 		Logger:          k.log.With("component", component),
 		InsecureCookies: *c.insecure, FailOpen: *c.failOpen, Flood: k.flood, Identity: k.identity,
 		BodyTimeout: *g.bodyTimeout, PublicHosts: *g.publicHosts, Trusted: c.parsed.trusted,
-		Lang: *g.lang, WaitingTemplate: *g.waitingTemplate,
+		Lang: *g.lang, WaitingTemplate: *g.waitingTemplate, PageDir: *g.pageDir,
 	}, nil
 }
 

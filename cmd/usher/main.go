@@ -34,6 +34,7 @@ commands:
   auth      gate a website behind the proxy it already runs (nginx auth_request, Caddy forward_auth)
   collect   count an external NATS's event stream into analytics tables (SQLite or PostgreSQL)
   seed      create a demo concert with one schedule of N seats (default 50,000)
+  page      check a waiting page directory and audit its accessibility (usher page check DIR)
   keys      list or rotate the signing keys (usher keys list|rotate)
   invites   print invite codes for a presale room (room setting require_invite)
   verify-draw  check a room's opening draw: the seed against its commitment, an admission order against the draw
@@ -66,6 +67,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return helpIsNotAnError(seed(ctx, rest, getenv, stdout, stderr))
 	case "collect":
 		return helpIsNotAnError(collect(ctx, rest, getenv, stdout, stderr))
+	case "page":
+		return helpIsNotAnError(pageCheck(ctx, rest, getenv, stdout, stderr))
 	case "keys":
 		return helpIsNotAnError(keys(rest, getenv, stdout, stderr))
 	case "invites":

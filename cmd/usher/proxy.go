@@ -68,7 +68,7 @@ func proxy(ctx context.Context, args []string, getenv func(string) string, stdou
 	ln := g.limit(lns.public, c, srv)
 	k.announce(c, stdout, "usher proxy", detail{"origin", redactURL(origin.String())}, detail{"store", redactURL(*c.store)},
 		detail{"rooms", strings.Join(rules.Rooms(), ",")})
-	return stopped(log, k.run(ctx, srv, ln))
+	return stopped(log, k.run(ctx, srv, ln, p.Pages().Run))
 }
 
 // stringList is a repeatable flag whose default comes from its

@@ -285,3 +285,31 @@ func TestA11ySaysWhyTheWaitGrew(t *testing.T) {
 		t.Errorf("the slowed-down note is hidden after the wait grew (%v)", err)
 	}
 }
+
+// TestAxeBrandedPage audits the page an operator's brand.json makes, as
+// the proxy serves it: its logo, site name and colours, in the waiting
+// state and paused, in English and in Japanese.
+func TestAxeBrandedPage(t *testing.T) {
+	axe := testenv.Axe(t)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"brand.json": goodBrand, "logo.png": string(pngLogo)})
+	e := browserEnv(t, func(c *Config) { c.PageDir = dir })
+	ctx := newBrowser(t)
+	navigate(t, ctx, e.url+"/shop")
+	waitText(t, ctx, "position", "1")
+	testenv.Audit(t, ctx, axe, "branded, paused")
+	putSettings(t, e.q, "sale", func(s *queue.Settings) { s.State = queue.Open })
+	second := newBrowserContext(t, ctx)
+	navigate(t, second, e.url+"/shop")
+	waitState(t, second, StateWaiting)
+	if err := chromedp.Do(second, testenv.EmulateMedia("prefers-color-scheme", "dark")); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Audit(t, second, axe, "branded, waiting, dark preference")
+	navigate(t, second, e.url+LangPath+"?lang=ja&to=%2Fshop")
+	waitState(t, second, StateWaiting)
+	if lang, err := chromedp.Run(second, chromedp.Evaluate[string](`document.documentElement.lang`)); err != nil || lang != "ja" {
+		t.Fatalf("page language %q, %v; want ja", lang, err)
+	}
+	testenv.Audit(t, second, axe, "branded, waiting, ja")
+}

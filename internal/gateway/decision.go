@@ -218,7 +218,7 @@ func (p *core) render(w http.ResponseWriter, r *http.Request, v verdict) {
 		w.Header().Set("Retry-After", strconv.Itoa(retry))
 		if asJSON {
 			if v.entry.State == wire.StateWaiting {
-				t := p.textFor(r)
+				t := p.textFor(r, v.room)
 				if v.entry.Position > 0 { // not in the pre-queue before the draw
 					v.entry.AheadText = aheadText(t, v.entry.Ahead)
 				}

@@ -72,8 +72,10 @@ const (
 	maxLangEntries    = 32
 )
 
-// textFor returns the texts of r's waiting page.
-func (p *core) textFor(r *http.Request) Text { return p.texts[p.lang.pick(r)] }
+// textFor returns the texts of r's waiting page in room.
+func (p *core) textFor(r *http.Request, room string) Text {
+	return p.pages.current().forRoom(room).texts[p.lang.pick(r)]
+}
 
 // pick returns the language of r's page: the forced one, else the
 // visitor's choice (a LangCookie naming a shipped language; any other
@@ -90,14 +92,14 @@ func (lp langPolicy) pick(r *http.Request) string {
 
 // langChoices are the page's language links, back to back (the page's
 // own language marked), or none when the language is forced.
-func (p *core) langChoices(current, back string) []LangChoice {
+func (p *core) langChoices(set *pageSet, current, back string) []LangChoice {
 	if p.lang.forced != "" {
 		return nil
 	}
 	cs := make([]LangChoice, len(Languages))
 	for i, l := range Languages {
 		q := url.Values{"lang": {l}, "to": {back}}
-		cs[i] = LangChoice{Lang: l, Name: p.texts[l].Name, URL: LangPath + "?" + q.Encode(), Current: l == current}
+		cs[i] = LangChoice{Lang: l, Name: set.texts[l].Name, URL: LangPath + "?" + q.Encode(), Current: l == current}
 	}
 	return cs
 }

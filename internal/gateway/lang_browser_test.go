@@ -46,7 +46,7 @@ func TestAxeWaitingPageLanguages(t *testing.T) {
 		q := r.URL.Query()
 		r.Header.Set("Accept-Language", q.Get("hl"))
 		pg := Page{State: q.Get("state"), Room: "sale", Position: 3, Ahead: 2, StartPosition: 5, Progress: 50,
-			ETA: entryETA(p.textFor(r), wire.Entry{ETASeconds: 300}), ETASeconds: 300, PollAfterMS: 600_000}
+			ETA: entryETA(p.textFor(r, "sale"), wire.Entry{ETASeconds: 300}), ETASeconds: 300, PollAfterMS: 600_000}
 		if pg.State == StatePreQueue {
 			pg.Position, pg.Ahead, pg.OpensAt = 0, 0, time.Now().Add(time.Hour)
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"html/template"
 	"math"
-	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -153,23 +152,6 @@ func parseText(lang string, b []byte) (Text, error) {
 	return t, nil
 }
 
-// loadWaitingTemplate parses the operator's template at path, or the
-// shipped one when path is "".
-func loadWaitingTemplate(path string) (*template.Template, error) {
-	if path == "" {
-		return template.ParseFS(pages, "page/waiting.html")
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("waiting template: %w", err)
-	}
-	t, err := template.New("waiting").Parse(string(b))
-	if err != nil {
-		return nil, fmt.Errorf("waiting template %s: %w", path, err)
-	}
-	return t, nil
-}
-
 // Page is what the waiting page template renders; docs/proxy.md lists the
 // fields for operators' templates.
 type Page struct {
@@ -193,6 +175,10 @@ type Page struct {
 	URL           string // the URL first asked for: path and query
 	CSS           template.CSS
 	Script        template.JS
+	// The operator's brand (brand.json): the site's name, and its logo
+	// (an https URL, a site path or an inlined file) with its text.
+	SiteName, LogoAlt string
+	Logo              template.URL
 	// Challenge is the proof of work to solve in the challenge state.
 	Challenge pow.Challenge
 	// OpensAt is the room's opening, in the pre-queue state.

@@ -19,7 +19,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"html/template"
 	"log/slog"
 	"net"
 	"net/http"
@@ -81,6 +80,10 @@ type Config struct {
 	// WaitingTemplate is the path of an operator's html/template for the
 	// waiting page (fields: Page); "" uses the shipped one.
 	WaitingTemplate string
+	// PageDir is the operator's page directory (pagedir.go): brand.json,
+	// waiting.html, text/<lang>.json, rooms/<room>/; "" for none.
+	// Pages().Run reloads it.
+	PageDir string
 	// PublicHosts are the hosts (name, or name:port) the edge serves; a
 	// request for another Host is refused (421). Only then does the origin
 	// get the client's Host, in X-Forwarded-Host; empty accepts every Host
@@ -102,9 +105,8 @@ type core struct {
 	metrics *metrics
 	secure  bool
 	log     *slog.Logger
-	waiting *template.Template
+	pages   *Pages
 	lang    langPolicy
-	texts   map[string]Text // by language, every shipped one
 }
 
 // Proxy is the gating reverse proxy; it is an http.Handler. Open paths are
@@ -165,18 +167,12 @@ func newCore(c *Config) (*core, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
-	texts := make(map[string]Text, len(Languages))
-	for _, l := range Languages {
-		if texts[l], err = loadText(l); err != nil {
-			return nil, fmt.Errorf("proxy: %w", err)
-		}
-	}
-	waiting, err := loadWaitingTemplate(c.WaitingTemplate)
-	if err != nil {
-		return nil, fmt.Errorf("proxy: %w", err)
-	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	pages, err := LoadPages(c.PageDir, c.WaitingTemplate, c.Registry, c.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	if c.OriginTimeout <= 0 {
 		c.OriginTimeout = 30 * time.Second
@@ -190,9 +186,8 @@ func newCore(c *Config) (*core, error) {
 		metrics: newMetrics(c.Registry, c.Rules.Bypass),
 		secure:  !c.InsecureCookies,
 		log:     c.Logger,
-		waiting: waiting,
+		pages:   pages,
 		lang:    lang,
-		texts:   texts,
 	}
 	p.gate = gate.New(c.Queue, c.Keys, gate.Options{
 		FailOpen: c.FailOpen, SecureCookie: p.secure, Errors: p.errs, Logger: c.Logger,

@@ -33,6 +33,7 @@ type env struct {
 	keys *token.Keyring
 	reg  *prometheus.Registry
 	url  string
+	p    *Proxy
 }
 
 func newEnv(t *testing.T, origin string, rules Rules, mod ...func(*Config)) *env {
@@ -70,7 +71,7 @@ func newEnv(t *testing.T, origin string, rules Rules, mod ...func(*Config)) *env
 	}
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
-	return &env{t: t, q: q, keys: keys, reg: reg, url: srv.URL}
+	return &env{t: t, q: q, keys: keys, reg: reg, url: srv.URL, p: p}
 }
 
 func newOrigin(t *testing.T, h http.HandlerFunc) string {

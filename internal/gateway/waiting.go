@@ -55,7 +55,7 @@ func (p *core) waitingPage(w http.ResponseWriter, r *http.Request, room, ticket 
 	pg := Page{
 		State: state, Room: room, Position: resp.Position, Ahead: resp.Ahead,
 		StartPosition: start, Progress: progress(start, resp.Position),
-		ETA: entryETA(p.textFor(r), resp), ETASeconds: resp.ETASeconds,
+		ETA: entryETA(p.textFor(r, room), resp), ETASeconds: resp.ETASeconds,
 		Refresh: refresh, PollAfterMS: resp.PollAfterMS,
 	}
 	if resp.OpensAt != nil {
@@ -66,18 +66,11 @@ func (p *core) waitingPage(w http.ResponseWriter, r *http.Request, room, ticket 
 
 // renderPage writes the waiting page template in one of its states.
 func (p *core) renderPage(w http.ResponseWriter, r *http.Request, status int, pg Page) {
-	pg.T = p.textFor(r)
+	set := p.pages.current().forRoom(pg.Room)
 	pg.UpdatedAt = p.c.Queue.Now()
 	pg.URL = backURL(r)
-	pg.CSS, pg.Script = waitingCSS, waitingJS
-	pg.Languages = p.langChoices(pg.T.Lang, pg.URL)
-	pg.Client = clientState{
-		State: pg.State, Position: pg.Position, StartPosition: pg.StartPosition,
-		PollAfterMS: pg.PollAfterMS, ETASeconds: pg.ETASeconds, URL: pg.URL, Text: pg.T,
-	}
-	if pg.State == StateChallenge {
-		pg.Client.Challenge, pg.Client.Worker = &pg.Challenge, WorkerPath
-	}
+	set.fill(&pg, p.lang.pick(r))
+	pg.Languages = p.langChoices(set, pg.T.Lang, pg.URL)
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
@@ -87,7 +80,7 @@ func (p *core) renderPage(w http.ResponseWriter, r *http.Request, status int, pg
 	}
 	h.Set("Content-Language", pg.T.Lang)
 	var buf bytes.Buffer
-	if err := p.waiting.Execute(&buf, pg); err != nil {
+	if err := set.waiting.Execute(&buf, pg); err != nil {
 		p.log.Error("waiting page template", "err", err)
 		p.plainPage(w, status, pg.T.Error)
 		return

@@ -2,15 +2,14 @@ package testenv
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+
+	"usher/internal/axe"
 )
 
 // AxeVar names the environment variable that gives the accessibility
@@ -20,7 +19,7 @@ const AxeVar = "USHER_TEST_AXE"
 
 // AxeTags are the rule sets an audit runs: WCAG 2.0, 2.1 and 2.2 at levels
 // A and AA.
-var AxeTags = []string{"wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"}
+var AxeTags = axe.Tags
 
 // Axe returns the axe-core script named by USHER_TEST_AXE, skipping the
 // test when the variable is unset (failing it under CI). A set variable
@@ -40,41 +39,17 @@ func Axe(tb testing.TB) string {
 	return string(b)
 }
 
-// axeViolation is the part of an axe-core violation a failure lists.
-type axeViolation struct {
-	ID     string `json:"id"`
-	Impact string `json:"impact"`
-	Help   string `json:"help"`
-	Nodes  []struct {
-		Target  []any  `json:"target"`
-		Summary string `json:"failureSummary"`
-	} `json:"nodes"`
-}
-
-// Audit injects axe (the script Axe returned) into the page of ctx, runs
+// Audit injects script (the one Axe returned) into the page of ctx, runs
 // it with AxeTags and fails the test with one line per violated rule (its
 // id, impact and the nodes it found), naming the page's state as what.
-func Audit(tb testing.TB, ctx context.Context, axe, what string) {
+func Audit(tb testing.TB, ctx context.Context, script, what string) {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(ctx, time.Minute) // a guard against a hang
-	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](axe+"\n;true")); err != nil {
-		tb.Fatalf("audit %s: inject axe-core: %v", what, err)
-	}
-	tags := `["` + strings.Join(AxeTags, `","`) + `"]`
-	js := `axe.run(document, {runOnly: {type: "tag", values: ` + tags + `}, resultTypes: ["violations"]})
-		.then(r => r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
-			nodes: v.nodes.map(n => ({target: n.target, failureSummary: n.failureSummary}))})))`
-	vs, err := chromedp.Run(ctx, chromedp.Evaluate[[]axeViolation](js, chromedp.EvalAwaitPromise))
+	vs, err := axe.Audit(ctx, script)
 	if err != nil {
-		tb.Fatalf("audit %s: run axe-core: %v", what, err)
+		tb.Fatalf("audit %s: %v", what, err)
 	}
 	for _, v := range vs {
-		var nodes []string
-		for _, n := range v.Nodes {
-			nodes = append(nodes, fmt.Sprintf("%v: %s", n.Target, strings.ReplaceAll(n.Summary, "\n", " ")))
-		}
-		tb.Errorf("%s: axe %s (%s): %s\n\t%s", what, v.ID, v.Impact, v.Help, strings.Join(nodes, "\n\t"))
+		tb.Errorf("%s: %s", what, v)
 	}
 }
 

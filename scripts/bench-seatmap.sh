@@ -25,18 +25,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dur=${1:-10s} conns=${2:-64} seats=${3:-50000} redis=${4:-redis://127.0.0.1:6379/0}
-pg=${USHER_TEST_POSTGRES:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}
 . scripts/benchlib.sh
-prefix="bench-seatmap-$$:"
-schema="usher_seatmap_$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
-at_exit 'redis-cli -u "$redis" --scan --pattern "$prefix*" 2>/dev/null | xargs -r -n 1000 redis-cli -u "$redis" del >/dev/null'
-at_exit 'psql "$pg" -qc "SET client_min_messages = warning; DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null'
-psql "$pg" -qc "CREATE SCHEMA $schema" >/dev/null
-sep='?'
-[[ $pg == *\?* ]] && sep='&'
-db="$pg${sep}search_path=$schema"
-
-stores=(--store "$redis" --redis-prefix "$prefix" --db "$db" --data-dir "$tmp/data")
+real_stores seatmap "$redis"
 id=$("$usher" seed --seats "$seats" --json "${stores[@]}" | jq -er .schedule_id)
 start usher "$usher" serve --addr 127.0.0.1:18089 --admin-addr 127.0.0.1:19089 "${stores[@]}"
 wait_healthy localhost:18089/healthz

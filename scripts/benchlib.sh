@@ -9,6 +9,9 @@
 #   figures WHAT VALUE...             # fail unless every VALUE is a number
 #   no_refusals REPORT...             # fail if a loadtest report has enters refused
 #   admin_port PORT                   # the admin listener of the usher serving on PORT
+#   real_stores NAME REDIS            # sets stores: usher's flags for REDIS under a key prefix and
+#                                     # PostgreSQL ($USHER_TEST_POSTGRES) in a schema of its own,
+#                                     # both removed on exit
 #
 # A tool's figures read with `read -r a b < <(tool)` hide its failure; read
 # them from a variable (`out=$(tool)`, which fails under set -e) and pass
@@ -92,4 +95,15 @@ no_refusals() {
       exit 1
     fi
   done
+}
+
+real_stores() { # real_stores NAME REDIS
+  local name=$1 pg=${USHER_TEST_POSTGRES:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable} sep='?'
+  bench_redis=$2 bench_prefix="bench-$name-$$:" bench_pg=$pg
+  bench_schema="usher_${name}_$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
+  at_exit 'redis-cli -u "$bench_redis" --scan --pattern "$bench_prefix*" 2>/dev/null | xargs -r -n 1000 redis-cli -u "$bench_redis" del >/dev/null'
+  at_exit 'psql "$bench_pg" -qc "SET client_min_messages = warning; DROP SCHEMA IF EXISTS $bench_schema CASCADE" >/dev/null'
+  psql "$pg" -qc "CREATE SCHEMA $bench_schema" >/dev/null
+  [[ $pg == *\?* ]] && sep='&'
+  stores=(--store "$bench_redis" --redis-prefix "$bench_prefix" --db "$pg${sep}search_path=$bench_schema" --data-dir "$tmp/data")
 }

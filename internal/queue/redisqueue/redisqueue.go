@@ -17,6 +17,7 @@ package redisqueue
 import (
 	"bytes"
 	"context"
+	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
 	"errors"
@@ -94,6 +95,11 @@ type Store struct {
 	exclusive func(room string) string
 
 	putRoomScript, enter, status, leave, admit, stats, deleteRoom *rueidis.Lua
+	// ack is how many replicas must have a write of enter, admit or leave
+	// before it is acknowledged (SetAck); sources holds those scripts'
+	// text for execAck.
+	ack     Ack
+	sources map[*rueidis.Lua]scriptSource
 	// hash runs the scripts of the room's hash that redisshard runs too.
 	hash *redisroom.Scripts
 }
@@ -101,19 +107,102 @@ type Store struct {
 // New returns a store that keeps its keys under prefix (usher uses "usher:")
 // on the server behind c. Several stores with different prefixes may share a
 // server. The caller owns c and closes it after the last call.
+//
+// A client from Open carries its URL's acknowledgement (wait_replicas),
+// which New applies (SetAck).
 func New(c rueidis.Client, prefix string) *Store {
-	return &Store{
+	s := &Store{
 		c:             c,
 		prefix:        prefix,
 		putRoomScript: rueidis.NewLuaScript(redisroom.ControlAfreshLua + putRoomLua),
-		enter:         rueidis.NewLuaScript(redisscript.RefillLua + limitsLua + drawLua + presenceLua + enterLua),
 		status:        rueidis.NewLuaScript(drawLua + presenceLua + statusLua),
-		leave:         rueidis.NewLuaScript(leaveLua),
-		admit:         rueidis.NewLuaScript(redisscript.RefillLua + limitsLua + drawLua + admitLua),
 		stats:         rueidis.NewLuaScript(statsLua),
 		hash:          redisroom.New(c),
 		deleteRoom:    rueidis.NewLuaScript(deleteRoomLua),
+		sources:       map[*rueidis.Lua]scriptSource{},
 	}
+	acked := func(src string) *rueidis.Lua {
+		l := rueidis.NewLuaScript(src)
+		sum := sha1.Sum([]byte(src))
+		s.sources[l] = scriptSource{text: src, sha: hex.EncodeToString(sum[:])}
+		return l
+	}
+	s.enter = acked(redisscript.RefillLua + limitsLua + drawLua + presenceLua + enterLua)
+	s.leave = acked(leaveLua)
+	s.admit = acked(redisscript.RefillLua + limitsLua + drawLua + admitLua)
+	if a, ok := clientAcks.Load(c); ok {
+		s.ack = a.(Ack)
+	}
+	return s
+}
+
+// Ack is how a store acknowledges the writes that a failover must not
+// lose: an entry, an admission, a leave. With Replicas > 0 each is
+// followed, on the same connection, by WAIT Replicas Timeout; fewer
+// replicas than Replicas having it within Timeout make the call fail
+// with queue.ErrUnavailable (503: the visitor retries; each is safe to
+// repeat) although the write stays on the primary. Replication being
+// asynchronous, this is what keeps an acknowledged place through a
+// failover or a partition (docs/operations.md#redis-high-availability).
+// Not for a Redis Cluster (Open refuses it).
+type Ack struct {
+	Replicas int64
+	Timeout  time.Duration
+}
+
+// DefaultAck is a Sentinel URL's acknowledgement: one replica, within
+// 100 ms.
+var DefaultAck = Ack{Replicas: 1, Timeout: 100 * time.Millisecond}
+
+// SetAck sets how the store acknowledges entries, admissions and leaves.
+// Call it before the store is used.
+func (s *Store) SetAck(a Ack) { s.ack = a }
+
+// clientAcks maps each client Open returned to its URL's Ack.
+var clientAcks sync.Map
+
+// scriptSource is a script's text and SHA-1, for execAck.
+type scriptSource struct{ text, sha string }
+
+// ackChannel is published to after a write, to move the connection's
+// replication offset past every earlier write (one that found its work
+// done writes nothing, and WAIT waits for the connection's last write).
+func (s *Store) ackChannel() string { return s.prefix + "ack" }
+
+// errNotReplicated is WAIT's answer short of Ack.Replicas.
+var errNotReplicated = errors.New("too few replicas have the write")
+
+// execAck runs script like exec, then, with s.ack.Replicas > 0, waits
+// until that many replicas have it: EVALSHA (EVAL when the server does
+// not know it), PUBLISH and WAIT in one DoMulti, which rueidis sends on
+// one connection of its pool for blocking commands, so that WAIT follows
+// the write and blocks no pipelined call.
+func (s *Store) execAck(ctx context.Context, script *rueidis.Lua, keys, args []string) rueidis.RedisResult {
+	if s.ack.Replicas <= 0 {
+		return s.exec(ctx, script, keys, args)
+	}
+	src := s.sources[script]
+	multi := func(eval rueidis.Completed) []rueidis.RedisResult {
+		return s.c.DoMulti(ctx, eval,
+			s.c.B().Publish().Channel(s.ackChannel()).Message("").Build(),
+			s.c.B().Wait().Numreplicas(s.ack.Replicas).Timeout(max(1, s.ack.Timeout.Milliseconds())).Build())
+	}
+	n := int64(len(keys))
+	rs := multi(s.c.B().Evalsha().Sha1(src.sha).Numkeys(n).Key(keys...).Arg(args...).Build())
+	if e, ok := rueidis.IsRedisErr(rs[0].Error()); ok && e.IsNoScript() {
+		rs = multi(s.c.B().Eval().Script(src.text).Numkeys(n).Key(keys...).Arg(args...).Build())
+	}
+	if rs[0].Error() != nil {
+		return rs[0]
+	}
+	got, err := rs[2].AsInt64()
+	if err != nil {
+		return rueidis.NewErrorResult(err)
+	}
+	if got < s.ack.Replicas {
+		return rueidis.NewErrorResult(fmt.Errorf("%w: %d of %d within %v", errNotReplicated, got, s.ack.Replicas, s.ack.Timeout))
+	}
+	return rs[0]
 }
 
 // SetExclusive names, for each room, another store's hash of the room's
@@ -174,6 +263,10 @@ func Open(ctx context.Context, rawURL string) (rueidis.Client, error) {
 		// check recovers from a missed one (rueidis.SentinelOption).
 		opt.Sentinel.TopologyRefreshInterval = sentinelRefresh
 	}
+	ack, err := parseAck(rawURL, opt.Sentinel.MasterSet != "")
+	if err != nil {
+		return nil, err
+	}
 	addr := fmt.Sprint(opt.InitAddress)
 	c, err := rueidis.NewClient(opt)
 	if err != nil {
@@ -183,7 +276,41 @@ func Open(ctx context.Context, rawURL string) (rueidis.Client, error) {
 		c.Close()
 		return nil, fmt.Errorf("redisqueue: open %s: ping: %w: %v", addr, queue.ErrUnavailable, err)
 	}
+	if ack.Replicas > 0 && c.Mode() == rueidis.ClientModeCluster {
+		c.Close()
+		return nil, fmt.Errorf("redisqueue: open %s: wait_replicas is not supported on a Redis Cluster", addr)
+	}
+	if ack != (Ack{}) {
+		clientAcks.Store(c, ack)
+	}
 	return c, nil
+}
+
+// parseAck reads the URL's wait_replicas (default 1 through Sentinel,
+// else 0) and wait_ms (default 100).
+func parseAck(rawURL string, sentinel bool) (Ack, error) {
+	a := Ack{Timeout: DefaultAck.Timeout}
+	if sentinel {
+		a = DefaultAck
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return a, nil // ParseURL has accepted it
+	}
+	q := u.Query()
+	if v := q.Get("wait_replicas"); v != "" {
+		if a.Replicas, err = strconv.ParseInt(v, 10, 64); err != nil || a.Replicas < 0 {
+			return a, fmt.Errorf("redisqueue: open: bad wait_replicas %q (want a count of replicas, 0 for none)", v)
+		}
+	}
+	if v := q.Get("wait_ms"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return a, fmt.Errorf("redisqueue: open: bad wait_ms %q (want milliseconds, at least 1)", v)
+		}
+		a.Timeout = time.Duration(n) * time.Millisecond
+	}
+	return a, nil
 }
 
 // roomKeys are a room's keys as its scripts take them: meta, wait,
@@ -432,7 +559,7 @@ func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time, 
 // arguments (none for the main line).
 func (s *Store) enterIn(ctx context.Context, op, room, visitor string, now time.Time, keys []string, lane ...string) (queue.Entry, bool, error) {
 	r, err := s.withKey(ctx, op, room, visitor, func(key, commitment string) ([]int64, error) {
-		arr, err := s.exec(ctx, s.enter, keys, append([]string{visitor, ms(now), key, commitment}, lane...)).ToArray()
+		arr, err := s.execAck(ctx, s.enter, keys, append([]string{visitor, ms(now), key, commitment}, lane...)).ToArray()
 		if err != nil {
 			return nil, unavailable(op, room, err)
 		}
@@ -500,7 +627,7 @@ func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time)
 // Leave implements queue.Store.
 func (s *Store) Leave(ctx context.Context, room, visitor string) error {
 	r, err := s.withKey(ctx, "leave", room, visitor, func(key, commitment string) ([]int64, error) {
-		n, err := s.exec(ctx, s.leave, s.keys(room), []string{visitor, key, commitment}).AsInt64()
+		n, err := s.execAck(ctx, s.leave, s.keys(room), []string{visitor, key, commitment}).AsInt64()
 		if err != nil {
 			return nil, unavailable("leave", room, err)
 		}
@@ -522,8 +649,8 @@ func (s *Store) Admit(ctx context.Context, room string, now time.Time) (queue.Ad
 	var arr []rueidis.RedisMessage
 	for try := 0; ; try++ {
 		var err error
-		if arr, err = s.run(ctx, "admit", s.admit, room, ms(now)); err != nil {
-			return queue.AdmitResult{}, err
+		if arr, err = s.execAck(ctx, s.admit, s.keys(room), []string{ms(now)}).ToArray(); err != nil {
+			return queue.AdmitResult{}, unavailable("admit", room, err)
 		}
 		if len(arr) != 1 || try == maxRefresh {
 			break

@@ -17,7 +17,6 @@ package redisqueue
 import (
 	"bytes"
 	"context"
-	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
 	"errors"
@@ -96,10 +95,9 @@ type Store struct {
 
 	putRoomScript, enter, status, leave, admit, stats, deleteRoom *rueidis.Lua
 	// ack is how many replicas must have a write of enter, admit or leave
-	// before it is acknowledged (SetAck); sources holds those scripts'
-	// text for execAck.
-	ack     Ack
-	sources map[*rueidis.Lua]scriptSource
+	// before it is acknowledged (SetAck); acks runs the WAITs.
+	ack  Ack
+	acks acker
 	// hash runs the scripts of the room's hash that redisshard runs too.
 	hash *redisroom.Scripts
 }
@@ -115,21 +113,15 @@ func New(c rueidis.Client, prefix string) *Store {
 		c:             c,
 		prefix:        prefix,
 		putRoomScript: rueidis.NewLuaScript(redisroom.ControlAfreshLua + putRoomLua),
+		enter:         rueidis.NewLuaScript(redisscript.RefillLua + limitsLua + drawLua + presenceLua + enterLua),
 		status:        rueidis.NewLuaScript(drawLua + presenceLua + statusLua),
+		leave:         rueidis.NewLuaScript(leaveLua),
+		admit:         rueidis.NewLuaScript(redisscript.RefillLua + limitsLua + drawLua + admitLua),
 		stats:         rueidis.NewLuaScript(statsLua),
 		hash:          redisroom.New(c),
 		deleteRoom:    rueidis.NewLuaScript(deleteRoomLua),
-		sources:       map[*rueidis.Lua]scriptSource{},
 	}
-	acked := func(src string) *rueidis.Lua {
-		l := rueidis.NewLuaScript(src)
-		sum := sha1.Sum([]byte(src))
-		s.sources[l] = scriptSource{text: src, sha: hex.EncodeToString(sum[:])}
-		return l
-	}
-	s.enter = acked(redisscript.RefillLua + limitsLua + drawLua + presenceLua + enterLua)
-	s.leave = acked(leaveLua)
-	s.admit = acked(redisscript.RefillLua + limitsLua + drawLua + admitLua)
+	s.acks.s = s
 	if a, ok := clientAcks.Load(c); ok {
 		s.ack = a.(Ack)
 	}
@@ -138,7 +130,7 @@ func New(c rueidis.Client, prefix string) *Store {
 
 // Ack is how a store acknowledges the writes that a failover must not
 // lose: an entry, an admission, a leave. With Replicas > 0 each is
-// followed, on the same connection, by WAIT Replicas Timeout; fewer
+// followed by WAIT Replicas Timeout (acker: one for many calls); fewer
 // replicas than Replicas having it within Timeout make the call fail
 // with queue.ErrUnavailable (503: the visitor retries; each is safe to
 // repeat) although the write stays on the primary. Replication being
@@ -161,79 +153,103 @@ func (s *Store) SetAck(a Ack) { s.ack = a }
 // clientAcks maps each client Open returned to its URL's Ack.
 var clientAcks sync.Map
 
-// scriptSource is a script's text and SHA-1, for execAck.
-type scriptSource struct{ text, sha string }
-
-// ackChannel is published to after a write, to move the connection's
-// replication offset past every earlier write (one that found its work
-// done writes nothing, and WAIT waits for the connection's last write).
+// ackChannel is published to before each WAIT, by nobody listening: it
+// moves the waiting connection's replication offset past every write the
+// server made before, whichever connection made it (WAIT waits for the
+// connection's own last write).
 func (s *Store) ackChannel() string { return s.prefix + "ack" }
 
 // errNotReplicated is WAIT's answer short of Ack.Replicas.
 var errNotReplicated = errors.New("too few replicas have the write")
 
-// execAck runs script like exec, then, with s.ack.Replicas > 0, waits
-// until that many replicas have it: EVALSHA (EVAL when the server does
-// not know it), PUBLISH and WAIT in one DoMulti, which rueidis sends on
-// one connection of its pool for blocking commands, so that WAIT follows
-// the write and blocks no pipelined call.
+// execAck runs script like exec and, with s.ack.Replicas > 0, answers
+// only once that many replicas have its write (acker.wait).
 func (s *Store) execAck(ctx context.Context, script *rueidis.Lua, keys, args []string) rueidis.RedisResult {
-	if s.ack.Replicas <= 0 {
-		return s.exec(ctx, script, keys, args)
+	r := s.exec(ctx, script, keys, args)
+	if s.ack.Replicas <= 0 || r.Error() != nil {
+		return r
 	}
-	src := s.sources[script]
-	multi := func(eval rueidis.Completed) []rueidis.RedisResult {
-		return s.c.DoMulti(ctx, eval,
-			s.c.B().Publish().Channel(s.ackChannel()).Message("").Build(),
-			s.c.B().Wait().Numreplicas(s.ack.Replicas).Timeout(max(1, s.ack.Timeout.Milliseconds())).Build())
-	}
-	n := int64(len(keys))
-	rs := multi(s.c.B().Evalsha().Sha1(src.sha).Numkeys(n).Key(keys...).Arg(args...).Build())
-	if e, ok := rueidis.IsRedisErr(rs[0].Error()); ok && e.IsNoScript() {
-		rs = multi(s.c.B().Eval().Script(src.text).Numkeys(n).Key(keys...).Arg(args...).Build())
-	}
-	if rs[0].Error() != nil {
-		return rs[0]
-	}
-	got, err := rs[2].AsInt64()
-	if err != nil {
+	if err := s.acks.wait(ctx); err != nil {
 		return rueidis.NewErrorResult(err)
 	}
-	if got < s.ack.Replicas {
-		return rueidis.NewErrorResult(fmt.Errorf("%w: %d of %d within %v", errNotReplicated, got, s.ack.Replicas, s.ack.Timeout))
+	return r
+}
+
+// acker commits in groups: the calls whose writes have been answered wait
+// together for one round of PUBLISH and WAIT, sent in one DoMulti, which
+// rueidis runs on one connection of its pool for blocking commands (so
+// WAIT follows the PUBLISH and blocks no pipelined call). A round starts
+// after each of its callers had its reply, so the PUBLISH follows their
+// writes and the WAIT covers them. Up to maxRounds rounds run at a time;
+// the calls that arrive meanwhile make the next: a few WAITs per round
+// trip however many calls, instead of one per call.
+type acker struct {
+	s      *Store
+	mu     sync.Mutex
+	next   []chan error
+	rounds int
+}
+
+// maxRounds bounds the rounds of PUBLISH and WAIT under way at once.
+const maxRounds = 1
+
+// wait returns once a round that started after the call has answered, or
+// ctx ends.
+func (a *acker) wait(ctx context.Context) error {
+	ch := make(chan error, 1)
+	a.mu.Lock()
+	a.next = append(a.next, ch)
+	if a.rounds < maxRounds {
+		a.rounds++
+		go a.loop()
 	}
-	return rs[0]
+	a.mu.Unlock()
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
-// SetExclusive names, for each room, another store's hash of the room's
-// slot: while it holds settings, that store holds the room's name, and
-// PutRoom and CreateRoom refuse it (queue.ErrShardsFixed), atomically.
-// Call it before the store is used.
-func (s *Store) SetExclusive(key func(room string) string) { s.exclusive = key }
-
-// Wakes implements queue.Waker: it calls wake with the name of each room
-// whose settings or inventory a store changed (put_room.lua and
-// set_inventory.lua publish it on <prefix>wake), until ctx ends or the
-// subscription breaks. Redis Pub/Sub delivers at most once: a message
-// lost meanwhile is caught by the view's next idle read.
-func (s *Store) Wakes(ctx context.Context, wake func(room string)) error {
-	return Wakes(ctx, s.c, wake, s.prefix+"wake")
+func (a *acker) loop() {
+	for {
+		a.mu.Lock()
+		batch := a.next
+		a.next = nil
+		if len(batch) == 0 {
+			a.rounds--
+			a.mu.Unlock()
+			return
+		}
+		a.mu.Unlock()
+		err := a.round()
+		for _, ch := range batch {
+			ch <- err
+		}
+	}
 }
 
-// Wakes subscribes to channels on c and calls wake with each message (a
-// room's name) until ctx ends or the subscription breaks; redisshard's
-// redisroute listens to its sharded rooms' channel too.
-func Wakes(ctx context.Context, c rueidis.Client, wake func(room string), channels ...string) error {
-	err := c.Receive(ctx, c.B().Subscribe().Channel(channels...).Build(), func(m rueidis.PubSubMessage) { wake(m.Message) })
-	if err != nil && ctx.Err() == nil {
-		return fmt.Errorf("redisqueue: wakes: %w: %v", queue.ErrUnavailable, err)
+// round is one PUBLISH and WAIT.
+func (a *acker) round() error {
+	s, want := a.s, a.s.ack
+	ctx, cancel := context.WithTimeout(context.Background(), want.Timeout+2*time.Second)
+	defer cancel()
+	rs := s.c.DoMulti(ctx,
+		s.c.B().Publish().Channel(s.ackChannel()).Message("").Build(),
+		s.c.B().Wait().Numreplicas(want.Replicas).Timeout(max(1, want.Timeout.Milliseconds())).Build())
+	got, err := rs[1].AsInt64()
+	if err == nil {
+		err = rs[0].Error()
+	}
+	if err != nil {
+		return err
+	}
+	if got < want.Replicas {
+		return fmt.Errorf("%w: %d of %d within %v", errNotReplicated, got, want.Replicas, want.Timeout)
 	}
 	return nil
 }
-
-// MetaKey is the key of the room's hash (the key other stores check for
-// the room's name).
-func (s *Store) MetaKey(room string) string { return s.keys(room).meta() }
 
 // Open connects to the Redis server at rawURL (redis://[user:password@]host:port[/db]
 // or rediss:// for TLS; see rueidis.ParseURL for the options) and checks it

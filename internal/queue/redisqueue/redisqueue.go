@@ -251,6 +251,36 @@ func (a *acker) round() error {
 	return nil
 }
 
+// SetExclusive names, for each room, another store's hash of the room's
+// slot: while it holds settings, that store holds the room's name, and
+// PutRoom and CreateRoom refuse it (queue.ErrShardsFixed), atomically.
+// Call it before the store is used.
+func (s *Store) SetExclusive(key func(room string) string) { s.exclusive = key }
+
+// Wakes implements queue.Waker: it calls wake with the name of each room
+// whose settings or inventory a store changed (put_room.lua and
+// set_inventory.lua publish it on <prefix>wake), until ctx ends or the
+// subscription breaks. Redis Pub/Sub delivers at most once: a message
+// lost meanwhile is caught by the view's next idle read.
+func (s *Store) Wakes(ctx context.Context, wake func(room string)) error {
+	return Wakes(ctx, s.c, wake, s.prefix+"wake")
+}
+
+// Wakes subscribes to channels on c and calls wake with each message (a
+// room's name) until ctx ends or the subscription breaks; redisshard's
+// redisroute listens to its sharded rooms' channel too.
+func Wakes(ctx context.Context, c rueidis.Client, wake func(room string), channels ...string) error {
+	err := c.Receive(ctx, c.B().Subscribe().Channel(channels...).Build(), func(m rueidis.PubSubMessage) { wake(m.Message) })
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("redisqueue: wakes: %w: %v", queue.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// MetaKey is the key of the room's hash (the key other stores check for
+// the room's name).
+func (s *Store) MetaKey(room string) string { return s.keys(room).meta() }
+
 // Open connects to the Redis server at rawURL (redis://[user:password@]host:port[/db]
 // or rediss:// for TLS; see rueidis.ParseURL for the options) and checks it
 // answers a PING within ctx. Failing to reach it wraps queue.ErrUnavailable.

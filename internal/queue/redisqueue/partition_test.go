@@ -34,7 +34,7 @@ import (
 //	USHER_TEST_PARTITION=1          run it (it takes about a minute)
 //	USHER_TEST_PARTITION_CUT=25s    how long the cut lasts
 //	USHER_TEST_PARTITION_PORTS      "P R PROXY S1 S2 S3", default
-//	                                "16480 16481 16482 26480 26481 26482"
+//	                                "16490 16491 16492 26490 26491 26492"
 //	USHER_TEST_PARTITION_STORE      query appended to the Sentinel URL,
 //	                                e.g. "wait_replicas=0" for today's
 //	                                behaviour
@@ -159,7 +159,7 @@ func startPartitionTopology(t *testing.T) *partitionTopology {
 	}
 	ports := strings.Fields(os.Getenv("USHER_TEST_PARTITION_PORTS"))
 	if len(ports) == 0 {
-		ports = strings.Fields("16480 16481 16482 26480 26481 26482")
+		ports = strings.Fields("16490 16491 16492 26490 26491 26492")
 	}
 	if len(ports) != 6 {
 		t.Fatalf("USHER_TEST_PARTITION_PORTS wants six ports: P R PROXY S1 S2 S3, got %q", ports)

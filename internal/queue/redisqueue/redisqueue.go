@@ -129,7 +129,8 @@ func New(c rueidis.Client, prefix string) *Store {
 }
 
 // Ack is how a store acknowledges the writes that a failover must not
-// lose: an entry, an admission, a leave. With Replicas > 0 each is
+// lose: an entry, an admission, a leave, and a status that says active
+// (a pass is issued on it). With Replicas > 0 each is
 // followed by WAIT Replicas Timeout (acker: one for many calls); fewer
 // replicas than Replicas having it within Timeout make the call fail
 // with queue.ErrUnavailable (503: the visitor retries; each is safe to
@@ -666,6 +667,13 @@ func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time)
 	e, err := entry(visitor, r)
 	if err != nil {
 		return queue.Entry{}, unavailable("status", room, err)
+	}
+	// An admission whose step failed its WAIT may be on this primary only:
+	// a pass is issued only once a replica has it too.
+	if e.Status == queue.Active && s.ack.Replicas > 0 {
+		if err := s.acks.wait(ctx); err != nil {
+			return queue.Entry{}, unavailable("status", room, err)
+		}
 	}
 	return e, nil
 }

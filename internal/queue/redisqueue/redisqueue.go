@@ -296,6 +296,9 @@ func (s *Store) MetaKey(room string) string { return s.keys(room).meta() }
 // every call, and a failover moves the client to the new primary
 // (docs/operations.md#redis-high-availability). A password in the URL is
 // the primary's; the sentinels are reached without one, and without TLS.
+//
+// wait_replicas and wait_ms set the Ack of the stores New makes on the
+// client: through Sentinel 1 replica within 100 ms by default, else none.
 func Open(ctx context.Context, rawURL string) (rueidis.Client, error) {
 	opt, err := rueidis.ParseURL(rawURL)
 	if err != nil {

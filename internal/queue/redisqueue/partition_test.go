@@ -413,6 +413,8 @@ func TestPartition(t *testing.T) {
 	// or given a pass, in the last 5 s must stay active.
 	refused := map[string]time.Time{}
 	passed := map[string]time.Time{} // visitor → when a poll found it active
+	leaving := map[string]bool{}     // visitors told to leave (acknowledged or not)
+	var left []ack                   // acknowledged leaves
 	wg.Go(func() {
 		for time.Now().Before(stopAt) {
 			mu.Lock()
@@ -447,13 +449,42 @@ func TestPartition(t *testing.T) {
 			for _, v := range recent {
 				if e, ok := poll(v); ok && e.Status != queue.Active {
 					mu.Lock()
-					if _, ok := refused[v]; !ok {
+					if _, ok := refused[v]; !ok && !leaving[v] {
 						refused[v] = time.Now()
 					}
 					mu.Unlock()
 				}
 			}
 			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	// The leavers: every 200 ms the visitor admitted longest ago that has
+	// not left leaves, until acknowledged (Leave is safe to repeat).
+	wg.Go(func() {
+		next := 0
+		for time.Now().Before(stopAt) {
+			time.Sleep(200 * time.Millisecond)
+			mu.Lock()
+			if next >= len(admitted) {
+				mu.Unlock()
+				continue
+			}
+			v := admitted[next].visitor
+			next++
+			leaving[v] = true
+			mu.Unlock()
+			for time.Now().Before(stopAt.Add(30 * time.Second)) {
+				cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				err := s.Leave(cctx, room, v)
+				cancel()
+				if err == nil {
+					mu.Lock()
+					left = append(left, ack{v, 0, time.Now()})
+					mu.Unlock()
+					break
+				}
+				time.Sleep(time.Second)
+			}
 		}
 	})
 	// The cut and the heal.
@@ -505,7 +536,7 @@ func TestPartition(t *testing.T) {
 		if err != nil {
 			t.Fatalf("status %s: %v", a.visitor, err)
 		}
-		if e.Status == queue.Gone {
+		if e.Status == queue.Gone && !leaving[a.visitor] {
 			lost = append(lost, a)
 		}
 		if a.seq > 0 {
@@ -525,12 +556,26 @@ func TestPartition(t *testing.T) {
 	}
 	mu.Unlock()
 	for _, a := range admitted {
+		if leaving[a.visitor] {
+			continue
+		}
 		e, err := check(a.visitor)
 		if err != nil {
 			t.Fatalf("status %s: %v", a.visitor, err)
 		}
 		if e.Status != queue.Active {
 			undone = append(undone, a)
+		}
+	}
+	// Every acknowledged leave holds: the visitor holds no slot.
+	var stayed []ack
+	for _, a := range left {
+		e, err := s.Status(ctx, room, a.visitor, now)
+		if err != nil {
+			t.Fatalf("status %s: %v", a.visitor, err)
+		}
+		if e.Status == queue.Active {
+			stayed = append(stayed, a)
 		}
 	}
 	mu.Lock()
@@ -556,8 +601,12 @@ func TestPartition(t *testing.T) {
 	t.Logf("entries acknowledged %d, lost %d%s; places given twice %d; failed enter calls %d (retried)",
 		len(entries), len(lost), span(lost), collisions, failed)
 	t.Logf("admissions acknowledged or passes issued %d, refused or undone %d%s; failed steps %d", len(admitted), len(undone), span(undone), admitErr)
-	if len(entries) == 0 || len(admitted) == 0 {
-		t.Fatal("no entry or no admission was acknowledged: the test shows nothing")
+	t.Logf("leaves acknowledged %d, undone %d%s", len(left), len(stayed), span(stayed))
+	if len(stayed) > 0 {
+		t.Errorf("%d acknowledged leaves were undone: the visitors hold slots", len(stayed))
+	}
+	if len(entries) == 0 || len(admitted) == 0 || len(left) == 0 {
+		t.Fatal("no entry, admission or leave was acknowledged: the test shows nothing")
 	}
 	if len(lost) > 0 {
 		t.Errorf("%d acknowledged entries were lost", len(lost))

@@ -54,7 +54,11 @@ func TestSentinelFailover(t *testing.T) {
 	ctx := context.Background()
 	var cl closers
 	t.Cleanup(func() { cl.Close() })
-	qs, hs := openQueueHold(t, top.URL, "usher:", &cl)
+	// Acknowledged as soon as the primary has them (wait_replicas=0): with
+	// one replica, the promoted one has none, and a store that waits for
+	// one would answer 503 until the killed primary comes back
+	// (TestPartition covers waiting for a replica).
+	qs, hs := openQueueHold(t, top.URL+"&wait_replicas=0", "usher:", &cl)
 	qs = queue.WithTimeout(qs, queue.DefaultStoreTimeout)
 	hs = hold.WithTimeout(hs, queue.DefaultStoreTimeout)
 	catalog, err := openCatalog(ctx, testDB(t), t.TempDir(), 4, &cl)

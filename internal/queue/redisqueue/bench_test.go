@@ -331,3 +331,53 @@ func redisCost(b *testing.B, c rueidis.Client) (cmds, evalshaUsec int64) {
 	}
 	return cmds, evalshaUsec
 }
+
+// BenchmarkEnterAck measures Enter through the sentinels of
+// USHER_TEST_REDIS_SENTINEL from 50 goroutines (USHER_BENCH_CONCURRENCY), acknowledged as soon as
+// the primary has the entry (wait_replicas=0, the old behaviour) and once
+// a replica has it too (a Sentinel URL's default: WAIT 1 100). Run with
+// -count: the two alternate, so that the machine's load weighs on both
+// (docs/benchmarks.md#redis-sentinel-partition).
+func BenchmarkEnterAck(b *testing.B) {
+	url := testenv.URL(b, "USHER_TEST_REDIS_SENTINEL")
+	for _, q := range []string{"wait_replicas=0", "wait_replicas=1"} {
+		b.Run(q, func(b *testing.B) {
+			conc := 50
+			if v, err := strconv.Atoi(os.Getenv("USHER_BENCH_CONCURRENCY")); err == nil && v > 0 {
+				conc = v
+			}
+			ctx := context.Background()
+			c, err := redisqueue.Open(ctx, url+"&"+q)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(c.Close) // after RedisPrefix's cleanup
+			s := redisqueue.New(c, testenv.RedisPrefix(b, c))
+			set := queue.DefaultSettings()
+			set.State = queue.Paused
+			if _, err := s.PutRoom(ctx, "ack", set, queue.PutOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			now := time.Now()
+			var left atomic.Int64
+			left.Store(int64(b.N))
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for range conc {
+				wg.Go(func() {
+					var buf []byte
+					for left.Add(-1) >= 0 {
+						buf = fmt.Appendf(buf[:0], "v%012d", mathrand.IntN(1_000_000_000))
+						if _, _, err := s.Enter(ctx, "ack", string(buf), now, queue.EnterOptions{}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "enters/s")
+		})
+	}
+}

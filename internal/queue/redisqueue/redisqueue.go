@@ -94,6 +94,10 @@ type Store struct {
 	exclusive func(room string) string
 
 	putRoomScript, enter, status, leave, admit, stats, deleteRoom *rueidis.Lua
+	// ack is how many replicas must have a write of enter, admit or leave
+	// before it is acknowledged (SetAck); acks runs the WAITs.
+	ack  Ack
+	acks acker
 	// hash runs the scripts of the room's hash that redisshard runs too.
 	hash *redisroom.Scripts
 }
@@ -101,8 +105,11 @@ type Store struct {
 // New returns a store that keeps its keys under prefix (usher uses "usher:")
 // on the server behind c. Several stores with different prefixes may share a
 // server. The caller owns c and closes it after the last call.
+//
+// A client from Open carries its URL's acknowledgement (wait_replicas),
+// which New applies (SetAck).
 func New(c rueidis.Client, prefix string) *Store {
-	return &Store{
+	s := &Store{
 		c:             c,
 		prefix:        prefix,
 		putRoomScript: rueidis.NewLuaScript(redisroom.ControlAfreshLua + putRoomLua),
@@ -114,6 +121,135 @@ func New(c rueidis.Client, prefix string) *Store {
 		hash:          redisroom.New(c),
 		deleteRoom:    rueidis.NewLuaScript(deleteRoomLua),
 	}
+	s.acks.s = s
+	if a, ok := clientAcks.Load(c); ok {
+		s.ack = a.(Ack)
+	}
+	return s
+}
+
+// Ack is how a store acknowledges the writes that a failover must not
+// lose: an entry, an admission, a leave, and a status that says active
+// (a pass is issued on it). With Replicas > 0 each is
+// followed by WAIT Replicas Timeout (acker: one for many calls); fewer
+// replicas than Replicas having it within Timeout make the call fail
+// with queue.ErrUnavailable (503: the visitor retries; each is safe to
+// repeat) although the write stays on the primary. Replication being
+// asynchronous, this is what keeps an acknowledged place through a
+// failover or a partition (docs/operations.md#redis-high-availability).
+// Not for a Redis Cluster (Open refuses it).
+type Ack struct {
+	Replicas int64
+	Timeout  time.Duration
+}
+
+// DefaultAck is a Sentinel URL's acknowledgement: one replica, within
+// 100 ms.
+var DefaultAck = Ack{Replicas: 1, Timeout: 100 * time.Millisecond}
+
+// SetAck sets how the store acknowledges entries, admissions and leaves.
+// Call it before the store is used.
+func (s *Store) SetAck(a Ack) { s.ack = a }
+
+// clientAcks maps each client Open returned to its URL's Ack.
+var clientAcks sync.Map
+
+// ackChannel is published to before each WAIT, by nobody listening: it
+// moves the waiting connection's replication offset past every write the
+// server made before, whichever connection made it (WAIT waits for the
+// connection's own last write).
+func (s *Store) ackChannel() string { return s.prefix + "ack" }
+
+// errNotReplicated is WAIT's answer short of Ack.Replicas.
+var errNotReplicated = errors.New("too few replicas have the write")
+
+// execAck runs script like exec and, with s.ack.Replicas > 0, answers
+// only once that many replicas have its write (acker.wait).
+func (s *Store) execAck(ctx context.Context, script *rueidis.Lua, keys, args []string) rueidis.RedisResult {
+	r := s.exec(ctx, script, keys, args)
+	if s.ack.Replicas <= 0 || r.Error() != nil {
+		return r
+	}
+	if err := s.acks.wait(ctx); err != nil {
+		return rueidis.NewErrorResult(err)
+	}
+	return r
+}
+
+// acker commits in groups: the calls whose writes have been answered wait
+// together for one round of PUBLISH and WAIT, sent in one DoMulti, which
+// rueidis runs on one connection of its pool for blocking commands (so
+// WAIT follows the PUBLISH and blocks no pipelined call). A round starts
+// after each of its callers had its reply, so the PUBLISH follows their
+// writes and the WAIT covers them. Up to maxRounds rounds run at a time;
+// the calls that arrive meanwhile make the next: a few WAITs per round
+// trip however many calls, instead of one per call.
+type acker struct {
+	s      *Store
+	mu     sync.Mutex
+	next   []chan error
+	rounds int
+}
+
+// maxRounds bounds the rounds of PUBLISH and WAIT under way at once.
+const maxRounds = 1
+
+// wait returns once a round that started after the call has answered, or
+// ctx ends.
+func (a *acker) wait(ctx context.Context) error {
+	ch := make(chan error, 1)
+	a.mu.Lock()
+	a.next = append(a.next, ch)
+	if a.rounds < maxRounds {
+		a.rounds++
+		go a.loop()
+	}
+	a.mu.Unlock()
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (a *acker) loop() {
+	for {
+		a.mu.Lock()
+		batch := a.next
+		a.next = nil
+		if len(batch) == 0 {
+			a.rounds--
+			a.mu.Unlock()
+			return
+		}
+		a.mu.Unlock()
+		err := a.round()
+		for _, ch := range batch {
+			ch <- err
+		}
+	}
+}
+
+// round is one PUBLISH and WAIT.
+func (a *acker) round() error {
+	s, want := a.s, a.s.ack
+	ctx, cancel := context.WithTimeout(context.Background(), want.Timeout+2*time.Second)
+	defer cancel()
+	rs := s.c.DoMulti(ctx,
+		s.c.B().Publish().Channel(s.ackChannel()).Message("").Build(),
+		s.c.B().Wait().Numreplicas(want.Replicas).Timeout(max(1, want.Timeout.Milliseconds())).Build())
+	got, err := rs[1].AsInt64()
+	if err == nil {
+		err = rs[0].Error()
+	}
+	if err != nil {
+		return err
+	}
+	if got < want.Replicas {
+		return fmt.Errorf("%w: %d of %d within %v", errNotReplicated, got, want.Replicas, want.Timeout)
+	}
+	return nil
 }
 
 // SetExclusive names, for each room, another store's hash of the room's
@@ -160,6 +296,9 @@ func (s *Store) MetaKey(room string) string { return s.keys(room).meta() }
 // every call, and a failover moves the client to the new primary
 // (docs/operations.md#redis-high-availability). A password in the URL is
 // the primary's; the sentinels are reached without one, and without TLS.
+//
+// wait_replicas and wait_ms set the Ack of the stores New makes on the
+// client: through Sentinel 1 replica within 100 ms by default, else none.
 func Open(ctx context.Context, rawURL string) (rueidis.Client, error) {
 	opt, err := rueidis.ParseURL(rawURL)
 	if err != nil {
@@ -174,6 +313,10 @@ func Open(ctx context.Context, rawURL string) (rueidis.Client, error) {
 		// check recovers from a missed one (rueidis.SentinelOption).
 		opt.Sentinel.TopologyRefreshInterval = sentinelRefresh
 	}
+	ack, err := parseAck(rawURL, opt.Sentinel.MasterSet != "")
+	if err != nil {
+		return nil, err
+	}
 	addr := fmt.Sprint(opt.InitAddress)
 	c, err := rueidis.NewClient(opt)
 	if err != nil {
@@ -183,7 +326,41 @@ func Open(ctx context.Context, rawURL string) (rueidis.Client, error) {
 		c.Close()
 		return nil, fmt.Errorf("redisqueue: open %s: ping: %w: %v", addr, queue.ErrUnavailable, err)
 	}
+	if ack.Replicas > 0 && c.Mode() == rueidis.ClientModeCluster {
+		c.Close()
+		return nil, fmt.Errorf("redisqueue: open %s: wait_replicas is not supported on a Redis Cluster", addr)
+	}
+	if ack != (Ack{}) {
+		clientAcks.Store(c, ack)
+	}
 	return c, nil
+}
+
+// parseAck reads the URL's wait_replicas (default 1 through Sentinel,
+// else 0) and wait_ms (default 100).
+func parseAck(rawURL string, sentinel bool) (Ack, error) {
+	a := Ack{Timeout: DefaultAck.Timeout}
+	if sentinel {
+		a = DefaultAck
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return a, nil // ParseURL has accepted it
+	}
+	q := u.Query()
+	if v := q.Get("wait_replicas"); v != "" {
+		if a.Replicas, err = strconv.ParseInt(v, 10, 64); err != nil || a.Replicas < 0 {
+			return a, fmt.Errorf("redisqueue: open: bad wait_replicas %q (want a count of replicas, 0 for none)", v)
+		}
+	}
+	if v := q.Get("wait_ms"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return a, fmt.Errorf("redisqueue: open: bad wait_ms %q (want milliseconds, at least 1)", v)
+		}
+		a.Timeout = time.Duration(n) * time.Millisecond
+	}
+	return a, nil
 }
 
 // roomKeys are a room's keys as its scripts take them: meta, wait,
@@ -432,7 +609,7 @@ func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time, 
 // arguments (none for the main line).
 func (s *Store) enterIn(ctx context.Context, op, room, visitor string, now time.Time, keys []string, lane ...string) (queue.Entry, bool, error) {
 	r, err := s.withKey(ctx, op, room, visitor, func(key, commitment string) ([]int64, error) {
-		arr, err := s.exec(ctx, s.enter, keys, append([]string{visitor, ms(now), key, commitment}, lane...)).ToArray()
+		arr, err := s.execAck(ctx, s.enter, keys, append([]string{visitor, ms(now), key, commitment}, lane...)).ToArray()
 		if err != nil {
 			return nil, unavailable(op, room, err)
 		}
@@ -494,13 +671,20 @@ func (s *Store) Status(ctx context.Context, room, visitor string, now time.Time)
 	if err != nil {
 		return queue.Entry{}, unavailable("status", room, err)
 	}
+	// An admission whose step failed its WAIT may be on this primary only:
+	// a pass is issued only once a replica has it too.
+	if e.Status == queue.Active && s.ack.Replicas > 0 {
+		if err := s.acks.wait(ctx); err != nil {
+			return queue.Entry{}, unavailable("status", room, err)
+		}
+	}
 	return e, nil
 }
 
 // Leave implements queue.Store.
 func (s *Store) Leave(ctx context.Context, room, visitor string) error {
 	r, err := s.withKey(ctx, "leave", room, visitor, func(key, commitment string) ([]int64, error) {
-		n, err := s.exec(ctx, s.leave, s.keys(room), []string{visitor, key, commitment}).AsInt64()
+		n, err := s.execAck(ctx, s.leave, s.keys(room), []string{visitor, key, commitment}).AsInt64()
 		if err != nil {
 			return nil, unavailable("leave", room, err)
 		}
@@ -522,8 +706,8 @@ func (s *Store) Admit(ctx context.Context, room string, now time.Time) (queue.Ad
 	var arr []rueidis.RedisMessage
 	for try := 0; ; try++ {
 		var err error
-		if arr, err = s.run(ctx, "admit", s.admit, room, ms(now)); err != nil {
-			return queue.AdmitResult{}, err
+		if arr, err = s.execAck(ctx, s.admit, s.keys(room), []string{ms(now)}).ToArray(); err != nil {
+			return queue.AdmitResult{}, unavailable("admit", room, err)
 		}
 		if len(arr) != 1 || try == maxRefresh {
 			break

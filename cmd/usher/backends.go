@@ -158,7 +158,13 @@ func (f *fastStores) queue(ctx context.Context, name, spec, roomsFile string) (q
 		if err != nil {
 			return nil, err
 		}
-		return redisroute.New(c, f.prefix), nil
+		ack, err := redisqueue.ParseAck(spec) // client's Open has checked it
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sharedSetting(name, spec), err)
+		}
+		r := redisroute.New(c, f.prefix)
+		r.SetAck(ack)
+		return r, nil
 	}
 	return nil, fmt.Errorf("bad setting: %w", checkStore(name, spec))
 }

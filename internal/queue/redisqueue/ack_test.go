@@ -24,6 +24,11 @@ func TestAckNeedsReplica(t *testing.T) {
 		}
 		t.Cleanup(c.Close)
 		s := redisqueue.New(c, testenv.RedisPrefix(t, c))
+		ack, err := redisqueue.ParseAck(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.SetAck(ack)
 		set := queue.DefaultSettings()
 		set.State = queue.Paused
 		if _, err := s.PutRoom(ctx, "r", set, queue.PutOptions{}); err != nil {

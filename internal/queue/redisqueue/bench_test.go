@@ -353,6 +353,11 @@ func BenchmarkEnterAck(b *testing.B) {
 			}
 			b.Cleanup(c.Close) // after RedisPrefix's cleanup
 			s := redisqueue.New(c, testenv.RedisPrefix(b, c))
+			ack, err := redisqueue.ParseAck(url + "&" + q)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.SetAck(ack)
 			set := queue.DefaultSettings()
 			set.State = queue.Paused
 			if _, err := s.PutRoom(ctx, "ack", set, queue.PutOptions{}); err != nil {

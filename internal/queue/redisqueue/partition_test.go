@@ -328,6 +328,11 @@ func TestPartition(t *testing.T) {
 	}
 	t.Cleanup(c.Close)
 	s := redisqueue.New(c, "part:")
+	wait, err := redisqueue.ParseAck(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetAck(wait)
 	set := queue.DefaultSettings()
 	set.AdmitRate, set.MaxActive = 20, 100000
 	// Passes are held (no renewals here): admitted visitors stay active.

@@ -105,9 +105,6 @@ type Store struct {
 // New returns a store that keeps its keys under prefix (usher uses "usher:")
 // on the server behind c. Several stores with different prefixes may share a
 // server. The caller owns c and closes it after the last call.
-//
-// A client from Open carries its URL's acknowledgement (wait_replicas),
-// which New applies (SetAck).
 func New(c rueidis.Client, prefix string) *Store {
 	s := &Store{
 		c:             c,
@@ -122,9 +119,6 @@ func New(c rueidis.Client, prefix string) *Store {
 		deleteRoom:    rueidis.NewLuaScript(deleteRoomLua),
 	}
 	s.acks.s = s
-	if a, ok := clientAcks.Load(c); ok {
-		s.ack = a.(Ack)
-	}
 	return s
 }
 
@@ -150,9 +144,6 @@ var DefaultAck = Ack{Replicas: 1, Timeout: 100 * time.Millisecond}
 // SetAck sets how the store acknowledges entries, admissions and leaves.
 // Call it before the store is used.
 func (s *Store) SetAck(a Ack) { s.ack = a }
-
-// clientAcks maps each client Open returned to its URL's Ack.
-var clientAcks sync.Map
 
 // ackChannel is published to before each WAIT, by nobody listening: it
 // moves the waiting connection's replication offset past every write the
@@ -297,8 +288,8 @@ func (s *Store) MetaKey(room string) string { return s.keys(room).meta() }
 // (docs/operations.md#redis-high-availability). A password in the URL is
 // the primary's; the sentinels are reached without one, and without TLS.
 //
-// wait_replicas and wait_ms set the Ack of the stores New makes on the
-// client: through Sentinel 1 replica within 100 ms by default, else none.
+// Open checks the URL's wait_replicas and wait_ms (ParseAck), which the
+// caller gives the stores it makes on the client (SetAck).
 func Open(ctx context.Context, rawURL string) (rueidis.Client, error) {
 	opt, err := rueidis.ParseURL(rawURL)
 	if err != nil {
@@ -313,7 +304,7 @@ func Open(ctx context.Context, rawURL string) (rueidis.Client, error) {
 		// check recovers from a missed one (rueidis.SentinelOption).
 		opt.Sentinel.TopologyRefreshInterval = sentinelRefresh
 	}
-	ack, err := parseAck(rawURL, opt.Sentinel.MasterSet != "")
+	ack, err := ParseAck(rawURL)
 	if err != nil {
 		return nil, err
 	}
@@ -330,17 +321,15 @@ func Open(ctx context.Context, rawURL string) (rueidis.Client, error) {
 		c.Close()
 		return nil, fmt.Errorf("redisqueue: open %s: wait_replicas is not supported on a Redis Cluster", addr)
 	}
-	if ack != (Ack{}) {
-		clientAcks.Store(c, ack)
-	}
 	return c, nil
 }
 
-// parseAck reads the URL's wait_replicas (default 1 through Sentinel,
-// else 0) and wait_ms (default 100).
-func parseAck(rawURL string, sentinel bool) (Ack, error) {
+// ParseAck reads the acknowledgement a Redis URL asks for (Ack):
+// wait_replicas (default 1 through Sentinel, else 0) and wait_ms (default
+// 100).
+func ParseAck(rawURL string) (Ack, error) {
 	a := Ack{Timeout: DefaultAck.Timeout}
-	if sentinel {
+	if opt, err := rueidis.ParseURL(rawURL); err == nil && opt.Sentinel.MasterSet != "" {
 		a = DefaultAck
 	}
 	u, err := url.Parse(rawURL)

@@ -23,11 +23,15 @@ import (
 func openClient(tb testing.TB) rueidis.Client { return testenv.Redis(tb) }
 
 // newStoreFunc returns a queuetest.NewStore whose every store has a fresh
-// prefix, deleted when its test ends.
-func newStoreFunc(c rueidis.Client) queuetest.NewStore {
+// prefix, deleted when its test ends, and acknowledges writes as ack says.
+func newStoreFunc(c rueidis.Client, ack ...redisqueue.Ack) queuetest.NewStore {
 	return func(tb testing.TB) queue.Store {
 		prefix := testenv.RedisPrefix(tb, c)
-		return redisqueue.New(c, prefix)
+		s := redisqueue.New(c, prefix)
+		for _, a := range ack {
+			s.SetAck(a)
+		}
+		return s
 	}
 }
 
@@ -37,9 +41,9 @@ func TestConformance(t *testing.T) {
 
 // TestConformanceSentinel runs the suite through the sentinels of
 // USHER_TEST_REDIS_SENTINEL (scripts/sentinel.sh), as usher does with a
-// Sentinel URL in --store.
+// Sentinel URL in --store: each write acknowledged once a replica has it.
 func TestConformanceSentinel(t *testing.T) {
-	queuetest.Run(t, newStoreFunc(testenv.RedisAt(t, "USHER_TEST_REDIS_SENTINEL")))
+	queuetest.Run(t, newStoreFunc(testenv.RedisAt(t, "USHER_TEST_REDIS_SENTINEL"), redisqueue.DefaultAck))
 }
 
 // TestConformanceCluster runs the suite on the Redis Cluster of

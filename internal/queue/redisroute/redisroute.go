@@ -57,6 +57,10 @@ func New(c rueidis.Client, prefix string) *Router {
 	}
 }
 
+// SetAck sets how the rooms of one shard acknowledge writes
+// (redisqueue.Store.SetAck). Call it before the router is used.
+func (r *Router) SetAck(a redisqueue.Ack) { r.plain.SetAck(a) }
+
 // Wakes implements queue.Waker for both stores' rooms.
 func (r *Router) Wakes(ctx context.Context, wake func(room string)) error {
 	return redisqueue.Wakes(ctx, r.c, wake, r.wakes...)

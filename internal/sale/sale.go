@@ -337,7 +337,8 @@ func (s *Service) buildSeatMap(ctx context.Context, scheduleID int64, now time.T
 }
 
 // checkSeats validates a request's seat list: 1 to SeatLimit seats, no
-// duplicates, all in the schedule.
+// duplicates, all in the schedule. It checks them against the recent seat
+// map (recentSeatMap), and against SeatMap's when that one lacks one.
 func (s *Service) checkSeats(ctx context.Context, scheduleID int64, seats []int64) (*SeatMap, error) {
 	if len(seats) == 0 || len(seats) > s.cfg.SeatLimit {
 		return nil, ErrInvalid.Detail("seat_ids: want 1 to %d seat ids", s.cfg.SeatLimit)
@@ -345,20 +346,52 @@ func (s *Service) checkSeats(ctx context.Context, scheduleID int64, seats []int6
 	if len(uniq(seats)) != len(seats) {
 		return nil, ErrInvalid.Detail("seat_ids: a seat id twice")
 	}
-	m, err := s.SeatMap(ctx, scheduleID)
+	unknown := func(m *SeatMap) []string {
+		var ids []string
+		for _, id := range seats {
+			if _, ok := m.byID[id]; !ok {
+				ids = append(ids, seatKey(id))
+			}
+		}
+		return ids
+	}
+	m, err := s.recentSeatMap(ctx, scheduleID)
+	if err == nil && len(unknown(m)) > 0 { // added since it was built?
+		m, err = s.SeatMap(ctx, scheduleID)
+	}
 	if err != nil {
 		return nil, err
 	}
-	var unknown []string
-	for _, id := range seats {
-		if _, ok := m.byID[id]; !ok {
-			unknown = append(unknown, seatKey(id))
-		}
-	}
-	if len(unknown) > 0 {
-		return nil, ErrSeatUnknown.Detail("seat_ids %s: not in the schedule", strings.Join(unknown, ","))
+	if ids := unknown(m); len(ids) > 0 {
+		return nil, ErrSeatUnknown.Detail("seat_ids %s: not in the schedule", strings.Join(ids, ","))
 	}
 	return m, nil
+}
+
+// recentFor is how many SnapshotEvery old a seat map may be for a hold or
+// a reservation (recentSeatMap).
+const recentFor = 4
+
+// recentSeatMap is the schedule's seat map for a hold or a reservation:
+// the current one while it is younger than recentFor × SnapshotEvery,
+// without waiting for a rebuild that is due (reads, followers and the
+// inventory count rebuild it), else SeatMap's. They need no fresher map:
+// the hold store refuses held seats and the conditional UPDATE sold ones;
+// the map only refuses early the seats it shows sold. So the rebuild of a
+// large map never makes a hold wait.
+func (s *Service) recentSeatMap(ctx context.Context, scheduleID int64) (*SeatMap, error) {
+	s.mu.Lock()
+	slot := s.maps[scheduleID]
+	s.mu.Unlock()
+	if slot != nil {
+		slot.mu.Lock()
+		m := slot.cur
+		slot.mu.Unlock()
+		if m != nil && s.cfg.Now().Sub(m.BuiltAt) < recentFor*s.cfg.SnapshotEvery {
+			return m, nil
+		}
+	}
+	return s.SeatMap(ctx, scheduleID)
 }
 
 func uniq(ids []int64) []int64 {

@@ -332,3 +332,68 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	testenv.Eventually(t, time.Minute, what, cond)
 }
+
+// seatCounting is a catalog that counts the seat reads a seat-map rebuild
+// makes.
+type seatCounting struct {
+	booking.Store
+	mu    sync.Mutex
+	reads int
+}
+
+func (c *seatCounting) Seats(ctx context.Context, scheduleID int64) ([]booking.Seat, error) {
+	c.mu.Lock()
+	c.reads++
+	c.mu.Unlock()
+	return c.Store.Seats(ctx, scheduleID)
+}
+
+func (c *seatCounting) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reads
+}
+
+// TestHoldRebuildsNoMap: a hold checks its seats against the current seat
+// map while it is younger than four rebuild periods, however due its
+// rebuild is, so that a large map's rebuild never makes a hold wait; reads
+// rebuild it, and a hold rebuilds a map older than that.
+func TestHoldRebuildsNoMap(t *testing.T) {
+	sqlite, err := sqlitebooking.Open(context.Background(), filepath.Join(t.TempDir(), "booking.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog := &seatCounting{Store: sqlite}
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	r := newRigConfig(t, 4, catalog, nil, func(c *sale.Config) {
+		c.SnapshotEvery, c.InventoryEvery, c.Now = time.Second, sale.NoInventory, clock
+	})
+	ctx := context.Background()
+	if _, err := r.svc.SeatMap(ctx, r.sched.ID); err != nil {
+		t.Fatal(err)
+	}
+	built := catalog.count()
+	advance(2 * time.Second) // a rebuild is due
+	if _, err := r.svc.Hold(ctx, r.sched.ID, "a", r.seats[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if n := catalog.count(); n != built {
+		t.Errorf("a hold with a rebuild due read the seats %d times, want none", n-built)
+	}
+	if _, err := r.svc.SeatMap(ctx, r.sched.ID); err != nil { // a read rebuilds it
+		t.Fatal(err)
+	}
+	if n := catalog.count(); n != built+1 {
+		t.Errorf("a read with a rebuild due read the seats %d times, want once", n-built)
+	}
+	advance(5 * time.Second) // older than four periods
+	if _, err := r.svc.Hold(ctx, r.sched.ID, "b", r.seats[1:2]); err != nil {
+		t.Fatal(err)
+	}
+	if n := catalog.count(); n != built+2 {
+		t.Errorf("a hold on a map five periods old read the seats %d times, want once more", n-built-1)
+	}
+}

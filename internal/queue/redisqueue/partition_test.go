@@ -414,24 +414,23 @@ func TestPartition(t *testing.T) {
 	// The pass checks, every 50 ms. A visitor that a poll finds active
 	// gets its pass (the service issues one then), whether or not the
 	// step that admitted it was acknowledged: the 60 visitors after the
-	// acknowledged admissions are polled for that. Each visitor admitted,
-	// or given a pass, in the last 5 s must stay active.
+	// acknowledged admissions are polled for that. The checkWindow last
+	// visitors admitted, and the checkWindow last given a pass, must stay
+	// active (their slots outlive the test).
+	const checkWindow = 100
 	refused := map[string]time.Time{}
 	passed := map[string]time.Time{} // visitor → when a poll found it active
+	var passes []string              // passed's visitors in order
 	leaving := map[string]bool{}     // visitors told to leave (acknowledged or not)
 	var left []ack                   // acknowledged leaves
 	wg.Go(func() {
 		for time.Now().Before(stopAt) {
 			mu.Lock()
 			var recent, front []string
-			for i := len(admitted) - 1; i >= 0 && time.Since(admitted[i].at) < 5*time.Second; i-- {
-				recent = append(recent, admitted[i].visitor)
+			for _, a := range admitted[max(0, len(admitted)-checkWindow):] {
+				recent = append(recent, a.visitor)
 			}
-			for v, at := range passed {
-				if time.Since(at) < 5*time.Second {
-					recent = append(recent, v)
-				}
-			}
+			recent = append(recent, passes[max(0, len(passes)-checkWindow):]...)
 			for i := len(admitted); i < min(len(entries), len(admitted)+60); i++ {
 				front = append(front, entries[i].visitor)
 			}
@@ -447,6 +446,7 @@ func TestPartition(t *testing.T) {
 					mu.Lock()
 					if _, ok := passed[v]; !ok {
 						passed[v] = time.Now()
+						passes = append(passes, v)
 					}
 					mu.Unlock()
 				}

@@ -172,18 +172,15 @@ func (s *Store) execAck(ctx context.Context, script *rueidis.Lua, keys, args []s
 // rueidis runs on one connection of its pool for blocking commands (so
 // WAIT follows the PUBLISH and blocks no pipelined call). A round starts
 // after each of its callers had its reply, so the PUBLISH follows their
-// writes and the WAIT covers them. Up to maxRounds rounds run at a time;
-// the calls that arrive meanwhile make the next: a few WAITs per round
-// trip however many calls, instead of one per call.
+// writes and the WAIT covers them. One round runs at a time; the calls
+// that arrive meanwhile make the next: one WAIT per round trip however
+// many calls, instead of one per call.
 type acker struct {
-	s      *Store
-	mu     sync.Mutex
-	next   []chan error
-	rounds int
+	s       *Store
+	mu      sync.Mutex
+	next    []chan error
+	running bool // a loop runs rounds until next is empty
 }
-
-// maxRounds bounds the rounds of PUBLISH and WAIT under way at once.
-const maxRounds = 1
 
 // wait returns once a round that started after the call has answered, or
 // ctx ends.
@@ -191,8 +188,8 @@ func (a *acker) wait(ctx context.Context) error {
 	ch := make(chan error, 1)
 	a.mu.Lock()
 	a.next = append(a.next, ch)
-	if a.rounds < maxRounds {
-		a.rounds++
+	if !a.running {
+		a.running = true
 		go a.loop()
 	}
 	a.mu.Unlock()
@@ -210,7 +207,7 @@ func (a *acker) loop() {
 		batch := a.next
 		a.next = nil
 		if len(batch) == 0 {
-			a.rounds--
+			a.running = false
 			a.mu.Unlock()
 			return
 		}
@@ -690,13 +687,14 @@ func (s *Store) Leave(ctx context.Context, room, visitor string) error {
 }
 
 // Admit implements queue.Store. On limits older than their inputs it
-// stores them anew (RefreshLimits) and steps again.
+// stores them anew (RefreshLimits) and steps again. A step that admitted
+// someone is acknowledged as Ack says.
 func (s *Store) Admit(ctx context.Context, room string, now time.Time) (queue.AdmitResult, error) {
 	var arr []rueidis.RedisMessage
 	for try := 0; ; try++ {
 		var err error
-		if arr, err = s.execAck(ctx, s.admit, s.keys(room), []string{ms(now)}).ToArray(); err != nil {
-			return queue.AdmitResult{}, unavailable("admit", room, err)
+		if arr, err = s.run(ctx, "admit", s.admit, room, ms(now)); err != nil {
+			return queue.AdmitResult{}, err
 		}
 		if len(arr) != 1 || try == maxRefresh {
 			break
@@ -719,6 +717,12 @@ func (s *Store) Admit(ctx context.Context, room string, now time.Time) (queue.Ad
 			if res.Admitted[i], err = arr[i+3].ToString(); err != nil {
 				return queue.AdmitResult{}, unavailable("admit", room, err)
 			}
+		}
+	}
+	// A step that admitted nobody has nothing a failover must keep.
+	if len(res.Admitted) > 0 && s.ack.Replicas > 0 {
+		if err := s.acks.wait(ctx); err != nil {
+			return queue.AdmitResult{}, unavailable("admit", room, err)
 		}
 	}
 	return res, nil
@@ -751,21 +755,21 @@ func (s *Store) RefreshLimits(ctx context.Context, room string) error {
 		if len(arr) == 0 {
 			return notFound("refresh limits", room)
 		}
-		st, err := parseStats(arr)
+		st, hash, err := parseStats(arr)
 		if err != nil {
 			return unavailable("refresh limits", room, err)
 		}
-		if stored, err := s.storeLimits(ctx, room, arr, st); stored || err != nil {
+		if stored, err := s.storeLimits(ctx, room, hash, st); stored || err != nil {
 			return err
 		}
 	}
 	return nil // inputs keep changing: their writers store the limits
 }
 
-// storeLimits stores the limits of st, read by stats.lua's reply arr; false
+// storeLimits stores the limits of st, read with the room's hash; false
 // when an input was written since.
-func (s *Store) storeLimits(ctx context.Context, room string, arr []rueidis.RedisMessage, st queue.Stats) (bool, error) {
-	stored, err := s.hash.StoreLimits(ctx, s.keys(room).with(1), field(arr, "rules_v"), st.Settings.Limits(st.Control, st.Inventory))
+func (s *Store) storeLimits(ctx context.Context, room string, hash map[string]string, st queue.Stats) (bool, error) {
+	stored, err := s.hash.StoreLimits(ctx, s.keys(room).with(1), hash, st.Settings.Limits(st.Control, st.Inventory))
 	if err != nil {
 		return false, hashError("refresh limits", room, err)
 	}
@@ -778,12 +782,6 @@ func hashError(op, room string, err error) error {
 		return notFound(op, room)
 	}
 	return unavailable(op, room, err)
-}
-
-// staleLimits reports whether stats.lua's reply arr shows limits older
-// than their inputs, or none (a room written before they existed).
-func staleLimits(arr []rueidis.RedisMessage) bool {
-	return field(arr, "lim_v") != field(arr, "rules_v") || field(arr, "lim_cap") == "0" && field(arr, "lim_rate") == "0"
 }
 
 // refreshAfter stores the limits after a write of one of their inputs. An
@@ -800,12 +798,12 @@ func (s *Store) Stats(ctx context.Context, room string, now time.Time) (queue.St
 	if len(arr) == 0 {
 		return queue.Stats{}, notFound("stats", room)
 	}
-	st, err := parseStats(arr)
+	st, hash, err := parseStats(arr)
 	if err != nil {
 		return queue.Stats{}, unavailable("stats", room, err)
 	}
-	if staleLimits(arr) { // a writer stopped in between, or an older version's room
-		_, _ = s.storeLimits(ctx, room, arr, st)
+	if redisroom.Stale(hash) { // a writer stopped in between, or an older version's room
+		_, _ = s.storeLimits(ctx, room, hash, st)
 	}
 	// A visitor's calls need its draw key only while the draw is pending:
 	// before it, and while drawn entrants remain in the pre-queue. Then
@@ -864,26 +862,27 @@ func field(arr []rueidis.RedisMessage, name string) string {
 	return "0"
 }
 
-// parseStats decodes stats.lua's reply: name/value pairs. Settings are read
-// by their queue.SettingFields names; one missing from the hash (a room
-// written before the setting existed) keeps its default.
-func parseStats(arr []rueidis.RedisMessage) (queue.Stats, error) {
+// parseStats decodes stats.lua's reply, name/value pairs, and returns
+// them by name too. Settings are read by their queue.SettingFields names;
+// one missing from the hash (a room written before the setting existed)
+// keeps its default.
+func parseStats(arr []rueidis.RedisMessage) (queue.Stats, map[string]string, error) {
 	if len(arr)%2 != 0 {
-		return queue.Stats{}, fmt.Errorf("unexpected reply of %d values", len(arr))
+		return queue.Stats{}, nil, fmt.Errorf("unexpected reply of %d values", len(arr))
 	}
 	named := make(map[string]string, len(arr)/2)
 	for i := 0; i < len(arr); i += 2 {
 		name, err := arr[i].ToString()
 		if err != nil {
-			return queue.Stats{}, err
+			return queue.Stats{}, nil, err
 		}
 		if named[name], err = str(arr[i+1]); err != nil {
-			return queue.Stats{}, fmt.Errorf("%s: %w", name, err)
+			return queue.Stats{}, nil, fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	set, err := queue.DecodeSettings(named)
 	if err != nil {
-		return queue.Stats{}, err
+		return queue.Stats{}, nil, err
 	}
 	st := queue.Stats{Settings: set}
 	for _, c := range []struct {
@@ -900,13 +899,13 @@ func parseStats(arr []rueidis.RedisMessage) (queue.Stats, error) {
 	} {
 		var err error
 		if *c.n, err = strconv.ParseInt(named[c.name], 10, 64); err != nil {
-			return queue.Stats{}, fmt.Errorf("%s: %w", c.name, err)
+			return queue.Stats{}, nil, fmt.Errorf("%s: %w", c.name, err)
 		}
 	}
 	for _, f := range queue.ControlFields() {
 		if v, ok := named[f.Name]; ok {
 			if err := f.Decode(&st.Control, v); err != nil {
-				return queue.Stats{}, fmt.Errorf("%s: %w", f.Name, err)
+				return queue.Stats{}, nil, fmt.Errorf("%s: %w", f.Name, err)
 			}
 		}
 	}
@@ -916,14 +915,14 @@ func parseStats(arr []rueidis.RedisMessage) (queue.Stats, error) {
 	if h, ok := named["draw_seed"]; ok {
 		seed, err := hex.DecodeString(h)
 		if err != nil || len(seed) != queue.SeedSize {
-			return queue.Stats{}, fmt.Errorf("draw_seed: want %d bytes in hex", queue.SeedSize)
+			return queue.Stats{}, nil, fmt.Errorf("draw_seed: want %d bytes in hex", queue.SeedSize)
 		}
 		st.Draw.Seed = seed
 	}
 	if v, ok := named["inventory"]; ok {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return queue.Stats{}, fmt.Errorf("inventory: %w", err)
+			return queue.Stats{}, nil, fmt.Errorf("inventory: %w", err)
 		}
 		st.Inventory = queue.Inventory{Units: n, Known: true}
 	}
@@ -931,10 +930,10 @@ func parseStats(arr []rueidis.RedisMessage) (queue.Stats, error) {
 		st.Draw.Done = true
 		var err error
 		if st.Draw.Entrants, err = strconv.ParseInt(named["draw_entrants"], 10, 64); err != nil {
-			return queue.Stats{}, fmt.Errorf("draw_entrants: %w", err)
+			return queue.Stats{}, nil, fmt.Errorf("draw_entrants: %w", err)
 		}
 	}
-	return st, nil
+	return st, named, nil
 }
 
 // str reads a string or integer reply as a string.

@@ -9,6 +9,7 @@
 package redisroom
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -68,16 +69,26 @@ func (s *Scripts) SetInventory(ctx context.Context, keys []string, units int64) 
 	return err
 }
 
-// StoreLimits stores lim, computed from what the hash held at rulesV (its
-// rules_v, "0" when it had none); false when an input was written since
-// (keys: hash, guard).
-func (s *Scripts) StoreLimits(ctx context.Context, keys []string, rulesV string, lim queue.Limits) (bool, error) {
-	r, err := redisscript.Exec(ctx, s.c, s.setLimits, keys, append([]string{rulesV}, lim.LimitFields()...)).AsInt64()
+// StoreLimits stores lim, computed from hash, the room's hash as read by
+// name; false when an input was written since (keys: hash, guard).
+func (s *Scripts) StoreLimits(ctx context.Context, keys []string, hash map[string]string, lim queue.Limits) (bool, error) {
+	args := append([]string{rulesVersion(hash)}, lim.LimitFields()...)
+	r, err := redisscript.Exec(ctx, s.c, s.setLimits, keys, args).AsInt64()
 	if err == nil && r < 0 {
 		err = ErrNoRoom
 	}
 	return r == 1, err
 }
+
+// Stale reports whether hash, a room's hash read by name, holds limits
+// older than their inputs, or none (a room written before they existed).
+func Stale(hash map[string]string) bool {
+	v, ok := hash["lim_v"]
+	return !ok || v != rulesVersion(hash)
+}
+
+// rulesVersion is the hash's rules_v, "0" when it has none.
+func rulesVersion(hash map[string]string) string { return cmp.Or(hash["rules_v"], "0") }
 
 // AddSignals adds sig to the room's pool and returns the pool (keys: hash,
 // pool, guard).

@@ -1,7 +1,6 @@
 package redisshard
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -244,8 +243,8 @@ func (q *QueueStore) stats(ctx context.Context, room string, now time.Time, alwa
 	}
 	st.Active = active
 	stale := false
-	if always || named["lim_v"] != cmp.Or(named["rules_v"], "0") {
-		stored, err := q.hash.StoreLimits(ctx, []string{home[0], home[3]}, cmp.Or(named["rules_v"], "0"), st.Settings.Limits(st.Control, st.Inventory))
+	if always || redisroom.Stale(named) {
+		stored, err := q.hash.StoreLimits(ctx, []string{home[0], home[3]}, named, st.Settings.Limits(st.Control, st.Inventory))
 		if err != nil {
 			return queue.Stats{}, false, q.hashError("stats", room, err)
 		}

@@ -234,7 +234,7 @@ func (s *Service) SeatMap(ctx context.Context, scheduleID int64) (*SeatMap, erro
 	s.mu.Lock()
 	slot := s.maps[scheduleID]
 	if slot == nil {
-		slot = &seatMapSlot{}
+		slot = &seatMapSlot{sold: map[int64]time.Time{}, held: map[int64]time.Time{}}
 		s.maps[scheduleID] = slot
 	}
 	s.mu.Unlock()
@@ -654,11 +654,11 @@ const (
 )
 
 // recent is the slot's record of seats of kind.
-func (slot *seatMapSlot) recent(kind int) *map[int64]time.Time {
+func (slot *seatMapSlot) recent(kind int) map[int64]time.Time {
 	if kind == soldSeats {
-		return &slot.sold
+		return slot.sold
 	}
-	return &slot.held
+	return slot.held
 }
 
 // mark records seats this instance just saw sold, or held, so that Hold
@@ -674,11 +674,8 @@ func (s *Service) mark(scheduleID int64, kind int, seats []int64, at time.Time) 
 	slot.mu.Lock()
 	defer slot.mu.Unlock()
 	m := slot.recent(kind)
-	if *m == nil {
-		*m = map[int64]time.Time{}
-	}
 	for _, id := range seats {
-		(*m)[id] = at
+		m[id] = at
 	}
 }
 
@@ -711,7 +708,7 @@ func (s *Service) marked(scheduleID int64, kind int, seat int64) bool {
 	}
 	slot.mu.Lock()
 	defer slot.mu.Unlock()
-	_, ok := (*slot.recent(kind))[seat]
+	_, ok := slot.recent(kind)[seat]
 	return ok
 }
 

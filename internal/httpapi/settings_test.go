@@ -84,7 +84,8 @@ func TestSettingsServed(t *testing.T) {
 		"claim_window_seconds": 45, "client_enters_per_minute": 9, "pow_bits": 3, "require_identity": true,
 		"require_invite": true, "max_waiting": 1000, "presence_timeout_seconds": 20, "visitors_per_unit": 1.5,
 		"opens_at": "2030-01-02T03:04:05.678Z", "admission": "adaptive", "target_p95_ms": 150, "min_admit_rate": 2,
-		"max_admit_rate": 90, "control_period_ms": 4000, "priority_share": 0.2, "shard_strategy": "counter", "shards": 1,
+		"max_admit_rate": 90, "control_period_ms": 4000, "priority_share": 0.2, "queueing": "random",
+		"draw_window_seconds": 30, "shard_strategy": "counter", "shards": 1,
 	}
 	body := wire.RoomSettings{}
 	for _, s := range list.Settings {

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"math"
 	"strconv"
 	"time"
 )
@@ -29,9 +30,16 @@ type Limits struct {
 }
 
 // Limits returns the limits of a room with settings s, controller state c
-// and inventory inv.
+// and inventory inv. A passthrough room (QueuePassthrough) has no cap and
+// the highest rate, in steps of at most PassthroughBatch.
 func (s Settings) Limits(c Control, inv Inventory) Limits {
 	cur := s.Current(c)
+	if s.Queueing == QueuePassthrough {
+		return Limits{
+			Cap: math.MaxInt64, Rate: MaxAdmitRate, Batch: PassthroughBatch, Near: cur.Near(),
+			Presence: s.PresenceTimeout, Grace: s.PresenceTimeout + s.ActiveTTL,
+		}
+	}
 	return Limits{
 		Cap:      InventoryCap(s, inv),
 		Rate:     cur.AdmitRate,

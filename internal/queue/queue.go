@@ -144,6 +144,10 @@ type Settings struct {
 	// lane's part of each step's admissions, 0.01 to 1; the main line gets
 	// the rest, and either all when the other is empty. 0: no lane.
 	PriorityShare float64
+	// Queueing is how the room takes newcomers (method.go): in arrival
+	// order, by lottery in windows of DrawWindow, at once, or not at all.
+	Queueing   Queueing
+	DrawWindow time.Duration
 }
 
 // DefaultSettings are used for a new room's omitted fields.
@@ -173,6 +177,8 @@ func DefaultSettings() Settings {
 		// over by thousands (docs/architecture.md, inventory-aware
 		// admission).
 		VisitorsPerUnit: 2,
+		Queueing:        QueueFIFO,
+		DrawWindow:      time.Minute,
 		Admission:       Static,
 		MinAdmitRate:    1,
 		MaxAdmitRate:    1000,
@@ -320,6 +326,9 @@ type Stats struct {
 	// Control is the adaptive controller's state (zero for a room whose
 	// controller never stepped).
 	Control Control
+	// Window is a random room's current draw window (zero before its
+	// first random entry).
+	Window DrawnWindow
 	// Off names the settings (by JSON name) that the store keeps off for
 	// this room because its line cannot do them (a sharded room's).
 	Off []string

@@ -301,6 +301,7 @@ func (q *Queue) entered(ctx context.Context, room string, enter func(context.Con
 	e, created, err := enter(ctx)
 	switch {
 	case err == nil:
+		e = q.inDraw(room, e)
 		q.wakeIfWaiting(room, e)
 		q.metrics.entered(room, e, created)
 		if created && q.counts != nil {
@@ -368,7 +369,7 @@ func (q *Queue) Status(ctx context.Context, room, visitor string, seq int64, iss
 	}
 	now := q.now()
 	if v := q.view(room); v != nil && now.Sub(v.At) < staleAfter && !issued.Before(v.Since) {
-		if seq == PreQueueSeq && v.PreQueue(now) {
+		if seq == PreQueueSeq && (v.PreQueue(now) || v.drawPending(now, issued)) {
 			q.metrics.polled(room, true)
 			return Entry{Visitor: visitor, Status: Waiting}, true, nil
 		}
@@ -379,10 +380,21 @@ func (q *Queue) Status(ctx context.Context, room, visitor string, seq int64, iss
 	}
 	e, err = q.store.Status(ctx, room, visitor, now)
 	if err == nil {
+		e = q.inDraw(room, e)
 		q.wakeIfWaiting(room, e) // a parked visitor who came back
 		q.metrics.polled(room, false)
 	}
 	return e, false, err
+}
+
+// inDraw is e as its visitor is told it: waiting at position 0, with no
+// place yet, while it waits for its window's draw in a random room
+// (View.InDraw).
+func (q *Queue) inDraw(room string, e Entry) Entry {
+	if v := q.view(room); v != nil && v.InDraw(q.now(), e) {
+		e.Position = 0
+	}
+	return e
 }
 
 // HoldPlace keeps a waiting visitor from being told it moved back. e is

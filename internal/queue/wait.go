@@ -96,7 +96,7 @@ func (v *View) Place(now time.Time, room string, e Entry) wire.Place {
 	p := wire.Place{Room: room, RoomState: v.RoomState(now), Status: string(e.Status), Position: e.Position}
 	switch {
 	case e.Status == Waiting && e.Position == 0:
-		p.RoomState, p.OpensAt = string(InPreQueue), v.Settings.OpensAt
+		p.RoomState, p.OpensAt = string(InPreQueue), v.drawAt(now)
 		p.ETA, p.PollAfter = v.PreQueueWait(now)
 	case e.Status == Waiting:
 		var f Forecast
@@ -124,12 +124,23 @@ func Issued(p *wire.Place, ticket string) {
 // opening draw still to come (Draw.PreQueue).
 func (v *View) PreQueue(now time.Time) bool { return v.Draw.PreQueue(v.Settings, now) }
 
-// PreQueueWait is what a pre-queue entrant is told at now: the time left
-// until the opening, and when to poll again: that time, at least
-// forecast.FastPoll and at most 8 s, with jitter, so that the polls after the opening
-// spread over seconds instead of arriving at once.
+// drawAt is when a place waiting for a draw at now is drawn: the opening
+// in the pre-queue, else the end of a random room's window.
+func (v *View) drawAt(now time.Time) time.Time {
+	if v.Settings.Queueing == QueueRandom && !v.PreQueue(now) {
+		_, ends := DrawWindow(now, v.Settings.DrawWindow)
+		return ends
+	}
+	return v.Settings.OpensAt
+}
+
+// PreQueueWait is what a pre-queue entrant (or one waiting for a random
+// room's draw) is told at now: the time left until the draw, and when to
+// poll again: that time, at least forecast.FastPoll and at most 8 s, with
+// jitter, so that the polls after the draw spread over seconds instead of
+// arriving at once.
 func (v *View) PreQueueWait(now time.Time) (untilOpen, pollAfter time.Duration) {
-	untilOpen = max(0, v.Settings.OpensAt.Sub(now))
+	untilOpen = max(0, v.drawAt(now).Sub(now))
 	base := min(max(untilOpen, forecast.FastPoll), 8*time.Second)
 	return untilOpen, forecast.Jitter(base, rand.Float64())
 }

@@ -3,6 +3,7 @@ package memqueue
 import (
 	"encoding/binary"
 	"hash/maphash"
+	"math/bits"
 	"slices"
 )
 
@@ -82,6 +83,40 @@ func (f *fifo) rank(visitor string) (seq, pos int64, ok bool) {
 		return 0, 0, false
 	}
 	return f.seqs[i], f.prefix(i + 1), true
+}
+
+// from counts the live entries with a sequence number of seq or more.
+func (f *fifo) from(seq int64) int64 { return f.len() - f.prefix(f.find(seq)) }
+
+// swapLast swaps the places of the live entry of 0-based rank r and the
+// last entry, and returns the sequence number the last one now has.
+func (f *fifo) swapLast(r int64) int64 {
+	i, last := f.nth(r), len(f.ids)-1
+	f.ids[i], f.ids[last] = f.ids[last], f.ids[i]
+	f.point(f.ids[i], f.seqs[i])
+	f.point(f.ids[last], f.seqs[last])
+	return f.seqs[i]
+}
+
+// nth returns the index of the live entry of 0-based rank r (< len).
+func (f *fifo) nth(r int64) int {
+	pos, rem := 0, r+1
+	for step := 1 << bits.Len(uint(len(f.tree)-1)); step > 0; step >>= 1 {
+		if next := pos + step; next < len(f.tree) && f.tree[next] < rem {
+			pos, rem = next, rem-f.tree[next]
+		}
+	}
+	return pos
+}
+
+// point makes the index find the visitor of id at seq.
+func (f *fifo) point(id idRef, seq int64) {
+	v := f.blocks.get(id)
+	if _, ok := f.clash[string(v)]; ok {
+		f.clash[string(v)] = seq
+		return
+	}
+	f.index[maphash.Bytes(f.seed, v)&f.mask] = seq
 }
 
 func (f *fifo) remove(visitor string) {

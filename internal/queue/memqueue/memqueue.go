@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -62,6 +63,7 @@ type room struct {
 	active   map[string]time.Time // visitor → expiry
 	expiries expiryHeap           // at least one entry per active visitor
 	draw     queue.Draw           // Entrants counts pre before the draw
+	window   queue.DrawnWindow    // a random room's current draw window
 	// pre is the pre-queue before the draw: visitor → queue.DrawKey.
 	pre     map[string][32]byte
 	control queue.Control // the adaptive controller's state
@@ -268,7 +270,7 @@ func (s *Store) enter(name, visitor string, lane *queue.LaneCode, now time.Time)
 		r.saw(visitor, now)
 		return e, false, nil
 	}
-	if r.state().Refuses() {
+	if r.state().Refuses() || !r.settings.TakesNewcomers() {
 		return queue.Entry{}, false, fmt.Errorf("memqueue: enter %s: %w", name, queue.ErrRoomClosed)
 	}
 	full := r.settings.MaxWaiting > 0 && r.waitingLen() >= r.settings.MaxWaiting
@@ -297,7 +299,27 @@ func (s *Store) enter(name, visitor string, lane *queue.LaneCode, now time.Time)
 		}
 	}
 	r.waiting.push(r.seq, visitor)
-	return queue.Entry{Visitor: visitor, Status: queue.Waiting, Seq: r.seq, Position: r.waitingLen()}, true, nil
+	e := queue.Entry{Visitor: visitor, Status: queue.Waiting, Seq: r.seq, Position: r.waitingLen()}
+	if r.settings.Queueing == queue.QueueRandom {
+		e.Seq, e.Position = r.drawIn(now, e.Position, rand.Float64())
+	}
+	return e, true, nil
+}
+
+// drawIn gives the newcomer just queued at the end of a random room's line,
+// at position, its drawn place among its window's entrants behind the near
+// zone (queue.DrawSlot with u), and returns its seq and position.
+func (r *room) drawIn(now time.Time, position int64, u float64) (int64, int64) {
+	if i, _ := queue.DrawWindow(now, r.settings.DrawWindow); r.window.Index != i || r.window.Seq == 0 {
+		r.window = queue.DrawnWindow{Index: i, Seq: r.seq}
+	}
+	others := r.waiting.len() - 1
+	n := min(r.waiting.from(r.window.Seq)-1, others-r.limits().Near)
+	k := queue.DrawSlot(n, u)
+	if k >= n {
+		return r.seq, position
+	}
+	return r.waiting.swapLast(others - n + k), position - (n - k)
 }
 
 // Status implements queue.Store.
@@ -517,6 +539,7 @@ func (s *Store) Stats(_ context.Context, name string, now time.Time) (queue.Stat
 		Since:         r.since,
 		Inventory:     r.inventory,
 		Control:       r.control,
+		Window:        r.window,
 	}
 	if !r.draw.Done {
 		st.Draw.Entrants = int64(len(r.pre))

@@ -147,6 +147,10 @@ func Run(t *testing.T, newStore NewStore) {
 		{"LaneEmptyLines", testLaneEmptyLines},
 		{"LaneCodes", testLaneCodes},
 		{"LaneCodeConcurrent", testLaneCodeConcurrent},
+		{"QueueingRandom", testQueueingRandom},
+		{"QueueingSwitch", testQueueingSwitch},
+		{"QueueingPassthrough", testQueueingPassthrough},
+		{"QueueingReject", testQueueingReject},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -717,6 +721,8 @@ func nonDefault(t *testing.T, def queue.Settings) queue.Settings {
 			f.Set(reflect.ValueOf(queue.Paused))
 		case f.Type() == reflect.TypeFor[queue.Admission]():
 			f.Set(reflect.ValueOf(queue.Adaptive))
+		case f.Type() == reflect.TypeFor[queue.Queueing]():
+			f.Set(reflect.ValueOf(queue.QueueRandom))
 		case f.Type() == reflect.TypeFor[time.Time]():
 			f.Set(reflect.ValueOf(t0.Add(time.Hour + 1234*time.Millisecond)))
 		case f.Type() == reflect.TypeFor[time.Duration]():

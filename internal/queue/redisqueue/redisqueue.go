@@ -21,6 +21,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"slices"
 	"strconv"
@@ -595,7 +596,7 @@ func (s *Store) Enter(ctx context.Context, room, visitor string, now time.Time, 
 // arguments (none for the main line).
 func (s *Store) enterIn(ctx context.Context, op, room, visitor string, now time.Time, keys []string, lane ...string) (queue.Entry, bool, error) {
 	r, err := s.withKey(ctx, op, room, visitor, func(key, commitment string) ([]int64, error) {
-		arr, err := s.execAck(ctx, s.enter, keys, append([]string{visitor, ms(now), key, commitment}, lane...)).ToArray()
+		arr, err := s.execAck(ctx, s.enter, keys, append([]string{visitor, ms(now), key, commitment, strconv.FormatFloat(rand.Float64(), 'g', -1, 64)}, lane...)).ToArray()
 		if err != nil {
 			return nil, unavailable(op, room, err)
 		}
@@ -925,6 +926,10 @@ func parseStats(arr []rueidis.RedisMessage) (queue.Stats, map[string]string, err
 			return queue.Stats{}, nil, fmt.Errorf("inventory: %w", err)
 		}
 		st.Inventory = queue.Inventory{Units: n, Known: true}
+	}
+	if wi, ok := named["win_i"]; ok {
+		st.Window.Index, _ = strconv.ParseInt(wi, 10, 64)
+		st.Window.Seq, _ = strconv.ParseInt(named["win_seq"], 10, 64)
 	}
 	if named["drawn"] == "1" {
 		st.Draw.Done = true

@@ -49,7 +49,7 @@ var (
 
 // Off names, by JSON name, the settings a room of several shards keeps
 // off: its line does not have them yet (Stats.Off).
-var Off = []string{"presence_timeout_seconds", "claim_window_seconds", "max_waiting", "opens_at", "priority_share"}
+var Off = []string{"presence_timeout_seconds", "claim_window_seconds", "max_waiting", "opens_at", "priority_share", "queueing"}
 
 // forShards is set as a room of several shards keeps it: what its line
 // does not have is off where set leaves it at its default (presence
@@ -73,6 +73,8 @@ func forShards(set queue.Settings) (queue.Settings, error) {
 		return set, conflict("priority_share", set.PriorityShare, "0", "priority lanes are not sharded yet")
 	case set.MaxWaiting != 0:
 		return set, conflict("max_waiting", set.MaxWaiting, "0", "the cap on the line is not sharded yet")
+	case set.Queueing != queue.QueueFIFO:
+		return set, conflict("queueing", set.Queueing, "fifo", "other queueing methods are not sharded yet")
 	}
 	return set, nil
 }

@@ -4,8 +4,9 @@
 -- KEYS[7] back zsets (presence.lua), KEYS[8] priority lane zset (lane
 -- seq), KEYS[9] the lane code's use counter (queue.Store.EnterLane only)
 -- ARGV    visitor, now (unix ms), draw key, draw commitment (both "" when
---         the caller does not know the room's seed); for a lane entry
---         also the code's uses and expiry (unix ms)
+--         the caller does not know the room's seed), u (uniform in [0, 1):
+--         a random room's draw, queue.DrawSlot); for a lane entry also the
+--         code's uses and expiry (unix ms)
 -- Returns {kind, seq, position, expires_ms, created}; kind 0 = room not
 -- found, 1 = room closed, 2 = waiting, 3 = active, 5 = the room's draw
 -- needs the key (call again with the seed's), 6 = the line is full
@@ -14,11 +15,11 @@
 local meta, wait, active, pre, seen, parked, back, lane, code =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local visitor, now, key, commitment = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
-local uses, code_exp = tonumber(ARGV[5]), tonumber(ARGV[6])
+local u, uses, code_exp = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 
-local state, seed_commitment, drawn, opens, inventory, max_waiting, share =
+local state, seed_commitment, drawn, opens, inventory, max_waiting, share, queueing, draw_window =
   unpack(redis.call('HMGET', meta, 'state', 'draw_commitment', 'drawn', 'opens_at',
-    'inventory', 'max_waiting', 'priority_share'))
+    'inventory', 'max_waiting', 'priority_share', 'queueing', 'draw_window'))
 if not state then
   return {0}
 end
@@ -55,7 +56,8 @@ if phase then
   end
 end
 -- An inventory of 0 makes the room sold out (queue.Stats.EffectiveState).
-if state == 'closed' or state == 'sold_out' or inventory == '0' then
+-- A reject room (queue.QueueReject) takes no newcomers.
+if state == 'closed' or state == 'sold_out' or inventory == '0' or queueing == 'reject' then
   return {1}
 end
 -- A full line is not empty, so this also rules out passthrough.
@@ -114,6 +116,28 @@ end
 if uses then
   redis.call('ZADD', lane, redis.call('HINCRBY', meta, 'lane_seq', 1), visitor)
   return {2, 0, redis.call('ZCARD', lane), 0, 1}
+end
+-- A random room (queue.QueueRandom) draws the newcomer into its window:
+-- it takes the place of the window's entrant queue.DrawSlot picks among
+-- those behind the near zone, who moves to the end. Stale limits (no near
+-- zone known) draw nothing: this newcomer stays at the end.
+if queueing == 'random' then
+  local w = math.floor(tonumber(draw_window) / 1e6)
+  local i = math.floor(now / w)
+  local wi, ws = unpack(redis.call('HMGET', meta, 'win_i', 'win_seq'))
+  if tonumber(wi) ~= i then
+    ws = seq
+    redis.call('HSET', meta, 'win_i', i, 'win_seq', seq)
+  end
+  local lim = limits(meta)
+  local card = redis.call('ZCARD', wait)
+  local n = lim and math.min(redis.call('ZCOUNT', wait, ws, '+inf'), card - lim.near) or 0
+  local k = math.min(n, math.floor(u * (n + 1)))
+  if k < n then
+    local taken = redis.call('ZRANGE', wait, card - n + k, card - n + k, 'WITHSCORES')
+    redis.call('ZADD', wait, seq, taken[1], taken[2], visitor)
+    return {2, tonumber(taken[2]), line + 1 - (n - k), 0, 1}
+  end
 end
 redis.call('ZADD', wait, seq, visitor)
 return {2, seq, line + 1, 0, 1}

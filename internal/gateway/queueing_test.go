@@ -1,0 +1,59 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"usher/internal/queue"
+)
+
+func setQueueing(t *testing.T, q *queue.Queue, room string, m queue.Queueing) {
+	t.Helper()
+	v, err := q.Room(context.Background(), room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := v.Settings
+	s.Queueing = m
+	if err := q.PutRoom(context.Background(), room, s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestQueueingThroughProxy: a reject room shows newcomers the closed page
+// while those waiting keep theirs; a passthrough room lets the waiting
+// and newcomers through to the origin.
+func TestQueueingThroughProxy(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, newOrigin(t, helloOrigin), Rules{})
+	e.admit("sale", "occupant", time.Time{})
+	waiting := browser(t)
+	if res := do(t, waiting, "GET", e.url+"/shop", nil); !strings.Contains(res.body, `"state":"waiting"`) {
+		t.Fatalf("first visitor past the occupant: %d, want the waiting page:\n%s", res.status, res.body)
+	}
+
+	setQueueing(t, e.q, "sale", queue.QueueReject)
+	res := do(t, browser(t), "GET", e.url+"/shop", nil)
+	if res.status != http.StatusConflict || !strings.Contains(res.body, "This waiting room is closed") {
+		t.Errorf("reject, newcomer: %d, want 409 and the closed page:\n%s", res.status, res.body)
+	}
+	if res := do(t, waiting, "GET", e.url+"/shop", nil); !strings.Contains(res.body, `"state":"waiting"`) {
+		t.Errorf("reject, waiting visitor: %d, want its place:\n%s", res.status, res.body)
+	}
+
+	setQueueing(t, e.q, "sale", queue.QueuePassthrough)
+	for range 2 { // the first step refills the bucket from the last
+		if _, err := e.q.Admit(context.Background(), "sale"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res := do(t, waiting, "GET", e.url+"/shop", nil); res.body != "origin /shop" {
+		t.Errorf("passthrough, the visitor who waited: %d, want the origin:\n%s", res.status, res.body)
+	}
+	if res := do(t, browser(t), "GET", e.url+"/shop", nil); res.body != "origin /shop" {
+		t.Errorf("passthrough, newcomer: %d, want the origin:\n%s", res.status, res.body)
+	}
+}

@@ -59,7 +59,7 @@ func TestRandomRoomDraw(t *testing.T) {
 	if err != nil || e.Position != 0 || queue.TicketSeq(e) != queue.PreQueueSeq {
 		t.Errorf("Status in the window = %+v, %v; want still in the draw", e, err)
 	}
-	c.t = c.t.Add(40 * time.Second) // the window ends
+	c.t = c.t.Add(40 * time.Second)                // the window ends
 	if err := q.PutRoom(ctx, "r", s); err != nil { // a refresh of the view
 		t.Fatal(err)
 	}

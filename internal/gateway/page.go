@@ -22,7 +22,8 @@ import (
 // paused (waiting in a paused room), error (the store failed, or a proof of
 // work was refused), challenge (a newcomer to a room with pow_bits: the
 // page solves the challenge before it has a place), pre_queue (in before
-// the room's opening draw: a countdown) and full (refused: the line is at
+// the room's opening draw: a countdown), draw (waiting for the draw of a
+// random room's window: a countdown) and full (refused: the line is at
 // the room's max_waiting).
 const (
 	StateWaiting   = wire.StateWaiting
@@ -32,6 +33,7 @@ const (
 	StateError     = "error"
 	StateChallenge = "challenge"
 	StatePreQueue  = wire.RoomPreQueue
+	StateDraw      = wire.RoomDraw
 	StateFull      = "full"
 )
 
@@ -78,6 +80,10 @@ type Text struct {
 	PreQueueTitle string `json:"pre_queue_title"`
 	OpensIn       string `json:"opens_in"`
 	PreQueue      string `json:"pre_queue"` // %s: the opening, "2006-01-02 15:04 UTC"
+	// The draw state's texts (a random room's window, until its draw).
+	DrawTitle string `json:"draw_title"`
+	DrawIn    string `json:"draw_in"`
+	Draw      string `json:"draw"` // %s: the draw, "2006-01-02 15:04 UTC"
 	// The full state's texts (the line is at the room's max_waiting).
 	FullTitle string `json:"full_title"`
 	Full      string `json:"full"`
@@ -224,9 +230,14 @@ func (p Page) Countdown() string {
 	return fmt.Sprintf("%d:%02d", s/60, s%60)
 }
 
-// PreQueueText is the pre-queue explanation with the opening's time.
+// PreQueueText is the pre-queue's (or the draw's) explanation with the
+// opening's (or the draw's) time.
 func (p Page) PreQueueText() string {
-	return fmt.Sprintf(p.T.PreQueue, p.OpensAt.UTC().Format("2006-01-02 15:04 UTC"))
+	f := p.T.PreQueue
+	if p.State == StateDraw {
+		f = p.T.Draw
+	}
+	return fmt.Sprintf(f, p.OpensAt.UTC().Format("2006-01-02 15:04 UTC"))
 }
 
 // UpdatedText is UpdatedAt as "15:04:05 UTC".

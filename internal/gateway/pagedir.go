@@ -326,7 +326,7 @@ func fileErr(name string, err error) error {
 }
 
 // PageStates are the waiting page's states.
-var PageStates = []string{StateWaiting, StatePaused, StatePreQueue, StateChallenge, StateFull, StateClosed, StateSoldOut, StateError}
+var PageStates = []string{StateWaiting, StatePaused, StatePreQueue, StateDraw, StateChallenge, StateFull, StateClosed, StateSoldOut, StateError}
 
 // fill completes pg for language lang with the set's texts, style, brand
 // and script, and the script's starting state.
@@ -353,7 +353,7 @@ func (s *pageSet) sample(lang, state string) Page {
 		Refresh: 2, PollAfterMS: 3_600_000, URL: "/", // no poll while a check looks
 		Challenge: pow.Challenge{Bits: 30}, OpensAt: time.Date(2026, 1, 2, 4, 0, 0, 0, time.UTC),
 	}
-	if state == StatePreQueue {
+	if state == StatePreQueue || state == StateDraw {
 		pg.Position, pg.Ahead, pg.ETASeconds = 0, 0, 3300
 	}
 	for _, l := range Languages {

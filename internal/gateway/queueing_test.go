@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -55,5 +56,32 @@ func TestQueueingThroughProxy(t *testing.T) {
 	}
 	if res := do(t, browser(t), "GET", e.url+"/shop", nil); res.body != "origin /shop" {
 		t.Errorf("passthrough, newcomer: %d, want the origin:\n%s", res.status, res.body)
+	}
+}
+
+// TestDrawPage: a random room's newcomer behind the near zone sees the
+// draw's countdown, not the opening's.
+func TestDrawPage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, newOrigin(t, helloOrigin), Rules{})
+	v, err := e.q.Room(context.Background(), "sale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := v.Settings
+	s.State, s.AdmitRate, s.PresenceTimeout, s.Queueing = queue.Paused, 1, 0, queue.QueueRandom
+	if err := e.q.PutRoom(context.Background(), "sale", s); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 60 {
+		if _, _, err := e.q.Enter(context.Background(), "sale", fmt.Sprintf("v%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := do(t, browser(t), "GET", e.url+"/shop", nil)
+	for _, want := range []string{"Places in line are being drawn", "Places drawn in", `"state":"draw"`} {
+		if !strings.Contains(res.body, want) {
+			t.Errorf("page of a newcomer to a random room lacks %q:\n%s", want, res.body)
+		}
 	}
 }

@@ -49,6 +49,8 @@ func (p *core) waitingPage(w http.ResponseWriter, r *http.Request, room, ticket 
 		state = StateSoldOut
 	case resp.RoomState == wire.RoomPreQueue && resp.Position == 0:
 		state = StatePreQueue
+	case resp.RoomState == wire.RoomDraw && resp.Position == 0:
+		state = StateDraw
 	case resp.RoomState == wire.RoomPaused, resp.RoomState == wire.RoomPreQueue:
 		state = StatePaused // in line before the pre-queue: admitted after the opening
 	}

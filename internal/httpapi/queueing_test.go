@@ -27,8 +27,8 @@ func TestQueueingMethods(t *testing.T) {
 		}
 		if got.Position == 0 {
 			inDraw++
-			if got.RoomState != "pre_queue" || got.OpensAt == nil || got.OpensAt.Unix()%3600 != 0 {
-				t.Errorf("enter #%d in the draw: %s, want pre_queue until the end of its window (a whole hour)", i, r.body)
+			if got.RoomState != "draw" || got.OpensAt == nil || got.OpensAt.Unix()%3600 != 0 {
+				t.Errorf("enter #%d in the draw: %s, want draw until the end of its window (a whole hour)", i, r.body)
 			}
 		}
 		tickets = append(tickets, got.Ticket)

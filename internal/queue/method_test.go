@@ -52,8 +52,8 @@ func TestRandomRoomDraw(t *testing.T) {
 		}
 	}
 	p := q.Place("r", entries[last])
-	if end := time.Date(2026, 11, 1, 10, 1, 0, 0, time.UTC); p.RoomState != string(queue.InPreQueue) || !p.OpensAt.Equal(end) || p.ETA != 40*time.Second {
-		t.Errorf("place in the draw = state %s, opens_at %v, ETA %v; want pre_queue until %v, 40s", p.RoomState, p.OpensAt, p.ETA, end)
+	if end := time.Date(2026, 11, 1, 10, 1, 0, 0, time.UTC); p.RoomState != string(queue.InDrawWindow) || !p.OpensAt.Equal(end) || p.ETA != 40*time.Second {
+		t.Errorf("place in the draw = state %s, opens_at %v, ETA %v; want draw until %v, 40s", p.RoomState, p.OpensAt, p.ETA, end)
 	}
 	e, _, err := q.Status(ctx, "r", entries[last].Visitor, queue.TicketSeq(entries[last]), c.t.Add(-20*time.Second))
 	if err != nil || e.Position != 0 || queue.TicketSeq(e) != queue.PreQueueSeq {

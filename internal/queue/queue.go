@@ -63,6 +63,9 @@ const (
 	// InPreQueue is no setting but what visitors are told of an open or
 	// paused room before its opening draw (View.RoomState).
 	InPreQueue RoomState = "pre_queue"
+	// InDrawWindow is what a random room's entrant is told while it waits
+	// for its window's draw (View.InDraw).
+	InDrawWindow RoomState = "draw"
 )
 
 // Refuses reports whether the room refuses new entries (closed or sold out).

@@ -97,6 +97,9 @@ func (v *View) Place(now time.Time, room string, e Entry) wire.Place {
 	switch {
 	case e.Status == Waiting && e.Position == 0:
 		p.RoomState, p.OpensAt = string(InPreQueue), v.drawAt(now)
+		if v.Settings.Queueing == QueueRandom && !v.PreQueue(now) {
+			p.RoomState = string(InDrawWindow)
+		}
 		p.ETA, p.PollAfter = v.PreQueueWait(now)
 	case e.Status == Waiting:
 		var f Forecast

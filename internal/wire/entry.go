@@ -85,7 +85,7 @@ func EntryFor(p Place) Entry {
 		e.Position, e.Ahead = p.Position, max(0, p.Position-1)
 		e.ETASeconds = int64(p.ETA.Round(time.Second) / time.Second)
 		e.PollAfterMS = p.PollAfter.Milliseconds()
-		if p.RoomState == RoomPreQueue {
+		if p.RoomState == RoomPreQueue || p.RoomState == RoomDraw {
 			at := p.OpensAt.UTC()
 			e.OpensAt = &at
 		} else if p.ETALow != 0 || p.ETAHigh != 0 {

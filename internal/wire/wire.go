@@ -99,6 +99,9 @@ const (
 	// RoomPreQueue (Entry.RoomState only): before the opening of a room
 	// with opens_at; entrants wait unordered until the draw.
 	RoomPreQueue = "pre_queue"
+	// RoomDraw (Entry.RoomState only): waiting for the draw of a random
+	// room's window, at OpensAt, at position 0.
+	RoomDraw = "draw"
 )
 
 // BypassList answers GET /api/v1/bypass: the edge's bypass rules.

@@ -33,7 +33,7 @@
   function announce(text) { setText("announce", text); }
 
   var titles = {
-    waiting: t.title, paused: t.paused_title, pre_queue: t.pre_queue_title, closed: t.closed_title,
+    waiting: t.title, paused: t.paused_title, pre_queue: t.pre_queue_title, draw: t.draw_title, closed: t.closed_title,
     sold_out: t.sold_out_title, full: t.full_title, error: t.error_title, challenge: t.challenge_title,
     turn: t.turn_title
   };
@@ -50,7 +50,7 @@
     document.title = titles[v];
     var m = el("message") || el("paused");
     if (m) { m.hidden = !messages[v]; if (messages[v]) setText(m.id, messages[v]); }
-    hide("opens", v !== "pre_queue");
+    hide("opens", v !== "pre_queue" && v !== "draw");
     hide("place", v !== "waiting" && v !== "paused");
     hide("eta-line", v !== "waiting");
     if (v !== "waiting") hide("slower", true);
@@ -71,7 +71,7 @@
   var opensAt = Date.now() + (s.eta_seconds || 0) * 1000, ticking = false;
   function tick() {
     setText("countdown", clock((opensAt - Date.now()) / 1000));
-    ticking = view === "pre_queue" && opensAt > Date.now();
+    ticking = (view === "pre_queue" || view === "draw") && opensAt > Date.now();
     if (ticking) setTimeout(tick, 1000 - Date.now() % 1000);
   }
 
@@ -82,9 +82,9 @@
       if (show(st.state)) announce(titles[st.state] + ". " + messages[st.state]);
       return false;
     }
-    if (st.room_state === "pre_queue" && st.position === 0) {
+    if ((st.room_state === "pre_queue" || st.room_state === "draw") && st.position === 0) {
       opensAt = Date.now() + st.eta_seconds * 1000;
-      if (show("pre_queue")) announce(titles.pre_queue);
+      if (show(st.room_state)) announce(titles[st.room_state]);
       if (!ticking) tick();
       return true;
     }
@@ -277,8 +277,8 @@
   setupAlerts();
   if (s.state === "challenge") {
     solve();
-  } else if (s.state === "waiting" || s.state === "paused" || s.state === "pre_queue" || s.state === "error" || s.state === "full") {
-    if (s.state === "pre_queue") tick();
+  } else if (s.state === "waiting" || s.state === "paused" || s.state === "pre_queue" || s.state === "draw" || s.state === "error" || s.state === "full") {
+    if (s.state === "pre_queue" || s.state === "draw") tick();
     next(s.poll_after_ms > 0 ? s.poll_after_ms : 2000);
   }
 })();

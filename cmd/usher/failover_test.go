@@ -122,7 +122,11 @@ func TestSentinelFailover(t *testing.T) {
 
 	reserved := func() int { return len(l.reserved) }
 	testenv.Eventually(t, time.Minute, "100 reservations before the kill", func() bool { return l.count(reserved) >= 100 })
+	if st, err := qs.Stats(ctx, sched.Room, time.Now()); err != nil || !st.Since.IsZero() {
+		t.Fatalf("Stats before the kill: Since %v, %v; want zero (nothing lost yet)", st.Since, err)
+	}
 	l.kill()
+	killed := time.Now()
 	if err := top.Primary.Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)
 	}
@@ -137,6 +141,12 @@ func TestSentinelFailover(t *testing.T) {
 	testenv.Eventually(t, time.Minute, "the sentinels to name the replica as the primary", func() bool {
 		addr, err := top.PrimaryOf()
 		return err == nil && addr == top.ReplicaAddr
+	})
+	// The store notices the new primary (a new replication ID): tickets
+	// issued before get exact answers, so lost places are found at once.
+	testenv.Eventually(t, time.Minute, "Stats.Since to follow the failover", func() bool {
+		st, err := qs.Stats(ctx, sched.Room, time.Now())
+		return err == nil && st.Since.After(killed)
 	})
 	after := l.count(reserved)
 	testenv.Eventually(t, time.Minute, "100 more reservations after the failover", func() bool { return l.count(reserved) >= after+100 })

@@ -104,10 +104,8 @@ func (p *core) place(ctx context.Context, w http.ResponseWriter, r *http.Request
 	}
 	if t, ok := p.ticketOf(r, room); ok {
 		e, err = gate.Poll(ctx, p.c.Queue, r, room, t)
-		if err == nil && e.Status == queue.Waiting && e.Seq != 0 && e.Seq != t.Seq {
-			// The place got (after the opening draw) or changed its
-			// sequence number: a new ticket keeps the next polls cheap.
-			return t.Visitor, p.issueTicket(w, room, t.Visitor, e), e, nil
+		if err == nil && p.c.Queue.Reticket(room, e, t.Seq, t.IssuedAt) {
+			return t.Visitor, p.issueTicket(w, room, t.Visitor, e), e, nil // the next polls stay cheap
 		}
 		if err != nil || e.Status != queue.Gone {
 			return t.Visitor, "", e, err

@@ -132,10 +132,8 @@ func (s *server) status() http.Handler {
 			return
 		}
 		ticket := ""
-		if e.Status == queue.Waiting && e.Seq != 0 && e.Seq != t.Seq {
-			// The place got (after the opening draw) or changed its
-			// sequence number: a new ticket keeps the next polls cheap.
-			ticket = s.issueTicket(w, room, t.Visitor, e)
+		if s.Queue.Reticket(room, e, t.Seq, t.IssuedAt) {
+			ticket = s.issueTicket(w, room, t.Visitor, e) // the next polls stay cheap
 		}
 		s.respond(w, r, http.StatusOK, room, ticket, e)
 	})

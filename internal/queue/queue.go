@@ -322,7 +322,8 @@ type Stats struct {
 	Draw Draw
 	// Since is when the store began keeping the room's queue, if it may
 	// have lost the places of tickets issued before (a memory store's
-	// restart): tickets issued earlier get exact answers. Zero: never.
+	// restart, a Redis failover): tickets issued earlier get exact answers
+	// (Queue.Status) and new tickets (Queue.Reticket). Zero: never.
 	Since time.Time
 	// Inventory is the units left for sale, when the sale service set it.
 	Inventory Inventory

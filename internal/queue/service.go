@@ -446,6 +446,23 @@ func TicketSeq(e Entry) int64 {
 	return e.Seq
 }
 
+// Reticket reports whether a poll on a ticket with sequence number seq,
+// issued at issued, that was answered e should give the visitor a new
+// ticket, so that its next polls are answered from the view: it waits, and
+// its place got or changed its sequence number (the opening draw, a random
+// room's), or the ticket predates the store's Stats.Since (its polls would
+// all reach the store).
+func (q *Queue) Reticket(room string, e Entry, seq int64, issued time.Time) bool {
+	if e.Status != Waiting || e.Seq == 0 {
+		return false
+	}
+	if e.Seq != seq {
+		return true
+	}
+	v := q.view(room)
+	return v != nil && issued.Before(v.Since)
+}
+
 // Renew slides an admitted visitor's expiry and returns the new one;
 // ErrNotAdmitted when the visitor holds no active slot.
 func (q *Queue) Renew(ctx context.Context, room, visitor string) (time.Time, error) {

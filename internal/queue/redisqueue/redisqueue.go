@@ -101,6 +101,8 @@ type Store struct {
 	acks acker
 	// hash runs the scripts of the room's hash that redisshard runs too.
 	hash *redisroom.Scripts
+	// lineage follows the server's replication ID (Stats.Since).
+	lineage lineage
 }
 
 // New returns a store that keeps its keys under prefix (usher uses "usher:")
@@ -803,6 +805,7 @@ func (s *Store) Stats(ctx context.Context, room string, now time.Time) (queue.St
 	if err != nil {
 		return queue.Stats{}, unavailable("stats", room, err)
 	}
+	st.Since = s.since(ctx, now)
 	if redisroom.Stale(hash) { // a writer stopped in between, or an older version's room
 		_, _ = s.storeLimits(ctx, room, hash, st)
 	}

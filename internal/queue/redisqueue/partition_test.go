@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,8 +34,9 @@ import (
 //
 //	USHER_TEST_PARTITION=1          run it (it takes about a minute)
 //	USHER_TEST_PARTITION_CUT=25s    how long the cut lasts
-//	USHER_TEST_PARTITION_PORTS      "P R PROXY S1 S2 S3", default
-//	                                "16490 16491 16492 26490 26491 26492"
+//	USHER_TEST_PARTITION_PORTS      "P R PROXY S1 S2 S3 [R2]", default
+//	                                "16490 16491 16492 26490 26491 26492 16493"
+//	USHER_TEST_PARTITION_REPLICAS=2 a second replica R2 beside R
 //	USHER_TEST_PARTITION_STORE      query appended to the Sentinel URL,
 //	                                e.g. "wait_replicas=0" for today's
 //	                                behaviour
@@ -142,16 +144,17 @@ func (p *partitionProxy) Heal() {
 	}
 }
 
-// partitionTopology is P, R, the proxy in front of P and three sentinels.
+// partitionTopology is P, R (and R2), the proxy in front of P and three
+// sentinels.
 type partitionTopology struct {
-	P, R, Proxy string // addresses
+	P, R, R2, Proxy string // addresses (R2: "" without)
 	sentinels   []string
 	proxy       *partitionProxy
 	URL         string
 	dir         string // the servers' logs
 }
 
-func startPartitionTopology(t *testing.T) *partitionTopology {
+func startPartitionTopology(t *testing.T, replicas int) *partitionTopology {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -159,10 +162,10 @@ func startPartitionTopology(t *testing.T) *partitionTopology {
 	}
 	ports := strings.Fields(os.Getenv("USHER_TEST_PARTITION_PORTS"))
 	if len(ports) == 0 {
-		ports = strings.Fields("16490 16491 16492 26490 26491 26492")
+		ports = strings.Fields("16490 16491 16492 26490 26491 26492 16493")
 	}
-	if len(ports) != 6 {
-		t.Fatalf("USHER_TEST_PARTITION_PORTS wants six ports: P R PROXY S1 S2 S3, got %q", ports)
+	if len(ports) < 6+replicas-1 {
+		t.Fatalf("USHER_TEST_PARTITION_PORTS wants ports P R PROXY S1 S2 S3 and R2 for a second replica, got %q", ports)
 	}
 	const hostP, hostR = "127.0.0.1", "127.0.0.2"
 	tp := &partitionTopology{
@@ -189,10 +192,17 @@ func startPartitionTopology(t *testing.T) *partitionTopology {
 	tp.dir = dir
 	start(append([]string{"--port", ports[0], "--bind", hostP, "--dbfilename", "p.rdb", "--logfile", "p.log"}, common...)...)
 	tp.proxy = newPartitionProxy(t, tp.Proxy, tp.P, net.ParseIP(hostR))
-	start(append([]string{"--port", ports[1], "--bind", hostR, "--dbfilename", "r.rdb",
-		"--bind-source-addr", hostR, "--replica-announce-ip", hostR, "--logfile", "r.log",
-		"--replicaof", hostP, ports[2]}, common...)...)
-	for _, port := range ports[3:] {
+	replica := func(port, name string) {
+		start(append([]string{"--port", port, "--bind", hostR, "--dbfilename", name + ".rdb",
+			"--bind-source-addr", hostR, "--replica-announce-ip", hostR, "--logfile", name + ".log",
+			"--replicaof", hostP, ports[2]}, common...)...)
+	}
+	replica(ports[1], "r")
+	if replicas == 2 {
+		tp.R2 = net.JoinHostPort(hostR, ports[6])
+		replica(ports[6], "r2")
+	}
+	for _, port := range ports[3:6] {
 		conf := filepath.Join(dir, "sentinel-"+port+".conf")
 		text := fmt.Sprintf("port %s\nbind %s\nbind-source-addr %[2]s\nprotected-mode no\ndir %s\nlogfile sentinel-%[1]s.log\n"+
 			"sentinel monitor %[4]s %[5]s %[6]s 2\n"+
@@ -208,12 +218,14 @@ func startPartitionTopology(t *testing.T) *partitionTopology {
 	tp.URL = "redis://" + tp.sentinels[0] + "/0?addr=" + tp.sentinels[1] + "&addr=" + tp.sentinels[2] +
 		"&master_set=" + partitionSet
 	testenv.Eventually(t, time.Minute, "the replica to sync and the sentinels to know it and each other", func() bool {
-		if r := infoReplication(tp.R); r["master_link_status"] != "up" || r["master_sync_in_progress"] != "0" {
-			return false
+		for _, r := range []string{tp.R, tp.R2}[:replicas] {
+			if r := infoReplication(r); r["master_link_status"] != "up" || r["master_sync_in_progress"] != "0" {
+				return false
+			}
 		}
 		for _, s := range tp.sentinels {
 			m := sentinelMaster(s)
-			if m["num-other-sentinels"] != "2" || m["num-slaves"] != "1" {
+			if m["num-other-sentinels"] != "2" || m["num-slaves"] != strconv.Itoa(replicas) {
 				return false
 			}
 		}
@@ -316,7 +328,11 @@ func TestPartition(t *testing.T) {
 	}
 	cutFor := envDuration(t, "USHER_TEST_PARTITION_CUT", 25*time.Second)
 	before, after := 5*time.Second, 10*time.Second
-	tp := startPartitionTopology(t)
+	replicas := 1
+	if os.Getenv("USHER_TEST_PARTITION_REPLICAS") == "2" {
+		replicas = 2
+	}
+	tp := startPartitionTopology(t, replicas)
 	ctx := context.Background()
 	url := tp.URL
 	if q := os.Getenv("USHER_TEST_PARTITION_STORE"); q != "" {
@@ -362,6 +378,7 @@ func TestPartition(t *testing.T) {
 		entries  []ack // acknowledged entries
 		admitted []ack // acknowledged admissions
 		failed   int   // enter calls that failed (the visitor retried)
+		lastFail time.Time
 		admitErr int
 	)
 	stopAt := tl.cut.Add(cutFor + after)
@@ -385,8 +402,10 @@ func TestPartition(t *testing.T) {
 						mu.Unlock()
 						return
 					}
+					tl.once(time.Now(), "enter failed", "the first enter fails: "+err.Error())
 					mu.Lock()
 					failed++
+					lastFail = time.Now()
 					mu.Unlock()
 					time.Sleep(time.Second)
 				}
@@ -603,8 +622,8 @@ func TestPartition(t *testing.T) {
 	tl.mu.Lock()
 	t.Logf("partition of %v, store %s:\n  %s", cutFor, strings.TrimPrefix(url, tp.URL), strings.Join(tl.events, "\n  "))
 	tl.mu.Unlock()
-	t.Logf("entries acknowledged %d, lost %d%s; places given twice %d; failed enter calls %d (retried)",
-		len(entries), len(lost), span(lost), collisions, failed)
+	t.Logf("entries acknowledged %d, lost %d%s; places given twice %d; failed enter calls %d (retried), the last at %+.2fs",
+		len(entries), len(lost), span(lost), collisions, failed, lastFail.Sub(tl.cut).Seconds())
 	t.Logf("admissions acknowledged or passes issued %d, refused or undone %d%s; failed steps %d", len(admitted), len(undone), span(undone), admitErr)
 	t.Logf("leaves acknowledged %d, undone %d%s", len(left), len(stayed), span(stayed))
 	if len(stayed) > 0 {

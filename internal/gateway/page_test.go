@@ -19,12 +19,18 @@ import (
 
 func setState(t *testing.T, q *queue.Queue, room string, state queue.RoomState) {
 	t.Helper()
+	updateRoom(t, q, room, func(s *queue.Settings) { s.State = state })
+}
+
+// updateRoom changes room's settings by change.
+func updateRoom(t *testing.T, q *queue.Queue, room string, change func(*queue.Settings)) {
+	t.Helper()
 	v, err := q.Room(context.Background(), room)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := v.Settings
-	s.State = state
+	change(&s)
 	if err := q.PutRoom(context.Background(), room, s); err != nil {
 		t.Fatal(err)
 	}

@@ -13,15 +13,7 @@ import (
 
 func setQueueing(t *testing.T, q *queue.Queue, room string, m queue.Queueing) {
 	t.Helper()
-	v, err := q.Room(context.Background(), room)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := v.Settings
-	s.Queueing = m
-	if err := q.PutRoom(context.Background(), room, s); err != nil {
-		t.Fatal(err)
-	}
+	updateRoom(t, q, room, func(s *queue.Settings) { s.Queueing = m })
 }
 
 // TestQueueingThroughProxy: a reject room shows newcomers the closed page
@@ -64,15 +56,9 @@ func TestQueueingThroughProxy(t *testing.T) {
 func TestDrawPage(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, newOrigin(t, helloOrigin), Rules{})
-	v, err := e.q.Room(context.Background(), "sale")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := v.Settings
-	s.State, s.AdmitRate, s.PresenceTimeout, s.Queueing = queue.Paused, 1, 0, queue.QueueRandom
-	if err := e.q.PutRoom(context.Background(), "sale", s); err != nil {
-		t.Fatal(err)
-	}
+	updateRoom(t, e.q, "sale", func(s *queue.Settings) {
+		s.State, s.AdmitRate, s.PresenceTimeout, s.Queueing = queue.Paused, 1, 0, queue.QueueRandom
+	})
 	for i := range 60 {
 		if _, _, err := e.q.Enter(context.Background(), "sale", fmt.Sprintf("v%d", i)); err != nil {
 			t.Fatal(err)

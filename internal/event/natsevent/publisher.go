@@ -128,7 +128,10 @@ func (p *Publisher) Run(ctx context.Context) error {
 			// The counted events to try again go first (beyond Batch).
 			batch, p.retry = append(append(batch[:0], p.retry...), e), p.retry[:0]
 			batch = p.take(batch)
-			p.publish(ctx, batch)
+			// A batch taken is published to its end (Timeout at most), even
+			// if ctx ends meanwhile: an event the stream acknowledged after
+			// the cancel must not count as dropped.
+			p.publish(context.WithoutCancel(ctx), batch)
 			p.logFull()
 		}
 	}

@@ -134,3 +134,15 @@ func SubjectFilter(prefix string) string { return prefix + ".events.>" }
 
 // StreamName is the JetStream stream that holds a deployment's events.
 func StreamName(prefix string) string { return strings.ToUpper(prefix) + "_EVENTS" }
+
+// The Kafka layout of the event stream (--events kafka://…), shared by the
+// publishers and the collector:
+//
+//   - topic: <prefix>.events, one for every room;
+//   - key: the room, so that a room's events share a partition and keep
+//     their order in it (the default partitioner hashes the key);
+//   - value: the JSON of one Event. Kafka does not drop a re-published
+//     duplicate: consumers de-duplicate on Event.ID.
+
+// Topic is the Kafka topic that holds a deployment's events.
+func Topic(prefix string) string { return prefix + ".events" }

@@ -7,6 +7,7 @@ package eventtest
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -224,4 +225,34 @@ func Counter(tb testing.TB, reg prometheus.Gatherer, name, label, value string) 
 	}
 	tb.Fatalf("no %s{%s=%q}", name, label, value)
 	return 0
+}
+
+// Bench measures a publisher's throughput: b.N events offered (waiting
+// while the buffer is full, as a counted producer does) and acknowledged
+// by the transport. It reports events/s.
+func Bench(b *testing.B, newBackend func(testing.TB) Backend) {
+	be := newBackend(b)
+	reg := prometheus.NewPedanticRegistry()
+	p := be.NewPublisher(b, 0, reg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	evs := make([]event.Event, 1024)
+	for i := range evs {
+		evs[i] = Event(i)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		e := evs[i%len(evs)]
+		e.ID = event.NewID()
+		for !p.Offer(e) {
+			runtime.Gosched()
+		}
+	}
+	for Counter(b, reg, "usher_events_published_total", "source", "instance") < float64(b.N) {
+		time.Sleep(time.Millisecond)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }

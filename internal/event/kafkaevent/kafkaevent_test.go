@@ -78,29 +78,36 @@ func records(tb testing.TB, brokers []string, prefix string) []received {
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	eventtest.Run(t, func(tb testing.TB) eventtest.Backend {
-		brokers, cl := cluster(tb)
-		prefix := topic(tb, cl)
-		return eventtest.Backend{
-			NewPublisher: func(tb testing.TB, buffer int, reg prometheus.Registerer) eventtest.Publisher {
-				p, err := kafkaevent.NewPublisher(cl, kafkaevent.PublisherOptions{Prefix: prefix, Buffer: buffer, Metrics: kafkaevent.NewMetrics(reg)})
-				if err != nil {
-					tb.Fatal(err)
+	eventtest.Run(t, backend)
+}
+
+// BenchmarkPublisher is eventtest.Bench on kfake, an in-process cluster
+// that keeps records in memory: compare with natsevent's, as a ratio.
+func BenchmarkPublisher(b *testing.B) { eventtest.Bench(b, backend) }
+
+// backend is a topic of the test's own on a kfake cluster of its own.
+func backend(tb testing.TB) eventtest.Backend {
+	brokers, cl := cluster(tb)
+	prefix := topic(tb, cl)
+	return eventtest.Backend{
+		NewPublisher: func(tb testing.TB, buffer int, reg prometheus.Registerer) eventtest.Publisher {
+			p, err := kafkaevent.NewPublisher(cl, kafkaevent.PublisherOptions{Prefix: prefix, Buffer: buffer, Metrics: kafkaevent.NewMetrics(reg)})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return p
+		},
+		Published: func(tb testing.TB) []event.Event {
+			var out []event.Event
+			for _, r := range records(tb, brokers, prefix) {
+				if r.Key != r.Event.Room {
+					tb.Errorf("event %s of room %s keyed %q", r.Event.ID, r.Event.Room, r.Key)
 				}
-				return p
-			},
-			Published: func(tb testing.TB) []event.Event {
-				var out []event.Event
-				for _, r := range records(tb, brokers, prefix) {
-					if r.Key != r.Event.Room {
-						tb.Errorf("event %s of room %s keyed %q", r.Event.ID, r.Event.Room, r.Key)
-					}
-					out = append(out, r.Event)
-				}
-				return out
-			},
-		}
-	})
+				out = append(out, r.Event)
+			}
+			return out
+		},
+	}
 }
 
 // TestEnsureTopic: the topic is made once with its settings; again, it is

@@ -164,30 +164,39 @@ func TestConformance(t *testing.T) {
 	for name, connect := range map[string]func(testing.TB) *nats.Conn{"embedded": embedded, "external": external} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			eventtest.Run(t, func(tb testing.TB) eventtest.Backend {
-				nc := connect(tb)
-				prefix, st := stream(tb, nc)
-				return eventtest.Backend{
-					NewPublisher: func(tb testing.TB, buffer int, reg prometheus.Registerer) eventtest.Publisher {
-						p, err := natsevent.NewPublisher(nc, natsevent.PublisherOptions{Prefix: prefix, Buffer: buffer, Metrics: natsevent.NewMetrics(reg)})
-						if err != nil {
-							tb.Fatal(err)
-						}
-						return p
-					},
-					Published: func(tb testing.TB) []event.Event {
-						var out []event.Event
-						for _, m := range messages(tb, st) {
-							if m.MsgID != m.Event.ID || m.Subject != event.Subject(prefix, m.Event.Room, m.Event.Type) {
-								tb.Errorf("event %s on %s with Nats-Msg-Id %q", m.Event.ID, m.Subject, m.MsgID)
-							}
-							out = append(out, m.Event)
-						}
-						return out
-					},
-				}
-			})
+			eventtest.Run(t, backend(connect))
 		})
+	}
+}
+
+// BenchmarkPublisher is eventtest.Bench on the embedded server (compare
+// with kafkaevent's on kfake: the ratio, not the figure, is the point).
+func BenchmarkPublisher(b *testing.B) { eventtest.Bench(b, backend(embedded)) }
+
+// backend is a stream of the test's own on connect's server.
+func backend(connect func(testing.TB) *nats.Conn) func(testing.TB) eventtest.Backend {
+	return func(tb testing.TB) eventtest.Backend {
+		nc := connect(tb)
+		prefix, st := stream(tb, nc)
+		return eventtest.Backend{
+			NewPublisher: func(tb testing.TB, buffer int, reg prometheus.Registerer) eventtest.Publisher {
+				p, err := natsevent.NewPublisher(nc, natsevent.PublisherOptions{Prefix: prefix, Buffer: buffer, Metrics: natsevent.NewMetrics(reg)})
+				if err != nil {
+					tb.Fatal(err)
+				}
+				return p
+			},
+			Published: func(tb testing.TB) []event.Event {
+				var out []event.Event
+				for _, m := range messages(tb, st) {
+					if m.MsgID != m.Event.ID || m.Subject != event.Subject(prefix, m.Event.Room, m.Event.Type) {
+						tb.Errorf("event %s on %s with Nats-Msg-Id %q", m.Event.ID, m.Subject, m.MsgID)
+					}
+					out = append(out, m.Event)
+				}
+				return out
+			},
+		}
 	}
 }
 

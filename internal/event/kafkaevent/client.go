@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -30,12 +31,19 @@ func ParseURL(spec string) ([]string, error) {
 	return brokers, nil
 }
 
+// DeliveryTimeout is how long the client keeps trying a record before it
+// fails it: a broker outage cannot hold records in the client for ever
+// (the Publisher has counted them as failed after its Timeout already).
+const DeliveryTimeout = time.Minute
+
 // Connect returns a client of the brokers, with opts, once one of them
 // answered (a clear error when none does before ctx ends). The client
 // produces idempotently (franz-go's default: a retried batch is not
-// written twice, and a partition keeps its order).
+// written twice, and a partition keeps its order) and gives a record up
+// after DeliveryTimeout.
 func Connect(ctx context.Context, brokers []string, name string, opts ...kgo.Opt) (*kgo.Client, error) {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID(name)}, opts...)...)
+	base := []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID(name), kgo.RecordDeliveryTimeout(DeliveryTimeout)}
+	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafkaevent: %w", err)
 	}

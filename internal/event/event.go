@@ -1,7 +1,10 @@
 // Package event defines usher's events: every state change of a room, a
 // hold or a reservation, with a stable schema (seed 001's event pipeline).
 // Producers publish them; a collector counts them into analytics; the
-// console shows a room's recent ones as its timeline.
+// console shows a room's recent ones as its timeline. Publisher is the
+// best-effort publisher both transports (natsevent, kafkaevent) run over
+// their Sink: the buffer, the drops and the retry of counted events live
+// there once.
 //
 // The queue's high-rate facts travel as Counted events, one per room and
 // instance about every second while the room is busy: O(rooms), not

@@ -1,6 +1,10 @@
 package kafkaevent
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"usher/internal/event"
+)
 
 // Metrics are the event publishers' Prometheus metrics: the names and
 // labels natsevent.Metrics has (a deployment runs one of the two), less
@@ -19,9 +23,9 @@ const (
 
 // Reasons for a dropped event (label reason).
 const (
-	reasonFull    = "buffer_full" // Emit found the buffer full
-	reasonFailed  = "failed"      // the brokers refused it or did not acknowledge it in time
-	reasonInvalid = "invalid"     // no ID, room or type
+	reasonFull    = event.ReasonFull    // Emit found the buffer full
+	reasonFailed  = event.ReasonFailed  // the brokers refused it or did not acknowledge it in time
+	reasonInvalid = event.ReasonInvalid // no ID, room or type
 )
 
 // NewMetrics registers the metrics with reg.

@@ -218,7 +218,11 @@ func TestSettingsCheckedBeforeWriting(t *testing.T) {
 		{"auth", map[string]string{"USHER_AUTH_PAGE_DIR": "/nonexistent/pages"}, "USHER_AUTH_PAGE_DIR"},
 		{"seed", map[string]string{"USHER_DB": "oracle://db/usher"}, "USHER_DB"},
 		{"seed", map[string]string{"USHER_STORE": "mem"}, "USHER_STORE"},
+		{"serve", map[string]string{"USHER_EVENTS": "nats"}, "USHER_EVENTS"},
+		{"serve", map[string]string{"USHER_EVENTS": "kafka://"}, "USHER_EVENTS"},
 		{"collect", map[string]string{}, "USHER_COLLECT_NATS"},
+		{"collect", map[string]string{"USHER_COLLECT_NATS": "nats://127.0.0.1:1", "USHER_COLLECT_KAFKA": "kafka://127.0.0.1:1"}, "USHER_COLLECT_KAFKA"},
+		{"collect", map[string]string{"USHER_COLLECT_KAFKA": "kafka://a@b"}, "USHER_COLLECT_KAFKA"},
 		{"collect", map[string]string{"USHER_COLLECT_NATS": "embedded"}, "USHER_COLLECT_NATS"},
 		{"collect", map[string]string{"USHER_COLLECT_NATS": "nats://127.0.0.1:1", "USHER_DB": "oracle://db/usher"}, "USHER_DB"},
 		{"collect", map[string]string{"USHER_COLLECT_NATS": "nats://127.0.0.1:1", "USHER_COLLECT_RETENTION": "0s"}, "USHER_COLLECT_RETENTION"},
@@ -412,10 +416,15 @@ func TestPlanCommandIsComplete(t *testing.T) {
 // it returns the base URL and the log.
 func serveUntil(t *testing.T, dir string) (base string, log *syncBuffer, stop func()) {
 	t.Helper()
+	return serveUntilEnv(t, map[string]string{"USHER_DATA_DIR": dir})
+}
+
+// serveUntilEnv is serveUntil with the variables of env.
+func serveUntilEnv(t *testing.T, env map[string]string) (base string, log *syncBuffer, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
-	env := map[string]string{"USHER_DATA_DIR": dir}
 	go func() {
 		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, stdout, stderr)
 	}()

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
 	"usher/internal/analytics"
@@ -23,10 +24,13 @@ import (
 	"usher/internal/analytics/pganalytics"
 	"usher/internal/analytics/sqliteanalytics"
 	"usher/internal/collector"
+	"usher/internal/event"
+	"usher/internal/event/kafkaevent"
 )
 
-// collect runs the collector on its own: an external NATS's event stream
-// counted into the analytics tables of --db, until ctx ends.
+// collect runs the collector on its own: an external NATS's event stream,
+// or a Kafka cluster's event topic, counted into the analytics tables of
+// --db, until ctx ends.
 func collect(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	f := newFlags("collect", getenv, stderr)
 	db := f.string("db", "sqlite", "analytics database: sqlite (<data-dir>/analytics.db), sqlite:PATH (beside it: PATH less its extension, plus -analytics.db), postgres://… or mysql://… (the booking database: tables of their own)")
@@ -34,9 +38,10 @@ func collect(ctx context.Context, args []string, getenv func(string) string, std
 	metricsAddr := f.string("metrics-addr", "", "a listen address that serves /metrics (the collector's events and lag); empty: none")
 	logs := addLogFlags(f)
 	f.own("collect")
-	broker := f.string("nats", "", "the NATS server or cluster whose event stream is counted: nats://… or tls://… (required)")
-	natsName := f.string("nats-name", "usher", "the deployment's name on NATS (usher serve --nats-name): stream <NAME>_EVENTS")
-	durable := f.string("consumer", "collector", "the durable consumer's name; collectors with one name share the work")
+	broker := f.string("nats", "", "the NATS server or cluster whose event stream is counted: nats://… or tls://… (this or --kafka)")
+	kafka := f.string("kafka", "", "the Kafka cluster whose event topic is counted (usher serve --events kafka://…): kafka://host:port,… (this or --nats)")
+	natsName := f.string("nats-name", "usher", "the deployment's name (usher serve --nats-name): stream <NAME>_EVENTS on NATS, topic <NAME>.events on Kafka")
+	durable := f.string("consumer", "collector", "the durable consumer's name (Kafka: group <NAME>.<consumer>); collectors with one name share the work")
 	pool := f.int("db-pool", 4, "PostgreSQL connections at most")
 	batch := f.int("batch", 256, "the most events counted in one transaction")
 	o := analyticsFlags(f)
@@ -47,8 +52,17 @@ func collect(ctx context.Context, args []string, getenv func(string) string, std
 	f.positive("batch", float64(*batch))
 	o.check(f)
 	logs.check(f)
-	if !strings.HasPrefix(*broker, "nats://") && !strings.HasPrefix(*broker, "tls://") {
-		f.errs = append(f.errs, fmt.Sprintf("--nats/USHER_COLLECT_NATS=%q: want nats://… or tls://… (the embedded server runs inside usher serve, whose --collect counts its events)", redactURL(*broker)))
+	var brokers []string
+	switch {
+	case *kafka != "" && *broker != "":
+		f.errs = append(f.errs, "--nats/USHER_COLLECT_NATS and --kafka/USHER_COLLECT_KAFKA: want one of them")
+	case *kafka != "":
+		var err error
+		if brokers, err = kafkaevent.ParseURL(*kafka); err != nil {
+			f.errs = append(f.errs, fmt.Sprintf("%s: want kafka://host:port[,host:port…]", f.setting("kafka", *kafka)))
+		}
+	case !strings.HasPrefix(*broker, "nats://") && !strings.HasPrefix(*broker, "tls://"):
+		f.errs = append(f.errs, fmt.Sprintf("--nats/USHER_COLLECT_NATS=%q: want nats://… or tls://…, or --kafka kafka://… (the embedded server runs inside usher serve, whose --collect counts its events)", redactURL(*broker)))
 	}
 	if !validNATSName(*natsName) {
 		f.errs = append(f.errs, fmt.Sprintf("--nats-name/USHER_COLLECT_NATS_NAME=%q: want letters, digits, '-' and '_'", *natsName))
@@ -82,10 +96,18 @@ func collect(ctx context.Context, args []string, getenv func(string) string, std
 	var (
 		an *analytics.Analytics
 		nc *nats.Conn
+		kc *kgo.Client
 	)
+	co := collector.Options{
+		Prefix: *natsName, Durable: *durable, Batch: *batch, Registerer: reg, Logger: log.With("component", "collector"),
+	}
 	_, sqlite := sqlitePath(*db)
 	err := openInOrder(
 		step{open: func() (err error) {
+			if brokers != nil {
+				kc, err = openKafka(ctx, f.setting("kafka", *kafka), brokers, "usher collect", *natsName, &cl, collector.KafkaOpts(co)...)
+				return err
+			}
 			if nc, err = nats.Connect(*broker, nats.Name("usher collect"), nats.MaxReconnects(-1)); err != nil {
 				return fmt.Errorf("%s: %w", f.setting("nats", *broker), err)
 			}
@@ -100,13 +122,23 @@ func collect(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	col, err := collector.New(nc, an, collector.Options{
-		Prefix: *natsName, Durable: *durable, Batch: *batch, Registerer: reg, Logger: log.With("component", "collector"),
-	})
+	// The one switch of the event source.
+	var col *collector.Collector
+	switch {
+	case kc != nil:
+		col, err = collector.NewKafka(kc, an, co)
+		if err == nil {
+			fmt.Fprintf(stdout, "usher collecting %s (group %s.%s) from %s into %s\n", event.Topic(*natsName), *natsName, *durable, redactURL(*kafka), redactURL(*db))
+		}
+	default:
+		col, err = collector.New(nc, an, co)
+		if err == nil {
+			fmt.Fprintf(stdout, "usher collecting %s from %s into %s\n", natsName2stream(*natsName), redactURL(*broker), redactURL(*db))
+		}
+	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "usher collecting %s from %s into %s\n", natsName2stream(*natsName), redactURL(*broker), redactURL(*db))
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return col.Run(gctx) })
 	if metrics != nil {
@@ -203,13 +235,24 @@ func analyticsPath(spec, dataDir string) string {
 	return strings.TrimSuffix(path, filepath.Ext(path)) + "-analytics.db"
 }
 
-// collectorPart is serve's collector on its broker connection, counting
-// into an, as a part to run (one that returns at once when on is false).
-func collectorPart(on bool, an *analytics.Analytics, nc *nats.Conn, natsName string, k *core) (func(context.Context) error, error) {
+// collectorPart is serve's collector, counting into an, as a part to run
+// (one that returns at once when on is false): on kc, the Kafka client of
+// the collector's group, when the events go to Kafka; else on the broker
+// connection nc.
+func collectorPart(on bool, an *analytics.Analytics, nc *nats.Conn, kc *kgo.Client, natsName string, k *core) (func(context.Context) error, error) {
 	if !on {
 		return func(context.Context) error { return nil }, nil
 	}
-	col, err := collector.New(nc, an, collector.Options{Prefix: natsName, Registerer: k.reg, Logger: k.log.With("component", "collector")})
+	o := collector.Options{Prefix: natsName, Registerer: k.reg, Logger: k.log.With("component", "collector")}
+	var (
+		col *collector.Collector
+		err error
+	)
+	if kc != nil {
+		col, err = collector.NewKafka(kc, an, o)
+	} else {
+		col, err = collector.New(nc, an, o)
+	}
 	if err != nil {
 		return nil, err
 	}

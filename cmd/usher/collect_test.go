@@ -14,10 +14,12 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"usher/internal/analytics"
 	"usher/internal/analytics/sqliteanalytics"
 	"usher/internal/event"
+	"usher/internal/event/kafkaevent"
 	"usher/internal/testenv"
 )
 
@@ -122,5 +124,63 @@ func TestServeCollects(t *testing.T) {
 	c = client{t, startServe(t, off, "--addr", "127.0.0.1:0", "--collect=false")}
 	if status, _, body := c.admin().do("GET", "/api/v1/rooms/sale/analytics", admin, ""); status != 200 || body["room"] != "sale" {
 		t.Errorf("analytics without the collector: %d %v, want 200 (empty)", status, body)
+	}
+}
+
+// TestCollectCommandKafka: usher collect --kafka counts a Kafka cluster's
+// event topic (franz-go's kfake) into <data-dir>/analytics.db with the
+// consumer group <name>.collector.
+func TestCollectCommandKafka(t *testing.T) {
+	t.Parallel()
+	name := natsName(t)
+	u, _ := testenv.Kafka(t)
+	dir := testenv.DataDir(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	stdout := &syncBuffer{}
+	env := map[string]string{"USHER_DATA_DIR": dir, "USHER_COLLECT_KAFKA": u, "USHER_COLLECT_NATS_NAME": name}
+	go func() {
+		done <- run(ctx, []string{"collect"}, func(k string) string { return env[k] }, stdout, &syncBuffer{})
+	}()
+	brokers, err := kafkaevent.ParseURL(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := kafkaevent.Connect(ctx, brokers, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	t0 := time.Now().UTC().Add(-10 * time.Minute).Truncate(time.Second)
+	var recs []*kgo.Record
+	for i := range 30 {
+		v := fmt.Sprintf("v%d", i)
+		for _, e := range []event.Event{
+			{ID: "in-" + v, Type: event.Entered, Room: "sale", At: t0, Visitor: v},
+			{ID: "ad-" + v, Type: event.Admitted, Room: "sale", At: t0.Add(2 * time.Second), Visitor: v},
+		} {
+			body, _ := json.Marshal(e)
+			recs = append(recs, &kgo.Record{Topic: event.Topic(name), Key: []byte(e.Room), Value: body})
+		}
+	}
+	// The collector creates the topic if it is missing; the producer may
+	// come first and find none: try until the topic takes the records.
+	waitFor(t, "the events produced", func() bool { return pub.ProduceSync(ctx, recs...).FirstErr() == nil })
+	s, err := sqliteanalytics.Open(context.Background(), filepath.Join(dir, "analytics.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a := analytics.New(s, analytics.Options{})
+	waitFor(t, "30 arrivals and admissions counted, 2 s each", func() bool {
+		rep, err := a.Report(context.Background(), "sale", time.Now().Add(-time.Hour), time.Now().Add(time.Minute))
+		return err == nil && rep.Totals.Arrivals == 30 && rep.Totals.Admissions == 30 && rep.Totals.WaitSumMS == 60_000
+	})
+	if want := event.Topic(name) + " (group " + name + ".collector)"; !strings.Contains(stdout.String(), want) {
+		t.Errorf("collect printed %q, want %q", stdout, want)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("collect after cancel: %v, want nil", err)
 	}
 }

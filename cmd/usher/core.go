@@ -22,6 +22,7 @@ import (
 	"usher/internal/admission"
 	"usher/internal/clientip"
 	"usher/internal/console"
+	"usher/internal/event/kafkaevent"
 	"usher/internal/event/natsevent"
 	"usher/internal/flood"
 	"usher/internal/hold"
@@ -306,8 +307,9 @@ type core struct {
 	console *console.Console
 	// events publishes the queue's, holds' and settings' events (nil:
 	// none); events.go.
-	events       *natsevent.Publisher
-	eventMetrics *natsevent.Metrics
+	events       publisher
+	natsMetrics  *natsevent.Metrics
+	kafkaMetrics *kafkaevent.Metrics
 	eventsConf   eventsConfig
 }
 

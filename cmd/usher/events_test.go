@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"usher/internal/event"
+	"usher/internal/event/kafkaevent"
 	"usher/internal/testenv"
 )
 
@@ -26,7 +28,22 @@ import (
 // exactly once: the same number as SQL holds, never more at any moment.
 func TestEventsCountedOnceAcrossRestart(t *testing.T) {
 	t.Parallel()
+	testEventsCountedOnce(t, map[string]string{})
+}
+
+// TestEventsCountedOnceAcrossRestartKafka is the same sale with the events
+// on Kafka (--events kafka://…, franz-go's in-process kfake cluster): the
+// outbox relay produces to the topic and serve's collector consumes it
+// with a consumer group.
+func TestEventsCountedOnceAcrossRestartKafka(t *testing.T) {
+	t.Parallel()
+	u, _ := testenv.Kafka(t)
+	testEventsCountedOnce(t, map[string]string{"USHER_EVENTS": u})
+}
+
+func testEventsCountedOnce(t *testing.T, env map[string]string) {
 	dir := testenv.DataDir(t)
+	env["USHER_DATA_DIR"] = dir
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"seed", "--seats", "100", "--json", "--data-dir", dir}, os.Getenv, &out, io.Discard); err != nil {
 		t.Fatalf("seed: %v", err)
@@ -62,7 +79,7 @@ func TestEventsCountedOnceAcrossRestart(t *testing.T) {
 	}
 
 	const half, all = 10, 20
-	base, _, stop := serveUntil(t, dir)
+	base, _, stop := serveUntilEnv(t, env)
 	key, _ := os.ReadFile(filepath.Join(dir, "admin.key"))
 	admin := strings.TrimSpace(string(key))
 	waitFor(t, "serve to create the schedule's room", func() bool {
@@ -72,7 +89,7 @@ func TestEventsCountedOnceAcrossRestart(t *testing.T) {
 	sell(client{t, base}, admin, 0, half)
 	stop() // mid-run: decisions, relaying and counting are still under way
 
-	base, _, _ = serveUntil(t, dir)
+	base, _, _ = serveUntilEnv(t, env)
 	c := client{t, base}
 	waitFor(t, "the room again", func() bool {
 		st, _, _ := c.admin().do("GET", "/api/v1/rooms/"+room, admin, "")
@@ -103,6 +120,26 @@ func TestEventsCountedOnceAcrossRestart(t *testing.T) {
 		}
 		return n == all
 	})
+	if u := env["USHER_EVENTS"]; u != "" {
+		// The confirmations came through the Kafka topic.
+		brokers, err := kafkaevent.ParseURL(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := map[string]bool{}
+		for _, r := range testenv.ReadTopic(t, brokers, event.Topic("usher")) {
+			var e event.Event
+			if err := json.Unmarshal(r.Value, &e); err != nil {
+				t.Fatalf("record %s: %v", r.Value, err)
+			}
+			if e.Type == event.ReservationConfirmed && string(r.Key) == room {
+				ids[e.ID] = true
+			}
+		}
+		if len(ids) != all {
+			t.Errorf("the topic holds %d confirmations of %s, want %d", len(ids), room, all)
+		}
+	}
 }
 
 // seatIDs is the schedule's seat ids in the seat map's order.

@@ -15,9 +15,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"usher/internal/analytics"
 	"usher/internal/booking"
+	"usher/internal/collector"
 	"usher/internal/httpapi"
 	"usher/internal/mq"
 	"usher/internal/mq/natsmq"
@@ -35,7 +37,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	broker := f.string("nats", "embedded", "message broker: embedded (NATS in this process, files in <data-dir>/nats) or nats://…")
 	natsName := f.string("nats-name", "usher", "name of this deployment's stream, consumer and bucket on NATS")
 	natsReplicas := f.int("nats-replicas", 1, "replicas of the stream and the bucket on a clustered NATS (1, 3 or 5)")
-	events := f.bool("events", true, "publish events (queue, holds, settings, and the reservation decisions' outbox) to the NATS stream <NAME>_EVENTS")
+	events := f.string("events", "true", "publish events (queue, holds, settings, and the reservation decisions' outbox): true (the NATS stream <NAME>_EVENTS), false, or kafka://host:port,… (the Kafka topic <NAME>.events)")
 	holdTTL := f.duration("hold-ttl", 5*time.Minute, "how long a seat or stock hold lasts")
 	seatLimit := f.int("seat-limit", 4, "most seats a visitor holds at once in a schedule, and per reservation")
 	stockLimit := f.int("stock-limit", 4, "most general-admission units a visitor holds at once in a schedule")
@@ -63,7 +65,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		*inventoryEvery = sale.NoInventory
 	}
 	c.check(f)
-	for _, err := range []error{checkDB(*db), checkBroker(*broker, *natsReplicas)} {
+	evTo, evErr := parseEvents(*events)
+	for _, err := range []error{checkDB(*db), checkBroker(*broker, *natsReplicas), evErr} {
 		if err != nil {
 			f.errs = append(f.errs, err.Error())
 		}
@@ -90,6 +93,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		an      *analytics.Analytics
 		mqb     mq.Broker
 		nc      *nats.Conn
+		kc, kcc *kgo.Client // Kafka: the publishers', the collector's
 	)
 	_, sqlite := sqlitePath(*db)
 	o, err := c.open(ctx, log, &cl,
@@ -103,11 +107,22 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}},
 		step{local: *broker == "embedded", open: func() (err error) {
 			mqb, nc, err = openBroker(ctx, *broker, natsmq.Options{Name: *natsName, Replicas: *natsReplicas}, *c.dataDir, log, &cl)
-			if err == nil && *events {
+			if err == nil && evTo.kind == "nats" {
 				if err = ensureEventStream(ctx, nc, *natsName, *natsReplicas); err != nil {
 					err = fmt.Errorf("%s: %w", sharedSetting("nats", *broker), err)
 				}
 			}
+			return err
+		}},
+		step{open: func() (err error) {
+			if evTo.kind != "kafka" {
+				return nil
+			}
+			setting := sharedSetting("events", *events)
+			if kc, err = openKafka(ctx, setting, evTo.brokers, "usher", *natsName, &cl); err != nil || !*collect {
+				return err
+			}
+			kcc, err = openKafka(ctx, setting, evTo.brokers, "usher collector", *natsName, &cl, collector.KafkaOpts(collector.Options{Prefix: *natsName})...)
 			return err
 		}},
 	)
@@ -115,8 +130,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	ec := eventsConfig{prefix: *natsName, replicas: *natsReplicas}
-	if *events {
+	switch evTo.kind {
+	case "nats":
 		ec.nc = nc
+	case "kafka":
+		ec.kc = kc
 	}
 	k, err := openCore(c, o, lns, log, ec)
 	if err != nil {
@@ -136,7 +154,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := sales.RebuildStock(ctx); err != nil {
 		return err
 	}
-	counting, err := collectorPart(*collect, an, nc, *natsName, k)
+	counting, err := collectorPart(*collect, an, nc, kcc, *natsName, k)
 	if err != nil {
 		return err
 	}
@@ -147,10 +165,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		IdleTimeout:  2 * time.Minute,
 	}
 	ln := conns.bound(lns.public, srv, c.parsed.trusted)
-	k.announce(c, stdout, "usher", detail{"store", redactURL(*c.store)}, detail{"db", redactURL(*db)}, detail{"nats", redactURL(*broker)})
+	details := []detail{{"store", redactURL(*c.store)}, {"db", redactURL(*db)}, {"nats", redactURL(*broker)}}
+	if evTo.kind == "kafka" {
+		details = append(details, detail{"events", redactURL(*events)})
+	}
+	k.announce(c, stdout, "usher", details...)
 	parts := []func(context.Context) error{sales.Run, counting}
 	if relay != nil {
-		parts = append(parts, relay.Run)
+		parts = append(parts, relay)
 	}
 	return stopped(log, k.run(ctx, srv, ln, parts...))
 }

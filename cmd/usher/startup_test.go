@@ -74,6 +74,12 @@ func TestStartFailuresWriteNothing(t *testing.T) {
 		{"serve NATS down", func(t *testing.T, d string) []string {
 			return []string{"serve", "--data-dir", d, "--addr", "127.0.0.1:0", "--nats", "nats://" + testenv.ClosedAddr(t)}
 		}, "--nats", "no servers available"},
+		{"serve Kafka down", func(t *testing.T, d string) []string {
+			return []string{"serve", "--data-dir", d, "--addr", "127.0.0.1:0", "--events", "kafka://" + testenv.ClosedAddr(t)}
+		}, "--events", "no broker of"},
+		{"collect Kafka down", func(t *testing.T, d string) []string {
+			return []string{"collect", "--data-dir", d, "--kafka", "kafka://" + testenv.ClosedAddr(t)}
+		}, "--kafka", "no broker of"},
 		{"serve misspelt database", func(t *testing.T, d string) []string {
 			return []string{"serve", "--data-dir", d, "--addr", "127.0.0.1:0", "--db", postgresDB(t, "nosuchdb")}
 		}, "--db", `database "nosuchdb" does not exist`},

@@ -1,15 +1,17 @@
-// Package collector counts the event stream into analytics: a durable
-// JetStream pull consumer on the deployment's event stream (event.StreamName,
-// filter event.SubjectFilter) whose batches analytics.Analytics.Apply counts
-// in one SQL transaction each, acknowledged only after that transaction
-// committed. Every event counts once, redeliveries and re-publications
-// included; a failed batch comes back after Options.RetryAfter. Collectors
-// with the same Options.Durable share the work.
+// Package collector counts the event stream into analytics. On NATS (New):
+// a durable JetStream pull consumer on the deployment's event stream
+// (event.StreamName, filter event.SubjectFilter); on Kafka (NewKafka): a
+// consumer group on event.Topic. Each batch is counted by
+// analytics.Analytics.Apply in one SQL transaction and acknowledged (NATS)
+// or its offsets committed (Kafka) only after that transaction committed.
+// Every event counts once, redeliveries and re-publications included.
+// Collectors with the same Options.Durable share the work.
 //
 // Limits: one fetch loop; a batch is at most Options.Batch events and one
-// transaction; a batch whose transaction outlasts Options.AckWait is
-// delivered again meanwhile (harmless). See
-// docs/architecture.md#the-collector-and-analytics.
+// transaction. On NATS a failed batch comes back after Options.RetryAfter,
+// and one whose transaction outlasts Options.AckWait is delivered again
+// meanwhile (harmless); on Kafka a failed batch is retried in place, the
+// partitions held meanwhile. See docs/architecture.md#the-collector-and-analytics.
 package collector
 
 import (
@@ -23,6 +25,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"usher/internal/analytics"
 	"usher/internal/event"
@@ -99,7 +102,8 @@ const (
 
 // Collector consumes the event stream into analytics.
 type Collector struct {
-	nc      *nats.Conn
+	nc      *nats.Conn  // New's
+	kc      *kgo.Client // NewKafka's
 	a       *analytics.Analytics
 	o       Options
 	log     *slog.Logger
@@ -110,11 +114,23 @@ type Collector struct {
 // New returns a collector on nc (which it does not own: close it after Run
 // returned). It starts nothing.
 func New(nc *nats.Conn, a *analytics.Analytics, o Options) (*Collector, error) {
-	o = o.withDefaults()
-	if nc == nil || a == nil {
-		return nil, errors.New("collector: want a NATS connection and analytics")
+	if nc == nil {
+		return nil, errors.New("collector: want a NATS connection")
 	}
-	c := &Collector{nc: nc, a: a, o: o, log: o.Logger,
+	c, err := newCollector(a, o)
+	if err != nil {
+		return nil, err
+	}
+	c.nc = nc
+	return c, nil
+}
+
+func newCollector(a *analytics.Analytics, o Options) (*Collector, error) {
+	o = o.withDefaults()
+	if a == nil {
+		return nil, errors.New("collector: want analytics")
+	}
+	c := &Collector{a: a, o: o, log: o.Logger,
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "usher_collect_events_total",
 			Help: "Events the collector handled, by outcome: applied, duplicate, too_old, malformed.",
@@ -142,6 +158,9 @@ func New(nc *nats.Conn, a *analytics.Analytics, o Options) (*Collector, error) {
 // terminated and logged, never retried. Run returns an error when the
 // connection is closed for good.
 func (c *Collector) Run(ctx context.Context) error {
+	if c.kc != nil {
+		return c.runKafka(ctx)
+	}
 	js, err := jetstream.New(c.nc, jetstream.WithDefaultTimeout(c.o.Timeout))
 	if err != nil {
 		return fmt.Errorf("collector: %w", err)
@@ -266,14 +285,8 @@ func (c *Collector) handle(ctx context.Context, msgs []jetstream.Msg) {
 	evs := make([]event.Event, 0, len(msgs))
 	keep := make([]jetstream.Msg, 0, len(msgs))
 	for _, m := range msgs {
-		var e event.Event
-		err := json.Unmarshal(m.Data(), &e)
-		if err == nil {
-			err = analytics.Valid(e)
-		}
-		if err != nil {
-			c.log.Error("collect: malformed event terminated", logSubj, m.Subject(), logErr, err)
-			c.events.WithLabelValues("malformed").Inc()
+		e, ok := c.decode(m.Data(), logSubj, m.Subject())
+		if !ok {
 			_ = m.TermWithReason("malformed event")
 			continue
 		}
@@ -285,26 +298,51 @@ func (c *Collector) handle(ctx context.Context, msgs []jetstream.Msg) {
 	if len(evs) == 0 {
 		return
 	}
-	// The transaction runs to its end even if ctx ends now: a commit whose
-	// ack is lost is what the IDs are for, a half-done one cannot happen.
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.o.Timeout)
-	res, err := c.a.Apply(actx, evs)
-	cancel()
-	if err != nil {
+	if err := c.apply(ctx, evs); err != nil {
 		c.log.Warn("collect: batch failed, delivered again later", logCount, len(evs), logErr, err)
 		for _, m := range keep {
 			_ = m.NakWithDelay(c.o.RetryAfter) // lost, it comes back after AckWait
 		}
 		return
 	}
-	c.events.WithLabelValues("applied").Add(float64(res.Applied))
-	c.events.WithLabelValues("duplicate").Add(float64(res.Duplicate))
-	c.events.WithLabelValues("too_old").Add(float64(res.TooOld))
 	for _, m := range keep {
 		if err := m.Ack(); err != nil {
 			c.log.Warn("collect: ack (the event comes again and counts nothing)", logErr, err)
 		}
 	}
+}
+
+// decode returns the event a message carries, or false when it is
+// malformed (logged with where, and counted).
+func (c *Collector) decode(data []byte, whereKey, where string) (event.Event, bool) {
+	var e event.Event
+	err := json.Unmarshal(data, &e)
+	if err == nil {
+		err = analytics.Valid(e)
+	}
+	if err != nil {
+		c.log.Error("collect: malformed event dropped", whereKey, where, logErr, err)
+		c.events.WithLabelValues("malformed").Inc()
+		return event.Event{}, false
+	}
+	return e, true
+}
+
+// apply counts evs in one transaction and the outcomes in the metrics.
+// The transaction runs to its end even if ctx ends now: a commit whose
+// acknowledgement is lost is what the IDs are for, a half-done one cannot
+// happen.
+func (c *Collector) apply(ctx context.Context, evs []event.Event) error {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.o.Timeout)
+	res, err := c.a.Apply(actx, evs)
+	cancel()
+	if err != nil {
+		return err
+	}
+	c.events.WithLabelValues("applied").Add(float64(res.Applied))
+	c.events.WithLabelValues("duplicate").Add(float64(res.Duplicate))
+	c.events.WithLabelValues("too_old").Add(float64(res.TooOld))
+	return nil
 }
 
 func sleep(ctx context.Context, d time.Duration) {

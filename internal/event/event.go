@@ -1,7 +1,10 @@
 // Package event defines usher's events: every state change of a room, a
 // hold or a reservation, with a stable schema (seed 001's event pipeline).
 // Producers publish them; a collector counts them into analytics; the
-// console shows a room's recent ones as its timeline.
+// console shows a room's recent ones as its timeline. Publisher is the
+// best-effort publisher both transports (natsevent, kafkaevent) run over
+// their Sink: the buffer, the drops and the retry of counted events live
+// there once.
 //
 // The queue's high-rate facts travel as Counted events, one per room and
 // instance about every second while the room is busy: O(rooms), not
@@ -134,3 +137,15 @@ func SubjectFilter(prefix string) string { return prefix + ".events.>" }
 
 // StreamName is the JetStream stream that holds a deployment's events.
 func StreamName(prefix string) string { return strings.ToUpper(prefix) + "_EVENTS" }
+
+// The Kafka layout of the event stream (--events kafka://…), shared by the
+// publishers and the collector:
+//
+//   - topic: <prefix>.events, one for every room;
+//   - key: the room, so that a room's events share a partition and keep
+//     their order in it (the default partitioner hashes the key);
+//   - value: the JSON of one Event. Kafka does not drop a re-published
+//     duplicate: consumers de-duplicate on Event.ID.
+
+// Topic is the Kafka topic that holds a deployment's events.
+func Topic(prefix string) string { return prefix + ".events" }

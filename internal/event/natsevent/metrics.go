@@ -24,10 +24,10 @@ const (
 
 // Reasons for a dropped event (label reason).
 const (
-	reasonFull    = "buffer_full" // Emit found the buffer full
-	reasonDown    = "nats_down"   // the connection was not connected
-	reasonFailed  = "failed"      // the server refused it or did not acknowledge it in time
-	reasonInvalid = "invalid"     // no subject can carry it
+	reasonFull    = event.ReasonFull    // Emit found the buffer full
+	reasonDown    = "nats_down"         // the connection was not connected
+	reasonFailed  = event.ReasonFailed  // the server refused it or did not acknowledge it in time
+	reasonInvalid = event.ReasonInvalid // no subject can carry it
 )
 
 // NewMetrics registers the metrics with reg.

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"usher/internal/booking/pgbooking"
 	"usher/internal/booking/sqlitebooking"
 	"usher/internal/event"
+	"usher/internal/event/eventtest"
 	"usher/internal/event/natsevent"
 	"usher/internal/mq/natsmq"
 	"usher/internal/testenv"
@@ -157,70 +157,46 @@ func testEvent(i int) event.Event {
 		time.Date(2026, 12, 1, 20, 0, 0, i*1000, time.UTC), event.Data{ETAMS: int64(1000 + i)})
 }
 
-func TestPublisher(t *testing.T) {
+// TestConformance runs the publishers' suite on the embedded server and on
+// USHER_TEST_NATS.
+func TestConformance(t *testing.T) {
 	t.Parallel()
-	nc := embedded(t)
-	prefix, st := stream(t, nc)
-	m, reg := metrics()
-	p, err := natsevent.NewPublisher(nc, natsevent.PublisherOptions{Prefix: prefix, Metrics: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-
-	// Many emitters at once (-race), as the request goroutines do.
-	const emitters, each = 8, 50
-	var wg sync.WaitGroup
-	want := map[string]event.Event{}
-	var mu sync.Mutex
-	for g := range emitters {
-		wg.Go(func() {
-			for i := range each {
-				e := testEvent(g*each + i)
-				mu.Lock()
-				want[e.ID] = e
-				mu.Unlock()
-				p.Emit(e)
-			}
+	for name, connect := range map[string]func(testing.TB) *nats.Conn{"embedded": embedded, "external": external} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			eventtest.Run(t, backend(connect))
 		})
 	}
-	wg.Wait()
-	testenv.Eventually(t, 20*time.Second, "every event in the stream", func() bool { return count(t, st) == emitters*each })
-	// The stream stores an event before its acknowledgement reaches the
-	// publisher, which counts it then: wait for the count too before
-	// stopping (an ack still on its way at the stop counts as dropped).
-	testenv.Eventually(t, 20*time.Second, "every event counted as published", func() bool {
-		return publishedTotal(t, reg, "instance") >= emitters*each
-	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("Run = %v", err)
-	}
-	for _, got := range messages(t, st) {
-		w, ok := want[got.Event.ID]
-		if !ok {
-			t.Errorf("unexpected event %+v", got)
-			continue
+}
+
+// BenchmarkPublisher is eventtest.Bench on the embedded server (compare
+// with kafkaevent's on kfake: the ratio, not the figure, is the point).
+func BenchmarkPublisher(b *testing.B) { eventtest.Bench(b, backend(embedded)) }
+
+// backend is a stream of the test's own on connect's server.
+func backend(connect func(testing.TB) *nats.Conn) func(testing.TB) eventtest.Backend {
+	return func(tb testing.TB) eventtest.Backend {
+		nc := connect(tb)
+		prefix, st := stream(tb, nc)
+		return eventtest.Backend{
+			NewPublisher: func(tb testing.TB, buffer int, reg prometheus.Registerer) eventtest.Publisher {
+				p, err := natsevent.NewPublisher(nc, natsevent.PublisherOptions{Prefix: prefix, Buffer: buffer, Metrics: natsevent.NewMetrics(reg)})
+				if err != nil {
+					tb.Fatal(err)
+				}
+				return p
+			},
+			Published: func(tb testing.TB) []event.Event {
+				var out []event.Event
+				for _, m := range messages(tb, st) {
+					if m.MsgID != m.Event.ID || m.Subject != event.Subject(prefix, m.Event.Room, m.Event.Type) {
+						tb.Errorf("event %s on %s with Nats-Msg-Id %q", m.Event.ID, m.Subject, m.MsgID)
+					}
+					out = append(out, m.Event)
+				}
+				return out
+			},
 		}
-		delete(want, got.Event.ID)
-		if got.MsgID != w.ID || got.Subject != event.Subject(prefix, w.Room, w.Type) {
-			t.Errorf("event %s on %s with Nats-Msg-Id %q, want %s and its ID", w.ID, got.Subject, got.MsgID, event.Subject(prefix, w.Room, w.Type))
-		}
-		if !got.Event.At.Equal(w.At) {
-			t.Errorf("event %s at %v, want %v", w.ID, got.Event.At, w.At)
-		}
-		got.Event.At = w.At
-		if diff := cmp.Diff(w, got.Event); diff != "" {
-			t.Errorf("event %s (-emitted +received):\n%s", w.ID, diff)
-		}
-	}
-	if len(want) != 0 {
-		t.Errorf("%d events never arrived", len(want))
-	}
-	if got := publishedTotal(t, reg, "instance"); got != emitters*each {
-		t.Errorf("usher_events_published_total{source=instance} = %v, want %d", got, emitters*each)
 	}
 }
 
@@ -261,32 +237,6 @@ func metric(tb testing.TB, reg *prometheus.Registry, name, label, value string) 
 	}
 	tb.Fatalf("no %s{%s=%q}", name, label, value)
 	return 0
-}
-
-// TestPublisherBufferFull: Emit with the buffer full drops and counts,
-// never waits; what the buffer held is published once Run starts.
-func TestPublisherBufferFull(t *testing.T) {
-	t.Parallel()
-	nc := embedded(t)
-	prefix, st := stream(t, nc)
-	m, reg := metrics()
-	p, err := natsevent.NewPublisher(nc, natsevent.PublisherOptions{Prefix: prefix, Buffer: 4, Metrics: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 10 {
-		p.Emit(testEvent(i)) // no Run yet: nothing drains the buffer
-	}
-	if got := droppedTotal(t, reg, "buffer_full"); got != 6 {
-		t.Errorf("dropped (buffer_full) = %v, want 6", got)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go p.Run(ctx)
-	testenv.Eventually(t, 20*time.Second, "the 4 buffered events in the stream", func() bool { return count(t, st) == 4 })
-	if got := publishedTotal(t, reg, "instance"); got != 4 {
-		t.Errorf("published = %v, want 4", got)
-	}
 }
 
 // TestPublisherCounted: Offer with the buffer full refuses without

@@ -93,6 +93,23 @@ type Seat struct {
 	ReservationID string     `json:"-"`
 }
 
+// SeatState is a seat's id and status in SQL.
+type SeatState struct {
+	ID     int64
+	Status SeatStatus
+}
+
+// SeatStater is what a Store may offer beside Seats to a caller that has
+// a schedule's layout already (the seat-map rebuild): how many seats the
+// schedule has, and the id and status of those not AVAILABLE, ordered by
+// id; ErrNotFound for an unknown schedule. Seats are never removed and
+// their specs never change, so a count equal to the caller's says its
+// layout is current. At 50,000 seats it reads a few ids where Seats reads
+// every seat's section, row, number and price.
+type SeatStater interface {
+	SeatStates(ctx context.Context, scheduleID int64) (total int, taken []SeatState, err error)
+}
+
 // ReservationStatus is where a reservation stands.
 type ReservationStatus string
 

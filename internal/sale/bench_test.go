@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -260,6 +261,6 @@ func deleteStream(tb testing.TB, nc *nats.Conn, name string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	js.DeleteStream(ctx, "BENCH"+name[len("bench"):]+"_RESERVATIONS")
+	js.DeleteStream(ctx, strings.ToUpper(name)+"_RESERVATIONS")
 	js.DeleteKeyValue(ctx, name+"_reservations")
 }

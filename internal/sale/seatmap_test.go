@@ -123,3 +123,109 @@ func TestSeatsAddedShowAtOnce(t *testing.T) {
 		t.Errorf("seat map after adding 5 seats: %d seats (%v), want 15", len(m.Seats), err)
 	}
 }
+
+// stateCounting is a catalog that offers SeatStates, counts the full seat
+// reads (seatCounting) and, once armed, holds either read until release
+// is closed.
+type stateCounting struct {
+	seatCounting
+	armed            atomic.Bool
+	entered, release chan struct{}
+}
+
+func (c *stateCounting) stall() {
+	if c.armed.Load() {
+		c.entered <- struct{}{}
+		<-c.release
+	}
+}
+
+func (c *stateCounting) SeatStates(ctx context.Context, id int64) (int, []booking.SeatState, error) {
+	c.stall()
+	return c.Store.(booking.SeatStater).SeatStates(ctx, id)
+}
+
+func (c *stateCounting) Seats(ctx context.Context, id int64) ([]booking.Seat, error) {
+	c.stall()
+	return c.seatCounting.Seats(ctx, id)
+}
+
+// TestRebuildReadsStates: with a layout at hand and a catalog that offers
+// SeatStates, a rebuild reads the taken seats, not every seat, and shows
+// sales; seats added behind the instance's back (another instance) make
+// it read them all again; and a hold completes while a rebuild is stalled
+// in its read.
+func TestRebuildReadsStates(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlitebooking.Open(ctx, filepath.Join(t.TempDir(), "b.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog := &stateCounting{seatCounting: seatCounting{Store: db}, entered: make(chan struct{}), release: make(chan struct{})}
+	var now atomic.Int64
+	now.Store(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	advance := func() { now.Add(int64(2 * time.Second)) } // a rebuild is due, the map is recent
+	r := newRigConfig(t, 10, catalog, nil, func(c *sale.Config) {
+		c.SnapshotEvery, c.InventoryEvery = time.Second, sale.NoInventory
+		c.Now = func() time.Time { return time.Unix(0, now.Load()) }
+	})
+	first, err := r.svc.SeatMap(ctx, r.sched.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := catalog.count()
+	if _, err := r.svc.Hold(ctx, r.sched.ID, "alice", r.seats[:1]); err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := r.svc.Reserve(ctx, "alice", r.sched.ID, r.seats[:1], "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.wait(t, "alice", res.ID); got.Status != booking.Confirmed {
+		t.Fatalf("reservation %s, want confirmed", got.Status)
+	}
+	advance()
+	m, err := r.svc.SeatMap(ctx, r.sched.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := catalog.count(); n != reads {
+		t.Errorf("a rebuild with the layout unchanged read every seat %d times, want none", n-reads)
+	}
+	if m == first || len(m.Seats) != 10 || m.Seats[0].Status != booking.Sold || m.Seats[1].Status != booking.Available {
+		t.Errorf("rebuilt map: new %v, %d seats, first two %s %s; want new, 10, SOLD AVAILABLE",
+			m != first, len(m.Seats), m.Seats[0].Status, m.Seats[1].Status)
+	}
+	if first.Seats[0].Status != booking.Available {
+		t.Errorf("the previous map changed: seat 1 %s", first.Seats[0].Status)
+	}
+
+	if _, err := db.AddSeats(ctx, r.sched.ID, []booking.SeatSpec{{Section: "Z", Row: "1", Number: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	advance()
+	if m, err = r.svc.SeatMap(ctx, r.sched.ID); err != nil || len(m.Seats) != 11 {
+		t.Fatalf("after another instance added a seat: %d seats (%v), want 11", len(m.Seats), err)
+	}
+	if n := catalog.count(); n != reads+1 {
+		t.Errorf("seats added elsewhere: every seat read %d times, want once", n-reads)
+	}
+
+	// The rebuild stalls in its read; a hold does not wait for it (a hold
+	// that did would hang here until the test's timeout).
+	advance()
+	catalog.armed.Store(true)
+	var wg sync.WaitGroup
+	wg.Go(func() { r.svc.SeatMapStatus(ctx, r.sched.ID) })
+	<-catalog.entered
+	catalog.armed.Store(false)
+	if _, err := r.svc.Hold(ctx, r.sched.ID, "bob", r.seats[1:2]); err != nil {
+		t.Errorf("hold during a stalled rebuild: %v", err)
+	}
+	close(catalog.release)
+	wg.Wait()
+	advance()
+	if m, err = r.svc.SeatMap(ctx, r.sched.ID); err != nil || m.Seats[1].Status != booking.Held {
+		t.Errorf("after the stalled rebuild: seat 2 %s (%v), want HELD", m.Seats[1].Status, err)
+	}
+}

@@ -63,6 +63,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"OutboxDecisions", testOutboxDecisions},
 		{"OutboxRolledBack", testOutboxRolledBack},
 		{"OutboxReads", testOutboxReads},
+		{"SeatStates", testSeatStates},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -578,5 +579,40 @@ func testReservation(t *testing.T, s booking.Store) {
 	}
 	if _, err := s.Reservation(ctx, "maybe"); !errors.Is(err, booking.ErrNotFound) {
 		t.Errorf("Reservation(unknown) err = %v, want ErrNotFound", err)
+	}
+}
+
+// testSeatStates: a store that offers SeatStates agrees with Seats: the
+// count of the schedule's seats (added ones included) and the seats not
+// AVAILABLE, in id order; ErrNotFound for an unknown schedule.
+func testSeatStates(t *testing.T, s booking.Store) {
+	st, ok := s.(booking.SeatStater)
+	if !ok {
+		t.Skip("no SeatStates: the seat map rebuilds from Seats")
+	}
+	ctx := context.Background()
+	sch, ids := catalog(t, s, 6)
+	empty, err := s.CreateSchedule(ctx, booking.Schedule{ConcertID: sch.ConcertID, StartsAt: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, taken, err := st.SeatStates(ctx, empty.ID); err != nil || n != 0 || len(taken) != 0 {
+		t.Errorf("SeatStates(a schedule without seats) = %d, %v, %v; want 0, none, nil", n, taken, err)
+	}
+	if _, _, err := st.SeatStates(ctx, 999_999); !errors.Is(err, booking.ErrNotFound) {
+		t.Errorf("SeatStates(unknown schedule) err = %v, want ErrNotFound", err)
+	}
+	decide(t, s, pending("r1", sch.ID, ids[4], ids[1]))
+	addSeats(t, s, sch.ID, specs("B", 3))
+	n, taken, err := st.SeatStates(ctx, sch.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []booking.SeatState{{ID: ids[1], Status: booking.Sold}, {ID: ids[4], Status: booking.Sold}}
+	if n != 9 || !slices.Equal(taken, want) {
+		t.Errorf("SeatStates = %d, %v; want 9, %v", n, taken, want)
+	}
+	if all := seats(t, s, sch.ID); len(all) != n {
+		t.Errorf("Seats lists %d seats, SeatStates counts %d", len(all), n)
 	}
 }

@@ -29,7 +29,10 @@ import (
 	"usher/internal/sqlmigrate"
 )
 
-var _ booking.Store = (*Store)(nil)
+var (
+	_ booking.Store      = (*Store)(nil)
+	_ booking.SeatStater = (*Store)(nil)
+)
 
 //go:embed migrations/*.sql
 var migrations embed.FS
@@ -275,6 +278,30 @@ func (s *Store) Seats(ctx context.Context, scheduleID int64) ([]booking.Seat, er
 		}
 	}
 	return out, nil
+}
+
+// SeatStates implements booking.SeatStater.
+func (s *Store) SeatStates(ctx context.Context, scheduleID int64) (int, []booking.SeatState, error) {
+	op := fmt.Sprintf("seat states of schedule %d", scheduleID)
+	var total int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM seat WHERE schedule_id = ?`, scheduleID).Scan(&total); err != nil {
+		return 0, nil, wrap(op, err)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT seat_id, status FROM seat WHERE schedule_id = ? AND status <> 'AVAILABLE' ORDER BY seat_id`, scheduleID)
+	taken, err := collect(rows, err, op, func(rows *sql.Rows) (booking.SeatState, error) {
+		var st booking.SeatState
+		err := rows.Scan(&st.ID, &st.Status)
+		return st, err
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	if total == 0 { // none, or no such schedule
+		if _, err := s.Schedule(ctx, scheduleID); err != nil {
+			return 0, nil, err
+		}
+	}
+	return total, taken, nil
 }
 
 // inTx runs f in a transaction, committed if f returns nil.

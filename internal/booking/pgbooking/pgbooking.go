@@ -32,7 +32,10 @@ import (
 	"usher/internal/sqlmigrate"
 )
 
-var _ booking.Store = (*Store)(nil)
+var (
+	_ booking.Store      = (*Store)(nil)
+	_ booking.SeatStater = (*Store)(nil)
+)
 
 //go:embed migrations/*.sql
 var migrations embed.FS
@@ -265,6 +268,41 @@ func (s *Store) Seats(ctx context.Context, scheduleID int64) ([]booking.Seat, er
 		return nil, nil
 	}
 	return out, nil
+}
+
+// SeatStates implements booking.SeatStater: one round trip.
+func (s *Store) SeatStates(ctx context.Context, scheduleID int64) (int, []booking.SeatState, error) {
+	op := fmt.Sprintf("seat states of schedule %d", scheduleID)
+	b := &pgx.Batch{}
+	b.Queue(`SELECT count(*) FROM seat WHERE schedule_id = $1`, scheduleID)
+	b.Queue(`SELECT seat_id, status FROM seat WHERE schedule_id = $1 AND status <> 'AVAILABLE' ORDER BY seat_id`, scheduleID)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	var total int
+	if err := br.QueryRow().Scan(&total); err != nil {
+		return 0, nil, wrap(op, err)
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return 0, nil, wrap(op, err)
+	}
+	taken, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (booking.SeatState, error) {
+		var st booking.SeatState
+		err := row.Scan(&st.ID, &st.Status)
+		return st, err
+	})
+	if err != nil {
+		return 0, nil, wrap(op, err)
+	}
+	if total == 0 { // none, or no such schedule
+		if err := br.Close(); err != nil {
+			return 0, nil, wrap(op, err)
+		}
+		if _, err := s.Schedule(ctx, scheduleID); err != nil {
+			return 0, nil, err
+		}
+	}
+	return total, taken, nil
 }
 
 // wrap adds the operation to err and classifies it: no rows and foreign

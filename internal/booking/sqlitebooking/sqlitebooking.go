@@ -33,7 +33,10 @@ import (
 	"usher/internal/sqlmigrate"
 )
 
-var _ booking.Store = (*Store)(nil)
+var (
+	_ booking.Store      = (*Store)(nil)
+	_ booking.SeatStater = (*Store)(nil)
+)
 
 //go:embed migrations/*.sql
 var migrations embed.FS
@@ -263,6 +266,42 @@ func (s *Store) Seats(ctx context.Context, scheduleID int64) ([]booking.Seat, er
 		return nil, wrap(op, err)
 	}
 	return out, nil
+}
+
+// SeatStates implements booking.SeatStater, in one read transaction.
+func (s *Store) SeatStates(ctx context.Context, scheduleID int64) (int, []booking.SeatState, error) {
+	op := fmt.Sprintf("seat states of schedule %d", scheduleID)
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return 0, nil, wrap(op, err)
+	}
+	defer tx.Rollback()
+	var total int
+	var exists bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM schedule WHERE schedule_id = ?),
+		(SELECT count(*) FROM seat WHERE schedule_id = ?)`, scheduleID, scheduleID).Scan(&exists, &total); err != nil {
+		return 0, nil, wrap(op, err)
+	}
+	if !exists {
+		return 0, nil, fmt.Errorf("sqlitebooking: %s: %w", op, booking.ErrNotFound)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT seat_id, status FROM seat WHERE schedule_id = ? AND status <> 'AVAILABLE' ORDER BY seat_id`, scheduleID)
+	if err != nil {
+		return 0, nil, wrap(op, err)
+	}
+	defer rows.Close()
+	var taken []booking.SeatState
+	for rows.Next() {
+		var st booking.SeatState
+		if err := rows.Scan(&st.ID, &st.Status); err != nil {
+			return 0, nil, wrap(op, err)
+		}
+		taken = append(taken, st)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, nil, wrap(op, err)
+	}
+	return total, taken, nil
 }
 
 // SetStock creates a schedule's stock or sets its total.

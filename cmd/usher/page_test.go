@@ -69,7 +69,7 @@ func TestPageCheckAudit(t *testing.T) {
 	if err := run(context.Background(), []string{"page", "check", "--axe", path, "--chromium", chromium, good}, noEnv, &out, &out); err != nil {
 		t.Fatalf("branded directory: %v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), "38 pages") || !strings.Contains(out.String(), "no violations") {
+	if !strings.Contains(out.String(), "40 pages") || !strings.Contains(out.String(), "no violations") {
 		t.Errorf("branded directory: %s", out.String())
 	}
 	bad := pageDir(t, map[string]string{"rooms/vip/waiting.html": `<!doctype html><html><title>{{.T.Title}}</title><main><p style="color:#aaa;background:#bbb">{{.T.Keep}}</p></main></html>`})

@@ -175,19 +175,15 @@ func (s *Store) execAck(ctx context.Context, script *rueidis.Lua, keys, args []s
 // rueidis runs on one connection of its pool for blocking commands (so
 // WAIT follows the PUBLISH and blocks no pipelined call). A round starts
 // after each of its callers had its reply, so the PUBLISH follows their
-// writes and the WAIT covers them. Up to ackRounds rounds run at once, each
-// taking the calls that arrived since the last one started: a call waits
-// about one round, not the rest of a running one and then its own, and
-// there are at most ackRounds WAITs per round trip however many calls.
+// writes and the WAIT covers them. One round runs at a time; the calls
+// that arrive meanwhile make the next: one WAIT per round trip however
+// many calls, instead of one per call.
 type acker struct {
-	s        *Store
-	mu       sync.Mutex
-	next     []chan error
-	inflight int // loops running rounds until next is empty
+	s       *Store
+	mu      sync.Mutex
+	next    []chan error
+	running bool // a loop runs rounds until next is empty
 }
-
-// ackRounds is the most rounds in flight (each holds a connection).
-const ackRounds = 4
 
 // wait returns once a round that started after the call has answered, or
 // ctx ends.
@@ -195,8 +191,8 @@ func (a *acker) wait(ctx context.Context) error {
 	ch := make(chan error, 1)
 	a.mu.Lock()
 	a.next = append(a.next, ch)
-	if a.inflight < ackRounds {
-		a.inflight++
+	if !a.running {
+		a.running = true
 		go a.loop()
 	}
 	a.mu.Unlock()
@@ -214,7 +210,7 @@ func (a *acker) loop() {
 		batch := a.next
 		a.next = nil
 		if len(batch) == 0 {
-			a.inflight--
+			a.running = false
 			a.mu.Unlock()
 			return
 		}

@@ -5,7 +5,7 @@ import "usher/internal/event"
 // OutboxEvent is an event in the outbox: written by the database in the
 // transaction that made the change (a trigger on the reservation table in
 // SQLite and PostgreSQL; in MySQL, one statement per decided batch, since
-// its triggers run per row), published by the relay (natsevent.Relay), then removed
+// its triggers run per row), published by the relay (event.Relay), then removed
 // with MarkSent. Seq orders the outbox (the order of the writes).
 //
 // A decision's event: ID "<reservation id>.<status>", Type
@@ -15,10 +15,7 @@ import "usher/internal/event"
 // units, amount}: units are the seats asked for (or the quantity), amount
 // the sum of the seats' prices of a confirmed seat reservation (absent
 // otherwise: stock has no price).
-type OutboxEvent struct {
-	Seq int64
-	event.Event
-}
+type OutboxEvent = event.OutboxEvent
 
 // MaxOutboxBatch is the most events one Outbox call returns, whatever the
 // limit asked for.

@@ -40,20 +40,10 @@ func NewPublisher(cl *kgo.Client, o PublisherOptions) (*Publisher, error) {
 	if o.Prefix == "" {
 		o.Prefix = "usher"
 	}
-	var c event.Counter
-	if o.Metrics != nil {
-		c = instanceCounter{o.Metrics}
-	}
 	return event.NewPublisher(&sink{cl: cl, prefix: o.Prefix}, event.PublisherOptions{
-		Buffer: o.Buffer, Batch: o.Batch, Timeout: o.Timeout, Counter: c, Logger: o.Logger,
+		Buffer: o.Buffer, Batch: o.Batch, Timeout: o.Timeout, Counter: o.Metrics.Instance(), Logger: o.Logger,
 	}), nil
 }
-
-// instanceCounter counts the Publisher's events under source instance.
-type instanceCounter struct{ m *Metrics }
-
-func (c instanceCounter) Published(n int)              { c.m.publishedN(sourceInstance, n) }
-func (c instanceCounter) Dropped(reason string, n int) { c.m.droppedN(reason, n) }
 
 // sink is the Publisher's side of the topic.
 type sink struct {

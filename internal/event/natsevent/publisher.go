@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -43,26 +44,19 @@ func NewPublisher(nc *nats.Conn, o PublisherOptions) (*Publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	var c event.Counter
-	if o.Metrics != nil {
-		c = instanceCounter{o.Metrics}
-	}
 	return event.NewPublisher(&sink{nc: nc, js: js, prefix: o.Prefix}, event.PublisherOptions{
-		Buffer: o.Buffer, Batch: o.Batch, Timeout: o.Timeout, Counter: c, Logger: o.Logger,
+		Buffer: o.Buffer, Batch: o.Batch, Timeout: o.Timeout, Counter: o.Metrics.Instance(), Logger: o.Logger,
 	}), nil
 }
-
-// instanceCounter counts the Publisher's events under source instance.
-type instanceCounter struct{ m *Metrics }
-
-func (c instanceCounter) Published(n int)              { c.m.publishedN(sourceInstance, n) }
-func (c instanceCounter) Dropped(reason string, n int) { c.m.droppedN(reason, n) }
 
 // sink is the Publisher's side of the stream.
 type sink struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	prefix string
+	// duplicates counts acknowledgements the stream flagged as
+	// duplicates (copies it dropped).
+	duplicates atomic.Int64
 }
 
 // Send implements event.Sink: asynchronous publications, then their
@@ -88,7 +82,8 @@ func (s *sink) Send(ctx context.Context, batch []event.Event, timeout time.Durat
 			futures, sent = append(futures, f), append(sent, i)
 		}
 	}
-	acked, _ := awaitAcks(ctx, futures, timeout)
+	acked, dups := awaitAcks(ctx, futures, timeout)
+	s.duplicates.Add(int64(dups))
 	for j, a := range acked {
 		if !a {
 			reasons[sent[j]] = reasonFailed

@@ -85,10 +85,11 @@ func (v *View) InDraw(now time.Time, e Entry) bool {
 
 // drawPending reports whether a ticket issued at issued for a place in
 // the draw (PreQueueSeq) still waits for it at now, by view v: it was
-// issued in the current window, and the whole window is behind the near
-// zone, so no admission can have reached it.
+// issued in the current window (and not in a pre-queue before the
+// opening), and the whole window is behind the near zone, so no admission
+// can have reached it.
 func (v *View) drawPending(now, issued time.Time) bool {
-	if v.Settings.Queueing != QueueRandom {
+	if v.Settings.Queueing != QueueRandom || issued.Before(v.Settings.OpensAt) {
 		return false
 	}
 	i, _ := DrawWindow(now, v.Settings.DrawWindow)

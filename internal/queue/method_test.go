@@ -72,3 +72,37 @@ func TestRandomRoomDraw(t *testing.T) {
 		seen[e.Position] = true
 	}
 }
+
+// TestRandomRoomOpeningDraw: in a random room with an opening, a
+// pre-queue ticket polled after the opening learns the place the opening
+// draw gave it, even while the current window waits for its own draw.
+func TestRandomRoomOpeningDraw(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)}
+	q := queue.New(memqueue.New(), queue.Options{Now: c.now})
+	s := queue.DefaultSettings()
+	s.State, s.AdmitRate, s.PresenceTimeout, s.Queueing, s.DrawWindow = queue.Paused, 1, 0, queue.QueueRandom, time.Hour
+	s.OpensAt = c.t.Add(10 * time.Second)
+	if err := q.PutRoom(ctx, "r", s); err != nil {
+		t.Fatal(err)
+	}
+	issued := c.t
+	for i := range 100 {
+		if e, _, err := q.Enter(ctx, "r", fmt.Sprintf("p%d", i)); err != nil || queue.TicketSeq(e) != queue.PreQueueSeq {
+			t.Fatalf("pre-queue entry: %+v, %v", e, err)
+		}
+	}
+	c.t = s.OpensAt.Add(time.Second) // the same window of an hour
+	for i := range 200 {
+		if _, _, err := q.Enter(ctx, "r", fmt.Sprintf("w%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := q.PutRoom(ctx, "r", s); err != nil { // a refresh of the view
+		t.Fatal(err)
+	}
+	e, _, err := q.Status(ctx, "r", "p5", queue.PreQueueSeq, issued)
+	if err != nil || e.Status != queue.Waiting || e.Position < 1 || e.Position > 100 {
+		t.Errorf("pre-queue ticket after the opening: %+v, %v; want its drawn place among the first 100", e, err)
+	}
+}

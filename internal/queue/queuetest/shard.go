@@ -44,6 +44,7 @@ func RunSharded(t *testing.T, newStore NewStore, strategy queue.ShardStrategy) {
 		{"RoomStates", testShardedStates},
 		{"Inventory", testShardedInventory},
 		{"AdaptiveRate", testShardedAdaptive},
+		{"Queueing", testShardedQueueing},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -448,5 +449,39 @@ func testShardedAdaptive(t *testing.T, s queue.Store, strategy queue.ShardStrate
 	mustPut(t, s, "r", set)
 	if c := mustStats(t, s, "r", now).Control; c.Rate != 0 || c.Version != 2 {
 		t.Errorf("Control after a switch back to adaptive = %+v, want afresh at version 2", c)
+	}
+}
+
+// testShardedQueueing: a sharded reject room refuses newcomers on every
+// shard and admits those waiting; passthrough admits the line past
+// max_active at the next step; the random draw is refused.
+func testShardedQueueing(t *testing.T, s queue.Store, strategy queue.ShardStrategy) {
+	ctx := context.Background()
+	set := shardedSettings(strategy, 2, 1000)
+	vs, now := fillSharded(t, s, "r", set, 6)
+	set.Queueing = queue.QueueReject
+	mustPut(t, s, "r", set)
+	for j := range 12 { // newcomers of every shard
+		if _, _, err := s.Enter(ctx, "r", fmt.Sprintf("new%d", j), now, queue.EnterOptions{}); !errors.Is(err, queue.ErrRoomClosed) {
+			t.Errorf("Enter of a newcomer into a reject room: err = %v, want ErrRoomClosed", err)
+		}
+	}
+	if e := mustEnter(t, s, "r", vs[5], now); e.Status != queue.Waiting {
+		t.Errorf("re-Enter of a waiting visitor into a reject room = %+v, want its place", e)
+	}
+	if res := mustAdmit(t, s, "r", now); len(res.Admitted) != 2 {
+		t.Errorf("a reject room's step admitted %v, want 2 (max_active)", res.Admitted)
+	}
+	set.Queueing = queue.QueuePassthrough
+	mustPut(t, s, "r", set)
+	if res := mustAdmit(t, s, "r", now.Add(time.Second)); len(res.Admitted) != 4 {
+		t.Errorf("a passthrough room's step admitted %v, want the other 4, past max_active", res.Admitted)
+	}
+	if st := mustStats(t, s, "r", now.Add(time.Second)); st.Active != 6 || st.Waiting != 0 {
+		t.Errorf("passthrough: %d active, %d waiting; want 6 and 0", st.Active, st.Waiting)
+	}
+	set.Queueing = queue.QueueRandom
+	if _, err := s.PutRoom(ctx, "r", set, queue.PutOptions{}); !errors.Is(err, queue.ErrInvalid) {
+		t.Errorf("PutRoom of a random sharded room: %v, want ErrInvalid", err)
 	}
 }

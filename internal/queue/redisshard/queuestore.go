@@ -49,7 +49,7 @@ var (
 
 // Off names, by JSON name, the settings a room of several shards keeps
 // off: its line does not have them yet (Stats.Off).
-var Off = []string{"presence_timeout_seconds", "claim_window_seconds", "max_waiting", "opens_at", "priority_share", "queueing"}
+var Off = []string{"presence_timeout_seconds", "claim_window_seconds", "max_waiting", "opens_at", "priority_share"}
 
 // forShards is set as a room of several shards keeps it: what its line
 // does not have is off where set leaves it at its default (presence
@@ -73,8 +73,8 @@ func forShards(set queue.Settings) (queue.Settings, error) {
 		return set, conflict("priority_share", set.PriorityShare, "0", "priority lanes are not sharded yet")
 	case set.MaxWaiting != 0:
 		return set, conflict("max_waiting", set.MaxWaiting, "0", "the cap on the line is not sharded yet")
-	case set.Queueing != queue.QueueFIFO:
-		return set, conflict("queueing", set.Queueing, "fifo", "other queueing methods are not sharded yet")
+	case set.Queueing == queue.QueueRandom:
+		return set, conflict("queueing", set.Queueing, "fifo, passthrough or reject", "the random draw is not sharded yet")
 	}
 	return set, nil
 }
@@ -252,10 +252,15 @@ func (q *QueueStore) stats(ctx context.Context, room string, now time.Time, alwa
 		}
 		stale = !stored
 	}
-	// The copies take the state in effect, so that the line shards refuse
-	// entries into a room sold out by its inventory.
+	// The copies take the state in effect for newcomers, so that the line
+	// shards refuse entries into a room sold out by its inventory, or that
+	// takes no newcomers (reject: closed to them, admitting its line).
+	lineState := st.EffectiveState()
+	if !lineState.Refuses() && !st.Settings.TakesNewcomers() {
+		lineState = queue.Closed
+	}
 	st.Waiting, err = q.s.SyncLines(ctx, room, int(st.Settings.Shards), Strategy(st.Settings.ShardStrategy), named["shard_tags"],
-		string(st.EffectiveState()), named["state_v"])
+		string(lineState), named["state_v"])
 	if err != nil {
 		return queue.Stats{}, false, fmt.Errorf("redisshard: stats %s: %w", room, err)
 	}

@@ -33,7 +33,8 @@ local found, state = place(wait, smeta, admitted, taken, visitor, now)
 if found then
   return found
 end
-if state == 'closed' or state == 'sold_out' or redis.call('HGET', smeta, 'inventory') == '0' then
+if state == 'closed' or state == 'sold_out' or redis.call('HGET', smeta, 'inventory') == '0' or
+    redis.call('HGET', smeta, 'queueing') == 'reject' then
   return {6, 0, 0, 0}
 end
 local score

@@ -108,6 +108,7 @@ func (s *Service) seatsAdded(scheduleID int64) {
 	}
 	slot.mu.Lock()
 	slot.tried = time.Time{}
+	slot.gen++
 	slot.mu.Unlock()
 }
 

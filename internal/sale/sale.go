@@ -126,6 +126,9 @@ type seatMapSlot struct {
 	mu    sync.Mutex // guards the fields below, never held during a rebuild
 	cur   *SeatMap
 	tried time.Time // last rebuild attempt
+	// gen counts the seats added on this instance (seatsAdded): a
+	// rebuild that began before one leaves its map due for another.
+	gen uint64
 	// building is true while a rebuild runs: other callers take cur.
 	building bool
 	// sold holds seats this instance saw confirmed, held seats it held,
@@ -253,6 +256,7 @@ func (s *Service) SeatMap(ctx context.Context, scheduleID int64) (*SeatMap, erro
 	slot.mu.Lock()
 	slot.building = true
 	prev := slot.cur // only rebuilds, under slot.build, change it
+	gen := slot.gen
 	slot.mu.Unlock()
 	m, err := s.buildSeatMap(ctx, scheduleID, now, prev)
 	if err == nil {
@@ -276,6 +280,9 @@ func (s *Service) SeatMap(ctx context.Context, scheduleID int64) (*SeatMap, erro
 		return nil, err // the caller left: the next one rebuilds
 	}
 	slot.tried = now
+	if slot.gen != gen { // seats were added while it read: rebuild at the next call
+		slot.tried = time.Time{}
+	}
 	switch {
 	case err == nil:
 		slot.cur = m

@@ -229,3 +229,54 @@ func TestRebuildReadsStates(t *testing.T) {
 		t.Errorf("after the stalled rebuild: seat 2 %s (%v), want HELD", m.Seats[1].Status, err)
 	}
 }
+
+// TestSeatsAddedDuringRebuild: seats added while a rebuild reads the
+// schedule show in the next map, however long SnapshotEvery is: the
+// rebuild that read before them leaves its map due.
+func TestSeatsAddedDuringRebuild(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlitebooking.Open(ctx, filepath.Join(t.TempDir(), "b.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog := &readThenStall{stateCounting{seatCounting: seatCounting{Store: db}, entered: make(chan struct{}), release: make(chan struct{})}}
+	r := newRigConfig(t, 10, catalog, nil, func(c *sale.Config) {
+		c.SnapshotEvery, c.InventoryEvery = time.Hour, sale.NoInventory
+	})
+	catalog.armed.Store(true)
+	built := make(chan *sale.SeatMap, 1)
+	go func() {
+		m, err := r.svc.SeatMap(ctx, r.sched.ID)
+		if err != nil {
+			t.Error(err)
+		}
+		built <- m
+	}()
+	<-catalog.entered // the rebuild reads the seats
+	catalog.armed.Store(false)
+	if _, err := r.svc.AddSeats(ctx, r.sched.ID, sale.SeatLayout{Sections: []string{"B"}, Rows: 1, SeatsPerRow: 5}); err != nil {
+		t.Fatal(err)
+	}
+	close(catalog.release)
+	if m := <-built; len(m.Seats) != 10 {
+		t.Fatalf("the rebuild that read before the seats were added: %d seats, want 10", len(m.Seats))
+	}
+	if m, err := r.svc.SeatMap(ctx, r.sched.ID); err != nil || len(m.Seats) != 15 {
+		t.Errorf("the next seat map: %d seats (%v), want 15", len(m.Seats), err)
+	}
+}
+
+// readThenStall is stateCounting holding its reads after they read.
+type readThenStall struct{ stateCounting }
+
+func (c *readThenStall) SeatStates(ctx context.Context, id int64) (int, []booking.SeatState, error) {
+	n, st, err := c.Store.(booking.SeatStater).SeatStates(ctx, id)
+	c.stall()
+	return n, st, err
+}
+
+func (c *readThenStall) Seats(ctx context.Context, id int64) ([]booking.Seat, error) {
+	seats, err := c.seatCounting.Seats(ctx, id)
+	c.stall()
+	return seats, err
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"usher/internal/booking"
 	"usher/internal/event"
 	"usher/internal/testenv"
 )
@@ -255,4 +256,46 @@ func Bench(b *testing.B, newBackend func(testing.TB) Backend) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// Sell makes a schedule of n seats and decides n+2 reservations (ids
+// starting with tag): n confirmed (one seat each) and 2 rejected. It
+// returns the decisions.
+func Sell(tb testing.TB, s booking.Store, tag string, n int) []booking.Reservation {
+	tb.Helper()
+	ctx := context.Background()
+	c, err := s.CreateConcert(ctx, "c")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sch, err := s.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID, StartsAt: time.Now()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	specs := make([]booking.SeatSpec, n)
+	for i := range specs {
+		specs[i] = booking.SeatSpec{Section: "A", Row: "1", Number: i + 1, Price: 1000}
+	}
+	ids, err := s.AddSeats(ctx, sch.ID, specs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var rs []booking.Reservation
+	for i, id := range ids {
+		rs = append(rs, booking.Reservation{ID: fmt.Sprintf("%s-r%d", tag, i), Visitor: fmt.Sprintf("v%d", i), ScheduleID: sch.ID, SeatIDs: []int64{id}})
+	}
+	rs = append(rs,
+		booking.Reservation{ID: tag + "-late-1", Visitor: "x", ScheduleID: sch.ID, SeatIDs: []int64{ids[0]}},
+		booking.Reservation{ID: tag + "-late-2", Visitor: "y", ScheduleID: sch.ID, SeatIDs: []int64{ids[1]}})
+	var out []booking.Reservation
+	for len(rs) > 0 { // batches of 7, as the consumer would
+		b := rs[:min(7, len(rs))]
+		rs = rs[len(b):]
+		got, err := s.Decide(ctx, b)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, got...)
+	}
+	return out
 }

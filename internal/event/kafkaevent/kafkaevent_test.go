@@ -194,40 +194,6 @@ func TestParseURL(t *testing.T) {
 	}
 }
 
-// sell decides n+2 reservations in s (n confirmed, 2 rejected) and
-// returns the decisions.
-func sell(tb testing.TB, s booking.Store, n int) []booking.Reservation {
-	tb.Helper()
-	ctx := context.Background()
-	c, err := s.CreateConcert(ctx, "c")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	sch, err := s.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID, StartsAt: time.Now()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	specs := make([]booking.SeatSpec, n)
-	for i := range specs {
-		specs[i] = booking.SeatSpec{Section: "A", Row: "1", Number: i + 1, Price: 1000}
-	}
-	ids, err := s.AddSeats(ctx, sch.ID, specs)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var rs []booking.Reservation
-	for i, id := range ids {
-		rs = append(rs, booking.Reservation{ID: fmt.Sprintf("r%d", i), Visitor: fmt.Sprintf("v%d", i), ScheduleID: sch.ID, SeatIDs: []int64{id}})
-	}
-	rs = append(rs,
-		booking.Reservation{ID: "late-1", Visitor: "x", ScheduleID: sch.ID, SeatIDs: []int64{ids[0]}},
-		booking.Reservation{ID: "late-2", Visitor: "y", ScheduleID: sch.ID, SeatIDs: []int64{ids[1]}})
-	out, err := s.Decide(ctx, rs)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return out
-}
 
 func outboxLen(tb testing.TB, s booking.Store) int {
 	tb.Helper()
@@ -258,7 +224,7 @@ func TestRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	decided := sell(t, s, 8)
+	decided := eventtest.Sell(t, s, "k", 8)
 	ctx := context.Background()
 	reg := prometheus.NewPedanticRegistry()
 	m := kafkaevent.NewMetrics(reg)

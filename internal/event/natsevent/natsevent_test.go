@@ -209,35 +209,14 @@ func metrics() (*natsevent.Metrics, *prometheus.Registry) {
 // publishedTotal and droppedTotal read the counters from reg.
 func publishedTotal(tb testing.TB, reg *prometheus.Registry, source string) float64 {
 	tb.Helper()
-	return metric(tb, reg, "usher_events_published_total", "source", source)
+	return eventtest.Counter(tb, reg, "usher_events_published_total", "source", source)
 }
 
 func droppedTotal(tb testing.TB, reg *prometheus.Registry, reason string) float64 {
 	tb.Helper()
-	return metric(tb, reg, "usher_events_dropped_total", "reason", reason)
+	return eventtest.Counter(tb, reg, "usher_events_dropped_total", "reason", reason)
 }
 
-func metric(tb testing.TB, reg *prometheus.Registry, name, label, value string) float64 {
-	tb.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, mt := range mf.GetMetric() {
-			for _, l := range mt.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return mt.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	tb.Fatalf("no %s{%s=%q}", name, label, value)
-	return 0
-}
 
 // TestPublisherCounted: Offer with the buffer full refuses without
 // counting a drop (the producer keeps its counts); a counted event whose
@@ -333,47 +312,6 @@ func stores(t *testing.T) map[string]func(testing.TB) booking.Store {
 	}
 }
 
-// sell makes a schedule of n seats and decides n+2 reservations (ids
-// starting with tag): n confirmed (one seat each) and 2 rejected. It
-// returns the decisions.
-func sell(tb testing.TB, s booking.Store, tag string, n int) []booking.Reservation {
-	tb.Helper()
-	ctx := context.Background()
-	c, err := s.CreateConcert(ctx, "c")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	sch, err := s.CreateSchedule(ctx, booking.Schedule{ConcertID: c.ID, StartsAt: time.Now()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	specs := make([]booking.SeatSpec, n)
-	for i := range specs {
-		specs[i] = booking.SeatSpec{Section: "A", Row: "1", Number: i + 1, Price: 1000}
-	}
-	ids, err := s.AddSeats(ctx, sch.ID, specs)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var rs []booking.Reservation
-	for i, id := range ids {
-		rs = append(rs, booking.Reservation{ID: fmt.Sprintf("%s-r%d", tag, i), Visitor: fmt.Sprintf("v%d", i), ScheduleID: sch.ID, SeatIDs: []int64{id}})
-	}
-	rs = append(rs,
-		booking.Reservation{ID: tag + "-late-1", Visitor: "x", ScheduleID: sch.ID, SeatIDs: []int64{ids[0]}},
-		booking.Reservation{ID: tag + "-late-2", Visitor: "y", ScheduleID: sch.ID, SeatIDs: []int64{ids[1]}})
-	var out []booking.Reservation
-	for len(rs) > 0 { // batches of 7, as the consumer would
-		b := rs[:min(7, len(rs))]
-		rs = rs[len(b):]
-		got, err := s.Decide(ctx, b)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		out = append(out, got...)
-	}
-	return out
-}
 
 // wantOnce checks that the stream holds exactly one message per decision,
 // of its outcome.
@@ -424,11 +362,11 @@ func TestRelay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			decided := sell(t, s, "before", 12) // before Run: a backlog of several batches
+			decided := eventtest.Sell(t, s, "before", 12) // before Run: a backlog of several batches
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- relay.Run(ctx) }()
-			decided = append(decided, sell(t, s, "while", 3)...) // while it runs
+			decided = append(decided, eventtest.Sell(t, s, "while", 3)...) // while it runs
 			testenv.Eventually(t, 20*time.Second, "the outbox empty", func() bool { return outboxLen(t, s) == 0 })
 			cancel()
 			if err := <-done; err != nil {
@@ -460,7 +398,7 @@ func TestRelayKilledBeforeMark(t *testing.T) {
 			nc := connect(t)
 			s := stores(t)["sqlite"](t)
 			prefix, st := stream(t, nc)
-			decided := sell(t, s, "a", 8)
+			decided := eventtest.Sell(t, s, "a", 8)
 			ctx := context.Background()
 
 			first, err := natsevent.NewRelay(killedStore{s}, nc, natsevent.RelayOptions{Prefix: prefix})

@@ -194,7 +194,6 @@ func TestParseURL(t *testing.T) {
 	}
 }
 
-
 func outboxLen(tb testing.TB, s booking.Store) int {
 	tb.Helper()
 	ev, err := s.Outbox(context.Background(), booking.MaxOutboxBatch)

@@ -217,7 +217,6 @@ func droppedTotal(tb testing.TB, reg *prometheus.Registry, reason string) float6
 	return eventtest.Counter(tb, reg, "usher_events_dropped_total", "reason", reason)
 }
 
-
 // TestPublisherCounted: Offer with the buffer full refuses without
 // counting a drop (the producer keeps its counts); a counted event whose
 // publication failed (no stream to take it) is published again with the
@@ -311,7 +310,6 @@ func stores(t *testing.T) map[string]func(testing.TB) booking.Store {
 		},
 	}
 }
-
 
 // wantOnce checks that the stream holds exactly one message per decision,
 // of its outcome.

@@ -36,24 +36,28 @@ func BenchmarkEnterConcurrency50(b *testing.B) {
 	if _, err := s.PutRoom(ctx, "enter50", set, queue.PutOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	now := time.Now()
+	enterConcurrently(b, s, "enter50", concurrency)
+}
+
+// enterConcurrently enters b.N new visitors into room from conc
+// goroutines and reports enters/s.
+func enterConcurrently(b *testing.B, s queue.Store, room string, conc int) {
+	ctx, now := context.Background(), time.Now()
 	var left atomic.Int64
 	left.Store(int64(b.N))
 	var wg sync.WaitGroup
 	b.ResetTimer()
-	for range concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range conc {
+		wg.Go(func() {
 			var buf []byte
 			for left.Add(-1) >= 0 {
 				buf = fmt.Appendf(buf[:0], "v%012d", mathrand.IntN(1_000_000_000))
-				if _, _, err := s.Enter(ctx, "enter50", string(buf), now, queue.EnterOptions{}); err != nil {
+				if _, _, err := s.Enter(ctx, room, string(buf), now, queue.EnterOptions{}); err != nil {
 					b.Error(err)
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	b.StopTimer()
@@ -363,26 +367,7 @@ func BenchmarkEnterAck(b *testing.B) {
 			if _, err := s.PutRoom(ctx, "ack", set, queue.PutOptions{}); err != nil {
 				b.Fatal(err)
 			}
-			now := time.Now()
-			var left atomic.Int64
-			left.Store(int64(b.N))
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			for range conc {
-				wg.Go(func() {
-					var buf []byte
-					for left.Add(-1) >= 0 {
-						buf = fmt.Appendf(buf[:0], "v%012d", mathrand.IntN(1_000_000_000))
-						if _, _, err := s.Enter(ctx, "ack", string(buf), now, queue.EnterOptions{}); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "enters/s")
+			enterConcurrently(b, s, "ack", conc)
 		})
 	}
 }

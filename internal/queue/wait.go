@@ -96,10 +96,9 @@ func (v *View) Place(now time.Time, room string, e Entry) wire.Place {
 	p := wire.Place{Room: room, RoomState: v.RoomState(now), Status: string(e.Status), Position: e.Position}
 	switch {
 	case e.Status == Waiting && e.Position == 0:
-		p.RoomState, p.OpensAt = string(InPreQueue), v.drawAt(now)
-		if v.Settings.Queueing == QueueRandom && !v.PreQueue(now) {
-			p.RoomState = string(InDrawWindow)
-		}
+		var state RoomState
+		state, p.OpensAt = v.drawAt(now)
+		p.RoomState = string(state)
 		p.ETA, p.PollAfter = v.PreQueueWait(now)
 	case e.Status == Waiting:
 		var f Forecast
@@ -127,14 +126,15 @@ func Issued(p *wire.Place, ticket string) {
 // opening draw still to come (Draw.PreQueue).
 func (v *View) PreQueue(now time.Time) bool { return v.Draw.PreQueue(v.Settings, now) }
 
-// drawAt is when a place waiting for a draw at now is drawn: the opening
-// in the pre-queue, else the end of a random room's window.
-func (v *View) drawAt(now time.Time) time.Time {
+// drawAt is what a place waiting for a draw at now waits for, and when it
+// is drawn: the opening in the pre-queue, else the end of a random room's
+// window.
+func (v *View) drawAt(now time.Time) (RoomState, time.Time) {
 	if v.Settings.Queueing == QueueRandom && !v.PreQueue(now) {
 		_, ends := DrawWindow(now, v.Settings.DrawWindow)
-		return ends
+		return InDrawWindow, ends
 	}
-	return v.Settings.OpensAt
+	return InPreQueue, v.Settings.OpensAt
 }
 
 // PreQueueWait is what a pre-queue entrant (or one waiting for a random
@@ -143,7 +143,8 @@ func (v *View) drawAt(now time.Time) time.Time {
 // jitter, so that the polls after the draw spread over seconds instead of
 // arriving at once.
 func (v *View) PreQueueWait(now time.Time) (untilOpen, pollAfter time.Duration) {
-	untilOpen = max(0, v.drawAt(now).Sub(now))
+	_, at := v.drawAt(now)
+	untilOpen = max(0, at.Sub(now))
 	base := min(max(untilOpen, forecast.FastPoll), 8*time.Second)
 	return untilOpen, forecast.Jitter(base, rand.Float64())
 }

@@ -310,7 +310,7 @@ func (s *Store) enter(name, visitor string, lane *queue.LaneCode, now time.Time)
 // at position, its drawn place among its window's entrants behind the near
 // zone (queue.DrawSlot with u), and returns its seq and position.
 func (r *room) drawIn(now time.Time, position int64, u float64) (int64, int64) {
-	if i, _ := queue.DrawWindow(now, r.settings.DrawWindow); r.window.Index != i || r.window.Seq == 0 {
+	if i, _ := queue.DrawWindow(now, r.settings.DrawWindow); r.window.Index != i {
 		r.window = queue.DrawnWindow{Index: i, Seq: r.seq}
 	}
 	others := r.waiting.len() - 1
